@@ -1,0 +1,89 @@
+# llmchat — one build for the program, its tests and tools.
+#   make            build/llmchat
+#   make test       every test that needs no GPU; ends with "N passed, N failed"
+#   make test-cuda  CUDA parity tests (needs a GPU)
+#   make CUDA=0     force a CPU-only build even when nvcc is present
+# Library code is built twice: optimised for the program, and with
+# AddressSanitizer + UBSan for the unit tests (build/asan/).
+
+CC      ?= cc
+BUILD   := build
+PKGS    := libcjson libpcre2-8 libxxhash sqlite3 ncursesw
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lxxhash -lsqlite3 -lncursesw)
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. $(PKG_CFLAGS) -MMD -MP -pthread
+SAN_FLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS  := $(PKG_LIBS) -lm -lpthread
+
+# ---- CUDA: only when nvcc is found (CUDA=0 turns it off) ----
+CUDA_HOME ?= /usr/local/cuda
+NVCC := $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+ifeq ($(CUDA),0)
+NVCC :=
+endif
+CU_SRC := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
+ifneq ($(CU_SRC),)
+ALL_CFLAGS += -DLLC_CUDA -I$(CUDA_HOME)/include
+LDLIBS     += -L$(CUDA_HOME)/lib64 -lcublas_static -lcublasLt_static -lculibos -lcudart_static -ldl -lrt -lstdc++
+NVCCFLAGS  := -O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall
+endif
+
+LIB_SRC := $(wildcard engine/*.c kernels/*.c kernels/cpu/*.c kernels/cuda/*.c ui/*.c storage/*.c)
+APP_SRC := $(wildcard app/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=$(BUILD)/asan/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
+
+.PHONY: all test test-cuda clean
+all: $(BUILD)/llmchat
+
+$(BUILD)/libllmchat.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libllmchat_asan.a: $(ASAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/llmchat: $(APP_OBJ) $(BUILD)/libllmchat.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
+
+# Unit tests run under AddressSanitizer + UBSan.
+$(BUILD)/tests/%: tests/%.c tests/test.h $(BUILD)/libllmchat_asan.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_asan.a $(LDLIBS)
+
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libllmchat.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
+
+test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN)
+	@sh tests/run.sh $(TEST_BIN)
+
+test-cuda: $(BUILD)/llmchat
+	@sh tests/run_cuda.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

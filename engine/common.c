@@ -1,0 +1,40 @@
+/* common.c — error-message formatting and the programmer-error abort path. */
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int llc_fail(llc_err *err, int code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void llc_err_prefix(llc_err *err, const char *fmt, ...) {
+    if (!err) return;
+    char prefix[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[sizeof err->msg];
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+}
+
+static llc_abort_hook g_abort_hook;
+
+void llc_set_abort_hook(llc_abort_hook hook) { g_abort_hook = hook; }
+
+void llc_assert_fail(const char *expr, const char *file, int line) {
+    if (g_abort_hook) g_abort_hook();
+    fprintf(stderr, "llmchat: internal error: assertion `%s` failed at %s:%d\n", expr, file,
+            line);
+    abort();
+}

@@ -1,0 +1,105 @@
+/* quant.h — tensor element types as stored in GGUF files: their ids and names,
+ * block layouts (elements per block, bytes per block), scalar reference
+ * dequantization, and reference quantization (used by the model generator and tests).
+ *
+ * Ids are ggml's `enum ggml_type` values, the ones written in GGUF tensor infos.
+ * Every id ggml has assigned is known by name and size, so a file using one we do
+ * not compute with loads its table fine and is reported by name ("IQ2_XXS is not
+ * supported") when a model wants to use the tensor. */
+#ifndef LLC_QUANT_H
+#define LLC_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum qtype {
+    QT_F32 = 0,
+    QT_F16 = 1,
+    QT_Q4_0 = 2,
+    QT_Q4_1 = 3,
+    QT_Q5_0 = 6,
+    QT_Q5_1 = 7,
+    QT_Q8_0 = 8,
+    QT_Q8_1 = 9,
+    QT_Q2_K = 10,
+    QT_Q3_K = 11,
+    QT_Q4_K = 12,
+    QT_Q5_K = 13,
+    QT_Q6_K = 14,
+    QT_Q8_K = 15,
+    QT_IQ2_XXS = 16,
+    QT_IQ2_XS = 17,
+    QT_IQ3_XXS = 18,
+    QT_IQ1_S = 19,
+    QT_IQ4_NL = 20,
+    QT_IQ3_S = 21,
+    QT_IQ2_S = 22,
+    QT_IQ4_XS = 23,
+    QT_I8 = 24,
+    QT_I16 = 25,
+    QT_I32 = 26,
+    QT_I64 = 27,
+    QT_F64 = 28,
+    QT_IQ1_M = 29,
+    QT_BF16 = 30,
+    QT_TQ1_0 = 34,
+    QT_TQ2_0 = 35,
+    QT_MXFP4 = 39,
+    QT_COUNT = 40, /* one past the largest id */
+} qtype;
+
+/* Block layouts of the types we compute with (little-endian, packed). */
+#define QK8_0 32
+#define QK4_0 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+
+typedef struct { uint16_t d; int8_t qs[QK8_0]; } block_q8_0;          /* 34 bytes */
+typedef struct { uint16_t d; uint8_t qs[QK4_0 / 2]; } block_q4_0;     /* 18 bytes */
+typedef struct {                                                      /* 144 bytes */
+    uint16_t d;                      /* super-block scale for the 6-bit scales */
+    uint16_t dmin;                   /* super-block scale for the 6-bit mins */
+    uint8_t scales[K_SCALE_SIZE];    /* 8 scales + 8 mins, 6 bits each */
+    uint8_t qs[QK_K / 2];            /* 4-bit quants */
+} block_q4_K;
+typedef struct {                     /* 210 bytes */
+    uint8_t ql[QK_K / 2];            /* low 4 bits of the 6-bit quants */
+    uint8_t qh[QK_K / 4];            /* high 2 bits */
+    int8_t scales[QK_K / 16];        /* 8-bit scales of 16-element groups */
+    uint16_t d;                      /* super-block scale */
+} block_q6_K;
+
+typedef struct qtype_info {
+    const char *name;     /* "Q4_K"; NULL for ids ggml never assigned */
+    uint32_t block_elems; /* elements per block */
+    uint32_t block_bytes; /* bytes per block */
+    bool supported;       /* we can dequantize / compute with it */
+} qtype_info;
+
+/* Info for a type id; NULL if the id is unknown (never assigned or out of range). */
+const qtype_info *qtype_get(uint32_t type);
+/* Name of a type id, or "unknown" for ids ggml never assigned. */
+const char *qtype_name(uint32_t type);
+/* Parses a name like "q4_k" or "F16" (case-insensitive); -1 if unknown. */
+int qtype_from_name(const char *name);
+
+/* Bytes needed for a row of n elements; 0 if n is not a multiple of the block size
+ * or the type is unknown. */
+size_t qtype_row_bytes(uint32_t type, int64_t n);
+
+/* Scalar half/bfloat conversions (round-to-nearest-even on the way down). */
+float fp16_to_f32(uint16_t h);
+uint16_t f32_to_fp16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+/* Reference dequantization of n elements (a multiple of the block size) from
+ * `src` into `dst`. Returns 0, or a negative code for an unsupported type. */
+int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
+
+/* Reference quantization of n floats into `dst` (qtype_row_bytes(type, n) bytes).
+ * Supported for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K. Returns 0 or negative. */
+int quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
+
+#endif
