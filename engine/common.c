@@ -23,9 +23,12 @@ void llc_err_prefix(llc_err *err, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    char old[sizeof err->msg];
-    memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    char joined[sizeof prefix + sizeof err->msg + 2];
+    snprintf(joined, sizeof joined, "%s: %s", prefix, err->msg);
+    size_t n = strlen(joined);
+    if (n >= sizeof err->msg) n = sizeof err->msg - 1; /* keep the front: it names the place */
+    memcpy(err->msg, joined, n);
+    err->msg[n] = 0;
 }
 
 static llc_abort_hook g_abort_hook;
