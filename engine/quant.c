@@ -1,8 +1,17 @@
 /* quant.c — the tensor type table, half/bfloat conversion, and scalar reference
- * dequantization/quantization for the types llmchat computes with. */
+ * dequantization/quantization for the types llmchat computes with.
+ *
+ * Block layouts and dequantization follow ggml (ggml-common.h, ggml-quants.c)
+ * exactly, since these decode GGUF files written by llama.cpp's quantizer.
+ * Blocks are read and written byte-wise (little-endian), so rows may sit at any
+ * address. The quantizers follow ggml's reference algorithms but quantize against
+ * the fp16-rounded scales actually stored, so they are not bit-identical to ggml. */
 #include "quant.h"
 
+#include "common.h"
+
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,7 +36,7 @@ static const qtype_info g_types[QT_COUNT] = {
     T(QT_IQ3_XXS, "IQ3_XXS", 256, 98, false),
     T(QT_IQ1_S, "IQ1_S", 256, 50, false),
     T(QT_IQ4_NL, "IQ4_NL", 32, 18, false),
-    T(QT_IQ3_S, "IQ3_S", 256, 110, false),
+    T(QT_IQ3_S, "IQ3_S", 256, 114, false),
     T(QT_IQ2_S, "IQ2_S", 256, 82, false),
     T(QT_IQ4_XS, "IQ4_XS", 256, 136, false),
     T(QT_I8, "I8", 1, 1, false),
@@ -59,6 +68,7 @@ const char *qtype_name(uint32_t type) {
 }
 
 int qtype_from_name(const char *name) {
+    if (!name) return -1;
     for (int i = 0; i < QT_COUNT; i++)
         if (g_types[i].name && strcasecmp(g_types[i].name, name) == 0) return i;
     return -1;
@@ -68,4 +78,463 @@ size_t qtype_row_bytes(uint32_t type, int64_t n) {
     const qtype_info *t = qtype_get(type);
     if (!t || n < 0 || n % t->block_elems) return 0;
     return (size_t)(n / t->block_elems) * t->block_bytes;
+}
+
+/* ---- half / bfloat ---------------------------------------------------------- */
+
+static inline uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float fp16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (mant << 13)); /* inf, NaN */
+    if (exp == 0) {                              /* zero or subnormal: mant * 2^-24 */
+        float v = (float)mant * 0x1p-24f;        /* exact */
+        return sign ? -v : v;
+    }
+    return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t f32_to_fp16(float f) {
+    uint32_t u = f32_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: keep the top payload bits, force quiet (never inf) */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (a >= 0x38800000u) {                                   /* normal half */
+        a += 0xfffu + ((a >> 13) & 1u);                       /* round to nearest even */
+        return (uint16_t)(sign | ((a - 0x38000000u) >> 13));  /* rebias 127 -> 15 */
+    }
+    /* Subnormal half (or zero): round |f| * 2^24 to an integer, ties to even. */
+    uint32_t e = a >> 23;
+    if (e < 102) return sign; /* |f| < 2^-25 rounds to zero */
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126 - e; /* |f| * 2^24 = m * 2^-shift, shift in 14..24 */
+    uint32_t q = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (q & 1u))) q++;
+    return (uint16_t)(sign | q); /* q may reach 0x400, the smallest normal: correct */
+}
+
+float bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+uint16_t f32_to_bf16(float f) {
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even; overflow carries to inf */
+    return (uint16_t)(u >> 16);
+}
+
+/* ---- byte access ------------------------------------------------------------- */
+
+static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline void wr16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline float rdf16(const uint8_t *p) { return fp16_to_f32(rd16(p)); }
+
+/* Rounds v to the nearest integer (ties to even) and clamps to [lo, hi]; never
+ * undefined, even for huge, infinite or NaN v (NaN gives hi). */
+static inline int round_clamp(float v, int lo, int hi) {
+    v = fminf(v, (float)hi);
+    v = fmaxf(v, (float)lo);
+    return (int)nearbyintf(v);
+}
+
+/* Stores a scale as fp16, rounded away from zero so that |stored| >= |v| (the
+ * block's extreme values then never fall outside the grid), and returns the value
+ * actually stored. At most one fp16 ulp larger than v; v beyond fp16 range gives inf. */
+static inline float store_f16(uint8_t *p, float v) {
+    uint16_t h = f32_to_fp16(v);
+    if (fabsf(fp16_to_f32(h)) < fabsf(v) && (h & 0x7fffu) < 0x7c00u) h++;
+    wr16(p, h);
+    return fp16_to_f32(h);
+}
+
+enum {
+    Q8_0_D = offsetof(block_q8_0, d), Q8_0_QS = offsetof(block_q8_0, qs),
+    Q4_0_D = offsetof(block_q4_0, d), Q4_0_QS = offsetof(block_q4_0, qs),
+    Q4_K_D = offsetof(block_q4_K, d), Q4_K_DMIN = offsetof(block_q4_K, dmin),
+    Q4_K_SC = offsetof(block_q4_K, scales), Q4_K_QS = offsetof(block_q4_K, qs),
+    Q6_K_QL = offsetof(block_q6_K, ql), Q6_K_QH = offsetof(block_q6_K, qh),
+    Q6_K_SC = offsetof(block_q6_K, scales), Q6_K_D = offsetof(block_q6_K, d),
+};
+
+/* ---- dequantization ------------------------------------------------------------ */
+
+static void dequant_q8_0(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q8_0), y += QK8_0) {
+        const float d = rdf16(b + Q8_0_D);
+        const uint8_t *qs = b + Q8_0_QS;
+        for (int j = 0; j < QK8_0; j++) y[j] = (float)(int8_t)qs[j] * d;
+    }
+}
+
+/* Q4_0: byte j holds element j in its low nibble and element j+16 in its high one;
+ * value = (nibble - 8) * d. */
+static void dequant_q4_0(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q4_0), y += QK4_0) {
+        const float d = rdf16(b + Q4_0_D);
+        const uint8_t *qs = b + Q4_0_QS;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            y[j] = (float)((qs[j] & 0xf) - 8) * d;
+            y[j + QK4_0 / 2] = (float)((qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* Q4_K's 12 scale bytes hold 8 six-bit scales and 8 six-bit mins:
+ *   j < 4:  scale = q[j] & 63, min = q[j+4] & 63
+ *   j >= 4: scale = (q[j+4] & 15) | (q[j-4] >> 6) << 4, min = (q[j+4] >> 4) | (q[j] >> 6) << 4 */
+static inline void q4k_scale_min(int j, const uint8_t *q, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *mn = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+        *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Q4_K: 8 sub-blocks of 32; value = d*scale*q - dmin*min. The 128 quant bytes come in
+ * 4 runs of 32: run r's low nibbles are sub-block 2r, its high nibbles sub-block 2r+1. */
+static void dequant_q4_K(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q4_K)) {
+        const float d = rdf16(b + Q4_K_D);
+        const float dmin = rdf16(b + Q4_K_DMIN);
+        const uint8_t *sc = b + Q4_K_SC;
+        const uint8_t *q = b + Q4_K_QS;
+        for (int r = 0; r < 4; r++, q += 32) {
+            int s0, m0, s1, m1;
+            q4k_scale_min(2 * r, sc, &s0, &m0);
+            q4k_scale_min(2 * r + 1, sc, &s1, &m1);
+            const float d0 = d * (float)s0, mm0 = dmin * (float)m0;
+            const float d1 = d * (float)s1, mm1 = dmin * (float)m1;
+            for (int l = 0; l < 32; l++) *y++ = d0 * (float)(q[l] & 0xf) - mm0;
+            for (int l = 0; l < 32; l++) *y++ = d1 * (float)(q[l] >> 4) - mm1;
+        }
+    }
+}
+
+/* Q6_K: 16 groups of 16 with int8 scales; value = d * scale * (q - 32), q 6 bits.
+ * Each 128-element half h uses ql[64h..64h+63], qh[32h..32h+31]; for l < 32:
+ *   element l:      ql[l] low nibble,    qh[l] bits 0-1
+ *   element l + 32: ql[l+32] low nibble, qh[l] bits 2-3
+ *   element l + 64: ql[l] high nibble,   qh[l] bits 4-5
+ *   element l + 96: ql[l+32] high nibble, qh[l] bits 6-7 */
+static void dequant_q6_K(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q6_K)) {
+        const float d = rdf16(b + Q6_K_D);
+        const uint8_t *ql = b + Q6_K_QL;
+        const uint8_t *qh = b + Q6_K_QH;
+        const int8_t *sc = (const int8_t *)(b + Q6_K_SC);
+        for (int h = 0; h < 2; h++, y += 128, ql += 64, qh += 32, sc += 8) {
+            for (int l = 0; l < 32; l++) {
+                const int g = l / 16;
+                const int q1 = ((ql[l] & 0xf) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                y[l] = d * (float)sc[g] * (float)q1;
+                y[l + 32] = d * (float)sc[g + 2] * (float)q2;
+                y[l + 64] = d * (float)sc[g + 4] * (float)q3;
+                y[l + 96] = d * (float)sc[g + 6] * (float)q4;
+            }
+        }
+    }
+}
+
+int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
+    const qtype_info *t = qtype_get(type);
+    if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
+    if (n < 0 || n % t->block_elems) return LLC_ERR_RANGE;
+    const uint8_t *b = src;
+    const int64_t nb = n / t->block_elems;
+    switch (type) {
+    case QT_F32: if (n) memcpy(dst, src, (size_t)n * sizeof(float)); return 0;
+    case QT_F16: for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(rd16(b + 2 * i)); return 0;
+    case QT_BF16: for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(rd16(b + 2 * i)); return 0;
+    case QT_Q8_0: dequant_q8_0(b, dst, nb); return 0;
+    case QT_Q4_0: dequant_q4_0(b, dst, nb); return 0;
+    case QT_Q4_K: dequant_q4_K(b, dst, nb); return 0;
+    case QT_Q6_K: dequant_q6_K(b, dst, nb); return 0;
+    default: return LLC_ERR_UNSUPPORTED;
+    }
+}
+
+/* ---- quantization ----------------------------------------------------------------- */
+
+/* Q8_0: d = absmax/127 (stored as fp16); q = round(x / d). */
+static void quant_q8_0(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK8_0, b += sizeof(block_q8_0)) {
+        float amax = 0;
+        for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = store_f16(b + Q8_0_D, amax / 127.0f);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int j = 0; j < QK8_0; j++)
+            b[Q8_0_QS + j] = (uint8_t)(int8_t)round_clamp(x[j] * id, -127, 127);
+    }
+}
+
+/* Q4_0 (ggml's reference scheme): the element of largest magnitude, `max`, maps to
+ * level -8 exactly (d = max / -8), the rest round to the nearest of -8..7. */
+static void quant_q4_0(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK4_0, b += sizeof(block_q4_0)) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < QK4_0; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const float d = store_f16(b + Q4_0_D, max / -8.0f);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            const int q0 = round_clamp(x[j] * id, -8, 7) + 8;
+            const int q1 = round_clamp(x[j + QK4_0 / 2] * id, -8, 7) + 8;
+            b[Q4_0_QS + j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+/* Fits x[i] ~ scale * L[i] - the_min with L in 0..nmax, minimising the weighted squared
+ * error over a few candidate grids (ggml's make_qkx2_quants); the min is kept <= 0
+ * (the_min >= 0). Returns the scale. */
+static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
+                        float *the_min, float rmin, float rdelta, int nstep) {
+    float min = x[0], max = x[0], sum_w = 0, sum_x = 0;
+    for (int i = 0; i < n; i++) {
+        min = fminf(min, x[i]);
+        max = fmaxf(max, x[i]);
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (min > 0) min = 0;
+    if (!(max > min)) { /* constant zero / all equal non-positive / NaN */
+        memset(L, 0, (size_t)n);
+        *the_min = min == min ? -min : 0;
+        return 0;
+    }
+    float iscale = (float)nmax / (max - min);
+    float scale = (max - min) / (float)nmax;
+    float best = 0;
+    for (int i = 0; i < n; i++) {
+        L[i] = (uint8_t)round_clamp(iscale * (x[i] - min), 0, nmax);
+        const float diff = scale * L[i] + min - x[i];
+        best += w[i] * diff * diff;
+    }
+    uint8_t Laux[32];
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; i++) {
+            const int l = round_clamp(iscale * (x[i] - min), 0, nmax);
+            Laux[i] = (uint8_t)l;
+            sum_l += w[i] * (float)l;
+            sum_l2 += w[i] * (float)(l * l);
+            sum_xl += w[i] * (float)l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (!(D > 0)) continue;
+        float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+        float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+        if (this_min > 0) {
+            this_min = 0;
+            this_scale = sum_xl / sum_l2;
+        }
+        float err = 0;
+        for (int i = 0; i < n; i++) {
+            const float diff = this_scale * Laux[i] + this_min - x[i];
+            err += w[i] * diff * diff;
+        }
+        if (err < best) {
+            memcpy(L, Laux, (size_t)n);
+            best = err;
+            scale = this_scale;
+            min = this_min;
+        }
+    }
+    *the_min = -min;
+    return scale;
+}
+
+/* Q4_K: per 32-element sub-block an affine fit (weights rms + |x| as in ggml), then
+ * the 8 scales and 8 mins quantized to 6 bits against fp16 super-scales, then every
+ * element re-rounded against the stored grid. */
+static void quant_q4_K(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_q4_K)) {
+        uint8_t L[QK_K];
+        float w[32], scales[8], mins[8];
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; j++) {
+            const float *xs = x + 32 * j;
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
+            scales[j] = fit_affine(32, 15, xs, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20);
+            max_scale = fmaxf(max_scale, scales[j]);
+            max_min = fmaxf(max_min, mins[j]);
+        }
+        /* 6-bit scales and mins, rounded against the fp16 super-scales as stored */
+        const float d = store_f16(b + Q4_K_D, max_scale / 63.0f);
+        const float dmin = store_f16(b + Q4_K_DMIN, max_min / 63.0f);
+        const float inv_scale = d > 0 ? 1.0f / d : 0.0f;
+        const float inv_min = dmin > 0 ? 1.0f / dmin : 0.0f;
+        uint8_t *sc = b + Q4_K_SC;
+        memset(sc, 0, K_SCALE_SIZE);
+        for (int j = 0; j < 8; j++) {
+            const int ls = round_clamp(inv_scale * scales[j], 0, 63);
+            const int lm = round_clamp(inv_min * mins[j], 0, 63);
+            if (j < 4) {
+                sc[j] = (uint8_t)ls;
+                sc[j + 4] = (uint8_t)lm;
+            } else {
+                sc[j + 4] = (uint8_t)((ls & 0xf) | ((lm & 0xf) << 4));
+                sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+                sc[j] |= (uint8_t)((lm >> 4) << 6);
+            }
+        }
+        for (int j = 0; j < 8; j++) {
+            int s, m;
+            q4k_scale_min(j, sc, &s, &m);
+            const float ds = d * (float)s;
+            if (ds == 0) continue;
+            const float dm = dmin * (float)m;
+            for (int l = 0; l < 32; l++)
+                L[32 * j + l] = (uint8_t)round_clamp((x[32 * j + l] + dm) / ds, 0, 15);
+        }
+        uint8_t *q = b + Q4_K_QS;
+        for (int r = 0; r < 4; r++, q += 32)
+            for (int l = 0; l < 32; l++)
+                q[l] = (uint8_t)(L[64 * r + l] | (L[64 * r + 32 + l] << 4));
+    }
+}
+
+/* Symmetric fit x[i] ~ scale * (L[i] - nmax), L in 0..2*nmax-1, weights x^2: starts
+ * from the grid that maps the largest-magnitude element to -nmax and tries 18 nearby
+ * grids, keeping the best least-squares fit (ggml's make_qx_quants, rmse_type 1).
+ * Works on x / amax so the cubic sums cannot overflow. Returns the (signed) scale. */
+static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    if (!(amax >= 1e-15f) || isinf(amax)) {
+        memset(L, 0, (size_t)n);
+        return 0;
+    }
+    float xn[32];
+    for (int i = 0; i < n; i++) xn[i] = x[i] / amax;
+    const float maxn = max / amax; /* +-1 */
+    float iscale = -(float)nmax / maxn;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        const int l = round_clamp(iscale * xn[i], -nmax, nmax - 1);
+        L[i] = (int8_t)(l + nmax);
+        const float w = xn[i] * xn[i];
+        sumlx += w * xn[i] * (float)l;
+        suml2 += w * (float)(l * l);
+    }
+    float scale = suml2 > 0 ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / maxn;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; i++) {
+            const int l = round_clamp(iscale * xn[i], -nmax, nmax - 1);
+            const float w = xn[i] * xn[i];
+            sumlx += w * xn[i] * (float)l;
+            suml2 += w * (float)(l * l);
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++)
+                L[i] = (int8_t)(round_clamp(iscale * xn[i], -nmax, nmax - 1) + nmax);
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale * amax;
+}
+
+/* Q6_K: per 16-element group a symmetric 6-bit fit, group scales quantized to int8
+ * against an fp16 super-scale (largest-magnitude scale maps to -128), then every
+ * element re-rounded against the stored grid. */
+static void quant_q6_K(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_q6_K)) {
+        int8_t Ls[QK_K];
+        float scales[16];
+        float max_scale = 0, max_abs_scale = 0;
+        for (int g = 0; g < 16; g++) {
+            scales[g] = fit_symmetric(16, 32, x + 16 * g, Ls + 16 * g);
+            if (fabsf(scales[g]) > max_abs_scale) {
+                max_abs_scale = fabsf(scales[g]);
+                max_scale = scales[g];
+            }
+        }
+        memset(b, 0, sizeof(block_q6_K));
+        if (!(max_abs_scale >= 1e-15f)) {
+            /* all-zero block: quants 32 (value 0) would be tidier, but ggml writes
+             * zeros too and d = 0 makes every value 0 either way */
+            continue;
+        }
+        /* the largest-magnitude scale maps to -128; round against the stored d */
+        const float d = store_f16(b + Q6_K_D, max_scale / -128.0f);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        int8_t *sc = (int8_t *)(b + Q6_K_SC);
+        for (int g = 0; g < 16; g++) sc[g] = (int8_t)round_clamp(scales[g] * id, -128, 127);
+        uint8_t L[QK_K];
+        for (int g = 0; g < 16; g++) {
+            const float dg = d * (float)sc[g];
+            for (int l = 0; l < 16; l++) {
+                const int k = 16 * g + l;
+                L[k] = dg != 0 ? (uint8_t)(round_clamp(x[k] / dg, -32, 31) + 32)
+                               : (uint8_t)Ls[k];
+            }
+        }
+        uint8_t *ql = b + Q6_K_QL, *qh = b + Q6_K_QH;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
+            const uint8_t *Lh = L + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                ql[l] = (uint8_t)((Lh[l] & 0xf) | ((Lh[l + 64] & 0xf) << 4));
+                ql[l + 32] = (uint8_t)((Lh[l + 32] & 0xf) | ((Lh[l + 96] & 0xf) << 4));
+                qh[l] = (uint8_t)((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                                  ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+int quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
+    const qtype_info *t = qtype_get(type);
+    if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
+    if (n < 0 || n % t->block_elems) return LLC_ERR_RANGE;
+    uint8_t *b = dst;
+    const int64_t nb = n / t->block_elems;
+    switch (type) {
+    case QT_F32: if (n) memcpy(dst, src, (size_t)n * sizeof(float)); return 0;
+    case QT_F16: for (int64_t i = 0; i < n; i++) wr16(b + 2 * i, f32_to_fp16(src[i])); return 0;
+    case QT_BF16: for (int64_t i = 0; i < n; i++) wr16(b + 2 * i, f32_to_bf16(src[i])); return 0;
+    case QT_Q8_0: quant_q8_0(src, b, nb); return 0;
+    case QT_Q4_0: quant_q4_0(src, b, nb); return 0;
+    case QT_Q4_K: quant_q4_K(src, b, nb); return 0;
+    case QT_Q6_K: quant_q6_K(src, b, nb); return 0;
+    default: return LLC_ERR_UNSUPPORTED;
+    }
 }
