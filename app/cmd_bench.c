@@ -1,0 +1,179 @@
+/* cmd_bench.c — `llmchat bench`: prompt processing and generation speed at batch 1,
+ * side by side with this machine's measured memory read bandwidth, so generation
+ * is reported as a fraction of its bandwidth limit (weight bytes per token). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "app/commands.h"
+#include "app/llm.h"
+#include "engine/batch.h"
+#include "kernels/cpu/pool.h"
+
+static int g_prompt = 128, g_gen = 32, g_reps = 3;
+static bool g_json;
+
+static const cli_opt g_opts[] = {
+    {"prompt", 'p', CLI_INT, &g_prompt, "N", "prompt tokens to process (default 128)", 1, 1 << 16, NULL},
+    {"gen", 'n', CLI_INT, &g_gen, "N", "tokens to generate (default 32)", 1, 1 << 16, NULL},
+    {"reps", 'r', CLI_INT, &g_reps, "N", "repetitions; the best is reported (default 3)", 1, 100, NULL},
+    {"json", 0, CLI_FLAG, &g_json, NULL, "print the results as JSON", 0, 0, NULL},
+    {0},
+};
+
+const cli_cmd cli_bench = {
+    .name = "bench",
+    .usage = "[-m MODEL] [-p N] [-n N] [-r N] [--json]",
+    .summary = "measure prompt and generation tokens/s against memory bandwidth",
+    .opts = g_opts,
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- memory read bandwidth, with the same thread count as the backend ---- */
+
+typedef struct bw_job {
+    const uint64_t *buf;
+    size_t n;
+    uint64_t sums[64];
+} bw_job;
+
+static void bw_read(void *arg, int ith, int nth) {
+    bw_job *j = arg;
+    long lo, hi;
+    cpu_split((long)j->n, ith, nth, &lo, &hi);
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (long i = lo; i + 3 < hi; i += 4) {
+        s0 += j->buf[i];
+        s1 += j->buf[i + 1];
+        s2 += j->buf[i + 2];
+        s3 += j->buf[i + 3];
+    }
+    j->sums[ith % 64] = s0 + s1 + s2 + s3;
+}
+
+/* Best-of-5 GB/s reading a 512 MiB buffer. */
+static double measure_bandwidth(int threads) {
+    cpu_pool *pool;
+    if (cpu_pool_create(threads, &pool)) return 0;
+    size_t n = (512u << 20) / sizeof(uint64_t);
+    uint64_t *buf = malloc(n * sizeof *buf);
+    double best = 0;
+    if (buf) {
+        for (size_t i = 0; i < n; i++) buf[i] = i;
+        bw_job j = {.buf = buf, .n = n};
+        for (int r = 0; r < 5; r++) {
+            double t0 = now_s();
+            cpu_pool_run(pool, bw_read, &j);
+            double gbs = (double)(n * sizeof *buf) / (now_s() - t0) / 1e9;
+            if (gbs > best) best = gbs;
+        }
+    }
+    free(buf);
+    cpu_pool_free(pool);
+    return best;
+}
+
+int cmd_bench(int argc, char **argv) {
+    cli_common common = {0};
+    cli_parse(&cli_bench, &common, argc, argv, NULL, 0);
+    llc_err err;
+    llm L;
+    if (llm_open(&common, &L, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
+    const model_hparams *hp = model_hparams_of(L.m);
+    int block = 16, total = g_prompt + g_gen, n_blocks = (total + block - 1) / block;
+    model_kv *kv = NULL;
+    batch *b = NULL;
+    int32_t *blocks = malloc((size_t)n_blocks * sizeof *blocks);
+    int32_t *toks = malloc((size_t)total * sizeof *toks);
+    float *logits = malloc((size_t)hp->n_vocab * sizeof *logits);
+    int status = 1;
+    if (!blocks || !toks || !logits || model_kv_create(L.m, n_blocks, block, &kv, &err) ||
+        batch_create(n_blocks, block, &b)) {
+        fprintf(stderr, "llmchat: %s\n", kv ? "out of memory" : err.msg);
+        goto out;
+    }
+    for (int i = 0; i < n_blocks; i++) blocks[i] = i;
+    uint64_t rng = 42;
+    for (int i = 0; i < total; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        toks[i] = (int32_t)((rng >> 33) % (uint64_t)hp->n_vocab);
+    }
+    double best_pp = 0, best_tg = 0;
+    for (int r = 0; r < g_reps; r++) {
+        batch_clear(b);
+        batch_add(b, toks, g_prompt, 0, blocks, n_blocks, BATCH_OUT_LAST);
+        double t0 = now_s();
+        if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
+        double pp = g_prompt / (now_s() - t0);
+        t0 = now_s();
+        for (int i = 0; i < g_gen; i++) {
+            batch_clear(b);
+            batch_add(b, &toks[g_prompt + i], 1, g_prompt + i, blocks, n_blocks, BATCH_OUT_LAST);
+            if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
+        }
+        double tg = g_gen / (now_s() - t0);
+        if (pp > best_pp) best_pp = pp;
+        if (tg > best_tg) best_tg = tg;
+    }
+    int threads = common.threads > 0 ? common.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double bw = measure_bandwidth(threads);
+    double weight_gb = (double)model_weight_bytes(L.m) / 1e9;
+    double limit = weight_gb > 0 ? bw / weight_gb : 0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_mib = (double)ru.ru_maxrss / 1024.0;
+    if (g_json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", common.model);
+        cJSON_AddStringToObject(o, "backend", L.be->name);
+        cJSON_AddNumberToObject(o, "threads", threads);
+        cJSON_AddNumberToObject(o, "weight_bytes", (double)model_weight_bytes(L.m));
+        cJSON_AddNumberToObject(o, "prompt_tokens", g_prompt);
+        cJSON_AddNumberToObject(o, "prompt_tok_s", best_pp);
+        cJSON_AddNumberToObject(o, "gen_tokens", g_gen);
+        cJSON_AddNumberToObject(o, "gen_tok_s", best_tg);
+        cJSON_AddNumberToObject(o, "read_bandwidth_gb_s", bw);
+        cJSON_AddNumberToObject(o, "gen_bandwidth_limit_tok_s", limit);
+        cJSON_AddNumberToObject(o, "gen_fraction_of_limit", limit > 0 ? best_tg / limit : 0);
+        cJSON_AddNumberToObject(o, "peak_rss_mib", rss_mib);
+        char *s = cJSON_PrintUnformatted(o);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+    } else {
+        printf("model        %s (%s, %d layers, dim %d, %.1f MiB of weights)\n", common.model,
+               hp->arch_name, hp->n_layers, hp->dim, weight_gb * 1e9 / (1024.0 * 1024.0));
+        printf("backend      %s, %d threads\n", L.be->name, threads);
+        printf("%-24s %12s\n", "test", "tokens/s");
+        printf("%-24s %12.2f\n", "prompt (pp)", best_pp);
+        printf("%-24s %12.2f\n", "generation (tg)", best_tg);
+        printf("memory read bandwidth    %.1f GB/s -> generation limit %.2f tokens/s; reached %.0f%%\n",
+               bw, limit, limit > 0 ? 100.0 * best_tg / limit : 0);
+        printf("peak RSS     %.1f MiB\n", rss_mib);
+    }
+    status = 0;
+    goto out;
+fail:
+    fprintf(stderr, "llmchat: %s\n", err.msg);
+out:
+    batch_free(b);
+    model_kv_free(kv);
+    free(blocks);
+    free(toks);
+    free(logits);
+    llm_close(&L);
+    return status;
+}

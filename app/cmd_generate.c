@@ -1,0 +1,232 @@
+/* cmd_generate.c — `llmchat generate`: one prompt, one continuation streamed to
+ * stdout as it is made. Greedy unless --temp is given, so the same command prints
+ * the same text; --json adds one object on the last line with the ids, the text,
+ * timings and (with --logprobs) the top-N log-probabilities of each position. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "app/commands.h"
+#include "app/llm.h"
+#include "engine/batch.h"
+#include "engine/sampler.h"
+
+#define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
+
+static const char *g_prompt;
+static int g_n = 128, g_logprobs;
+static bool g_json, g_special;
+static sampler_params g_sp;
+static int64_t g_seed = (int64_t)SAMPLER_SEED_DEFAULT;
+
+static const cli_opt g_opts[] = {
+    {"prompt", 'p', CLI_STR, &g_prompt, "TEXT", "the prompt (required)", 0, 0, NULL},
+    {"n-predict", 'n', CLI_INT, &g_n, "N", "tokens to generate at most (default 128)", 0, 1 << 24, NULL},
+    {"temp", 0, CLI_FLOAT, &g_sp.temperature, "T", "temperature; 0 = greedy (default 0)", 0, 100, NULL},
+    {"top-k", 0, CLI_INT, &g_sp.top_k, "K", "keep the K most likely tokens (default 40, 0 = off)", 0, 1 << 24, NULL},
+    {"top-p", 0, CLI_FLOAT, &g_sp.top_p, "P", "nucleus sampling (default 0.95, 1 = off)", 1e-6, 1, NULL},
+    {"min-p", 0, CLI_FLOAT, &g_sp.min_p, "P", "drop tokens below P x the best (default 0.05)", 0, 1, NULL},
+    {"repeat-penalty", 0, CLI_FLOAT, &g_sp.repeat_penalty, "X", "penalise recent tokens (default 1 = off)", 0.01, 100, NULL},
+    {"frequency-penalty", 0, CLI_FLOAT, &g_sp.frequency_penalty, "X", "OpenAI frequency penalty", -2, 2, NULL},
+    {"presence-penalty", 0, CLI_FLOAT, &g_sp.presence_penalty, "X", "OpenAI presence penalty", -2, 2, NULL},
+    {"seed", 's', CLI_I64, &g_seed, "N", "random seed (-1 = random; default fixed)", -1, 9.2e18, NULL},
+    {"logprobs", 0, CLI_INT, &g_logprobs, "N", "report the top-N log-probabilities (with --json)", 0, SAMPLER_MAX_LOGPROBS, NULL},
+    {"special", 0, CLI_FLAG, &g_special, NULL, "parse special-token text in the prompt, print special tokens", 0, 0, NULL},
+    {"json", 0, CLI_FLAG, &g_json, NULL, "print a JSON summary on the last line", 0, 0, NULL},
+    {0},
+};
+
+const cli_cmd cli_generate = {
+    .name = "generate",
+    .usage = "[-m MODEL] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--json]",
+    .summary = "continue a prompt, streaming the text as it is made",
+    .opts = g_opts,
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static cJSON *int_array(const int32_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static cJSON *logprob_entry(const sample_result *r) {
+    cJSON *o = cJSON_CreateObject(), *top = cJSON_CreateArray();
+    cJSON_AddNumberToObject(o, "id", r->token);
+    cJSON_AddNumberToObject(o, "logprob", r->logprob);
+    for (int k = 0; k < r->n_top; k++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "id", r->top[k].id);
+        cJSON_AddNumberToObject(e, "logprob", r->top[k].logprob);
+        cJSON_AddItemToArray(top, e);
+    }
+    cJSON_AddItemToObject(o, "top", top);
+    return o;
+}
+
+/* Growable text buffer for the JSON "text" field. */
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+} strbuf;
+
+static void sb_add(strbuf *s, const char *src, size_t n) {
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        while (cap < s->len + n + 1) cap *= 2;
+        char *p = realloc(s->p, cap);
+        if (!p) return;
+        s->p = p;
+        s->cap = cap;
+    }
+    memcpy(s->p + s->len, src, n);
+    s->len += n;
+    s->p[s->len] = 0;
+}
+
+int cmd_generate(int argc, char **argv) {
+    cli_common common = {0};
+    g_sp = sampler_params_default();
+    g_sp.temperature = 0; /* greedy unless asked */
+    cli_parse(&cli_generate, &common, argc, argv, NULL, 0);
+    if (!g_prompt) cli_usage_error(&cli_generate, "--prompt is required");
+    g_sp.seed = g_seed < 0 ? SAMPLER_SEED_RANDOM : (uint64_t)g_seed;
+    g_sp.n_logprobs = g_logprobs;
+    llc_err err;
+    if (sampler_params_check(&g_sp, &err)) cli_usage_error(&cli_generate, "%s", err.msg);
+
+    llm L;
+    if (llm_open(&common, &L, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
+    const model_hparams *hp = model_hparams_of(L.m);
+    int status = 1;
+    int32_t *prompt = NULL, *gen = NULL, *blocks = NULL;
+    float *logits = NULL;
+    model_kv *kv = NULL;
+    batch *b = NULL;
+    sampler *smp = NULL;
+    tok_stream *ts = NULL;
+    cJSON *lp_json = g_logprobs ? cJSON_CreateArray() : NULL;
+    strbuf text = {0};
+
+    int n_prompt = llm_tokenize(L.tok, g_prompt, strlen(g_prompt), tok_add_bos(L.tok), g_special, &prompt);
+    if (n_prompt < 1) {
+        fprintf(stderr, "llmchat: the prompt gives no tokens\n");
+        goto out;
+    }
+    if (n_prompt >= hp->n_ctx_train) {
+        fprintf(stderr, "llmchat: the prompt is %d tokens; the model's context is %d\n", n_prompt,
+                hp->n_ctx_train);
+        goto out;
+    }
+    int n_max = g_n < hp->n_ctx_train - n_prompt ? g_n : hp->n_ctx_train - n_prompt;
+    int total = n_prompt + n_max, block = 16, n_blocks = (total + block - 1) / block;
+    gen = malloc((size_t)(n_max + 1) * sizeof *gen);
+    blocks = malloc((size_t)n_blocks * sizeof *blocks);
+    logits = malloc((size_t)hp->n_vocab * sizeof *logits);
+    if (!gen || !blocks || !logits) {
+        fprintf(stderr, "llmchat: out of memory\n");
+        goto out;
+    }
+    for (int i = 0; i < n_blocks; i++) blocks[i] = i;
+    if (model_kv_create(L.m, n_blocks, block, &kv, &err) || sampler_create(&g_sp, &smp, &err) ||
+        tok_stream_create(L.tok, g_special, &ts) || batch_create(n_blocks, block, &b)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        goto out;
+    }
+    sampler_accept_prompt(smp, prompt, n_prompt);
+
+    double t0 = now_s();
+    for (int done = 0; done < n_prompt; done += PREFILL_CHUNK) {
+        int n = n_prompt - done < PREFILL_CHUNK ? n_prompt - done : PREFILL_CHUNK;
+        batch_clear(b);
+        batch_add(b, prompt + done, n, done, blocks, n_blocks,
+                  done + n == n_prompt ? BATCH_OUT_LAST : BATCH_OUT_NONE);
+        if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
+    }
+    double t_prompt = now_s() - t0;
+    t0 = now_s();
+    int n_gen = 0;
+    const char *finish = "length";
+    char piece[1024];
+    while (n_gen < n_max) {
+        sample_result r;
+        int tok = sampler_sample(smp, logits, hp->n_vocab, &r);
+        if (tok < 0) {
+            llc_fail(&err, tok, "sampling failed (no finite logits)");
+            goto fail;
+        }
+        gen[n_gen++] = tok;
+        sampler_accept(smp, tok);
+        if (lp_json) cJSON_AddItemToArray(lp_json, logprob_entry(&r));
+        if (tok_is_eog(L.tok, tok)) {
+            finish = "stop";
+            break;
+        }
+        int pn = tok_stream_push(ts, tok, piece, sizeof piece);
+        if (pn > 0) {
+            fwrite(piece, 1, (size_t)pn, stdout);
+            fflush(stdout);
+            sb_add(&text, piece, (size_t)pn);
+        }
+        if (n_gen == n_max) break;
+        batch_clear(b);
+        batch_add(b, &gen[n_gen - 1], 1, n_prompt + n_gen - 1, blocks, n_blocks, BATCH_OUT_LAST);
+        if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
+    }
+    int pn = tok_stream_flush(ts, piece, sizeof piece);
+    if (pn > 0) {
+        fwrite(piece, 1, (size_t)pn, stdout);
+        sb_add(&text, piece, (size_t)pn);
+    }
+    double t_gen = now_s() - t0;
+    printf("\n");
+    if (g_json) {
+        cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "prompt_tokens", int_array(prompt, n_prompt));
+        cJSON_AddItemToObject(o, "tokens", int_array(gen, n_gen));
+        cJSON_AddStringToObject(o, "text", text.p ? text.p : "");
+        cJSON_AddStringToObject(o, "finish_reason", finish);
+        cJSON_AddNumberToObject(o, "seed", (double)sampler_seed(smp));
+        cJSON_AddNumberToObject(tm, "prompt_ms", t_prompt * 1e3);
+        cJSON_AddNumberToObject(tm, "prompt_tokens_per_s", n_prompt / t_prompt);
+        cJSON_AddNumberToObject(tm, "gen_ms", t_gen * 1e3);
+        cJSON_AddNumberToObject(tm, "gen_tokens_per_s", t_gen > 0 ? n_gen / t_gen : 0);
+        cJSON_AddItemToObject(o, "timings", tm);
+        if (lp_json) {
+            cJSON_AddItemToObject(o, "logprobs", lp_json);
+            lp_json = NULL;
+        }
+        char *s = cJSON_PrintUnformatted(o);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(o);
+    }
+    status = 0;
+    goto out;
+fail:
+    fprintf(stderr, "\nllmchat: %s\n", err.msg);
+out:
+    cJSON_Delete(lp_json);
+    free(text.p);
+    tok_stream_free(ts);
+    sampler_free(smp);
+    batch_free(b);
+    model_kv_free(kv);
+    free(prompt);
+    free(gen);
+    free(blocks);
+    free(logits);
+    llm_close(&L);
+    return status;
+}

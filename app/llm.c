@@ -1,0 +1,57 @@
+/* llm.c — opening a model for a subcommand. */
+#include "app/llm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
+    if (!strcmp(common->device, "cuda"))
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "this build has no CUDA backend (use --device cpu)");
+    return backend_cpu_create(common->threads, out, err);
+}
+
+int llm_open(const cli_common *common, llm *out, llc_err *err) {
+    memset(out, 0, sizeof *out);
+    int rc = gguf_open(common->model, &out->file, err);
+    if (!rc) rc = tok_load(out->file, &out->tok, err);
+    if (!rc) rc = llm_backend_create(common, &out->be, err);
+    if (!rc) rc = model_load(out->file, out->be, &out->m, err);
+    if (!rc && tok_n_vocab(out->tok) != model_hparams_of(out->m)->n_vocab)
+        rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",
+                      tok_n_vocab(out->tok), model_hparams_of(out->m)->n_vocab);
+    if (rc) llm_close(out);
+    return rc;
+}
+
+void llm_close(llm *l) {
+    model_free(l->m);
+    backend_free(l->be);
+    tok_free(l->tok);
+    gguf_free(l->file);
+    memset(l, 0, sizeof *l);
+}
+
+int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bos, bool special,
+                 int32_t **ids) {
+    *ids = NULL;
+    if (len > (size_t)1 << 30) return LLC_ERR_RANGE;
+    int cap = 2 * (int)len + 4; /* an upper bound for every vocabulary we load */
+    int32_t *buf = malloc((size_t)cap * sizeof *buf);
+    if (!buf) return LLC_ERR_NOMEM;
+    int n = tok_encode(tok, text, len, add_bos, special, buf, cap);
+    if (n > cap) {
+        int32_t *nb = realloc(buf, (size_t)n * sizeof *nb);
+        if (!nb) {
+            free(buf);
+            return LLC_ERR_NOMEM;
+        }
+        buf = nb;
+        n = tok_encode(tok, text, len, add_bos, special, buf, n);
+    }
+    if (n < 0) {
+        free(buf);
+        return n;
+    }
+    *ids = buf;
+    return n;
+}

@@ -1,0 +1,31 @@
+/* llm.h — a model ready to run, as the subcommands open it: the GGUF file, its
+ * tokenizer, a backend chosen by --device/--threads, and the weights on it. */
+#ifndef LLC_APP_LLM_H
+#define LLC_APP_LLM_H
+
+#include "app/cli.h"
+#include "engine/gguf.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "kernels/backend.h"
+
+typedef struct llm {
+    gguf *file;
+    tokenizer *tok;
+    backend *be;
+    model *m;
+} llm;
+
+/* Opens common->model on the backend common->device asks for. On failure prints
+ * nothing and returns a negative code with err set; out is left empty. */
+int llm_open(const cli_common *common, llm *out, llc_err *err);
+void llm_close(llm *l);
+
+/* Tokenizes len bytes into a malloc'd array (*ids); returns the count or negative. */
+int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bos, bool special,
+                 int32_t **ids);
+
+/* Creates a backend for --device (auto|cpu|cuda) and --threads. */
+int llm_backend_create(const cli_common *common, backend **out, llc_err *err);
+
+#endif

@@ -1,0 +1,54 @@
+/* model.h — a llama-family model: hyper-parameters, weights, and the forward pass
+ * over a flattened varlen batch with a paged KV cache.
+ *
+ * Architectures: llama (Llama 2/3, TinyLlama, Mistral, SmolLM), qwen2 (QKV bias),
+ * qwen3 (per-head Q/K RMSNorm). The model keeps views of the gguf's tensors (the
+ * CPU backend reads the mmapped file directly), so the gguf must outlive it. */
+#ifndef LLC_MODEL_H
+#define LLC_MODEL_H
+
+#include "engine/gguf.h"
+#include "kernels/backend.h"
+
+typedef enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 } model_arch;
+
+typedef struct model_hparams {
+    model_arch arch;
+    const char *arch_name;
+    int n_vocab;
+    int n_ctx_train;  /* context length the model was trained with */
+    int dim;          /* embedding width */
+    int n_layers;
+    int n_heads, n_kv_heads, head_dim;
+    int ffn_dim;
+    float norm_eps;
+    bk_rope rope;     /* freq_factors point into the model when present */
+    bool tied_output; /* output projection shares token_embd */
+} model_hparams;
+
+typedef struct model model;
+
+/* Reads hyper-parameters and weights from g onto the backend, validating shapes
+ * against each other. */
+int model_load(const gguf *g, backend *be, model **out, llc_err *err);
+void model_free(model *m);
+const model_hparams *model_hparams_of(const model *m);
+/* Bytes of weights the model reads per forward step. */
+uint64_t model_weight_bytes(const model *m);
+
+/* A paged KV cache: n_blocks blocks of block_size tokens for every layer, in the
+ * backend's memory. Slot s = block * block_size + offset. */
+typedef struct model_kv model_kv;
+int model_kv_create(const model *m, int n_blocks, int block_size, model_kv **out, llc_err *err);
+void model_kv_free(model_kv *kv);
+int model_kv_block_size(const model_kv *kv);
+int model_kv_n_blocks(const model_kv *kv);
+/* Bytes one token of KV takes across all layers. */
+size_t model_kv_bytes_per_token(const model *m);
+
+/* Runs one step. logits (host memory) receives n_out rows of n_vocab floats, in the
+ * order of batch->out_rows. Returns 0 or negative with err set (bad token ids,
+ * slots outside the cache, out of memory). */
+int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, llc_err *err);
+
+#endif

@@ -1,0 +1,111 @@
+/* backend.h — the op table the forward pass (engine/model.c) is written against.
+ *
+ * A backend is a table of function pointers plus an opaque context. model.c never
+ * asks which backend it runs on: all activation, KV and weight memory is the
+ * backend's ("device memory"), reached only through these ops. The CPU backend is
+ * always built; others (CUDA) fill the same table.
+ *
+ * One forward step works on a flattened varlen batch (bk_batch): the rows of all
+ * sequences back to back. `begin` hands the batch description to the backend
+ * once per step; ops that need positions, KV slots or sequence boundaries read it
+ * from there. Shapes are row-major: a [rows x dim] activation is rows*dim floats. */
+#ifndef LLC_BACKEND_H
+#define LLC_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/common.h"
+#include "engine/gguf.h"
+
+/* A weight matrix in backend memory: n_out rows of n_in elements of qtype `type`
+ * (a vector is n_out = 1). */
+typedef struct bk_weight {
+    uint32_t type;
+    int64_t n_in, n_out;
+    const void *data;
+} bk_weight;
+
+/* One step's batch, in host memory; the backend copies what it needs in begin(). */
+typedef struct bk_batch {
+    int n_tokens;               /* T: rows in this step */
+    const int32_t *tokens;      /* [T] */
+    const int32_t *positions;   /* [T] position of each row in its sequence */
+    int n_seqs;
+    const int32_t *seq_start;   /* [n_seqs+1] rows of sequence s: seq_start[s] .. seq_start[s+1]-1 */
+    const int32_t *kv_len;      /* [n_seqs] KV entries of s after this step; entry j holds position j */
+    const int32_t *block_table; /* [n_seqs * max_blocks] KV block ids of each sequence, in order */
+    int max_blocks;
+    const int32_t *slots;       /* [T] KV slot (block * block_size + offset) each row's K/V goes to */
+    int n_out;                  /* rows whose logits are wanted */
+    const int32_t *out_rows;    /* [n_out] */
+} bk_batch;
+
+typedef enum bk_rope_style {
+    BK_ROPE_NORMAL, /* rotate adjacent pairs (x[2i], x[2i+1]): llama */
+    BK_ROPE_NEOX,   /* rotate (x[i], x[i + n_rot/2]): qwen2, qwen3 */
+} bk_rope_style;
+
+typedef struct bk_rope {
+    bk_rope_style style;
+    int n_rot;           /* leading dimensions of each head that rotate (<= head_dim) */
+    float freq_base;     /* theta_i = pos * freq_scale * freq_base^(-2i/n_rot) / freq_factors[i] */
+    float freq_scale;    /* 1 / linear scaling factor */
+    const float *freq_factors; /* [n_rot/2] host memory, or NULL (llama3 rope_freqs) */
+} bk_rope;
+
+typedef struct bk_attn {
+    int n_heads, n_kv_heads, head_dim;
+    int block_size;      /* tokens per KV block */
+    float scale;         /* usually 1/sqrt(head_dim) */
+} bk_attn;
+
+typedef struct backend_ops {
+    void (*destroy)(void *ctx);
+    /* Memory. weight_load may return a view of the (mmapped) tensor itself. */
+    int (*weight_load)(void *ctx, const gguf_tensor *t, bk_weight *out, llc_err *err);
+    void *(*alloc)(void *ctx, size_t bytes); /* NULL when it does not fit */
+    void (*free)(void *ctx, void *p);
+    void (*to_host)(void *ctx, void *dst, const void *src, size_t bytes);
+    void (*memset0)(void *ctx, void *p, size_t bytes);
+
+    /* Per step. begin validates and keeps the batch; returns 0 or negative. */
+    int (*begin)(void *ctx, const bk_batch *batch, llc_err *err);
+    /* x[T, dim] = rows of `table` (n_out = vocab, n_in = dim) for the batch tokens. */
+    void (*embed)(void *ctx, const bk_weight *table, float *x);
+    /* out[r] = x[r] / rms(x[r]) * w, r < rows; out may equal x. */
+    void (*rmsnorm)(void *ctx, const float *x, const bk_weight *w, float *out, int rows, int dim,
+                    float eps);
+    /* y[rows, w->n_out] = x[rows, w->n_in] · wᵀ */
+    void (*matmul)(void *ctx, const bk_weight *w, const float *x, int rows, float *y);
+    /* y[r] += b for each of rows rows (b: n_out = 1, n_in = row width) */
+    void (*add_bias)(void *ctx, float *y, const bk_weight *b, int rows);
+    /* Rotates x[T, n_heads * head_dim] in place by each row's position. */
+    void (*rope)(void *ctx, float *x, int n_heads, int head_dim, const bk_rope *rp);
+    /* Writes k, v [T, kv_dim] into the layer's caches ([n_slots, kv_dim]) at the batch slots. */
+    void (*kv_store)(void *ctx, float *k_cache, float *v_cache, const float *k, const float *v,
+                     int kv_dim);
+    /* out[T, n_heads*head_dim]: causal attention of each row over its sequence's KV
+     * entries 0..position, read through the block table. */
+    void (*attention)(void *ctx, const float *q, const float *k_cache, const float *v_cache,
+                      float *out, const bk_attn *a);
+    /* gate[i] = silu(gate[i]) * up[i] */
+    void (*silu_mul)(void *ctx, float *gate, const float *up, size_t n);
+    /* x[i] += y[i] */
+    void (*add)(void *ctx, float *x, const float *y, size_t n);
+    /* out[k] = x[out_rows[k]] for the batch's output rows; rows are dim wide. */
+    void (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
+} backend_ops;
+
+typedef struct backend {
+    const char *name; /* "cpu", "cuda" */
+    const backend_ops *ops;
+    void *ctx;
+} backend;
+
+/* The CPU backend; n_threads <= 0 means one per core. */
+int backend_cpu_create(int n_threads, backend **out, llc_err *err);
+void backend_free(backend *b);
+
+#endif

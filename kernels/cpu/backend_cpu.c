@@ -1,0 +1,298 @@
+/* backend_cpu.c — the CPU backend: fills backend_ops with host-memory ops run on
+ * the worker pool. Matmuls go to kernels/cpu/matmul; the other ops are here, as
+ * straightforward loops split across threads by rows (or rows x heads). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/quant.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/pool.h"
+
+typedef struct cpu_ctx {
+    cpu_pool *pool;
+    bk_batch batch; /* pointers stay valid for the step (the caller keeps them) */
+    int max_kv_len;
+} cpu_ctx;
+
+/* ---- memory ---- */
+
+static void cpu_destroy(void *ctx_) {
+    cpu_ctx *ctx = ctx_;
+    cpu_pool_free(ctx->pool);
+    free(ctx);
+}
+
+static int cpu_weight_load(void *ctx, const gguf_tensor *t, bk_weight *out, llc_err *err) {
+    const qtype_info *qi = qtype_get(t->type);
+    if (!qi || !qi->supported)
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "tensor '%s' has type %s, which llmchat does not support",
+                        t->name, qtype_name(t->type));
+    out->type = t->type;
+    out->n_in = t->ne[0];
+    out->n_out = t->ne[1] * t->ne[2] * t->ne[3];
+    out->data = t->data; /* zero-copy: the weights stay in the mmapped file */
+    return 0;
+}
+
+static void *cpu_alloc(void *ctx, size_t bytes) {
+    size_t size = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, size ? size : 64);
+}
+static void cpu_free(void *ctx, void *p) { free(p); }
+static void cpu_to_host(void *ctx, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void cpu_memset0(void *ctx, void *p, size_t bytes) { memset(p, 0, bytes); }
+
+static int cpu_begin(void *ctx_, const bk_batch *b, llc_err *err) {
+    cpu_ctx *ctx = ctx_;
+    int max_kv = 0;
+    for (int s = 0; s < b->n_seqs; s++) {
+        if (b->seq_start[s] > b->seq_start[s + 1] || b->kv_len[s] < 0)
+            return llc_fail(err, LLC_ERR_RANGE, "malformed batch: sequence %d", s);
+        if (b->kv_len[s] > max_kv) max_kv = b->kv_len[s];
+    }
+    if (b->n_seqs < 0 || b->seq_start[0] != 0 || b->seq_start[b->n_seqs] != b->n_tokens)
+        return llc_fail(err, LLC_ERR_RANGE, "malformed batch: rows do not add up");
+    ctx->batch = *b;
+    ctx->max_kv_len = max_kv;
+    return 0;
+}
+
+/* ---- row-parallel helpers ---- */
+
+typedef struct rows_job {
+    const cpu_ctx *ctx;
+    const bk_weight *w;
+    const float *x;
+    float *out;
+    int rows, dim;
+    float eps;
+    const void *extra;
+} rows_job;
+
+static void embed_job(void *arg, int ith, int nth) {
+    rows_job *j = arg;
+    long lo, hi;
+    cpu_split(j->rows, ith, nth, &lo, &hi);
+    size_t row_bytes = qtype_row_bytes(j->w->type, j->w->n_in);
+    for (long r = lo; r < hi; r++) {
+        int32_t tok = j->ctx->batch.tokens[r];
+        dequantize_row(j->w->type, (const uint8_t *)j->w->data + (size_t)tok * row_bytes,
+                       j->out + (size_t)r * j->dim, j->dim);
+    }
+}
+
+static void cpu_embed(void *ctx_, const bk_weight *table, float *x) {
+    cpu_ctx *ctx = ctx_;
+    rows_job j = {.ctx = ctx, .w = table, .out = x, .rows = ctx->batch.n_tokens, .dim = (int)table->n_in};
+    cpu_pool_run(ctx->pool, embed_job, &j);
+}
+
+static void rmsnorm_job(void *arg, int ith, int nth) {
+    rows_job *j = arg;
+    long lo, hi;
+    cpu_split(j->rows, ith, nth, &lo, &hi);
+    const float *w = j->w->data; /* norm weights are F32 (checked at load) */
+    for (long r = lo; r < hi; r++) {
+        const float *x = j->x + (size_t)r * j->dim;
+        float *o = j->out + (size_t)r * j->dim;
+        double ss = 0;
+        for (int i = 0; i < j->dim; i++) ss += (double)x[i] * x[i];
+        float scale = (float)(1.0 / sqrt(ss / j->dim + j->eps));
+        for (int i = 0; i < j->dim; i++) o[i] = x[i] * scale * w[i];
+    }
+}
+
+static void cpu_rmsnorm(void *ctx_, const float *x, const bk_weight *w, float *out, int rows,
+                        int dim, float eps) {
+    cpu_ctx *ctx = ctx_;
+    rows_job j = {.ctx = ctx, .w = w, .x = x, .out = out, .rows = rows, .dim = dim, .eps = eps};
+    if ((long)rows * dim < 4096) rmsnorm_job(&j, 0, 1);
+    else cpu_pool_run(ctx->pool, rmsnorm_job, &j);
+}
+
+static void cpu_matmul_op(void *ctx_, const bk_weight *w, const float *x, int rows, float *y) {
+    cpu_ctx *ctx = ctx_;
+    int rc = cpu_matmul(ctx->pool, w->type, w->data, w->n_in, w->n_out, x, rows, y);
+    LLC_ASSERT(rc == 0); /* types were checked at load */
+}
+
+static void cpu_add_bias(void *ctx, float *y, const bk_weight *b, int rows) {
+    const float *bias = b->data;
+    for (int r = 0; r < rows; r++)
+        for (int64_t i = 0; i < b->n_in; i++) y[(size_t)r * b->n_in + i] += bias[i];
+}
+
+typedef struct rope_job {
+    const cpu_ctx *ctx;
+    float *x;
+    int n_heads, head_dim;
+    const bk_rope *rp;
+} rope_job;
+
+static void rope_job_fn(void *arg, int ith, int nth) {
+    rope_job *j = arg;
+    const bk_rope *rp = j->rp;
+    long lo, hi;
+    cpu_split(j->ctx->batch.n_tokens, ith, nth, &lo, &hi);
+    int half = rp->n_rot / 2;
+    for (long r = lo; r < hi; r++) {
+        float pos = (float)j->ctx->batch.positions[r] * rp->freq_scale;
+        for (int i = 0; i < half; i++) {
+            float theta = pos * powf(rp->freq_base, -2.0f * (float)i / (float)rp->n_rot);
+            if (rp->freq_factors) theta /= rp->freq_factors[i];
+            float c = cosf(theta), s = sinf(theta);
+            for (int h = 0; h < j->n_heads; h++) {
+                float *v = j->x + ((size_t)r * j->n_heads + h) * j->head_dim;
+                int a = rp->style == BK_ROPE_NEOX ? i : 2 * i;
+                int b = rp->style == BK_ROPE_NEOX ? i + half : 2 * i + 1;
+                float x0 = v[a], x1 = v[b];
+                v[a] = x0 * c - x1 * s;
+                v[b] = x0 * s + x1 * c;
+            }
+        }
+    }
+}
+
+static void cpu_rope(void *ctx_, float *x, int n_heads, int head_dim, const bk_rope *rp) {
+    cpu_ctx *ctx = ctx_;
+    rope_job j = {ctx, x, n_heads, head_dim, rp};
+    cpu_pool_run(ctx->pool, rope_job_fn, &j);
+}
+
+static void cpu_kv_store(void *ctx_, float *k_cache, float *v_cache, const float *k,
+                         const float *v, int kv_dim) {
+    cpu_ctx *ctx = ctx_;
+    for (int r = 0; r < ctx->batch.n_tokens; r++) {
+        size_t slot = (size_t)ctx->batch.slots[r];
+        memcpy(k_cache + slot * kv_dim, k + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
+        memcpy(v_cache + slot * kv_dim, v + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
+    }
+}
+
+typedef struct attn_job {
+    const cpu_ctx *ctx;
+    const float *q, *k_cache, *v_cache;
+    float *out;
+    const bk_attn *a;
+    const int32_t *row_seq; /* [T] sequence of each row */
+    float *scratch;         /* [nth][max_kv_len] */
+} attn_job;
+
+static void attn_job_fn(void *arg, int ith, int nth) {
+    attn_job *j = arg;
+    const bk_batch *b = &j->ctx->batch;
+    const bk_attn *a = j->a;
+    int group = a->n_heads / a->n_kv_heads, hd = a->head_dim;
+    int kv_dim = a->n_kv_heads * hd;
+    float *scores = j->scratch + (size_t)ith * (size_t)j->ctx->max_kv_len;
+    long lo, hi;
+    cpu_split((long)b->n_tokens * a->n_heads, ith, nth, &lo, &hi);
+    for (long task = lo; task < hi; task++) {
+        int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads), kvh = h / group;
+        int s = j->row_seq[r];
+        int n_kv = b->positions[r] + 1;
+        if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];
+        const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;
+        const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;
+        float *o = j->out + ((size_t)r * a->n_heads + h) * hd;
+        float max = -INFINITY;
+        for (int t = 0; t < n_kv; t++) {
+            size_t slot = (size_t)blocks[t / a->block_size] * a->block_size + t % a->block_size;
+            const float *k = j->k_cache + slot * kv_dim + (size_t)kvh * hd;
+            float dot = 0;
+            for (int i = 0; i < hd; i++) dot += q[i] * k[i];
+            scores[t] = dot * a->scale;
+            if (scores[t] > max) max = scores[t];
+        }
+        float sum = 0;
+        for (int t = 0; t < n_kv; t++) {
+            scores[t] = expf(scores[t] - max);
+            sum += scores[t];
+        }
+        float inv = sum > 0 ? 1.0f / sum : 0;
+        memset(o, 0, (size_t)hd * sizeof *o);
+        for (int t = 0; t < n_kv; t++) {
+            size_t slot = (size_t)blocks[t / a->block_size] * a->block_size + t % a->block_size;
+            const float *v = j->v_cache + slot * kv_dim + (size_t)kvh * hd;
+            float p = scores[t] * inv;
+            for (int i = 0; i < hd; i++) o[i] += p * v[i];
+        }
+    }
+}
+
+static void cpu_attention(void *ctx_, const float *q, const float *k_cache, const float *v_cache,
+                          float *out, const bk_attn *a) {
+    cpu_ctx *ctx = ctx_;
+    const bk_batch *b = &ctx->batch;
+    int nth = cpu_pool_size(ctx->pool);
+    size_t scratch_floats = (size_t)nth * (size_t)(ctx->max_kv_len > 0 ? ctx->max_kv_len : 1);
+    float *scratch = cpu_pool_scratch(ctx->pool, scratch_floats * sizeof(float) +
+                                                     (size_t)b->n_tokens * sizeof(int32_t));
+    int32_t *row_seq = (int32_t *)(scratch + scratch_floats);
+    for (int s = 0; s < b->n_seqs; s++)
+        for (int r = b->seq_start[s]; r < b->seq_start[s + 1]; r++) row_seq[r] = s;
+    attn_job j = {ctx, q, k_cache, v_cache, out, a, row_seq, scratch};
+    cpu_pool_run(ctx->pool, attn_job_fn, &j);
+}
+
+static void cpu_silu_mul(void *ctx, float *gate, const float *up, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        gate[i] = g / (1.0f + expf(-g)) * up[i];
+    }
+}
+
+static void cpu_add(void *ctx, float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static void cpu_gather_out_rows(void *ctx_, const float *x, int dim, float *out) {
+    cpu_ctx *ctx = ctx_;
+    for (int k = 0; k < ctx->batch.n_out; k++)
+        memcpy(out + (size_t)k * dim, x + (size_t)ctx->batch.out_rows[k] * dim,
+               (size_t)dim * sizeof(float));
+}
+
+static const backend_ops g_cpu_ops = {
+    .destroy = cpu_destroy,
+    .weight_load = cpu_weight_load,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .to_host = cpu_to_host,
+    .memset0 = cpu_memset0,
+    .begin = cpu_begin,
+    .embed = cpu_embed,
+    .rmsnorm = cpu_rmsnorm,
+    .matmul = cpu_matmul_op,
+    .add_bias = cpu_add_bias,
+    .rope = cpu_rope,
+    .kv_store = cpu_kv_store,
+    .attention = cpu_attention,
+    .silu_mul = cpu_silu_mul,
+    .add = cpu_add,
+    .gather_out_rows = cpu_gather_out_rows,
+};
+
+int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
+    *out = NULL;
+    backend *b = calloc(1, sizeof *b);
+    cpu_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!b || !ctx || cpu_pool_create(n_threads, &ctx->pool) != 0) {
+        free(b);
+        free(ctx);
+        return llc_fail(err, LLC_ERR_NOMEM, "cannot start the CPU worker threads");
+    }
+    b->name = "cpu";
+    b->ops = &g_cpu_ops;
+    b->ctx = ctx;
+    *out = b;
+    return 0;
+}
+
+void backend_free(backend *b) {
+    if (!b) return;
+    b->ops->destroy(b->ctx);
+    free(b);
+}

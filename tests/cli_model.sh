@@ -1,0 +1,83 @@
+# cli_model.sh — running models from the command line: generate reproduces the
+# reference continuations, perplexity matches the reference within 0.5%, --json is
+# well-formed, sampling is reproducible by seed, bench reports, and bad inputs fail
+# cleanly.
+. tests/lib_cli.sh
+REF="$SHARED/reference"
+
+# generate: the greedy continuation's ids equal the reference ids, for each model
+tab=$(printf '\t')
+for m in stories260K llama2xs; do
+    python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    print(o["prompt"], o["n_predict"], " ".join(map(str, o["tokens"])), sep="\t")
+' "$REF/greedy_$m.jsonl" >"$TMP/cases"
+    while IFS="$tab" read -r prompt n want; do
+        $LLMCHAT generate -m "$SHARED/models/$m.gguf" -p "$prompt" -n "$n" --json >"$TMP/gen.out" 2>"$TMP/gen.err"
+        got=$(tail -n 1 "$TMP/gen.out" | python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["tokens"])))' 2>/dev/null)
+        if [ "$got" = "$want" ]; then ok "generate $m: reference continuation of '$prompt'"
+        else bad "generate $m '$prompt'" "want: $want" "got:  $got" "$(cat "$TMP/gen.err")"; fi
+    done <"$TMP/cases"
+done
+
+# the streamed text equals the JSON text, and the JSON has what it promises
+$LLMCHAT generate -p "Once upon a time" -n 20 --json --logprobs 3 >"$TMP/g.out" 2>"$TMP/g.err"
+if python3 - "$TMP/g.out" <<'PY'
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+o = json.loads(lines[-2])
+streamed = "\n".join(lines[:-2])
+assert streamed == o["text"], (streamed, o["text"])
+assert o["prompt_tokens"] == [1, 403, 407, 261, 378], o["prompt_tokens"]
+assert len(o["tokens"]) == 20 and o["finish_reason"] == "length"
+assert o["timings"]["prompt_tokens_per_s"] > 0 and o["timings"]["gen_tokens_per_s"] > 0
+lp = o["logprobs"]
+assert len(lp) == 20
+for e, t in zip(lp, o["tokens"]):
+    assert e["id"] == t and len(e["top"]) == 3
+    assert e["top"][0]["id"] == t            # greedy: the chosen token is the most likely
+    assert e["top"][0]["logprob"] >= e["top"][1]["logprob"] >= e["top"][2]["logprob"]
+    assert e["logprob"] <= 0
+PY
+then ok "generate --json: text, ids, timings, logprobs"; else bad "generate --json" "$(cat "$TMP/g.out")"; fi
+
+# sampling: the same seed gives the same text, another seed another text
+a=$($LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed 5 2>/dev/null)
+b=$($LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed 5 2>/dev/null)
+c=$($LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed 6 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok "generate: seeded sampling is reproducible"
+else bad "generate seeds" "a=$a" "b=$b" "c=$c"; fi
+
+# perplexity within 0.5% of the reference
+check_ppl() {
+    m=$1 want=$2
+    got=$($LLMCHAT perplexity -m "$SHARED/models/$m.gguf" -f "$REF/ppl_text.txt" --ctx 128 2>/dev/null | sed -n 's/^PPL = //p')
+    if [ -n "$got" ] && python3 -c "import sys; g=float('$got'); w=$want; sys.exit(0 if abs(g-w)/w < 0.005 else 1)"; then
+        ok "perplexity $m = $got (reference $want)"
+    else bad "perplexity $m" "got '$got', reference $want"; fi
+}
+check_ppl stories260K 11.7919
+check_ppl llama2xs 5.8832
+
+expect_grep "bench --json reports speeds and bandwidth" '"gen_tok_s":[0-9]' \
+    $LLMCHAT bench -p 16 -n 4 -r 1 --json
+expect_grep "bench table" "generation \(tg\)" $LLMCHAT bench -p 16 -n 4 -r 1
+
+expect_fail "generate without a prompt" 2 "--prompt is required" $LLMCHAT generate
+expect_fail "generate bad --top-p" 2 "--top-p" $LLMCHAT generate -p x --top-p 2
+expect_fail "generate --device cuda without CUDA" 1 "CUDA" $LLMCHAT generate -p x --device cuda
+expect_fail "perplexity on a tiny file" 1 "fewer than one chunk" \
+    $LLMCHAT perplexity -f tests/lib_cli.sh --ctx 100000
+head -c 300000 "$MODEL" >"$TMP/cut.gguf"
+expect_fail "generate on a truncated model" 1 "runs past the end" $LLMCHAT generate -m "$TMP/cut.gguf" -p x
+expect_fail "gen-model unknown preset" 2 "--preset: 'huge'" $LLMCHAT gen-model --preset huge -o "$TMP/x.gguf"
+
+# gen-model writes a model that loads and runs
+if $LLMCHAT gen-model --preset tiny-qwen2 --type q8_0 -o "$TMP/q.gguf" >/dev/null 2>"$TMP/err" &&
+   $LLMCHAT generate -m "$TMP/q.gguf" -p "Once" -n 5 --json 2>>"$TMP/err" | tail -n 1 | grep -q '"finish_reason"'; then
+    ok "gen-model output runs"
+else bad "gen-model output runs" "$(cat "$TMP/err")"; fi
+
+finish

@@ -1,0 +1,319 @@
+/* test_model.c — the forward pass: greedy continuations equal the reference
+ * implementation's token for token; a batched varlen step equals each sequence
+ * run alone; chunked prefill equals one-shot prefill; every architecture and
+ * weight type loads and runs; bad batches and mismatched files are clean errors. */
+#include <cjson/cJSON.h>
+
+#include "engine/batch.h"
+#include "engine/gguf_write.h"
+#include "engine/model.h"
+#include "engine/modelgen.h"
+#include "kernels/backend.h"
+#include "tests/test.h"
+
+#include <unistd.h>
+
+typedef struct loaded {
+    gguf *g;
+    backend *be;
+    model *m;
+} loaded;
+
+static int load(const char *path, int threads, loaded *L) {
+    llc_err err = {{0}};
+    memset(L, 0, sizeof *L);
+    int rc = gguf_open(path, &L->g, &err);
+    if (!rc) rc = backend_cpu_create(threads, &L->be, &err);
+    if (!rc) rc = model_load(L->g, L->be, &L->m, &err);
+    if (rc) fprintf(stderr, "  load %s: %s\n", path, err.msg);
+    return rc;
+}
+
+static void unload(loaded *L) {
+    model_free(L->m);
+    backend_free(L->be);
+    gguf_free(L->g);
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* Greedy decode from the reference prompt tokens; compare every token. */
+static void check_reference(const char *model_name, const char *ref_name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/reference/%s", t_shared(), ref_name);
+    char *text = t_read_file(path, NULL);
+    CHECKF(text != NULL, "cannot read %s", path);
+    if (!text) return;
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), model_name);
+    loaded L;
+    if (load(path, 2, &L)) {
+        CHECK(0);
+        free(text);
+        return;
+    }
+    int n_vocab = model_hparams_of(L.m)->n_vocab;
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    int cases = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        cJSON *pt = cJSON_GetObjectItem(o, "prompt_tokens"), *want = cJSON_GetObjectItem(o, "tokens");
+        CHECK(cJSON_IsArray(pt) && cJSON_IsArray(want));
+        int np = cJSON_GetArraySize(pt), nw = cJSON_GetArraySize(want), total = np + nw;
+        int n_blocks = (total + 15) / 16;
+        int32_t *toks = malloc((size_t)total * sizeof *toks), *blocks = malloc((size_t)n_blocks * 4);
+        for (int i = 0; i < np; i++) toks[i] = cJSON_GetArrayItem(pt, i)->valueint;
+        /* blocks in reverse order: the block table, not adjacency, must matter */
+        for (int i = 0; i < n_blocks; i++) blocks[i] = n_blocks - 1 - i;
+        model_kv *kv;
+        batch *b;
+        llc_err err;
+        CHECK(model_kv_create(L.m, n_blocks, 16, &kv, &err) == 0);
+        batch_create(n_blocks, 16, &b);
+        batch_add(b, toks, np, 0, blocks, n_blocks, BATCH_OUT_LAST);
+        int mismatch = -1;
+        for (int i = 0; i < nw; i++) {
+            CHECK(model_forward(L.m, kv, batch_view(b), logits, &err) == 0);
+            int next = argmax(logits, n_vocab);
+            if (next != cJSON_GetArrayItem(want, i)->valueint && mismatch < 0) mismatch = i;
+            toks[np + i] = cJSON_GetArrayItem(want, i)->valueint; /* teacher-force the reference */
+            batch_clear(b);
+            batch_add(b, &toks[np + i], 1, np + i, blocks, n_blocks, BATCH_OUT_LAST);
+        }
+        CHECKF(mismatch < 0, "%s: first mismatch at generated token %d", model_name, mismatch);
+        batch_free(b);
+        model_kv_free(kv);
+        free(toks);
+        free(blocks);
+        cJSON_Delete(o);
+        cases++;
+    }
+    CHECK(cases >= 1);
+    free(logits);
+    free(text);
+    unload(&L);
+}
+
+static void test_reference_stories(void) { check_reference("stories260K.gguf", "greedy_stories260K.jsonl"); }
+static void test_reference_llama2xs(void) { check_reference("llama2xs.gguf", "greedy_llama2xs.jsonl"); }
+
+/* Runs sequences (lengths lens[], start positions 0) together in one varlen step and
+ * each alone; all logits of all rows must agree within tol. */
+static void check_batched_equals_single(const char *path, int threads, double tol) {
+    loaded L;
+    if (load(path, threads, &L)) {
+        CHECK(0);
+        return;
+    }
+    const int n_vocab = model_hparams_of(L.m)->n_vocab;
+    enum { NS = 5 };
+    static const int lens[NS] = {1, 15, 16, 17, 40};
+    /* each sequence also has a cached prefix of pre[s] tokens computed earlier */
+    static const int pre[NS] = {0, 3, 16, 0, 21};
+    int max_blocks = 8, n_blocks = NS * max_blocks;
+    model_kv *kv;
+    batch *b;
+    llc_err err;
+    CHECK(model_kv_create(L.m, n_blocks, 16, &kv, &err) == 0);
+    batch_create(max_blocks, 16, &b);
+    int32_t toks[NS][64], blocks[NS][8];
+    uint64_t rng = 12345;
+    for (int s = 0; s < NS; s++) {
+        for (int i = 0; i < 64; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            toks[s][i] = (int32_t)((rng >> 33) % (uint64_t)n_vocab);
+        }
+        for (int i = 0; i < max_blocks; i++) blocks[s][i] = (i * NS + s * 3 + 1) % n_blocks; /* interleaved */
+    }
+    /* prefixes, each alone */
+    for (int s = 0; s < NS; s++) {
+        if (!pre[s]) continue;
+        float *lg = malloc((size_t)n_vocab * 4);
+        batch_clear(b);
+        batch_add(b, toks[s], pre[s], 0, blocks[s], max_blocks, BATCH_OUT_LAST);
+        CHECK(model_forward(L.m, kv, batch_view(b), lg, &err) == 0);
+        free(lg);
+    }
+    /* all sequences together, logits for every row */
+    int total = 0;
+    for (int s = 0; s < NS; s++) total += lens[s];
+    float *together = malloc((size_t)total * n_vocab * 4), *alone = malloc((size_t)64 * n_vocab * 4);
+    batch_clear(b);
+    for (int s = 0; s < NS; s++)
+        batch_add(b, toks[s] + pre[s], lens[s], pre[s], blocks[s], max_blocks, BATCH_OUT_ALL);
+    CHECK(model_forward(L.m, kv, batch_view(b), together, &err) == 0);
+    /* again, alone (recomputing the same KV entries in place) */
+    double worst = 0;
+    int row0 = 0;
+    for (int s = 0; s < NS; s++) {
+        batch_clear(b);
+        batch_add(b, toks[s] + pre[s], lens[s], pre[s], blocks[s], max_blocks, BATCH_OUT_ALL);
+        CHECK(model_forward(L.m, kv, batch_view(b), alone, &err) == 0);
+        for (size_t i = 0; i < (size_t)lens[s] * n_vocab; i++) {
+            double d = fabs((double)alone[i] - together[(size_t)row0 * n_vocab + i]);
+            if (d > worst) worst = d;
+        }
+        row0 += lens[s];
+    }
+    CHECKF(worst <= tol, "%s: batched vs single max abs diff %g > %g", path, worst, tol);
+    /* and token by token (decode) equals the prefill of the same tokens */
+    int s = NS - 1;
+    batch_clear(b);
+    batch_add(b, toks[s], pre[s] + lens[s], 0, blocks[s], max_blocks, BATCH_OUT_LAST);
+    float *full = malloc((size_t)n_vocab * 4), *step = malloc((size_t)n_vocab * 4);
+    CHECK(model_forward(L.m, kv, batch_view(b), full, &err) == 0);
+    for (int i = 0; i < pre[s] + lens[s]; i++) {
+        batch_clear(b);
+        batch_add(b, &toks[s][i], 1, i, blocks[s], max_blocks, BATCH_OUT_LAST);
+        CHECK(model_forward(L.m, kv, batch_view(b), step, &err) == 0);
+    }
+    double worst2 = 0;
+    for (int i = 0; i < n_vocab; i++) worst2 = fmax(worst2, fabs((double)full[i] - step[i]));
+    CHECKF(worst2 <= tol, "%s: decode vs prefill max abs diff %g", path, worst2);
+    for (int i = 0; i < n_vocab; i++) CHECK(isfinite(full[i]));
+    free(full);
+    free(step);
+    free(together);
+    free(alone);
+    batch_free(b);
+    model_kv_free(kv);
+    unload(&L);
+}
+
+static void test_batched_equals_single_stories(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    check_batched_equals_single(path, 2, 1e-4);
+    check_batched_equals_single(path, 1, 1e-4);
+}
+
+/* Random-weight models of each architecture and weight type. */
+static void gen_and_check(const char *preset, const char *wtype, int dim, int ffn) {
+    modelgen_params p = {0};
+    CHECK(modelgen_preset(preset, &p) == 0);
+    if (dim) p.dim = dim;
+    if (ffn) p.ffn_dim = ffn;
+    p.wtype = wtype;
+    p.seed = 7;
+    char vocab[512], path[] = "/tmp/llmchat-model-XXXXXX";
+    snprintf(vocab, sizeof vocab, "%s/models/stories260K.gguf", t_shared());
+    p.vocab_path = vocab;
+    int fd = mkstemp(path);
+    close(fd);
+    llc_err err;
+    int rc = modelgen_write(&p, path, &err);
+    CHECKF(rc == 0, "%s %s: %s", preset, wtype, err.msg);
+    if (!rc) check_batched_equals_single(path, 2, 2e-4);
+    remove(path);
+}
+
+static void test_archs_and_types(void) {
+    gen_and_check("tiny-llama", "f32", 0, 0);
+    gen_and_check("tiny-llama", "f16", 0, 0);
+    gen_and_check("tiny-llama", "bf16", 0, 0);
+    gen_and_check("tiny-llama", "q8_0", 0, 0);
+    gen_and_check("tiny-llama", "q4_0", 0, 0);
+    gen_and_check("tiny-llama", "q4_k", 256, 512);
+    gen_and_check("tiny-llama", "q6_k", 256, 512);
+    gen_and_check("tiny-llama", "q4_k_m", 256, 512);
+    gen_and_check("tiny-qwen2", "f16", 0, 0);
+    gen_and_check("tiny-qwen3", "q8_0", 0, 0);
+}
+
+static void test_bad_batches(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    loaded L;
+    if (load(path, 1, &L)) {
+        CHECK(0);
+        return;
+    }
+    model_kv *kv;
+    llc_err err;
+    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
+    float logits[512];
+    int32_t tok = 600, pos = 0, seq_start[2] = {0, 1}, kv_len = 1, bt[4] = {0, 1, 2, 3}, slot = 0,
+            out = 0;
+    bk_batch b = {.n_tokens = 1, .tokens = &tok, .positions = &pos, .n_seqs = 1,
+                  .seq_start = seq_start, .kv_len = &kv_len, .block_table = bt, .max_blocks = 4,
+                  .slots = &slot, .n_out = 1, .out_rows = &out};
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "vocabulary"));
+    tok = 5;
+    slot = 64;
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "slot"));
+    slot = 0;
+    bt[0] = 9;
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "block id"));
+    bt[0] = 0;
+    pos = 3;
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "position"));
+    pos = 0;
+    out = 1;
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE);
+    out = 0;
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == 0);
+    model_kv_free(kv);
+    unload(&L);
+}
+
+/* A file whose hyper-parameters disagree with its tensors is refused by name. */
+static void test_shape_mismatch(void) {
+    char src[512];
+    snprintf(src, sizeof src, "%s/models/stories260K.gguf", t_shared());
+    gguf *g;
+    llc_err err;
+    if (gguf_open(src, &g, &err)) {
+        CHECK(0);
+        return;
+    }
+    static const struct { const char *key; uint32_t value; const char *needle; } cases[] = {
+        {"llama.embedding_length", 96, "token_embd.weight"},
+        {"llama.feed_forward_length", 171, "ffn_gate.weight"},
+        {"llama.attention.head_count_kv", 3, "multiple"},
+        {"llama.block_count", 6, "blk.5.attn_norm.weight' is missing"},
+    };
+    for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
+        gguf_writer *w;
+        gguf_writer_create(&w);
+        for (int64_t i = 0; i < gguf_n_kv(g); i++) {
+            const char *k = gguf_kv_key(g, i);
+            if (!strcmp(k, cases[c].key)) gguf_w_u32(w, k, cases[c].value);
+            else gguf_w_copy(w, g, k);
+        }
+        for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            gguf_w_tensor(w, t->name, t->n_dims, t->ne, t->type, t->data);
+        }
+        uint8_t *buf;
+        size_t size;
+        CHECK(gguf_writer_to_memory(w, &buf, &size, &err) == 0);
+        gguf *g2;
+        CHECK(gguf_open_memory(buf, size, &g2, &err) == 0);
+        backend *be;
+        backend_cpu_create(1, &be, &err);
+        model *m = NULL;
+        int rc = model_load(g2, be, &m, &err);
+        CHECKF(rc < 0 && m == NULL && strstr(err.msg, cases[c].needle), "case %zu: rc %d '%s'", c, rc,
+               err.msg);
+        model_free(m);
+        backend_free(be);
+        gguf_free(g2);
+        free(buf);
+        gguf_writer_free(w);
+    }
+    gguf_free(g);
+}
+
+int main(void) {
+    RUN(test_reference_stories);
+    RUN(test_reference_llama2xs);
+    RUN(test_batched_equals_single_stories);
+    RUN(test_archs_and_types);
+    RUN(test_bad_batches);
+    RUN(test_shape_mismatch);
+    return t_summary();
+}
