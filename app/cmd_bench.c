@@ -128,13 +128,13 @@ int cmd_bench(int argc, char **argv) {
         if (pp > best_pp) best_pp = pp;
         if (tg > best_tg) best_tg = tg;
     }
+    struct rusage ru; /* before the bandwidth probe's buffer */
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_mib = (double)ru.ru_maxrss / 1024.0;
     int threads = common.threads > 0 ? common.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     double bw = measure_bandwidth(threads);
     double weight_gb = (double)model_weight_bytes(L.m) / 1e9;
     double limit = weight_gb > 0 ? bw / weight_gb : 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double rss_mib = (double)ru.ru_maxrss / 1024.0;
     if (g_json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "model", common.model);

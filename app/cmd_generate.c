@@ -12,11 +12,13 @@
 #include "app/commands.h"
 #include "app/llm.h"
 #include "engine/batch.h"
+#include "engine/chat.h"
 #include "engine/sampler.h"
 
 #define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
 
-static const char *g_prompt;
+static const char *g_prompt, *g_template, *g_system;
+static bool g_chat;
 static int g_n = 128, g_logprobs;
 static bool g_json, g_special;
 static sampler_params g_sp;
@@ -34,6 +36,9 @@ static const cli_opt g_opts[] = {
     {"presence-penalty", 0, CLI_FLOAT, &g_sp.presence_penalty, "X", "OpenAI presence penalty", -2, 2, NULL},
     {"seed", 's', CLI_I64, &g_seed, "N", "random seed (-1 = random; default fixed)", -1, 9.2e18, NULL},
     {"logprobs", 0, CLI_INT, &g_logprobs, "N", "report the top-N log-probabilities (with --json)", 0, SAMPLER_MAX_LOGPROBS, NULL},
+    {"chat", 0, CLI_FLAG, &g_chat, NULL, "send the prompt as a user turn through the chat template", 0, 0, NULL},
+    {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template (implies --chat)", 0, 0, NULL},
+    {"system", 0, CLI_STR, &g_system, "TEXT", "system message (implies --chat)", 0, 0, NULL},
     {"special", 0, CLI_FLAG, &g_special, NULL, "parse special-token text in the prompt, print special tokens", 0, 0, NULL},
     {"json", 0, CLI_FLAG, &g_json, NULL, "print a JSON summary on the last line", 0, 0, NULL},
     {0},
@@ -98,6 +103,10 @@ int cmd_generate(int argc, char **argv) {
     g_sp.temperature = 0; /* greedy unless asked */
     cli_parse(&cli_generate, &common, argc, argv, NULL, 0);
     if (!g_prompt) cli_usage_error(&cli_generate, "--prompt is required");
+    if (g_template && chat_tmpl_from_name(g_template) < 0)
+        cli_usage_error(&cli_generate, "--chat-template: '%s' is not one of %s", g_template,
+                        chat_tmpl_names());
+    if (g_template || g_system) g_chat = true;
     g_sp.seed = g_seed < 0 ? SAMPLER_SEED_RANDOM : (uint64_t)g_seed;
     g_sp.n_logprobs = g_logprobs;
     llc_err err;
@@ -119,7 +128,20 @@ int cmd_generate(int argc, char **argv) {
     cJSON *lp_json = g_logprobs ? cJSON_CreateArray() : NULL;
     strbuf text = {0};
 
-    int n_prompt = llm_tokenize(L.tok, g_prompt, strlen(g_prompt), tok_add_bos(L.tok), g_special, &prompt);
+    char *rendered = NULL;
+    const char *prompt_text = g_prompt;
+    if (g_chat) {
+        if (llm_render_chat(&L, g_template, g_system, g_prompt, &rendered, &err)) {
+            fprintf(stderr, "llmchat: %s\n", err.msg);
+            goto out;
+        }
+        prompt_text = rendered;
+    }
+    /* template markers are special tokens; the user's own text is not parsed for them
+       unless --special says so */
+    int n_prompt = llm_tokenize(L.tok, prompt_text, strlen(prompt_text), tok_add_bos(L.tok),
+                                g_special || g_chat, &prompt);
+    free(rendered);
     if (n_prompt < 1) {
         fprintf(stderr, "llmchat: the prompt gives no tokens\n");
         goto out;

@@ -2,6 +2,8 @@
 #include "app/llm.h"
 
 #include <stdlib.h>
+
+#include "engine/chat.h"
 #include <string.h>
 
 int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
@@ -54,4 +56,29 @@ int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bo
     }
     *ids = buf;
     return n;
+}
+
+int llm_render_chat(const llm *l, const char *template_name, const char *system, const char *user,
+                    char **out, llc_err *err) {
+    chat_tmpl t;
+    if (template_name) {
+        int id = chat_tmpl_from_name(template_name);
+        if (id < 0)
+            return llc_fail(err, LLC_ERR_RANGE, "unknown chat template '%s' (known: %s)",
+                            template_name, chat_tmpl_names());
+        t = (chat_tmpl)id;
+    } else {
+        gguf_str src = {0};
+        char *jinja = NULL;
+        if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0 &&
+            (jinja = strndup(src.ptr, src.len)) == NULL)
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        t = chat_detect(jinja);
+        free(jinja);
+    }
+    chat_msg msgs[2];
+    int n = 0;
+    if (system) msgs[n++] = (chat_msg){CHAT_SYSTEM, system};
+    msgs[n++] = (chat_msg){CHAT_USER, user};
+    return chat_render(t, msgs, n, true, out, err);
 }

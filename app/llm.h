@@ -25,6 +25,13 @@ void llm_close(llm *l);
 int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bos, bool special,
                  int32_t **ids);
 
+/* Renders a one-turn conversation (optional system message, then `user`) with
+ * the chat template named by `template_name`, or else the model's own
+ * (tokenizer.chat_template), or a plain transcript for base models. *out is
+ * malloc'd. */
+int llm_render_chat(const llm *l, const char *template_name, const char *system, const char *user,
+                    char **out, llc_err *err);
+
 /* Creates a backend for --device (auto|cpu|cuda) and --threads. */
 int llm_backend_create(const cli_common *common, backend **out, llc_err *err);
 

@@ -65,6 +65,21 @@ expect_grep "bench --json reports speeds and bandwidth" '"gen_tok_s":[0-9]' \
     $LLMCHAT bench -p 16 -n 4 -r 1 --json
 expect_grep "bench table" "generation \(tg\)" $LLMCHAT bench -p 16 -n 4 -r 1
 
+# --chat renders the prompt through the chat template (raw transcript for this base model)
+want=$($LLMCHAT tokenize --special "$(printf 'Be kind.\n\nUser: Hi there\nAssistant:')")
+got=$($LLMCHAT generate --system "Be kind." -p "Hi there" -n 1 --json 2>/dev/null | tail -n 1 |
+      python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["prompt_tokens"])))')
+if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "generate --system renders the raw chat template"
+else bad "generate --system" "want: $want" "got:  $got"; fi
+printf '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' >"$TMP/chatml.txt"
+want=$($LLMCHAT tokenize --special -f "$TMP/chatml.txt")
+got=$($LLMCHAT generate --chat-template chatml -p "Hi" -n 1 --json 2>/dev/null | tail -n 1 |
+      python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["prompt_tokens"])))')
+if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "generate --chat-template chatml"
+else bad "generate --chat-template chatml" "want: $want" "got:  $got"; fi
+expect_fail "unknown --chat-template" 2 "--chat-template: 'nope' is not one of" \
+    $LLMCHAT generate --chat-template nope -p x
+
 expect_fail "generate without a prompt" 2 "--prompt is required" $LLMCHAT generate
 expect_fail "generate bad --top-p" 2 "--top-p" $LLMCHAT generate -p x --top-p 2
 expect_fail "generate --device cuda without CUDA" 1 "CUDA" $LLMCHAT generate -p x --device cuda
