@@ -324,6 +324,20 @@ void model_kv_free(model_kv *kv) {
     free(kv);
 }
 
+int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, int n, llc_err *err) {
+    for (int i = 0; i < n; i++)
+        if (src[i] < 0 || src[i] >= kv->n_blocks || dst[i] < 0 || dst[i] >= kv->n_blocks)
+            return llc_fail(err, LLC_ERR_RANGE, "block copy %d -> %d outside the cache", src[i], dst[i]);
+    if (n == 0) return 0;
+    const model *m = kv->m;
+    size_t block_floats = (size_t)kv->block_size * m->hp.n_kv_heads * m->hp.head_dim;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_floats);
+        m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_floats);
+    }
+    return 0;
+}
+
 int model_kv_block_size(const model_kv *kv) { return kv->block_size; }
 int model_kv_n_blocks(const model_kv *kv) { return kv->n_blocks; }
 

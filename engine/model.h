@@ -43,6 +43,9 @@ int model_kv_create(const model *m, int n_blocks, int block_size, model_kv **out
 void model_kv_free(model_kv *kv);
 int model_kv_block_size(const model_kv *kv);
 int model_kv_n_blocks(const model_kv *kv);
+/* Copies whole blocks (all layers, K and V): block dst[i] = block src[i].
+ * Returns LLC_ERR_RANGE for ids outside the cache. */
+int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, int n, llc_err *err);
 /* Bytes one token of KV takes across all layers. */
 size_t model_kv_bytes_per_token(const model *m);
 

@@ -94,6 +94,10 @@ typedef struct backend_ops {
     void (*silu_mul)(void *ctx, float *gate, const float *up, size_t n);
     /* x[i] += y[i] */
     void (*add)(void *ctx, float *x, const float *y, size_t n);
+    /* For each i < n: cache block dst[i] = block src[i] (block_floats floats each);
+     * the copy-on-write copies of one step, done together before the forward. */
+    void (*copy_blocks)(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
+                        size_t block_floats);
     /* out[k] = x[out_rows[k]] for the batch's output rows; rows are dim wide. */
     void (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
 } backend_ops;

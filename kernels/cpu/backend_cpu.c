@@ -248,6 +248,13 @@ static void cpu_add(void *ctx, float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+static void cpu_copy_blocks(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
+                            size_t block_floats) {
+    for (int i = 0; i < n; i++)
+        memcpy(cache + (size_t)dst[i] * block_floats, cache + (size_t)src[i] * block_floats,
+               block_floats * sizeof(float));
+}
+
 static void cpu_gather_out_rows(void *ctx_, const float *x, int dim, float *out) {
     cpu_ctx *ctx = ctx_;
     for (int k = 0; k < ctx->batch.n_out; k++)
@@ -272,6 +279,7 @@ static const backend_ops g_cpu_ops = {
     .attention = cpu_attention,
     .silu_mul = cpu_silu_mul,
     .add = cpu_add,
+    .copy_blocks = cpu_copy_blocks,
     .gather_out_rows = cpu_gather_out_rows,
 };
 
