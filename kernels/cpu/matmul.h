@@ -1,0 +1,57 @@
+/* matmul.h — CPU matrix multiplication against GGUF weight matrices, the hot path
+ * of inference: Y = X · Wᵀ for a batch of T activation rows.
+ *
+ * Quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are multiplied with integer dot
+ * products: the activations are first quantized to int8 in blocks of 32 (one f32
+ * scale per block), once per call. Float weights (F32, F16, BF16) use f32 FMA.
+ * At T == 1 each weight row is streamed once (GEMV, memory bound, prefetched); for
+ * small T the same dot kernels reuse each 16-row block of weights from cache for
+ * every activation row; above (T >= 3..6 depending on the type, AVX-512 only),
+ * weights are repacked tile by tile into a cache-resident layout that every
+ * activation row then passes over (blocked GEMM, compute bound).
+ *
+ * The SIMD level is chosen at run time: AVX-512 (F/BW/VL/DQ + VNNI), AVX2 (+FMA,
+ * F16C), or plain C. AMX is never used. The environment variable
+ * LLC_SIMD=scalar|avx2|avx512 caps the level (for tests and comparisons). */
+#ifndef LLC_CPU_MATMUL_H
+#define LLC_CPU_MATMUL_H
+
+#include <stdint.h>
+
+#include "kernels/cpu/pool.h"
+
+/* Y[t*n_out + o] = sum_i W_o[i] * X[t*n_in + i], for t < T, o < n_out.
+ * W: n_out rows of n_in elements of qtype `type`, row stride qtype_row_bytes(type,
+ * n_in), as stored in GGUF (mmapped; any alignment). X: T rows of n_in floats.
+ * Supported types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; others give
+ * LLC_ERR_UNSUPPORTED. n_in must be a multiple of the type's block size
+ * (LLC_ERR_RANGE otherwise). Every Y element is written; Y must not overlap W or X.
+ * `pool` may be NULL (runs on the calling thread; otherwise its scratch buffer is
+ * used, so only the pool's owner thread may call). Each output is computed by one
+ * thread in a fixed order, so the result does not depend on the number of threads.
+ * Returns 0 or negative. */
+int cpu_matmul(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
+               const float *X, int64_t T, float *Y);
+
+/* Scalar reference: dequantizes each row with dequantize_row and takes the dot product
+ * with exact X in double precision. Slow; used by the tests. */
+int cpu_matmul_ref(uint32_t type, const void *W, int64_t n_in, int64_t n_out, const float *X,
+                   int64_t T, float *Y);
+
+/* SIMD levels, lowest first. */
+typedef enum cpu_simd_level {
+    CPU_SIMD_SCALAR = 0,
+    CPU_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    CPU_SIMD_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI */
+} cpu_simd_level;
+
+/* Name of the level in use: "avx512-vnni", "avx2" or "scalar". */
+const char *cpu_simd_name(void);
+/* The level in use, and the highest one this CPU supports. */
+cpu_simd_level cpu_matmul_level(void);
+cpu_simd_level cpu_matmul_max_level(void);
+/* Selects a level (clamped to cpu_matmul_max_level()); returns the level now in use.
+ * Not thread-safe against concurrent cpu_matmul calls: for tests and benchmarks. */
+cpu_simd_level cpu_matmul_set_level(cpu_simd_level level);
+
+#endif

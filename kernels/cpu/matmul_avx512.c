@@ -1,0 +1,168 @@
+/* matmul_avx512.c — the AVX-512 matmul level (F/BW/VL/DQ + VNNI), its GEMV half and
+ * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
+ * products, 512-bit row dots for Q4_K and Q6_K (whose unpacking dominates), and the
+ * blocked GEMM of matmul_avx512_gemm.c for T > 1. Compiled for AVX-512 by a target
+ * pragma; only called after cpuid says so. Never uses AMX. */
+#if defined(__x86_64__)
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_avx512_gemm.h"
+#include "kernels/cpu/matmul_internal.h"
+
+static inline __m256i dot_u8s8(__m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(acc, u, s);
+}
+
+#define MM_DOT_Q4_K dot_q4_K_512
+#define MM_DOT_Q6_K dot_q6_K_512
+static float dot_q4_K_512(const uint8_t *w, const mm_xrow *x, int64_t n);
+static float dot_q6_K_512(const uint8_t *w, const mm_xrow *x, int64_t n);
+
+#include "kernels/cpu/matmul_dot256.h"
+
+/* Q4_K, 64 elements per step: a 32-byte run of nibbles broadcast to both halves of a
+ * zmm, the upper half shifted down 4, is sub-blocks 2r (low) and 2r+1 (high) side by
+ * side, in the same order as the activations. */
+static float dot_q4_K_512(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m256 macc = _mm256_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i idx[4];
+    for (int r = 0; r < 4; r++)
+        idx[r] = _mm512_inserti64x4(_mm512_set1_epi32(2 * r), _mm256_set1_epi32(2 * r + 1), 1);
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q4_K)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 128, MM_PF_HINT);
+        const float d = f16(w), dmin = f16(w + 2);
+        uint32_t sm[4];
+        mm_q4k_scales_u32(w + 4, sm);
+        const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sm)));
+        const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2))));
+        const __m256 sc = _mm256_mul_ps(_mm256_mul_ps(scf, _mm256_set1_ps(d)), _mm256_loadu_ps(x->d + 8 * i));
+        macc = _mm256_fmadd_ps(_mm256_mul_ps(mnf, _mm256_set1_ps(dmin)), _mm256_loadu_ps(x->af + 8 * i), macc);
+        const __m512 sc16 = _mm512_castps256_ps512(sc);
+        const uint8_t *qs = w + 16;
+        const int8_t *qx = x->q + 256 * i;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * r)));
+            const __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xffff0000u, q, 4), m4);
+            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u,
+                                                  _mm512_loadu_si512(qx + 64 * r));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx[r], sc16), acc[r]);
+        }
+    }
+    /* four accumulators: one chain of dependent FMAs per step would cap the speed */
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    return _mm512_reduce_add_ps(sum) - hsum8(macc);
+}
+
+/* Q6_K, 64 elements per step: ql[64h..64h+63] holds in its low nibbles elements
+ * 128h..128h+63 and in its high nibbles 128h+64..128h+127, in activation order; the
+ * two high bits come from qh shifted by a per-half amount. */
+static float dot_q6_K_512(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    __m512 acc[5] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    /* 16-bit shift counts: lower half (quarter 0 / 2) and upper half (1 / 3) */
+    const __m512i sh_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i sh_hi = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i dx_idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    __m512i gidx[4]; /* step k covers groups 4k..4k+3, four lanes each */
+    for (int k = 0; k < 4; k++)
+        gidx[k] = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1,
+                                    4 * k + 1, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2,
+                                    4 * k + 3, 4 * k + 3, 4 * k + 3, 4 * k + 3);
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q6_K)) {
+        for (int l = 0; l < 4; l++) _mm_prefetch((const char *)w + MM_PF_DIST + 64 * l, MM_PF_HINT);
+        const float d = f16(w + 208);
+        const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + 192))));
+        const __m512 dx = _mm512_permutexvar_ps(dx_idx, _mm512_castps256_ps512(_mm256_loadu_ps(x->d + 8 * i)));
+        const __m512 gs = _mm512_mul_ps(_mm512_mul_ps(scf, dx), _mm512_set1_ps(d));
+        /* the -32 offsets: Σ_g gs_g · aux_g */
+        acc[4] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(x->ai + 16 * i)), gs, acc[4]);
+        const int8_t *qx = x->q + 256 * i;
+        _Pragma("GCC unroll 4")
+        for (int h = 0; h < 2; h++) {
+            const __m512i a = _mm512_loadu_si512(w + 64 * h);
+            const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 128 + 32 * h)));
+            const __m512i u01 = _mm512_or_si512(_mm512_and_si512(a, m4),
+                                                _mm512_and_si512(_mm512_sllv_epi16(qh, sh_lo), m30));
+            const __m512i u23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4),
+                                                _mm512_and_si512(_mm512_srlv_epi16(qh, sh_hi), m30));
+            const __m512i s01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u01,
+                                                    _mm512_loadu_si512(qx + 128 * h));
+            const __m512i s23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u23,
+                                                    _mm512_loadu_si512(qx + 128 * h + 64));
+            acc[2 * h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s01), _mm512_permutexvar_ps(gidx[2 * h], gs), acc[2 * h]);
+            acc[2 * h + 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s23), _mm512_permutexvar_ps(gidx[2 * h + 1], gs),
+                                             acc[2 * h + 1]);
+        }
+    }
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    return _mm512_reduce_add_ps(_mm512_add_ps(sum, acc[4]));
+}
+
+/* ---- GEMM hooks: quantized weights → gemmq, float weights → gemmf ------------------ */
+
+/* Below these batch sizes the dot kernels, reading each weight block once from
+ * memory and then from cache for every activation row, beat packing the weights
+ * (measured on 2048×2048 and 2048×5632; with few rows most GEMM lanes would idle). */
+static int gemm_rows(uint32_t type, int64_t T) {
+    switch (type) {
+    case QT_Q8_0:
+    case QT_Q4_0: return T >= 3 ? 16 : 0;
+    case QT_Q4_K:
+    case QT_Q6_K: return T >= 4 ? 16 : 0;
+    case QT_F32:
+    case QT_F16:
+    case QT_BF16: return T >= 6 ? 16 : 0;
+    default: return 0;
+    }
+}
+static int64_t gemm_groups(uint32_t type, int64_t T) {
+    return mm_type_is_quant(type) ? mm_avx512_gemmq_groups(T) : mm_avx512_gemmf_groups(T);
+}
+static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    if (mm_type_is_quant(type)) mm_avx512_gemmq_group(T, g, t0, t1);
+    else mm_avx512_gemmf_group(T, g, t0, t1);
+}
+static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
+    return mm_type_is_quant(type) ? mm_avx512_gemmq_xp_bytes(type, n_in, T) : mm_avx512_gemmf_xp_bytes(n_in, T);
+}
+static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
+    if (mm_type_is_quant(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
+    else mm_avx512_gemmf_pack_x(a, g, xp);
+}
+static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
+    return mm_type_is_quant(type) ? mm_avx512_gemmq_scratch(type, n_in, rows) : mm_avx512_gemmf_scratch(n_in, rows);
+}
+static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
+    if (mm_type_is_quant(a->type)) mm_avx512_gemmq(a, o0, o1, scratch);
+    else mm_avx512_gemmf(a, o0, o1, n0, n1, scratch);
+}
+
+const mm_impl mm_impl_avx512 = {
+    .name = "avx512-vnni",
+    .quantize_x = quantize_x_256,
+    .dot_rows = dot_rows_256,
+    .gemm_rows = gemm_rows,
+    .gemm_groups = gemm_groups,
+    .gemm_group = gemm_group,
+    .gemm_xp_bytes = gemm_xp_bytes,
+    .gemm_pack_x = gemm_pack_x,
+    .gemm_scratch = gemm_scratch,
+    .gemm = gemm,
+};
+
+#pragma GCC pop_options
+
+#endif

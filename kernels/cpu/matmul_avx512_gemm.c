@@ -1,0 +1,331 @@
+/* matmul_avx512_gemm.c — the AVX-512 blocked GEMM for quantized weights (Q8_0, Q4_0,
+ * Q4_K, Q6_K) at T > 1: a chunk of up to 128 output rows is repacked, one K-slice at
+ * a time, into panels laid out for an outer-product microkernel, and every
+ * activation row then passes over them.
+ *
+ * Panels are 16 rows of unsigned bytes, interleaved so one zmm holds 4 consecutive
+ * weights of each of the 16 rows; vpdpbusd against a broadcast of 4 activation bytes
+ * gives 16 outputs × 4 products. The integer sums of one block (32 elements; 16 for
+ * Q6_K) are scaled once per block: 8 (4) vpdpbusd then cvt, mul, fma, for up to 12
+ * activation rows at a time (24 accumulators). Weights enter as w + 128 (Q8_0, Q4_0)
+ * or w + 32 (Q6_K), the accumulators starting at the matching -128·Σq / -32·Σq of the
+ * activations; Q4_K's nibbles are used as they are and its min term is one extra fma
+ * per block. Panels are filled with gathers (one dword from each of 16 rows).
+ *
+ * The quantized activations are interleaved once per call, per group of rows
+ * ([k/4][16] dwords per block, then the block's scales and sums), so every broadcast
+ * is a constant offset from one pointer. Y is written per K-slice (accumulated after
+ * the first); every output's arithmetic is fixed by the shapes alone. */
+#if defined(__x86_64__)
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_avx512_gemm.h"
+#include "kernels/cpu/matmul_avx512_util.h"
+
+enum {
+    RXMAX = 12,   /* activation rows per microkernel call */
+    XP = 16,      /* interleave stride of packed activations (rows, padded) */
+    KC_I8 = 2048, /* K-slice (multiple of 256) */
+    PR_I8 = 16,   /* rows per panel */
+};
+
+typedef enum { KIND_INIT32, KIND_MIN32, KIND_INIT16 } i8_kind;
+
+static int i8_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
+static i8_kind i8_kind_of(uint32_t t) {
+    return t == QT_Q6_K ? KIND_INIT16 : t == QT_Q4_K ? KIND_MIN32 : KIND_INIT32;
+}
+/* bytes of one packed weight block of a panel: u8[bs/4][16][4], f32 s[16], (Q4_K) f32 m[16] */
+static size_t i8_wbs(uint32_t t) { return (size_t)i8_bs(t) * 16 + 64 + (t == QT_Q4_K ? 64 : 0); }
+/* bytes of one packed activation block: int32 q[bs/4][XP], f32 d[XP], aux[XP] */
+static size_t i8_xbs(int bs) { return (size_t)(bs / 4 + 2) * XP * 4; }
+
+static int64_t kc_of(int64_t n_in) { return n_in < KC_I8 ? n_in : KC_I8; }
+
+static size_t panel_bytes(uint32_t type, int64_t kc) { return (size_t)(kc / i8_bs(type)) * i8_wbs(type); }
+
+/* bytes of one group's packed activations over all of n_in */
+static size_t xgroup_bytes(uint32_t type, int64_t n_in) {
+    return (size_t)(n_in / i8_bs(type)) * i8_xbs(i8_bs(type));
+}
+
+int64_t mm_avx512_gemmq_groups(int64_t T) { return (T + RXMAX - 1) / RXMAX; }
+
+/* group g of ng: rows [g*T/ng, (g+1)*T/ng), sizes differ by at most one */
+void mm_avx512_gemmq_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    const int64_t ng = mm_avx512_gemmq_groups(T);
+    *t0 = g * T / ng;
+    *t1 = (g + 1) * T / ng;
+}
+
+size_t mm_avx512_gemmq_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
+    return (size_t)mm_avx512_gemmq_groups(T) * xgroup_bytes(type, n_in);
+}
+
+size_t mm_avx512_gemmq_scratch(uint32_t type, int64_t n_in, int64_t rows) {
+    return (size_t)((rows + PR_I8 - 1) / PR_I8) * panel_bytes(type, kc_of(n_in)) + 64;
+}
+
+/* ---- packing quantized weights: one 16-row panel, blocks [b0, b0 + nb) ---------------- */
+
+#define GATHER(m, vidx, p) _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), (m), (vidx), (const void *)(p), 1)
+
+/* fp16 in the low (shift 0) or high (shift 16) half of each dword → f32 */
+static inline __m512 half_to_ps(__m512i v, int hi) {
+    if (hi) v = _mm512_srli_epi32(v, 16);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+static void pack_q8_0(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++, base += sizeof(block_q8_0), dst += 32 * 16 + 64) {
+        for (int k = 0; k < 8; k++)
+            _mm512_store_si512(dst + 64 * k, _mm512_xor_si512(GATHER(m, vidx, base + 2 + 4 * k), bias));
+        _mm512_store_ps(dst + 512, half_to_ps(GATHER(m, vidx, base), 0));
+    }
+}
+
+static void pack_q4_0(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), bias = _mm512_set1_epi8(120); /* u-8+128 */
+    for (int64_t b = 0; b < nb; b++, base += sizeof(block_q4_0), dst += 32 * 16 + 64) {
+        for (int j = 0; j < 4; j++) {
+            const __m512i g = GATHER(m, vidx, base + 2 + 4 * j);
+            _mm512_store_si512(dst + 64 * j, _mm512_add_epi8(_mm512_and_si512(g, m4), bias));
+            _mm512_store_si512(dst + 64 * (4 + j),
+                               _mm512_add_epi8(_mm512_and_si512(_mm512_srli_epi32(g, 4), m4), bias));
+        }
+        _mm512_store_ps(dst + 512, half_to_ps(GATHER(m, vidx, base), 0));
+    }
+}
+
+/* nb counts 32-blocks (a multiple of 8) */
+static void pack_q4_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m6 = _mm512_set1_epi8(0x3f), m2 = _mm512_set1_epi8(0x03);
+    const size_t bs = 32 * 16 + 128;
+    for (int64_t sb = 0; sb < nb / 8; sb++, base += sizeof(block_q4_K), dst += 8 * bs) {
+        const __m512i dd = GATHER(m, vidx, base);
+        const __m512 d = half_to_ps(dd, 0), nmin = _mm512_sub_ps(_mm512_setzero_ps(), half_to_ps(dd, 1));
+        const __m512i u0 = GATHER(m, vidx, base + 4), u1 = GATHER(m, vidx, base + 8);
+        const __m512i u2 = GATHER(m, vidx, base + 12);
+        __m512i sc[2], mn[2]; /* bytes: scales 0-3 / 4-7, mins 0-3 / 4-7 of each row */
+        sc[0] = _mm512_and_si512(u0, m6);
+        sc[1] = _mm512_or_si512(_mm512_and_si512(u2, m4),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2), 4));
+        mn[0] = _mm512_and_si512(u1, m6);
+        mn[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2), 4));
+        for (int j = 0; j < 8; j++) {
+            const int sh = 8 * (j & 3);
+            const __m512i s8 = _mm512_and_si512(_mm512_srli_epi32(sc[j >> 2], sh), _mm512_set1_epi32(0xff));
+            const __m512i m8 = _mm512_and_si512(_mm512_srli_epi32(mn[j >> 2], sh), _mm512_set1_epi32(0xff));
+            _mm512_store_ps(dst + j * bs + 512, _mm512_mul_ps(_mm512_cvtepi32_ps(s8), d));
+            _mm512_store_ps(dst + j * bs + 576, _mm512_mul_ps(_mm512_cvtepi32_ps(m8), nmin));
+        }
+        for (int r = 0; r < 4; r++)
+            for (int k = 0; k < 8; k++) {
+                const __m512i g = GATHER(m, vidx, base + 16 + 32 * r + 4 * k);
+                _mm512_store_si512(dst + (2 * r) * bs + 64 * k, _mm512_and_si512(g, m4));
+                _mm512_store_si512(dst + (2 * r + 1) * bs + 64 * k,
+                                   _mm512_and_si512(_mm512_srli_epi32(g, 4), m4));
+            }
+    }
+}
+
+/* nb counts 16-groups (a multiple of 16) */
+static void pack_q6_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+    const size_t bs = 16 * 16 + 64;
+    for (int64_t sb = 0; sb < nb / 16; sb++, base += sizeof(block_q6_K), dst += 16 * bs) {
+        /* d sits at bytes 208-209, the block's end: read the dword at 206 */
+        const __m512 d = half_to_ps(GATHER(m, vidx, base + 206), 1);
+        for (int q = 0; q < 4; q++) {
+            const __m512i sw = GATHER(m, vidx, base + 192 + 4 * q);
+            for (int j = 0; j < 4; j++) {
+                const __m512i s = _mm512_srai_epi32(_mm512_slli_epi32(sw, 24 - 8 * j), 24);
+                _mm512_store_ps(dst + (4 * q + j) * bs + 256, _mm512_mul_ps(_mm512_cvtepi32_ps(s), d));
+            }
+        }
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 8; i++) {
+                const __m512i A = GATHER(m, vidx, base + 64 * h + 4 * i);
+                const __m512i B = GATHER(m, vidx, base + 64 * h + 32 + 4 * i);
+                const __m512i Q = GATHER(m, vidx, base + 128 + 32 * h + 4 * i);
+                for (int c = 0; c < 4; c++) {
+                    __m512i nib = (c & 1) ? B : A;
+                    if (c >> 1) nib = _mm512_srli_epi32(nib, 4);
+                    const __m512i hb = _mm512_and_si512(_mm512_srli_epi32(Q, 2 * c), m2);
+                    const __m512i u = _mm512_or_si512(_mm512_and_si512(nib, m4), _mm512_slli_epi32(hb, 4));
+                    const int g = 8 * h + 2 * c + (i >> 2);
+                    _mm512_store_si512(dst + g * bs + 64 * (i & 3), u);
+                }
+            }
+    }
+}
+
+/* Packs rows [p0, p0 + nvalid) (nvalid <= 16) of quantized W, elements [k0, k0 + kn). */
+static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int64_t kn, uint8_t *dst) {
+    const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)a->w_stride));
+    const __mmask16 m = row_mask(nvalid);
+    const uint8_t *row0 = a->W + (size_t)p0 * a->w_stride;
+    switch (a->type) {
+    case QT_Q8_0: pack_q8_0(row0 + (size_t)(k0 / 32) * sizeof(block_q8_0), vidx, m, kn / 32, dst); break;
+    case QT_Q4_0: pack_q4_0(row0 + (size_t)(k0 / 32) * sizeof(block_q4_0), vidx, m, kn / 32, dst); break;
+    case QT_Q4_K: pack_q4_K(row0 + (size_t)(k0 / 256) * sizeof(block_q4_K), vidx, m, kn / 32, dst); break;
+    case QT_Q6_K: pack_q6_K(row0 + (size_t)(k0 / 256) * sizeof(block_q6_K), vidx, m, kn / 16, dst); break;
+    default: break;
+    }
+}
+
+/* ---- packing activations ------------------------------------------------------------ */
+
+/* Quantized: rows [t0, t0 + rx), elements [k0, k0 + kn) (multiples of 64) → per block
+ * int32 q[bs/4][XP], f32 d[XP], aux[XP]; rows beyond rx are zero. */
+static void pack_x_i8(const mm_args *a, int64_t t0, int rx, int64_t k0, int64_t kn, int bs, uint8_t *dst) {
+    const size_t xbs = i8_xbs(bs);
+    const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)a->xq_stride));
+    const __mmask16 m = row_mask(rx);
+    const uint8_t *x0 = a->xq + (size_t)t0 * a->xq_stride;
+    const int64_t n = a->n_in;
+    /* q: 64 elements (16 dwords) of each row at a time, transposed */
+    for (int64_t k = 0; k < kn; k += 64) {
+        const int nd = kn - k < 64 ? (int)(kn - k) / 4 : 16; /* 8 at a 32-element tail */
+        const __mmask16 dm = row_mask(nd);
+        __m512 r[16];
+        for (int t = 0; t < 16; t++)
+            r[t] = t < rx ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(dm, x0 + (size_t)t * a->xq_stride + k0 + k))
+                          : _mm512_setzero_ps();
+        tr16(r);
+        /* dword j of the 64 elements is k4 = j % (bs/4) of block j / (bs/4) */
+        for (int j = 0; j < nd; j++) {
+            const int64_t blk = (k + 4 * j) / bs, k4 = j % (bs / 4);
+            _mm512_store_ps(dst + blk * xbs + k4 * XP * 4, r[j]);
+        }
+    }
+    /* d (per 32) and aux (per block) */
+    const int64_t nblk = kn / bs, b0 = k0 / bs;
+    for (int64_t b = 0; b < nblk; b++) {
+        const int64_t gb = b0 + b;
+        uint8_t *db = dst + b * xbs + (size_t)(bs / 4) * XP * 4;
+        const int64_t di = bs == 32 ? gb : gb / 2;
+        _mm512_store_si512(db, GATHER(m, vidx, x0 + n + 4 * di));
+        _mm512_store_si512(db + XP * 4, GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb));
+    }
+}
+
+void mm_avx512_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
+    int64_t t0, t1;
+    mm_avx512_gemmq_group(a->T, g, &t0, &t1);
+    uint8_t *dst = xp + (size_t)g * xgroup_bytes(a->type, a->n_in);
+    pack_x_i8(a, t0, (int)(t1 - t0), 0, a->n_in, i8_bs(a->type), dst);
+}
+
+/* ---- microkernels -------------------------------------------------------------------- */
+
+/* 16 outputs (one panel) × rx activation rows over nb blocks. */
+MM_AI void kern_i8(const uint8_t *pw, const uint8_t *px, int64_t nb, const int rx, const int bs,
+                   const i8_kind kind, float *y, int64_t ys, __mmask16 m, int accum) {
+    const size_t wbs = (size_t)bs * 16 + 64 + (kind == KIND_MIN32 ? 64 : 0);
+    const size_t xbs = (size_t)(bs / 4 + 2) * XP * 4;
+    __m512 fa[RXMAX];
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < rx; t++) fa[t] = accum ? _mm512_maskz_loadu_ps(m, y + t * ys) : _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, pw += wbs, px += xbs) {
+        const int32_t *xi = (const int32_t *)(const void *)px;
+        const float *xf = (const float *)(const void *)px;
+        __m512i ia[RXMAX];
+        _Pragma("GCC unroll 16")
+        for (int t = 0; t < rx; t++)
+            ia[t] = kind == KIND_MIN32 ? _mm512_setzero_si512() : _mm512_set1_epi32(xi[(bs / 4 + 1) * XP + t]);
+        _Pragma("GCC unroll 16")
+        for (int k = 0; k < bs / 4; k++) {
+            const __m512i w = _mm512_load_si512(pw + 64 * k);
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < rx; t++) ia[t] = _mm512_dpbusd_epi32(ia[t], w, _mm512_set1_epi32(xi[k * XP + t]));
+        }
+        const __m512 s = _mm512_load_ps(pw + bs * 16);
+        _Pragma("GCC unroll 16")
+        for (int t = 0; t < rx; t++)
+            fa[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t]), _mm512_set1_ps(xf[(bs / 4) * XP + t])),
+                                    s, fa[t]);
+        if (kind == KIND_MIN32) {
+            const __m512 mv = _mm512_load_ps(pw + bs * 16 + 64);
+            _Pragma("GCC unroll 16")
+            for (int t = 0; t < rx; t++) fa[t] = _mm512_fmadd_ps(mv, _mm512_set1_ps(xf[(bs / 4 + 1) * XP + t]), fa[t]);
+        }
+    }
+    _Pragma("GCC unroll 16")
+    for (int t = 0; t < rx; t++) _mm512_mask_storeu_ps(y + t * ys, m, fa[t]);
+}
+
+#define RX_SWITCH(rx, CALL)                                                               \
+    switch (rx) {                                                                        \
+    case 1: CALL(1); break;  case 2: CALL(2); break;   case 3: CALL(3); break;           \
+    case 4: CALL(4); break;  case 5: CALL(5); break;   case 6: CALL(6); break;           \
+    case 7: CALL(7); break;  case 8: CALL(8); break;   case 9: CALL(9); break;           \
+    case 10: CALL(10); break; case 11: CALL(11); break; default: CALL(12); break;        \
+    }
+
+static void kern_i8_init32(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
+                           __mmask16 m, int accum) {
+#define C(R) kern_i8(pw, px, nb, R, 32, KIND_INIT32, y, ys, m, accum)
+    RX_SWITCH(rx, C)
+#undef C
+}
+static void kern_i8_min32(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
+                          __mmask16 m, int accum) {
+#define C(R) kern_i8(pw, px, nb, R, 32, KIND_MIN32, y, ys, m, accum)
+    RX_SWITCH(rx, C)
+#undef C
+}
+static void kern_i8_init16(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
+                           __mmask16 m, int accum) {
+#define C(R) kern_i8(pw, px, nb, R, 16, KIND_INIT16, y, ys, m, accum)
+    RX_SWITCH(rx, C)
+#undef C
+}
+/* ---- driver -------------------------------------------------------------------------- */
+
+void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
+    const uint32_t type = a->type;
+    const int64_t rows = o1 - o0, np = (rows + PR_I8 - 1) / PR_I8;
+    const int64_t kc = kc_of(a->n_in), ng = mm_avx512_gemmq_groups(a->T);
+    const int bs = i8_bs(type);
+    const size_t pbytes = panel_bytes(type, kc), gbytes = xgroup_bytes(type, a->n_in);
+    uint8_t *wbuf = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+
+    for (int64_t k0 = 0; k0 < a->n_in; k0 += kc) {
+        const int64_t kn = a->n_in - k0 < kc ? a->n_in - k0 : kc;
+        for (int64_t p = 0; p < np; p++) {
+            const int64_t p0 = o0 + p * PR_I8;
+            pack_i8_panel(a, p0, (int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8), k0, kn, wbuf + p * pbytes);
+        }
+        const size_t xoff = (size_t)(k0 / bs) * i8_xbs(bs); /* this K-slice of a group */
+        for (int64_t g = 0; g < ng; g++) {
+            int64_t t0, t1;
+            mm_avx512_gemmq_group(a->T, g, &t0, &t1);
+            const int rx = (int)(t1 - t0);
+            const uint8_t *px = a->xp + (size_t)g * gbytes + xoff;
+            for (int64_t p = 0; p < np; p++) {
+                const int64_t p0 = o0 + p * PR_I8;
+                const __mmask16 m = row_mask((int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8));
+                float *y = a->Y + t0 * a->n_out + p0;
+                const uint8_t *pw = wbuf + p * pbytes;
+                switch (i8_kind_of(type)) {
+                case KIND_INIT32: kern_i8_init32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0); break;
+                case KIND_MIN32: kern_i8_min32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0); break;
+                case KIND_INIT16: kern_i8_init16(pw, px, kn / 16, rx, y, a->n_out, m, k0 > 0); break;
+                }
+            }
+        }
+    }
+}
+
+#pragma GCC pop_options
+
+#endif

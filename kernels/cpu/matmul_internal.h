@@ -1,0 +1,123 @@
+/* matmul_internal.h — what the matmul dispatcher (matmul.c) shares with the per-SIMD-
+ * level kernel files: the call description, the quantized-activation row layout, and
+ * the table of kernels each level provides. Not a public header. */
+#ifndef LLC_CPU_MATMUL_INTERNAL_H
+#define LLC_CPU_MATMUL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine/quant.h"
+#include "kernels/cpu/matmul.h"
+
+/* ---- quantized activations ----------------------------------------------------
+ * For quantized weight types every X row is quantized once per call into an "xq row"
+ * of n (a multiple of 32) elements, stored in one buffer of mm_xq_row_bytes(n):
+ *   int8  q[n]          q_i = round(x_i / d_b), |q_i| <= 127
+ *   float d[n/32]       d_b = max |x| over 32-block b / 127 (NaN if the block has a NaN)
+ *   aux[n/16]           4-byte words whose meaning depends on the weight type:
+ *     Q8_0, Q4_0: int32 aux[b] = -128 * sum of q over 32-block b (b < n/32)
+ *     Q4_K:       float aux[b] = d_b * sum of q over 32-block b   (b < n/32)
+ *     Q6_K:       int32 aux[g] = -32 * sum of q over 16-group g   (g < n/16)
+ * The aux words are the bias corrections the kernels need: Q8_0 and Q4_0 weights
+ * are fed to unsigned×signed byte products as w + 128, Q6_K's as w + 32, and
+ * Q4_K's min term is the block sum times the weights' min. */
+#define MM_QB 32
+
+static inline size_t mm_xq_row_bytes(int64_t n) {
+    size_t b = (size_t)n + 4 * (size_t)(n / 32) + 4 * (size_t)(n / 16);
+    return (b + 63) & ~(size_t)63;
+}
+
+typedef struct mm_xrow {
+    const int8_t *q;
+    const float *d;
+    const int32_t *ai; /* aux as int32 */
+    const float *af;   /* aux as float */
+} mm_xrow;
+
+static inline mm_xrow mm_xrow_at(const uint8_t *xq, int64_t n) {
+    mm_xrow r;
+    r.q = (const int8_t *)xq;
+    r.d = (const float *)(const void *)(xq + n);
+    r.ai = (const int32_t *)(const void *)(xq + n + 4 * (n / 32));
+    r.af = (const float *)(const void *)r.ai;
+    return r;
+}
+
+static inline int mm_type_is_quant(uint32_t type) {
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+}
+
+/* ---- one call ------------------------------------------------------------------- */
+typedef struct mm_args {
+    uint32_t type;
+    const uint8_t *W;   /* n_out rows, w_stride bytes apart */
+    size_t w_stride;    /* qtype_row_bytes(type, n_in) */
+    int64_t n_in, n_out, T;
+    const float *X;     /* T rows of n_in floats */
+    const uint8_t *xq;  /* quantized X rows (quantized types), xq_stride bytes apart */
+    size_t xq_stride;   /* mm_xq_row_bytes(n_in) */
+    const uint8_t *xp;  /* GEMM: activations packed by gemm_pack_x (all groups) */
+    float *Y;           /* T rows of n_out floats */
+} mm_args;
+
+/* ---- the kernels of one SIMD level ------------------------------------------------ */
+typedef struct mm_impl {
+    const char *name;
+    /* Quantizes n floats (n % 32 == 0) into one xq row for weight type `type`. */
+    void (*quantize_x)(uint32_t type, const float *x, int64_t n, uint8_t *xq);
+    /* Dot-product kernel: Y for outputs [o0, o1) and X rows [t0, t1), reading W rows
+     * in place (GEMV; for T > 1 the rows of the chunk stay in cache across t). */
+    void (*dot_rows)(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);
+    /* Optional blocked GEMM for T > 1 (NULL if the level has none).
+     * gemm_rows(type, T): output rows are handed out in multiples of this; 0: no
+     *   GEMM for this type and batch size (dot_rows does it);
+     * gemm_groups(type, T), gemm_group(type, T, g, &t0, &t1): the activation rows
+     *   are cut into groups, group g being rows [t0, t1);
+     * gemm_xp_bytes(type, n_in, T): size of the packed activations;
+     * gemm_pack_x(a, g, xp): packs group g (from a->X, or a->xq once quantized);
+     * gemm_scratch(type, n_in, rows): per-thread scratch bytes for a chunk of `rows`;
+     * gemm(a, o0, o1, n0, n1, scratch): Y for outputs [o0, o1) (o0 a multiple of
+     *   gemm_rows) and all T rows, from a->xp; [n0, n1) are the rows this thread
+     *   does next (empty if none), for prefetching. */
+    int (*gemm_rows)(uint32_t type, int64_t T);
+    int64_t (*gemm_groups)(uint32_t type, int64_t T);
+    void (*gemm_group)(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1);
+    size_t (*gemm_xp_bytes)(uint32_t type, int64_t n_in, int64_t T);
+    void (*gemm_pack_x)(const mm_args *a, int64_t g, uint8_t *xp);
+    size_t (*gemm_scratch)(uint32_t type, int64_t n_in, int64_t rows);
+    void (*gemm)(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch);
+} mm_impl;
+
+extern const mm_impl mm_impl_scalar;
+#if defined(__x86_64__)
+extern const mm_impl mm_impl_avx2;
+extern const mm_impl mm_impl_avx512;
+#endif
+
+/* Q4_K's 12 scale bytes → 8 six-bit scales (out[0..7]) and 8 mins (out[8..15]). */
+static inline void mm_q4k_scales(const uint8_t *s, uint8_t out[16]) {
+    for (int j = 0; j < 4; j++) {
+        out[j] = s[j] & 63;
+        out[8 + j] = s[j + 4] & 63;
+        out[4 + j] = (uint8_t)((s[j + 8] & 0xf) | ((s[j] >> 6) << 4));
+        out[12 + j] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
+
+/* The same as four little-endian words: [0] scales 0-3, [1] scales 4-7, [2] mins 0-3,
+ * [3] mins 4-7, one per byte (ggml's bit trick; x86 only, so little-endian). */
+static inline void mm_q4k_scales_u32(const uint8_t *s, uint32_t out[4]) {
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    out[0] = u[0] & 0x3f3f3f3fu;
+    out[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+    out[2] = u[1] & 0x3f3f3f3fu;
+    out[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+}
+
+static inline uint16_t mm_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+#endif

@@ -1,0 +1,185 @@
+/* matmul_scalar.c — the plain-C matmul level, always available: activation
+ * quantization (the xq row layout of matmul_internal.h) and a dot-product kernel per
+ * weight type. Quantized types use integer dot products on the int8 activations,
+ * exactly like the SIMD levels, so this is also their readable specification. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/matmul_internal.h"
+
+/* Rounds to nearest (ties to even) and clamps to ±127; NaN gives 127, never UB. */
+static inline int8_t q8_round(float v) {
+    v = fminf(fmaxf(v, -127.0f), 127.0f);
+    return (int8_t)(int)nearbyintf(v);
+}
+
+static void quantize_x_scalar(uint32_t type, const float *x, int64_t n, uint8_t *xq) {
+    int8_t *q = (int8_t *)xq;
+    float *d = (float *)(void *)(xq + n);
+    int32_t *ai = (int32_t *)(void *)(xq + n + 4 * (n / 32));
+    float *af = (float *)(void *)ai;
+    for (int64_t b = 0; b < n / MM_QB; b++) {
+        const float *xb = x + b * MM_QB;
+        int8_t *qb = q + b * MM_QB;
+        float amax = 0;
+        int nan = 0;
+        for (int i = 0; i < MM_QB; i++) {
+            amax = fmaxf(amax, fabsf(xb[i]));
+            nan |= xb[i] != xb[i];
+        }
+        const float db = amax / 127.0f;
+        const float id = db > 0 ? 1.0f / db : 0.0f;
+        int s[2] = {0, 0};
+        const int finite = !nan && !isinf(db); /* else q = 0, so d·q is NaN */
+        for (int i = 0; i < MM_QB; i++) {
+            qb[i] = finite ? q8_round(xb[i] * id) : 0;
+            s[i / 16] += qb[i];
+        }
+        d[b] = nan ? NAN : db;
+        switch (type) {
+        case QT_Q8_0:
+        case QT_Q4_0: ai[b] = -128 * (s[0] + s[1]); break;
+        case QT_Q4_K: af[b] = d[b] * (float)(s[0] + s[1]); break;
+        case QT_Q6_K:
+            ai[2 * b] = -32 * s[0];
+            ai[2 * b + 1] = -32 * s[1];
+            break;
+        default: break;
+        }
+    }
+}
+
+/* ---- dot products of one weight row with one activation row ----------------------- */
+
+static float dot_f32(const uint8_t *w, const float *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, w + 4 * i, 4);
+        s += v * x[i];
+    }
+    return s;
+}
+
+static float dot_f16(const uint8_t *w, const float *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += fp16_to_f32(mm_rd16(w + 2 * i)) * x[i];
+    return s;
+}
+
+static float dot_bf16(const uint8_t *w, const float *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += bf16_to_f32(mm_rd16(w + 2 * i)) * x[i];
+    return s;
+}
+
+static float dot_q8_0(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t b = 0; b < n / QK8_0; b++, w += sizeof(block_q8_0)) {
+        const int8_t *qw = (const int8_t *)(w + offsetof(block_q8_0, qs));
+        const int8_t *qx = x->q + b * QK8_0;
+        int32_t acc = 0;
+        for (int i = 0; i < QK8_0; i++) acc += qw[i] * qx[i];
+        s += fp16_to_f32(mm_rd16(w)) * x->d[b] * (float)acc;
+    }
+    return s;
+}
+
+static float dot_q4_0(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t b = 0; b < n / QK4_0; b++, w += sizeof(block_q4_0)) {
+        const uint8_t *qw = w + offsetof(block_q4_0, qs);
+        const int8_t *qx = x->q + b * QK4_0;
+        int32_t acc = 0;
+        for (int i = 0; i < QK4_0 / 2; i++)
+            acc += ((qw[i] & 0xf) - 8) * qx[i] + ((qw[i] >> 4) - 8) * qx[i + 16];
+        s += fp16_to_f32(mm_rd16(w)) * x->d[b] * (float)acc;
+    }
+    return s;
+}
+
+/* Q4_K: value = d*sc_j*u - dmin*m_j per 32-block j, so the block contributes
+ * d*sc_j * d_x * sum(u*q) - dmin*m_j * d_x * sum(q); the last factor is aux. */
+static float dot_q4_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q4_K)) {
+        const float d = fp16_to_f32(mm_rd16(w + offsetof(block_q4_K, d)));
+        const float dmin = fp16_to_f32(mm_rd16(w + offsetof(block_q4_K, dmin)));
+        uint8_t sm[16];
+        mm_q4k_scales(w + offsetof(block_q4_K, scales), sm);
+        const uint8_t *qs = w + offsetof(block_q4_K, qs);
+        for (int j = 0; j < 8; j++) {
+            const int64_t b = i * 8 + j;
+            const int8_t *qx = x->q + b * 32;
+            const uint8_t *qr = qs + 32 * (j / 2);
+            const int sh = 4 * (j & 1);
+            int32_t acc = 0;
+            for (int l = 0; l < 32; l++) acc += ((qr[l] >> sh) & 0xf) * qx[l];
+            s += d * (float)sm[j] * x->d[b] * (float)acc - dmin * (float)sm[8 + j] * x->af[b];
+        }
+    }
+    return s;
+}
+
+/* Q6_K: value = d*sc_g*(u - 32) per 16-group g; aux[g] = -32 * sum(q). */
+static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q6_K)) {
+        const float d = fp16_to_f32(mm_rd16(w + offsetof(block_q6_K, d)));
+        const int8_t *sc = (const int8_t *)(w + offsetof(block_q6_K, scales));
+        uint8_t u[QK_K];
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = w + offsetof(block_q6_K, ql) + 64 * h;
+            const uint8_t *qh = w + offsetof(block_q6_K, qh) + 32 * h;
+            uint8_t *uh = u + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                uh[l] = (uint8_t)((ql[l] & 0xf) | ((qh[l] & 3) << 4));
+                uh[l + 32] = (uint8_t)((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4));
+                uh[l + 64] = (uint8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                uh[l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+            }
+        }
+        for (int g = 0; g < 16; g++) {
+            const int64_t gg = i * 16 + g;
+            const int8_t *qx = x->q + gg * 16;
+            int32_t acc = x->ai[gg];
+            for (int l = 0; l < 16; l++) acc += u[16 * g + l] * qx[l];
+            s += d * (float)sc[g] * x->d[gg / 2] * (float)acc;
+        }
+    }
+    return s;
+}
+
+static void dot_rows_scalar(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    /* blocks of 16 rows stay in cache while every activation row passes */
+    for (int64_t ob = o0; ob < o1; ob += 16) {
+        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
+        for (int64_t t = t0; t < t1; t++) {
+            const float *x = a->X + t * a->n_in;
+            mm_xrow xr = {0};
+            if (a->xq) xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
+            float *y = a->Y + t * a->n_out;
+            for (int64_t o = ob; o < oe; o++) {
+                const uint8_t *w = a->W + (size_t)o * a->w_stride;
+                float v = 0;
+                switch (a->type) {
+                case QT_F32: v = dot_f32(w, x, a->n_in); break;
+                case QT_F16: v = dot_f16(w, x, a->n_in); break;
+                case QT_BF16: v = dot_bf16(w, x, a->n_in); break;
+                case QT_Q8_0: v = dot_q8_0(w, &xr, a->n_in); break;
+                case QT_Q4_0: v = dot_q4_0(w, &xr, a->n_in); break;
+                case QT_Q4_K: v = dot_q4_K(w, &xr, a->n_in); break;
+                case QT_Q6_K: v = dot_q6_K(w, &xr, a->n_in); break;
+                default: break;
+                }
+                y[o] = v;
+            }
+        }
+    }
+}
+
+const mm_impl mm_impl_scalar = {
+    .name = "scalar",
+    .quantize_x = quantize_x_scalar,
+    .dot_rows = dot_rows_scalar,
+};

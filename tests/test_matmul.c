@@ -1,0 +1,387 @@
+/* test_matmul.c — cpu_matmul against the scalar reference cpu_matmul_ref, for every
+ * supported weight type × every SIMD level this CPU has × batch sizes T in {1, 2, 7,
+ * 33} × shapes (one block, several, an odd count; n_out not a multiple of any tile),
+ * on fresh random weights (quantize_row) and activations. Also: 1 and 2 pool threads
+ * give bitwise identical results, unsupported types and bad shapes are refused,
+ * every output is written (Y is poisoned with NaN before each call), nothing reads
+ * past the weights or activations (placed against a PROT_NONE page, as a tensor at
+ * the end of an mmapped GGUF file may be), and NaN/inf activations propagate.
+ *
+ * Tolerances. The reference uses the exact activations x; the kernels use them
+ * exactly for float weights, and quantized to int8 per 32-element block for the
+ * quantized types (x̂ = d_b·q, d_b = max|x| / 127 over the block, |x - x̂| ≤ d_b/2,
+ * rounding error close to uniform on ±d_b/2 and independent across elements). The
+ * error of one output is then Σ w_i (x_i - x̂_i), a sum of independent terms with
+ * standard deviation σ = sqrt(Σ w_i² d_b(i)² / 12), and we allow 6σ (a chance below
+ * 1e-8 per output of a false failure; the seeds are fixed anyway) plus 2e-5 · Σ|w_i x_i|
+ * for the f32 arithmetic around the integer sums (int → float, fp16 scales, products).
+ * Float weights get 2e-6 · Σ|w_i x_i|: f32 accumulation over n ≤ 5000 terms in 16 or
+ * more partial sums. Both leave a margin (the worst |error| / tolerance is printed:
+ * ~0.6 for the quantized types, i.e. ~4σ over ~10^5 outputs; ~0.1 for float) yet are
+ * tight enough to catch one 4-element group computed wrongly. */
+#include "engine/common.h"
+#include "engine/quant.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/pool.h"
+#include "tests/test.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd_u32(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 16);
+}
+static float rnd_unit(void) { return (float)(rnd_u32() & 0xffffff) / 16777216.0f * 2 - 1; }
+/* roughly Gaussian, with occasional larger values so blocks have varied scales */
+static float rnd_val(void) {
+    float v = rnd_unit() + rnd_unit() + rnd_unit();
+    if ((rnd_u32() & 31) == 0) v *= 4;
+    return v;
+}
+
+static const uint32_t g_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+
+static int is_quant(uint32_t type) {
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+}
+
+typedef struct problem {
+    uint32_t type;
+    int64_t n_in, n_out, T;
+    uint8_t *W;
+    float *Wf; /* dequantized weights */
+    float *X;
+    float *ref;
+    float *tol;
+} problem;
+
+static void problem_free(problem *p) {
+    free(p->W);
+    free(p->Wf);
+    free(p->X);
+    free(p->ref);
+    free(p->tol);
+}
+
+static int problem_make(problem *p, uint32_t type, int64_t n_in, int64_t n_out, int64_t T) {
+    memset(p, 0, sizeof *p);
+    p->type = type;
+    p->n_in = n_in;
+    p->n_out = n_out;
+    p->T = T;
+    const size_t rb = qtype_row_bytes(type, n_in);
+    p->W = malloc(rb * (size_t)n_out + 1);
+    p->Wf = malloc(sizeof(float) * (size_t)(n_in * n_out));
+    p->X = malloc(sizeof(float) * (size_t)(n_in * T));
+    p->ref = malloc(sizeof(float) * (size_t)(n_out * T));
+    p->tol = malloc(sizeof(float) * (size_t)(n_out * T));
+    float *row = malloc(sizeof(float) * (size_t)n_in);
+    if (!p->W || !p->Wf || !p->X || !p->ref || !p->tol || !row) {
+        free(row);
+        return -1;
+    }
+    /* weights stored at an odd address: GGUF data may be only 32-byte aligned, and
+     * the kernels must not care at all */
+    uint8_t *w = p->W + 1;
+    const float wscale = 0.02f + 0.1f * (float)(rnd_u32() % 8);
+    for (int64_t o = 0; o < n_out; o++) {
+        for (int64_t i = 0; i < n_in; i++) row[i] = rnd_val() * wscale;
+        CHECK(quantize_row(type, row, w + (size_t)o * rb, n_in) == 0);
+        CHECK(dequantize_row(type, w + (size_t)o * rb, p->Wf + o * n_in, n_in) == 0);
+    }
+    for (int64_t i = 0; i < n_in * T; i++) p->X[i] = rnd_val();
+    CHECK(cpu_matmul_ref(type, w, n_in, n_out, p->X, T, p->ref) == 0);
+    for (int64_t t = 0; t < T; t++) {
+        const float *x = p->X + t * n_in;
+        for (int64_t o = 0; o < n_out; o++) {
+            const float *wr = p->Wf + o * n_in;
+            double abs_sum = 0, var = 0;
+            for (int64_t i = 0; i < n_in; i++) abs_sum += fabs((double)wr[i] * x[i]);
+            for (int64_t b = 0; is_quant(type) && b < n_in / 32; b++) {
+                float amax = 0;
+                for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[32 * b + i]));
+                const double d = amax / 127.0;
+                for (int i = 0; i < 32; i++) {
+                    const double wi = wr[32 * b + i];
+                    var += wi * wi * d * d / 12;
+                }
+            }
+            const double tol = is_quant(type) ? 6 * sqrt(var) + 2e-5 * abs_sum + 1e-6
+                                              : 2e-6 * abs_sum + 1e-6;
+            p->tol[t * n_out + o] = (float)tol;
+        }
+    }
+    free(row);
+    return 0;
+}
+
+static const uint8_t *problem_w(const problem *p) { return p->W + 1; }
+
+/* worst |error| / tolerance seen per type (printed: the margin the kernels leave) */
+static double g_worst[64];
+
+/* Runs cpu_matmul on a NaN-poisoned Y and checks every element against ref. */
+static void problem_check(const problem *p, cpu_pool *pool, const char *what) {
+    const size_t ny = (size_t)(p->n_out * p->T);
+    float *Y = malloc(sizeof(float) * ny);
+    if (!Y) return;
+    for (size_t i = 0; i < ny; i++) Y[i] = NAN;
+    int rc = cpu_matmul(pool, p->type, problem_w(p), p->n_in, p->n_out, p->X, p->T, Y);
+    CHECKF(rc == 0, "%s: rc %d", what, rc);
+    int bad = 0;
+    for (size_t i = 0; i < ny && bad < 3; i++) {
+        const double err = fabs((double)Y[i] - (double)p->ref[i]);
+        if (p->type < 64 && err / p->tol[i] > g_worst[p->type]) g_worst[p->type] = err / p->tol[i];
+        if (!(err <= p->tol[i])) {
+            bad++;
+            CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld: Y[t=%lld][o=%lld] = %.7g, ref %.7g, tol %.3g",
+                   cpu_simd_name(), qtype_name(p->type), (long long)p->n_in,
+                   (long long)p->n_out, (long long)p->T, (long long)(i / (size_t)p->n_out),
+                   (long long)(i % (size_t)p->n_out), Y[i], p->ref[i], p->tol[i]);
+        }
+    }
+    free(Y);
+}
+
+static cpu_pool *g_pool1, *g_pool2;
+
+static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SIMD_AVX512};
+
+/* every type × level × T × shape, against the reference */
+static void test_against_reference(void) {
+    const int64_t Ts[] = {1, 2, 7, 33};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+        const uint32_t type = g_types[ti];
+        const int64_t blk = qtype_get(type)->block_elems;
+        /* n_in: one block, several, an odd number; for float types too (16-wide
+         * vectors leave remainders), with a 256-multiple base */
+        int64_t n_ins[3];
+        if (blk == 1) {
+            n_ins[0] = 7;
+            n_ins[1] = 256;
+            n_ins[2] = 1000;
+        } else if (blk == 32) {
+            n_ins[0] = 32;
+            n_ins[1] = 256;
+            n_ins[2] = 32 * 13;
+        } else {
+            n_ins[0] = 256;
+            n_ins[1] = 512;
+            n_ins[2] = 256 * 5;
+        }
+        const int64_t n_outs[] = {1, 5, 67};
+        for (int si = 0; si < 3; si++) {
+            for (int oi = 0; oi < 3; oi++) {
+                /* the largest shapes only with the odd n_out, to keep ASan time sane */
+                if (si == 2 && oi != 2) continue;
+                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+                    problem p;
+                    if (problem_make(&p, type, n_ins[si], n_outs[oi], Ts[k]) == 0) {
+                        for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+                            if (g_levels[li] > cpu_matmul_max_level()) continue;
+                            cpu_matmul_set_level(g_levels[li]);
+                            problem_check(&p, g_pool2, "2 threads");
+                        }
+                        cpu_matmul_set_level(cpu_matmul_max_level());
+                    }
+                    problem_free(&p);
+                }
+            }
+        }
+    }
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++)
+        printf("     %-5s worst |error| / tolerance: %.3f\n", qtype_name(g_types[ti]), g_worst[g_types[ti]]);
+}
+
+/* Larger shapes that exercise the blocked GEMM's tiling: many panels, several
+ * chunks of K, and T above one row group. */
+static void test_large(void) {
+    const struct { uint32_t type; int64_t n_in, n_out, T; } cases[] = {
+        {QT_Q8_0, 2048, 100, 40}, {QT_Q4_K, 2304, 70, 29}, {QT_Q6_K, 1536, 50, 13},
+        {QT_F16, 1100, 90, 26},   {QT_Q4_0, 1120, 33, 3},  {QT_F32, 600, 40, 64},
+        {QT_BF16, 520, 35, 15},   {QT_Q8_0, 2080, 40, 100}, {QT_F16, 1040, 50, 100},
+        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9},
+    };
+    for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
+        problem p;
+        if (problem_make(&p, cases[c].type, cases[c].n_in, cases[c].n_out, cases[c].T) == 0) {
+            for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+                if (g_levels[li] > cpu_matmul_max_level()) continue;
+                cpu_matmul_set_level(g_levels[li]);
+                problem_check(&p, g_pool2, "large");
+            }
+            cpu_matmul_set_level(cpu_matmul_max_level());
+        }
+        problem_free(&p);
+    }
+}
+
+/* each output is computed by exactly one thread in a fixed order: 1 and 2 threads
+ * (and no pool at all) agree bit for bit */
+static void test_threads_bitwise(void) {
+    const int64_t Ts[] = {1, 5, 40};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+        for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+            const uint32_t type = g_types[ti];
+            const int64_t n_in = 768, n_out = 131, T = Ts[k];
+            problem p;
+            if (problem_make(&p, type, n_in, n_out, T) != 0) {
+                problem_free(&p);
+                continue;
+            }
+            const size_t ny = (size_t)(n_out * T);
+            float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
+            float *y0 = malloc(ny * sizeof(float));
+            if (y1 && y2 && y0) {
+                for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = y2[i] = NAN;
+                CHECK(cpu_matmul(g_pool1, type, problem_w(&p), n_in, n_out, p.X, T, y1) == 0);
+                CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, y2) == 0);
+                CHECK(cpu_matmul(NULL, type, problem_w(&p), n_in, n_out, p.X, T, y0) == 0);
+                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s T=%lld: 1 vs 2 threads differ",
+                       qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s T=%lld: pool vs none differ",
+                       qtype_name(type), (long long)T);
+            }
+            free(y0);
+            free(y1);
+            free(y2);
+            problem_free(&p);
+        }
+    }
+}
+
+static void test_errors(void) {
+    float X[64] = {0}, Y[4] = {0};
+    uint8_t W[1024] = {0};
+    /* types we do not compute with, and ids that do not exist */
+    CHECK(cpu_matmul(g_pool2, QT_Q4_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, QT_Q5_K, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, QT_I8, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, 4, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, 9999, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul_ref(QT_Q4_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    /* n_in not a multiple of the block */
+    CHECK(cpu_matmul(g_pool2, QT_Q8_0, W, 48, 1, X, 1, Y) == LLC_ERR_RANGE);
+    CHECK(cpu_matmul(g_pool2, QT_Q4_K, W, 32, 1, X, 1, Y) == LLC_ERR_RANGE);
+    CHECK(cpu_matmul(g_pool2, QT_F32, W, 0, 1, X, 1, Y) == LLC_ERR_RANGE);
+    /* empty shapes are fine and touch nothing */
+    Y[0] = 42;
+    CHECK(cpu_matmul(g_pool2, QT_F32, W, 16, 0, X, 1, Y) == 0);
+    CHECK(cpu_matmul(g_pool2, QT_F32, W, 16, 1, X, 0, Y) == 0);
+    CHECK(Y[0] == 42);
+}
+
+/* non-finite activations propagate instead of turning into garbage or UB */
+static void test_nonfinite(void) {
+    const uint32_t types[] = {QT_Q8_0, QT_Q4_K, QT_F16};
+    for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+        if (g_levels[li] > cpu_matmul_max_level()) continue;
+        cpu_matmul_set_level(g_levels[li]);
+        for (size_t k = 0; k < LLC_ARRAY_LEN(types); k++) {
+            problem p;
+            if (problem_make(&p, types[k], 256, 3, 2) == 0) {
+                p.X[5] = NAN;           /* row 0 */
+                p.X[256 + 40] = INFINITY; /* row 1 */
+                float Y[6];
+                CHECK(cpu_matmul(g_pool2, p.type, problem_w(&p), 256, 3, p.X, 2, Y) == 0);
+                for (int i = 0; i < 6; i++)
+                    CHECKF(!isfinite(Y[i]), "%s %s: Y[%d] = %g", cpu_simd_name(),
+                           qtype_name(p.type), i, Y[i]);
+            }
+            problem_free(&p);
+        }
+    }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+}
+
+/* Copies `bytes` to the end of a fresh mapping whose next page is PROT_NONE: an
+ * over-read past the data (a GGUF tensor may end exactly at the end of the mapped
+ * file) faults instead of going unnoticed. */
+typedef struct guarded {
+    uint8_t *map;
+    size_t map_bytes;
+    void *data;
+} guarded;
+
+static int guarded_make(guarded *g, const void *src, size_t bytes) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t data_pages = (bytes + page - 1) / page;
+    g->map_bytes = (data_pages + 1) * page;
+    g->map = mmap(NULL, g->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g->map == MAP_FAILED) return -1;
+    if (mprotect(g->map + data_pages * page, page, PROT_NONE) != 0) return -1;
+    g->data = g->map + data_pages * page - bytes;
+    memcpy(g->data, src, bytes);
+    return 0;
+}
+
+static void guarded_free(guarded *g) {
+    if (g->map && g->map != MAP_FAILED) munmap(g->map, g->map_bytes);
+}
+
+static void test_guard_pages(void) {
+    const int64_t Ts[] = {1, 5, 20};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+        const uint32_t type = g_types[ti];
+        const int64_t blk = qtype_get(type)->block_elems;
+        const int64_t n_in = blk == 1 ? 1003 : blk == 32 ? 32 * 11 : 256 * 3, n_out = 37;
+        for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+            const int64_t T = Ts[k];
+            problem p;
+            guarded gw = {0}, gx = {0};
+            if (problem_make(&p, type, n_in, n_out, T) == 0 &&
+                guarded_make(&gw, problem_w(&p), qtype_row_bytes(type, n_in) * (size_t)n_out) == 0 &&
+                guarded_make(&gx, p.X, sizeof(float) * (size_t)(n_in * T)) == 0) {
+                float *Y = malloc(sizeof(float) * (size_t)(n_out * T));
+                for (size_t li = 0; Y && li < LLC_ARRAY_LEN(g_levels); li++) {
+                    if (g_levels[li] > cpu_matmul_max_level()) continue;
+                    cpu_matmul_set_level(g_levels[li]);
+                    CHECK(cpu_matmul(g_pool2, type, gw.data, n_in, n_out, gx.data, T, Y) == 0);
+                    for (int64_t i = 0; i < n_out * T; i++)
+                        if (!(fabs((double)Y[i] - p.ref[i]) <= p.tol[i])) {
+                            CHECKF(0, "%s %s T=%lld: Y[%lld] = %g, ref %g", cpu_simd_name(),
+                                   qtype_name(type), (long long)T, (long long)i, Y[i], p.ref[i]);
+                            break;
+                        }
+                }
+                cpu_matmul_set_level(cpu_matmul_max_level());
+                free(Y);
+            }
+            guarded_free(&gw);
+            guarded_free(&gx);
+            problem_free(&p);
+        }
+    }
+}
+
+static void test_levels(void) {
+    const cpu_simd_level max = cpu_matmul_max_level();
+    printf("     (SIMD levels available: up to %s)\n",
+           (cpu_matmul_set_level(max), cpu_simd_name()));
+    CHECK(cpu_matmul_set_level(CPU_SIMD_SCALAR) == CPU_SIMD_SCALAR);
+    CHECK(strcmp(cpu_simd_name(), "scalar") == 0);
+    CHECK(cpu_matmul_set_level(CPU_SIMD_AVX512) == max);
+    CHECK(cpu_matmul_level() == max);
+}
+
+int main(void) {
+    if (cpu_pool_create(1, &g_pool1) || cpu_pool_create(2, &g_pool2)) {
+        fprintf(stderr, "pool creation failed\n");
+        return 1;
+    }
+    RUN(test_levels);
+    RUN(test_errors);
+    RUN(test_against_reference);
+    RUN(test_large);
+    RUN(test_threads_bitwise);
+    RUN(test_guard_pages);
+    RUN(test_nonfinite);
+    cpu_pool_free(g_pool1);
+    cpu_pool_free(g_pool2);
+    return t_summary();
+}
