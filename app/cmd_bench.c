@@ -10,17 +10,23 @@
 
 #include <cjson/cJSON.h>
 
+#include "app/bench_engine.h"
 #include "app/commands.h"
 #include "app/llm.h"
 #include "engine/batch.h"
 #include "kernels/cpu/pool.h"
 
 static int g_prompt = 128, g_gen = 32, g_reps = 3;
+static int g_concurrency, g_shared_prefix, g_n = 1, g_kv_blocks;
 static bool g_json;
 
 static const cli_opt g_opts[] = {
-    {"prompt", 'p', CLI_INT, &g_prompt, "N", "prompt tokens to process (default 128)", 1, 1 << 16, NULL},
-    {"gen", 'n', CLI_INT, &g_gen, "N", "tokens to generate (default 32)", 1, 1 << 16, NULL},
+    {"prompt-len", 'p', CLI_INT, &g_prompt, "N", "prompt tokens (default 128)", 1, 1 << 16, NULL},
+    {"gen-len", 'n', CLI_INT, &g_gen, "N", "tokens to generate (default 32)", 1, 1 << 16, NULL},
+    {"concurrency", 'c', CLI_INT, &g_concurrency, "C", "C requests at once through the shared engine", 1, 4096, NULL},
+    {"shared-prefix", 0, CLI_INT, &g_shared_prefix, "S", "with -c: the first S prompt tokens are common", 0, 1 << 16, NULL},
+    {"samples", 0, CLI_INT, &g_n, "N", "with -c: N parallel samples per request", 1, 64, NULL},
+    {"kv-blocks", 0, CLI_INT, &g_kv_blocks, "N", "with -c: KV blocks of 16 tokens (default: enough)", 1, 1 << 24, NULL},
     {"reps", 'r', CLI_INT, &g_reps, "N", "repetitions; the best is reported (default 3)", 1, 100, NULL},
     {"json", 0, CLI_FLAG, &g_json, NULL, "print the results as JSON", 0, 0, NULL},
     {0},
@@ -28,7 +34,7 @@ static const cli_opt g_opts[] = {
 
 const cli_cmd cli_bench = {
     .name = "bench",
-    .usage = "[-m MODEL] [-p N] [-n N] [-r N] [--json]",
+    .usage = "[-m MODEL] [-p N] [-n N] [-r N] [-c C [--shared-prefix S] [--samples N]] [--json]",
     .summary = "measure prompt and generation tokens/s against memory bandwidth",
     .opts = g_opts,
 };
@@ -91,6 +97,17 @@ int cmd_bench(int argc, char **argv) {
     if (llm_open(&common, &L, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         return 1;
+    }
+    if (g_concurrency > 0) {
+        if (g_shared_prefix > g_prompt)
+            cli_usage_error(&cli_bench, "--shared-prefix is longer than --prompt-len");
+        bench_engine_opts o = {.concurrency = g_concurrency, .prompt_len = g_prompt,
+                               .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n,
+                               .kv_blocks = g_kv_blocks, .json = g_json};
+        int rc = bench_engine_run(&L, &o, &err);
+        if (rc) fprintf(stderr, "llmchat: %s\n", err.msg);
+        llm_close(&L);
+        return rc ? 1 : 0;
     }
     const model_hparams *hp = model_hparams_of(L.m);
     int block = 16, total = g_prompt + g_gen, n_blocks = (total + block - 1) / block;

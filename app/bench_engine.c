@@ -1,0 +1,144 @@
+/* bench_engine.c — `llmchat bench --concurrency C`: C requests through the shared
+ * engine at once; aggregate generation tokens/s, TTFT and TPOT percentiles, and
+ * how much of the prompts the prefix cache saved. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "app/bench_engine.h"
+#include "engine/engine.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(const double *sorted, int n, double p) {
+    if (n == 0) return 0;
+    int i = (int)(p / 100.0 * (n - 1) + 0.5);
+    return sorted[i];
+}
+
+int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
+    const model_hparams *hp = model_hparams_of(L->m);
+    int per_seq = o->prompt_len + o->gen_len;
+    int n_seqs = o->concurrency * (o->n > 0 ? o->n : 1);
+    engine_params p = {.block_size = 16, .max_step_tokens = o->step_tokens > 0 ? o->step_tokens : 512};
+    p.n_blocks = o->kv_blocks > 0 ? o->kv_blocks : n_seqs * ((per_seq + 15) / 16 + 1) + 8;
+    engine *e;
+    int rc = engine_create(L->m, L->tok, &p, &e, err);
+    if (rc) return rc;
+    engine_client *c;
+    if (engine_client_create(e, &c)) {
+        engine_destroy(e);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    int32_t *prompts = malloc((size_t)o->concurrency * o->prompt_len * sizeof *prompts);
+    double *ttft = calloc((size_t)n_seqs, sizeof *ttft), *tpot = calloc((size_t)n_seqs, sizeof *tpot);
+    if (!prompts || !ttft || !tpot) {
+        rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t rng = 7;
+    for (int i = 0; i < o->concurrency; i++)
+        for (int j = 0; j < o->prompt_len; j++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            int32_t tok = (int32_t)(3 + (rng >> 33) % (uint64_t)(hp->n_vocab - 3));
+            /* the shared prefix is the first request's */
+            prompts[(size_t)i * o->prompt_len + j] = j == 0 ? 1 : j < o->shared_prefix && i > 0 ? prompts[j] : tok;
+        }
+    double t0 = now_s();
+    for (int i = 0; i < o->concurrency; i++) {
+        gen_request r = {.prompt = prompts + (size_t)i * o->prompt_len, .n_prompt = o->prompt_len,
+                         .n = o->n > 0 ? o->n : 1, .max_tokens = o->gen_len};
+        r.sampling = sampler_params_default();
+        r.sampling.temperature = o->n > 1 ? 1.0f : 0.0f;
+        if (engine_submit(e, c, &r, err) < 0) {
+            rc = LLC_ERR_RANGE;
+            goto out;
+        }
+    }
+    int done = 0, n_tt = 0;
+    long generated = 0;
+    while (done < n_seqs) {
+        engine_event *ev = engine_client_wait(c, 600000);
+        if (!ev) {
+            rc = llc_fail(err, LLC_ERR_IO, "the engine stopped answering");
+            goto out;
+        }
+        if (ev->kind == EV_TOKEN) generated++;
+        if (ev->kind == EV_DONE) {
+            ttft[n_tt] = ev->ttft_ms;
+            tpot[n_tt++] = ev->tpot_ms;
+            done++;
+        }
+        if (ev->kind == EV_ERROR) {
+            rc = llc_fail(err, LLC_ERR_IO, "%s", ev->message);
+            engine_event_free(ev);
+            goto out;
+        }
+        engine_event_free(ev);
+    }
+    double wall = now_s() - t0;
+    engine_metrics m;
+    engine_get_metrics(e, &m);
+    qsort(ttft, (size_t)n_tt, sizeof *ttft, cmp_double);
+    qsort(tpot, (size_t)n_tt, sizeof *tpot, cmp_double);
+    double gen_tps = generated / wall;
+    int64_t computed_prompt = m.prompt_tokens - m.cached_tokens;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "concurrency", o->concurrency);
+        cJSON_AddNumberToObject(j, "n", o->n > 0 ? o->n : 1);
+        cJSON_AddNumberToObject(j, "prompt_len", o->prompt_len);
+        cJSON_AddNumberToObject(j, "gen_len", o->gen_len);
+        cJSON_AddNumberToObject(j, "shared_prefix", o->shared_prefix);
+        cJSON_AddNumberToObject(j, "gen_tokens", (double)generated);
+        cJSON_AddNumberToObject(j, "wall_s", wall);
+        cJSON_AddNumberToObject(j, "gen_tokens_per_s", gen_tps);
+        cJSON_AddNumberToObject(j, "ttft_ms_p50", pct(ttft, n_tt, 50));
+        cJSON_AddNumberToObject(j, "ttft_ms_p90", pct(ttft, n_tt, 90));
+        cJSON_AddNumberToObject(j, "ttft_ms_p99", pct(ttft, n_tt, 99));
+        cJSON_AddNumberToObject(j, "tpot_ms_p50", pct(tpot, n_tt, 50));
+        cJSON_AddNumberToObject(j, "tpot_ms_p90", pct(tpot, n_tt, 90));
+        cJSON_AddNumberToObject(j, "tpot_ms_p99", pct(tpot, n_tt, 99));
+        cJSON_AddNumberToObject(j, "prompt_tokens_computed", (double)computed_prompt);
+        cJSON_AddNumberToObject(j, "prompt_tokens_cached", (double)m.cached_tokens);
+        cJSON_AddNumberToObject(j, "peak_kv_blocks", m.peak_kv_used);
+        cJSON_AddNumberToObject(j, "preemptions", (double)m.preemptions);
+        cJSON_AddNumberToObject(j, "steps", (double)m.steps);
+        char *s = cJSON_PrintUnformatted(j);
+        printf("%s\n", s);
+        free(s);
+        cJSON_Delete(j);
+    } else {
+        printf("concurrency %d x n %d, prompt %d (shared %d), %d generated each\n", o->concurrency,
+               o->n > 0 ? o->n : 1, o->prompt_len, o->shared_prefix, o->gen_len);
+        printf("  generation      %10.2f tokens/s aggregate (%ld tokens in %.2f s)\n", gen_tps,
+               generated, wall);
+        printf("  TTFT ms         p50 %.1f  p90 %.1f  p99 %.1f\n", pct(ttft, n_tt, 50),
+               pct(ttft, n_tt, 90), pct(ttft, n_tt, 99));
+        printf("  TPOT ms         p50 %.1f  p90 %.1f  p99 %.1f\n", pct(tpot, n_tt, 50),
+               pct(tpot, n_tt, 90), pct(tpot, n_tt, 99));
+        printf("  prompt tokens   %lld computed, %lld from the prefix cache\n",
+               (long long)computed_prompt, (long long)m.cached_tokens);
+        printf("  peak KV blocks  %d of %d; %lld preemptions, %lld steps\n", m.peak_kv_used,
+               p.n_blocks, (long long)m.preemptions, (long long)m.steps);
+    }
+out:
+    free(prompts);
+    free(ttft);
+    free(tpot);
+    engine_client_free(c);
+    engine_destroy(e);
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* bench_engine.h — the concurrent-requests benchmark behind `llmchat bench --concurrency`. */
+#ifndef LLC_APP_BENCH_ENGINE_H
+#define LLC_APP_BENCH_ENGINE_H
+
+#include "app/llm.h"
+
+typedef struct bench_engine_opts {
+    int concurrency, prompt_len, gen_len, shared_prefix, n;
+    int kv_blocks;   /* 0 = enough for every sequence */
+    int step_tokens; /* token budget per step */
+    bool json;
+} bench_engine_opts;
+
+int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err);
+
+#endif

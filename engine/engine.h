@@ -1,0 +1,96 @@
+/* engine.h — the one inference engine every conversation shares.
+ *
+ * A dedicated engine thread owns the model, the backend and the KV cache. Any
+ * thread submits requests and cancels them; results come back as events on the
+ * submitting client's queue, whose wake fd becomes readable when events wait.
+ * The sender allocates a message and the receiver frees it. Every engine step is
+ * one forward pass over all running sequences (continuous batching): decode rows
+ * first, then prefill chunks up to a token budget. Prompts reuse cached KV blocks
+ * of earlier requests with the same prefix. */
+#ifndef LLC_ENGINE_H
+#define LLC_ENGINE_H
+
+#include "engine/model.h"
+#include "engine/sampler.h"
+#include "engine/tokenizer.h"
+
+typedef struct engine engine;
+typedef struct engine_client engine_client;
+
+typedef struct engine_params {
+    int n_blocks;          /* KV blocks (of block_size tokens) */
+    int block_size;        /* default 16 */
+    int max_step_tokens;   /* token budget of one step (default 512) */
+    int max_running;       /* sequences in one step at most (default 256) */
+} engine_params;
+
+typedef struct gen_request {
+    const int32_t *prompt; /* copied */
+    int n_prompt;
+    sampler_params sampling;
+    int n;                 /* parallel samples (>= 1); sample i uses seed + i */
+    int max_tokens;        /* >= 1 */
+    const char *const *stop; /* stop strings (copied), n_stop of them */
+    int n_stop;
+    int priority;          /* higher runs first; FCFS within a priority */
+} gen_request;
+
+typedef enum engine_finish {
+    FINISH_NONE, FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR,
+} engine_finish;
+
+typedef enum engine_event_kind { EV_TOKEN, EV_DONE, EV_ERROR } engine_event_kind;
+
+typedef struct engine_event {
+    engine_event_kind kind;
+    int64_t request_id;
+    int seq_index;          /* which of the n samples */
+    /* EV_TOKEN */
+    int32_t token;
+    char *text;             /* NUL-terminated piece safe to show (may be empty) */
+    size_t text_len;
+    sample_result lp;       /* when sampling.n_logprobs > 0 */
+    /* EV_DONE (one per sample) */
+    engine_finish finish;
+    int prompt_tokens, cached_tokens, completion_tokens;
+    double queue_ms, ttft_ms, tpot_ms;
+    /* EV_ERROR */
+    char message[256];
+} engine_event;
+
+typedef struct engine_metrics {
+    int running, waiting;
+    int kv_used, kv_cached, kv_free, kv_total;
+    int64_t prompt_tokens, cached_tokens, computed_tokens, generated_tokens;
+    int64_t steps, preemptions;
+    int peak_kv_used;
+} engine_metrics;
+
+/* Starts the engine thread on a loaded model. m, tok stay the caller's and must
+ * outlive the engine. */
+int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine **out,
+                  llc_err *err);
+void engine_destroy(engine *e);
+
+int engine_client_create(engine *e, engine_client **out);
+/* Cancels the client's requests and frees it and its pending events. */
+void engine_client_free(engine_client *c);
+/* Readable while events wait; read it (eventfd) or just poll the queue. */
+int engine_client_fd(const engine_client *c);
+/* The next event, or NULL; free it with engine_event_free. */
+engine_event *engine_client_next(engine_client *c);
+/* Blocks until an event is there (or timeout_ms passes; -1 = forever). */
+engine_event *engine_client_wait(engine_client *c, int timeout_ms);
+void engine_event_free(engine_event *ev);
+
+/* Queues a request; returns its id (> 0) or a negative code with err set for
+ * requests that can never run (bad params, prompt longer than the context or the
+ * whole KV cache). */
+int64_t engine_submit(engine *e, engine_client *c, const gen_request *r, llc_err *err);
+/* Cancels a request: its blocks are freed at the next step and each of its
+ * samples ends with FINISH_CANCELLED. */
+void engine_cancel(engine *e, int64_t request_id);
+
+void engine_get_metrics(engine *e, engine_metrics *out);
+
+#endif
