@@ -9,13 +9,8 @@
 #include <cjson/cJSON.h>
 
 #include "app/bench_engine.h"
+#include "app/clock.h"
 #include "engine/engine.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -56,7 +51,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
             /* the shared prefix is the first request's */
             prompts[(size_t)i * o->prompt_len + j] = j == 0 ? 1 : j < o->shared_prefix && i > 0 ? prompts[j] : tok;
         }
-    double t0 = now_s();
+    double t0 = clock_now_s();
     for (int i = 0; i < o->concurrency; i++) {
         gen_request r = {.prompt = prompts + (size_t)i * o->prompt_len, .n_prompt = o->prompt_len,
                          .n = o->n > 0 ? o->n : 1, .max_tokens = o->gen_len};
@@ -88,7 +83,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         }
         engine_event_free(ev);
     }
-    double wall = now_s() - t0;
+    double wall = clock_now_s() - t0;
     engine_metrics m;
     engine_get_metrics(e, &m);
     qsort(ttft, (size_t)n_tt, sizeof *ttft, cmp_double);

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "app/bench_engine.h"
+#include "app/clock.h"
 #include "app/commands.h"
 #include "app/llm.h"
 #include "engine/batch.h"
@@ -38,12 +39,6 @@ const cli_cmd cli_bench = {
     .summary = "measure prompt and generation tokens/s against memory bandwidth",
     .opts = g_opts,
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- memory read bandwidth, with the same thread count as the backend ---- */
 
@@ -78,9 +73,9 @@ static double measure_bandwidth(int threads) {
         for (size_t i = 0; i < n; i++) buf[i] = i;
         bw_job j = {.buf = buf, .n = n};
         for (int r = 0; r < 5; r++) {
-            double t0 = now_s();
+            double t0 = clock_now_s();
             cpu_pool_run(pool, bw_read, &j);
-            double gbs = (double)(n * sizeof *buf) / (now_s() - t0) / 1e9;
+            double gbs = (double)(n * sizeof *buf) / (clock_now_s() - t0) / 1e9;
             if (gbs > best) best = gbs;
         }
     }
@@ -132,16 +127,16 @@ int cmd_bench(int argc, char **argv) {
     for (int r = 0; r < g_reps; r++) {
         batch_clear(b);
         batch_add(b, toks, g_prompt, 0, blocks, n_blocks, BATCH_OUT_LAST);
-        double t0 = now_s();
+        double t0 = clock_now_s();
         if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
-        double pp = g_prompt / (now_s() - t0);
-        t0 = now_s();
+        double pp = g_prompt / (clock_now_s() - t0);
+        t0 = clock_now_s();
         for (int i = 0; i < g_gen; i++) {
             batch_clear(b);
             batch_add(b, &toks[g_prompt + i], 1, g_prompt + i, blocks, n_blocks, BATCH_OUT_LAST);
             if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
         }
-        double tg = g_gen / (now_s() - t0);
+        double tg = g_gen / (clock_now_s() - t0);
         if (pp > best_pp) best_pp = pp;
         if (tg > best_tg) best_tg = tg;
     }

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "app/clock.h"
 #include "app/commands.h"
 #include "app/llm.h"
 #include "engine/batch.h"
@@ -50,12 +51,6 @@ const cli_cmd cli_generate = {
     .summary = "continue a prompt, streaming the text as it is made",
     .opts = g_opts,
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static cJSON *int_array(const int32_t *v, int n) {
     cJSON *a = cJSON_CreateArray();
@@ -168,7 +163,7 @@ int cmd_generate(int argc, char **argv) {
     }
     sampler_accept_prompt(smp, prompt, n_prompt);
 
-    double t0 = now_s();
+    double t0 = clock_now_s();
     for (int done = 0; done < n_prompt; done += PREFILL_CHUNK) {
         int n = n_prompt - done < PREFILL_CHUNK ? n_prompt - done : PREFILL_CHUNK;
         batch_clear(b);
@@ -176,8 +171,8 @@ int cmd_generate(int argc, char **argv) {
                   done + n == n_prompt ? BATCH_OUT_LAST : BATCH_OUT_NONE);
         if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
     }
-    double t_prompt = now_s() - t0;
-    t0 = now_s();
+    double t_prompt = clock_now_s() - t0;
+    t0 = clock_now_s();
     int n_gen = 0;
     const char *finish = "length";
     char piece[1024];
@@ -211,7 +206,7 @@ int cmd_generate(int argc, char **argv) {
         fwrite(piece, 1, (size_t)pn, stdout);
         sb_add(&text, piece, (size_t)pn);
     }
-    double t_gen = now_s() - t0;
+    double t_gen = clock_now_s() - t0;
     printf("\n");
     if (g_json) {
         cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateObject();
