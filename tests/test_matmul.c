@@ -221,6 +221,64 @@ static void test_large(void) {
     }
 }
 
+/* A row computed inside a batch (T > 1: the GEMM path where a level has one) and the
+ * same row computed alone (T = 1: the one-row path) must agree to float rounding:
+ * both use the same int8-quantized activations, so only the order of the f32 sums
+ * around the exact integer block sums may differ. Tolerance: 1e-5 of the row's max |y|
+ * plus a tiny absolute epsilon — far below the quantization error the reference test
+ * allows, so a scale, min or offset handled differently by one path shows up. */
+static void test_batch_vs_single(void) {
+    const int64_t Ts[] = {3, 13, 61};
+    const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
+    const int64_t n_outs[] = {64, 128, 160, 512};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+        const uint32_t type = g_types[ti];
+        const int64_t blk = qtype_get(type)->block_elems;
+        const int64_t *n_ins = blk == 256 ? n_ins_256 : n_ins_32;
+        const size_t n_n_ins = blk == 256 ? LLC_ARRAY_LEN(n_ins_256) : LLC_ARRAY_LEN(n_ins_32);
+        for (size_t ii = 0; ii < n_n_ins; ii++)
+            for (size_t oi = 0; oi < LLC_ARRAY_LEN(n_outs); oi++)
+                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+                    const int64_t n_in = n_ins[ii], n_out = n_outs[oi], T = Ts[k];
+                    problem p;
+                    float *Yb = malloc(sizeof(float) * (size_t)(n_out * T));
+                    float *Y1 = malloc(sizeof(float) * (size_t)n_out);
+                    if (Yb && Y1 && problem_make(&p, type, n_in, n_out, T) == 0) {
+                        for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+                            if (g_levels[li] > cpu_matmul_max_level()) continue;
+                            cpu_matmul_set_level(g_levels[li]);
+                            CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
+                            int bad = 0;
+                            for (int64_t t = 0; t < T && !bad; t++) {
+                                CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out,
+                                                 p.X + t * n_in, 1, Y1) == 0);
+                                double amax = 0;
+                                for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
+                                const double tol = 1e-5 * amax + 1e-7;
+                                for (int64_t o = 0; o < n_out && !bad; o++) {
+                                    const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
+                                    if (!(d <= tol)) {
+                                        bad = 1;
+                                        CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld: row %lld o=%lld "
+                                               "batched %.7g vs single %.7g (diff %.3g, row max %.3g)",
+                                               cpu_simd_name(), qtype_name(type), (long long)n_in,
+                                               (long long)n_out, (long long)T, (long long)t,
+                                               (long long)o, Yb[t * n_out + o], Y1[o], d, amax);
+                                    }
+                                }
+                            }
+                        }
+                        cpu_matmul_set_level(cpu_matmul_max_level());
+                        problem_free(&p);
+                    } else if (Yb && Y1) {
+                        problem_free(&p);
+                    }
+                    free(Yb);
+                    free(Y1);
+                }
+    }
+}
+
 /* each output is computed by exactly one thread in a fixed order: 1 and 2 threads
  * (and no pool at all) agree bit for bit */
 static void test_threads_bitwise(void) {
@@ -378,6 +436,7 @@ int main(void) {
     RUN(test_errors);
     RUN(test_against_reference);
     RUN(test_large);
+    RUN(test_batch_vs_single);
     RUN(test_threads_bitwise);
     RUN(test_guard_pages);
     RUN(test_nonfinite);

@@ -171,9 +171,15 @@ static void check_batched_equals_single(const char *path, int threads, double to
         batch_add(b, &toks[s][i], 1, i, blocks[s], max_blocks, BATCH_OUT_LAST);
         CHECK(model_forward(L.m, kv, batch_view(b), step, &err) == 0);
     }
-    double worst2 = 0;
-    for (int i = 0; i < n_vocab; i++) worst2 = fmax(worst2, fabs((double)full[i] - step[i]));
-    CHECKF(worst2 <= tol, "%s: decode vs prefill max abs diff %g", path, worst2);
+    /* Decode (one row) and prefill (many rows) run different kernels whose float
+     * accumulation orders differ; the bound is relative to the largest logit. */
+    double worst2 = 0, scale = 1;
+    for (int i = 0; i < n_vocab; i++) {
+        worst2 = fmax(worst2, fabs((double)full[i] - step[i]));
+        scale = fmax(scale, fabs((double)full[i]));
+    }
+    CHECKF(worst2 <= tol * scale, "%s: decode vs prefill max abs diff %g (largest logit %g)", path,
+           worst2, scale);
     for (int i = 0; i < n_vocab; i++) CHECK(isfinite(full[i]));
     free(full);
     free(step);
@@ -207,7 +213,12 @@ static void gen_and_check(const char *preset, const char *wtype, int dim, int ff
     llc_err err;
     int rc = modelgen_write(&p, path, &err);
     CHECKF(rc == 0, "%s %s: %s", preset, wtype, err.msg);
-    if (!rc) check_batched_equals_single(path, 2, 2e-4);
+    /* Quantized weights mean int8-rounded activations: a rounding-level difference
+     * upstream (one-row and batched kernels sum in different orders) can move an
+     * activation by a whole int8 step, which random-weight models amplify to ~0.5%
+     * of the largest logit. Float weights must agree to float rounding. */
+    bool quantized = wtype[0] == 'q';
+    if (!rc) check_batched_equals_single(path, 2, quantized ? 2e-2 : 2e-4);
     remove(path);
 }
 
