@@ -1,4 +1,5 @@
 # llmchat — one build for the program, its tests and tools.
+#   make deps       install the Debian packages the build needs
 #   make            build/llmchat
 #   make test       every test that needs no GPU; ends with "N passed, N failed"
 #   make test-cuda  CUDA parity tests (needs a GPU)
@@ -42,7 +43,7 @@ APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all test test-cuda clean
+.PHONY: all deps test test-cuda clean
 all: $(BUILD)/llmchat
 
 $(BUILD)/libllmchat.a: $(LIB_OBJ)
@@ -82,6 +83,10 @@ test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN)
 
 test-cuda: $(BUILD)/llmchat
 	@sh tests/run_cuda.sh
+
+# Debian packages the build needs (sudo only when not root).
+deps:
+	@sh .ci/install-deps
 
 clean:
 	rm -rf $(BUILD)
