@@ -127,31 +127,6 @@ static int q_reserve(tok_stream *s, size_t more) {
     return 0;
 }
 
-/* Classifies the bytes at p: > 0 a valid character of that length; 0 a valid but
- * unfinished prefix running to the end; < 0 an invalid maximal subpart of -r bytes. */
-static int utf8_status(const unsigned char *p, size_t avail) {
-    unsigned c = p[0];
-    if (c < 0x80) return 1;
-    int n;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
-    else if (c == 0xE0) n = 3, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) n = 3;
-    else if (c == 0xED) n = 3, hi = 0x9F;
-    else if (c >= 0xEE && c <= 0xEF) n = 3;
-    else if (c == 0xF0) n = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) n = 4;
-    else if (c == 0xF4) n = 4, hi = 0x8F;
-    else return -1;
-    for (int i = 1; i < n; i++) {
-        if ((size_t)i >= avail) return 0;
-        unsigned b = p[i];
-        unsigned l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-        if (b < l || b > h) return -i;
-    }
-    return n;
-}
-
 /* Moves the tail plus `data` into the queue as valid UTF-8; keeps an unfinished
  * end in the tail unless `final`. */
 static int feed(tok_stream *s, const char *data, size_t len, bool final) {
@@ -170,7 +145,7 @@ static int feed(tok_stream *s, const char *data, size_t len, bool final) {
     s->n_tail = 0;
     size_t i = 0;
     while (i < n) {
-        int r = utf8_status(b + i, n - i);
+        int r = tok_utf8_status(b + i, n - i);
         if (r > 0) {
             memcpy(s->q + s->q_len, b + i, (size_t)r);
             s->q_len += (size_t)r;

@@ -93,6 +93,10 @@ void tok_spm_encode(const struct tokenizer *t, const char *text, size_t len, boo
 /* ---- UTF-8 helpers (tok_pool.c) ---- */
 /* Length of the strictly valid UTF-8 sequence at s (1-4), or 0 if invalid or cut. */
 int tok_utf8_valid_len(const unsigned char *s, size_t avail);
+/* Classifies the bytes at p (avail >= 1): > 0 a valid character of that length; 0 a
+ * valid but unfinished prefix running to the end; < 0 an invalid maximal subpart
+ * of -r bytes. */
+int tok_utf8_status(const unsigned char *p, size_t avail);
 /* Decodes a strictly valid sequence of length n. */
 uint32_t tok_utf8_decode(const unsigned char *s, int n);
 /* Encodes cp (< 0x110000) into out (4 bytes room); returns its length. */

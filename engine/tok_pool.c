@@ -165,9 +165,8 @@ void tok_ids_push(tok_ids *ids, int32_t id) {
     ids->v[ids->n++] = id;
 }
 
-int tok_utf8_valid_len(const unsigned char *s, size_t avail) {
-    if (!avail) return 0;
-    unsigned c = s[0];
+int tok_utf8_status(const unsigned char *p, size_t avail) {
+    unsigned c = p[0];
     if (c < 0x80) return 1;
     int n;
     unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
@@ -179,12 +178,20 @@ int tok_utf8_valid_len(const unsigned char *s, size_t avail) {
     else if (c == 0xF0) n = 4, lo = 0x90;
     else if (c >= 0xF1 && c <= 0xF3) n = 4;
     else if (c == 0xF4) n = 4, hi = 0x8F;
-    else return 0;
-    if (avail < (size_t)n) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (int i = 2; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
+    else return -1;
+    for (int i = 1; i < n; i++) {
+        if ((size_t)i >= avail) return 0;
+        unsigned b = p[i];
+        unsigned l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
+        if (b < l || b > h) return -i;
+    }
     return n;
+}
+
+int tok_utf8_valid_len(const unsigned char *s, size_t avail) {
+    if (!avail) return 0;
+    int r = tok_utf8_status(s, avail);
+    return r > 0 ? r : 0;
 }
 
 uint32_t tok_utf8_decode(const unsigned char *s, int n) {
