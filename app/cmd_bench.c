@@ -99,6 +99,14 @@ int cmd_bench(int argc, char **argv) {
         bench_engine_opts o = {.concurrency = g_concurrency, .prompt_len = g_prompt,
                                .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n,
                                .kv_blocks = g_kv_blocks, .json = g_json};
+        if (!o.kv_blocks && common.kv_mem > 0) { /* --kv-mem sizes the block pool */
+            int64_t per_block = (int64_t)model_kv_bytes_per_token(L.m) * 16;
+            int64_t blocks = common.kv_mem / per_block;
+            if (blocks < 1)
+                cli_usage_error(&cli_bench, "--kv-mem: %lld bytes hold no 16-token block (%lld needed)",
+                                (long long)common.kv_mem, (long long)per_block);
+            o.kv_blocks = blocks > (1 << 24) ? 1 << 24 : (int)blocks;
+        }
         int rc = bench_engine_run(&L, &o, &err);
         if (rc) fprintf(stderr, "llmchat: %s\n", err.msg);
         llm_close(&L);

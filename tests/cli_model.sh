@@ -80,6 +80,30 @@ else bad "generate --chat-template chatml" "want: $want" "got:  $got"; fi
 expect_fail "unknown --chat-template" 2 "--chat-template: 'nope' is not one of" \
     $LLMCHAT generate --chat-template nope -p x
 
+# the shared engine through bench: every token arrives even when a tiny KV budget
+# forces preemption, and shared prefixes come from the cache
+if $LLMCHAT bench -c 8 -p 64 -n 40 --kv-mem 200K --json >"$TMP/b.json" 2>"$TMP/b.err" &&
+   python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["gen_tokens"] == 8 * 40, o
+assert o["preemptions"] > 0, o
+assert o["peak_kv_blocks"] <= 10, o
+' "$TMP/b.json"; then ok "bench -c 8 under a tiny --kv-mem: preempts, loses nothing"
+else bad "bench -c tiny kv" "$(cat "$TMP/b.json" "$TMP/b.err")"; fi
+if $LLMCHAT bench -c 6 -p 80 -n 4 --shared-prefix 64 --json >"$TMP/s.json" 2>"$TMP/b.err" &&
+   python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["prompt_tokens_computed"] + o["prompt_tokens_cached"] == 6 * 80, o
+assert o["gen_tokens"] == 6 * 4, o
+' "$TMP/s.json"; then ok "bench -c with a shared prefix: prompt accounting adds up"
+else bad "bench -c shared prefix" "$(cat "$TMP/s.json" "$TMP/b.err")"; fi
+expect_fail "bench --kv-mem too small for one block" 2 "hold no 16-token block" \
+    $LLMCHAT bench -c 2 --kv-mem 100
+expect_fail "bench --kv-mem that does not fit" 1 "does not fit in memory" \
+    $LLMCHAT bench -c 2 -p 8 -n 2 --kv-mem 1T
+
 expect_fail "generate without a prompt" 2 "--prompt is required" $LLMCHAT generate
 expect_fail "generate bad --top-p" 2 "--top-p" $LLMCHAT generate -p x --top-p 2
 expect_fail "generate --device cuda without CUDA" 1 "CUDA" $LLMCHAT generate -p x --device cuda
