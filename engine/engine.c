@@ -527,6 +527,21 @@ static seq *next_waiting(engine *e) {
     return best;
 }
 
+/* True if a running sequence is still computing full blocks that s could take
+ * from the prefix cache once they are committed: admitting s now would compute
+ * the shared prefix twice. */
+static bool shares_uncomputed_prefix(const engine *e, const seq *s) {
+    int bs = e->p.block_size;
+    for (int i = 0; i < e->n_running; i++) {
+        const seq *r = e->running[i];
+        int n = r->n_tokens < s->n_tokens ? r->n_tokens : s->n_tokens, common = 0;
+        while (common < n && r->tokens[common] == s->tokens[common]) common++;
+        int shared_blocks_end = common / bs * bs;
+        if (shared_blocks_end > 0 && kv_seq_computed(r->kv) < shared_blocks_end) return true;
+    }
+    return false;
+}
+
 /* Builds this step's batch; returns the number of rows. */
 static int plan_step(engine *e) {
     int budget = e->p.max_step_tokens;
@@ -548,7 +563,7 @@ static int plan_step(engine *e) {
     /* admit waiting sequences while budget and blocks last */
     while (budget > 0 && e->n_running < e->p.max_running) {
         seq *s = next_waiting(e);
-        if (!s) break;
+        if (!s || shares_uncomputed_prefix(e, s)) break;
         if (kv_seq_create(e->pool, &s->kv)) return LLC_ERR_NOMEM;
         int hit = kv_seq_match_prefix(s->kv, s->tokens, s->n_tokens);
         int need = kv_seq_blocks_needed(s->kv, s->n_tokens - hit < budget ? s->n_tokens - hit : budget);
