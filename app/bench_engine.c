@@ -85,7 +85,11 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     }
     double wall = clock_now_s() - t0;
     engine_metrics m;
-    engine_get_metrics(e, &m);
+    for (int i = 0; i < 1000; i++) { /* the last step's counters are published after its events */
+        engine_get_metrics(e, &m);
+        if (m.running == 0 && m.waiting == 0) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
     qsort(ttft, (size_t)n_tt, sizeof *ttft, cmp_double);
     qsort(tpot, (size_t)n_tt, sizeof *tpot, cmp_double);
     double gen_tps = generated / wall;

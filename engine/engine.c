@@ -105,9 +105,14 @@ struct engine {
     inbox_msg *inbox_head, *inbox_tail;
     bool stop;
     int64_t next_id;
-    engine_metrics metrics;
+    engine_metrics metrics; /* the published copy, guarded by mu */
 
     /* engine-thread state */
+    engine_metrics stats;  /* the engine thread's working copy of the metrics */
+    double ttft_hist[256], tpot_hist[256]; /* ring of the latest finished samples */
+    int hist_n, hist_pos;
+    double rate_t;        /* start of the current tokens/s window (ms) */
+    int64_t rate_tokens;  /* generated_tokens at rate_t */
     request *requests; /* all live requests */
     seq **running;
     int n_running, cap_running;
@@ -391,6 +396,12 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
 /* Ends one sample: event, blocks back to the pool (full ones stay cached). */
 static void seq_finish(engine *e, seq *s, engine_finish finish) {
     if (s->state == SEQ_DONE) return;
+    if (s->n_gen > 0) {
+        e->ttft_hist[e->hist_pos] = s->t_first - s->req->t_submit;
+        e->tpot_hist[e->hist_pos] = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
+        e->hist_pos = (e->hist_pos + 1) % 256;
+        if (e->hist_n < 256) e->hist_n++;
+    }
     if (s->state == SEQ_RUNNING) running_remove(e, s);
     s->state = SEQ_DONE;
     kv_seq_free(s->kv);
@@ -488,7 +499,7 @@ static bool preempt_newest(engine *e, const seq *keep) {
     kv_seq_free(victim->kv);
     victim->kv = NULL;
     victim->state = SEQ_WAITING;
-    e->metrics.preemptions++;
+    e->stats.preemptions++;
     return true;
 }
 
@@ -576,8 +587,8 @@ static int plan_step(engine *e) {
             s->admitted_once = true;
             s->cached = hit;
             s->req->t_admit = now_ms();
-            e->metrics.prompt_tokens += s->req->n_prompt;
-            e->metrics.cached_tokens += hit;
+            e->stats.prompt_tokens += s->req->n_prompt;
+            e->stats.cached_tokens += hit;
         }
         running_add(e, s);
         bool full;
@@ -700,8 +711,8 @@ static int run_step(engine *e, llc_err *err) {
     }
     if (!rc) rc = model_forward(e->m, e->kv_store, b, e->logits, err);
     if (rc) return rc;
-    e->metrics.steps++;
-    e->metrics.computed_tokens += rows;
+    e->stats.steps++;
+    e->stats.computed_tokens += rows;
     /* commit and sample; iterate over a snapshot since finishing edits the list */
     int n = e->n_running;
     seq **snap = malloc((size_t)(n ? n : 1) * sizeof *snap);
@@ -729,7 +740,7 @@ static int run_step(engine *e, llc_err *err) {
                 seq_finish(e, t, FINISH_ERROR);
                 continue;
             }
-            e->metrics.generated_tokens++;
+            e->stats.generated_tokens++;
             if (!emit_token(e, t, &res) && seq_push_token(t, tok)) seq_finish(e, t, FINISH_ERROR);
         }
     }
@@ -737,21 +748,49 @@ static int run_step(engine *e, llc_err *err) {
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p50/p90/p99 of hist[0..n) into out[3]. */
+static void percentiles(const double *hist, int n, double out[3]) {
+    double v[256];
+    memcpy(v, hist, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    static const double q[3] = {0.50, 0.90, 0.99};
+    for (int i = 0; i < 3; i++) out[i] = n ? v[(int)(q[i] * (n - 1) + 0.5)] : 0;
+}
+
 static void publish_metrics(engine *e) {
+    double ttft[3], tpot[3], t = now_ms();
+    percentiles(e->ttft_hist, e->hist_n, ttft);
+    percentiles(e->tpot_hist, e->hist_n, tpot);
     kv_stats st;
     kv_pool_stats(e->pool, &st);
     int waiting = 0;
     for (request *r = e->requests; r; r = r->next)
         for (int i = 0; i < r->n; i++)
             if (r->seqs[i] && r->seqs[i]->state == SEQ_WAITING) waiting++;
+    engine_metrics *m = &e->stats;
+    m->running = e->n_running;
+    m->waiting = waiting;
+    m->kv_used = st.used;
+    m->kv_cached = st.cached;
+    m->kv_free = st.free;
+    m->kv_total = st.n_blocks;
+    if (st.used > m->peak_kv_used) m->peak_kv_used = st.used;
+    m->ttft_ms_p50 = ttft[0], m->ttft_ms_p90 = ttft[1], m->ttft_ms_p99 = ttft[2];
+    m->tpot_ms_p50 = tpot[0], m->tpot_ms_p90 = tpot[1], m->tpot_ms_p99 = tpot[2];
+    if (t - e->rate_t >= 1000.0 || e->n_running == 0) {
+        double dt = (t - e->rate_t) / 1000.0;
+        m->gen_tokens_per_s =
+            dt > 0 && e->rate_t > 0 ? (double)(m->generated_tokens - e->rate_tokens) / dt : 0;
+        e->rate_t = t;
+        e->rate_tokens = m->generated_tokens;
+    }
     pthread_mutex_lock(&e->mu);
-    e->metrics.running = e->n_running;
-    e->metrics.waiting = waiting;
-    e->metrics.kv_used = st.used;
-    e->metrics.kv_cached = st.cached;
-    e->metrics.kv_free = st.free;
-    e->metrics.kv_total = st.n_blocks;
-    if (st.used > e->metrics.peak_kv_used) e->metrics.peak_kv_used = st.used;
+    e->metrics = *m;
     pthread_mutex_unlock(&e->mu);
 }
 

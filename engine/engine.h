@@ -64,6 +64,10 @@ typedef struct engine_metrics {
     int64_t prompt_tokens, cached_tokens, computed_tokens, generated_tokens;
     int64_t steps, preemptions;
     int peak_kv_used;
+    /* over the last 256 finished samples (0 until one finishes) */
+    double ttft_ms_p50, ttft_ms_p90, ttft_ms_p99;
+    double tpot_ms_p50, tpot_ms_p90, tpot_ms_p99;
+    double gen_tokens_per_s; /* over roughly the last second of work */
 } engine_metrics;
 
 /* Starts the engine thread on a loaded model. m, tok stay the caller's and must

@@ -109,6 +109,11 @@ static void test_reference_through_engine(void) {
     CHECK(res.done && res.n_tokens == 16 && res.finish == FINISH_LENGTH);
     CHECK(!memcmp(res.tokens, want, sizeof want));
     CHECK(!strncmp(res.text, ", there was a little girl", 25));
+    engine_metrics m;
+    wait_idle(e, &m);
+    CHECK(m.generated_tokens == 16 && m.prompt_tokens == 5 && m.steps == 16);
+    CHECK(m.ttft_ms_p50 > 0 && m.ttft_ms_p99 >= m.ttft_ms_p50 && m.tpot_ms_p50 > 0);
+    CHECK(m.kv_total == 64 && m.kv_used == 0 && m.kv_cached + m.kv_free == 64);
     engine_destroy(e);
 }
 
