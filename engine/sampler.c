@@ -99,7 +99,7 @@ static bool hist_can_pop(const hist *h, int n, int window) {
 
 static void hist_window(const hist *h, int window, const int32_t **ptr, int *len) {
     int l = window < 0 || window > h->n ? h->n : window;
-    *ptr = h->v + (h->n - l);
+    *ptr = l ? h->v + (h->n - l) : NULL;
     *len = l;
 }
 
@@ -136,14 +136,18 @@ struct sampler {
     hist gen;      /* generated tokens only: frequency / presence */
     int gen_tail;  /* generated tokens accepted since the last prompt token */
     /* scratch, grown on demand */
-    cand *cand;      /* [scratch_n] candidates of the current call */
-    uint32_t *cnt;   /* [scratch_n] REP_BIT | generated count; all zero between calls */
-    uint64_t *mask;  /* [scratch_n / 64 + 1] bit per penalised id; all zero between calls */
-    float *wbuf;     /* [scratch_n] contiguous weights for the vectorised exp */
-    int scratch_n;
+    cand *cand;      /* [cand_cap] candidates of the current call: top_k of them when
+                        top-k or greedy, else the whole vocabulary */
+    float *wbuf;     /* [cand_cap] contiguous weights for the vectorised exp */
+    int cand_cap;
+    uint64_t *mask;  /* [mask_n / 64 + 1] bit per penalised id; all zero between calls */
+    int mask_n;
     int32_t *pen_id; /* [pen_cap] penalised ids of the current call */
     float *pen_val;  /* [pen_cap] their penalised logits */
     int pen_cap;
+    int32_t *hkey;   /* [hcap] hash table of the window tokens: id or -1 */
+    uint32_t *hval;  /* [hcap] REP_BIT | count among the generated window */
+    int hcap;
 };
 
 sampler_params sampler_params_default(void) {
@@ -224,11 +228,12 @@ void sampler_free(sampler *s) {
     free(s->all.v);
     free(s->gen.v);
     free(s->cand);
-    free(s->cnt);
-    free(s->mask);
     free(s->wbuf);
+    free(s->mask);
     free(s->pen_id);
     free(s->pen_val);
+    free(s->hkey);
+    free(s->hval);
     free(s);
 }
 
@@ -437,37 +442,37 @@ int sampler_log_softmax_topn(const float *logits, int n_vocab, int n, int32_t *i
 
 /* ---- the chain ---- */
 
-static int ensure_scratch(sampler *s, int n_vocab, int n_pen) {
-    if (n_vocab > s->scratch_n) {
-        cand *c = realloc(s->cand, (size_t)n_vocab * sizeof *c);
-        if (!c) return LLC_ERR_NOMEM;
-        s->cand = c;
-        float *wb = realloc(s->wbuf, (size_t)n_vocab * sizeof *wb);
-        if (!wb) return LLC_ERR_NOMEM;
-        s->wbuf = wb;
-        /* the old cnt / mask are all zero: fresh zeroed ones replace them */
-        uint32_t *cnt = calloc((size_t)n_vocab, sizeof *cnt);
+/* Grows buf (elements of `size` bytes) to hold n; *cap tracks its capacity. */
+static int grow(void **buf, size_t size, int n, int *cap) {
+    if (n <= *cap) return 0;
+    void *nb = realloc(*buf, (size_t)n * size);
+    if (!nb) return LLC_ERR_NOMEM;
+    *buf = nb;
+    *cap = n;
+    return 0;
+}
+
+/* n_cand candidates, a penalty mask over n_vocab ids, room for n_pen penalised
+ * tokens and their hash table. */
+static int ensure_scratch(sampler *s, int n_vocab, int n_cand, int n_pen) {
+    int cap = s->cand_cap;
+    if (grow((void **)&s->cand, sizeof *s->cand, n_cand, &cap)) return LLC_ERR_NOMEM;
+    if (grow((void **)&s->wbuf, sizeof *s->wbuf, n_cand, &s->cand_cap)) return LLC_ERR_NOMEM;
+    if (n_pen > 0 && n_vocab > s->mask_n) { /* the old mask is all zero: a fresh one replaces it */
         uint64_t *mask = calloc((size_t)n_vocab / 64 + 1, sizeof *mask);
-        if (!cnt || !mask) {
-            free(cnt);
-            free(mask);
-            return LLC_ERR_NOMEM;
-        }
-        free(s->cnt);
+        if (!mask) return LLC_ERR_NOMEM;
         free(s->mask);
-        s->cnt = cnt;
         s->mask = mask;
-        s->scratch_n = n_vocab;
+        s->mask_n = n_vocab;
     }
-    if (n_pen > s->pen_cap) {
-        int32_t *pi = realloc(s->pen_id, (size_t)n_pen * sizeof *pi);
-        if (!pi) return LLC_ERR_NOMEM;
-        s->pen_id = pi;
-        float *pv = realloc(s->pen_val, (size_t)n_pen * sizeof *pv);
-        if (!pv) return LLC_ERR_NOMEM;
-        s->pen_val = pv;
-        s->pen_cap = n_pen;
-    }
+    cap = s->pen_cap;
+    if (grow((void **)&s->pen_id, sizeof *s->pen_id, n_pen, &cap)) return LLC_ERR_NOMEM;
+    if (grow((void **)&s->pen_val, sizeof *s->pen_val, n_pen, &s->pen_cap)) return LLC_ERR_NOMEM;
+    int hc = 16;
+    while (hc < 2 * n_pen) hc *= 2;
+    cap = s->hcap;
+    if (grow((void **)&s->hkey, sizeof *s->hkey, hc, &cap)) return LLC_ERR_NOMEM;
+    if (grow((void **)&s->hval, sizeof *s->hval, hc, &s->hcap)) return LLC_ERR_NOMEM;
     return 0;
 }
 
@@ -475,39 +480,68 @@ static inline bool pen_marked(const uint64_t *mask, int i) {
     return (mask[i >> 6] >> (i & 63)) & 1;
 }
 
+/* The two penalty windows (empty when that penalty is off). */
+static void penalty_windows(const sampler *s, const int32_t **wa, int *na, const int32_t **wg,
+                            int *ng) {
+    const sampler_params *p = &s->p;
+    *wa = *wg = NULL;
+    *na = *ng = 0;
+    if (p->repeat_penalty != 1.0f && p->repeat_last_n != 0)
+        hist_window(&s->all, p->repeat_last_n, wa, na);
+    if ((p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) && p->freq_last_n != 0)
+        hist_window(&s->gen, p->freq_last_n, wg, ng);
+}
+
+/* The hash-table slot of token t (open addressing, linear probing). */
+static inline int pen_slot(const int32_t *hkey, uint32_t hmask, int shift, int32_t t) {
+    uint32_t h = ((uint32_t)t * 0x9E3779B1u) >> shift;
+    while (hkey[h] != -1 && hkey[h] != t) h = (h + 1) & hmask;
+    return (int)h;
+}
+
 /* Works out the penalised logit of every distinct token in the penalty windows:
- * s->pen_id/pen_val[0..n), their ids marked in s->mask. Returns n (0 = none). */
+ * s->pen_id/pen_val[0..n), their ids marked in s->mask. Returns n (0 = none).
+ * Counting goes through a hash table sized to the windows, not to the vocabulary;
+ * ensure_scratch(.., na + ng) must have run. */
 static int build_penalties(sampler *s, const float *logits, int n_vocab) {
     const sampler_params *p = &s->p;
-    bool rep = p->repeat_penalty != 1.0f && p->repeat_last_n != 0;
-    bool fp = (p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) && p->freq_last_n != 0;
-    const int32_t *wa = NULL, *wg = NULL;
-    int na = 0, ng = 0;
-    if (rep) hist_window(&s->all, p->repeat_last_n, &wa, &na);
-    if (fp) hist_window(&s->gen, p->freq_last_n, &wg, &ng);
+    const int32_t *wa, *wg;
+    int na, ng;
+    penalty_windows(s, &wa, &na, &wg, &ng);
     if (na == 0 && ng == 0) return 0;
-    uint32_t *cnt = s->cnt;
-    for (int i = 0; i < na; i++)
-        if (wa[i] >= 0 && wa[i] < n_vocab) cnt[wa[i]] |= REP_BIT;
-    for (int i = 0; i < ng; i++)
-        if (wg[i] >= 0 && wg[i] < n_vocab) cnt[wg[i]]++;
+    LLC_ASSERT(na + ng <= s->pen_cap);
+    int hc = 16, shift = 28;
+    while (hc < 2 * (na + ng)) hc *= 2, shift--;
+    LLC_ASSERT(hc <= s->hcap);
+    int32_t *hkey = s->hkey;
+    uint32_t *hval = s->hval; /* REP_BIT | count among generated */
+    memset(hkey, 0xff, (size_t)hc * sizeof *hkey);
+    memset(hval, 0, (size_t)hc * sizeof *hval);
+    const uint32_t hmask = (uint32_t)hc - 1;
+    for (int i = 0; i < na; i++) {
+        if (wa[i] < 0 || wa[i] >= n_vocab) continue;
+        int j = pen_slot(hkey, hmask, shift, wa[i]);
+        hkey[j] = wa[i];
+        hval[j] |= REP_BIT;
+    }
+    for (int i = 0; i < ng; i++) {
+        if (wg[i] < 0 || wg[i] >= n_vocab) continue;
+        int j = pen_slot(hkey, hmask, shift, wg[i]);
+        hkey[j] = wg[i];
+        hval[j]++;
+    }
     int np = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        const int32_t *w = pass ? wg : wa;
-        int nw = pass ? ng : na;
-        for (int i = 0; i < nw; i++) {
-            int32_t t = w[i];
-            if (t < 0 || t >= n_vocab || !cnt[t]) continue;
-            float l = logits[t];
-            if (cnt[t] & REP_BIT) l = l <= 0.0f ? l * p->repeat_penalty : l / p->repeat_penalty;
-            uint32_t k = cnt[t] & ~REP_BIT;
-            if (k) l -= (float)k * p->frequency_penalty + p->presence_penalty;
-            cnt[t] = 0;
-            s->pen_id[np] = t;
-            s->pen_val[np] = l;
-            np++;
-            s->mask[t >> 6] |= 1ULL << (t & 63);
-        }
+    for (int j = 0; j < hc; j++) {
+        int32_t t = hkey[j];
+        if (t < 0) continue;
+        float l = logits[t];
+        if (hval[j] & REP_BIT) l = l <= 0.0f ? l * p->repeat_penalty : l / p->repeat_penalty;
+        uint32_t k = hval[j] & ~REP_BIT;
+        if (k) l -= (float)k * p->frequency_penalty + p->presence_penalty;
+        s->pen_id[np] = t;
+        s->pen_val[np] = l;
+        np++;
+        s->mask[t >> 6] |= 1ULL << (t & 63);
     }
     return np;
 }
@@ -547,8 +581,11 @@ static void heap_offer(cand *h, int *n, int k, int32_t id, float l) {
 
 /* Fills c with the candidates: the k best (k > 0) or every token that can be
  * chosen (k == 0), penalised logits in place of raw ones, NaN/-inf left out and
- * +inf as FLT_MAX. Order: unspecified but deterministic. Returns the count. */
-static int gather(sampler *s, const float *logits, int n_vocab, int np, int k, cand *c) {
+ * +inf as FLT_MAX. Order: unspecified but deterministic. Returns the count and
+ * the largest logit in *mx_out (the best survives any later truncation). */
+static int gather(sampler *s, const float *logits, int n_vocab, int np, int k, cand *c,
+                  float *mx_out) {
+    float mx = -INFINITY;
     const uint64_t *mask = s->mask;
     int nc = 0;
     if (k > 0) {
@@ -569,22 +606,29 @@ static int gather(sampler *s, const float *logits, int n_vocab, int np, int k, c
             float l = sanitize_logit(s->pen_val[j]);
             if (l != -INFINITY) heap_offer(c, &nc, k, s->pen_id[j], l);
         }
+        for (int j = 0; j < nc; j++)
+            if (c[j].logit > mx) mx = c[j].logit;
+        *mx_out = mx;
         return nc;
     }
     for (int i = 0; i < n_vocab; i++) {
         float l = logits[i];
         if (!(l > -INFINITY) || (np && pen_marked(mask, i))) continue; /* NaN fails too */
+        l = l == INFINITY ? FLT_MAX : l;
+        if (l > mx) mx = l;
         c[nc].id = i;
-        c[nc].logit = l == INFINITY ? FLT_MAX : l;
+        c[nc].logit = l;
         nc++;
     }
     for (int j = 0; j < np; j++) {
         float l = sanitize_logit(s->pen_val[j]);
         if (l == -INFINITY) continue;
+        if (l > mx) mx = l;
         c[nc].id = s->pen_id[j];
         c[nc].logit = l;
         nc++;
     }
+    *mx_out = mx;
     return nc;
 }
 
@@ -713,19 +757,19 @@ static void exp_row(float *x, int n, float mx, float temp) {
 static int run_chain(sampler *s, const float *logits, int n_vocab, int *nc_out, double *total_out) {
     if (!logits || n_vocab < 1) return LLC_ERR_RANGE;
     const sampler_params *p = &s->p;
-    int n_pen = 0;
-    if (p->repeat_penalty != 1.0f && p->repeat_last_n != 0)
-        n_pen += p->repeat_last_n < 0 || p->repeat_last_n > s->all.n ? s->all.n : p->repeat_last_n;
-    if ((p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) && p->freq_last_n != 0)
-        n_pen += p->freq_last_n < 0 || p->freq_last_n > s->gen.n ? s->gen.n : p->freq_last_n;
-    int rc = ensure_scratch(s, n_vocab, n_pen);
+    const int32_t *wa, *wg;
+    int na, ng;
+    penalty_windows(s, &wa, &na, &wg, &ng);
+    const bool greedy = p->temperature <= 0.0f;
+    int k = greedy ? 1 : p->top_k > 0 && p->top_k <= HEAP_TOP_K_MAX ? p->top_k : 0;
+    if (k > n_vocab) k = n_vocab;
+    int rc = ensure_scratch(s, n_vocab, k ? k : n_vocab, na + ng);
     if (rc) return rc;
     cand *c = s->cand;
     int np = build_penalties(s, logits, n_vocab);
 
-    const bool greedy = p->temperature <= 0.0f;
-    int k = greedy ? 1 : p->top_k > 0 && p->top_k <= HEAP_TOP_K_MAX ? p->top_k : 0;
-    int nc = gather(s, logits, n_vocab, np, k, c);
+    float mx;
+    int nc = gather(s, logits, n_vocab, np, k, c, &mx);
     clear_penalties(s, np);
     if (nc == 0) return LLC_ERR_RANGE;
     if (greedy) {
@@ -740,9 +784,6 @@ static int run_chain(sampler *s, const float *logits, int n_vocab, int *nc_out, 
     }
 
     /* temperature + softmax (unnormalised: the best has w = 1) */
-    float mx = c[0].logit;
-    for (int i = 1; i < nc; i++)
-        if (c[i].logit > mx) mx = c[i].logit;
     const float temp = p->temperature;
     float *wb = s->wbuf;
     for (int i = 0; i < nc; i++) wb[i] = c[i].logit;
@@ -794,7 +835,7 @@ static int draw(sampler *s, const cand *c, int nc, double total) {
         last = i;
         if (u < cum) return c[i].id;
     }
-    return c[last].id; /* rounding ran past the end */
+    return c[last < 0 ? 0 : last].id; /* rounding ran past the end */
 }
 
 int sampler_sample(sampler *s, const float *logits, int n_vocab, sample_result *out) {

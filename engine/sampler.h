@@ -12,7 +12,9 @@
  *        frequency/presence: for each token generated c > 0 times within the last
  *                   `freq_last_n` *generated* tokens (prompt tokens never count),
  *                   logit -= c * frequency_penalty + presence_penalty (OpenAI).
- *      NaN logits count as -inf; -inf tokens are never chosen.
+ *      NaN logits count as -inf and are never chosen; +inf counts as the largest
+ *      float (it wins).
+ *      The history holds what sampler_accept_prompt / sampler_accept recorded.
  *   2. temperature <= 0: greedy — the argmax of the penalised logits, ties to the
  *      lowest id; no random number is drawn and steps 3-7 are skipped.
  *   3. top-k (top_k > 0): keep the k largest logits (ties broken toward lower ids).
@@ -25,14 +27,19 @@
  *      draw from the sequence's RNG.
  * Cost is O(n_vocab) per call and nothing is sorted: top-k (and greedy) keep a
  * heap of the k best in one pass over the row (quickselect when k > 1024), top-p
- * is a quickselect on probability mass, min-p a filter against the best.
+ * is a histogram of the weights plus a quickselect on probability mass inside the
+ * bucket where the cut falls, min-p a filter against the best. Penalties touch only
+ * the tokens in their windows. Scratch per sampler: k candidates with top-k or
+ * greedy, else ~16 bytes per vocabulary entry (4 MiB at 256k).
  *
  * Log-probabilities (n_logprobs > 0) are those of the *model*: log_softmax of the
  * caller's raw logits — before penalties, temperature and truncation, as the OpenAI
  * API reports them — so they do not change with the sampling settings.
  *
- * Determinism: the RNG is xoshiro256** seeded through splitmix64, so a seed gives
- * the same tokens on every machine for the same logits (up to libm expf rounding).
+ * Determinism: the RNG is xoshiro256** seeded through splitmix64, and softmax uses
+ * the sampler's own exp (no libm, no FMA), so a seed gives the same tokens on every
+ * machine and compiler for the same logits. sampler_sample draws exactly one
+ * uniform per call when temperature > 0 and none when greedy.
  * A sampler is used by one thread at a time. */
 #ifndef LLC_SAMPLER_H
 #define LLC_SAMPLER_H
@@ -107,9 +114,11 @@ int sampler_accept_prompt(sampler *s, const int32_t *tokens, int n);
 /* Records one generated token (sampler_sample does not record what it returns).
  * Both return 0 or LLC_ERR_NOMEM; ids outside [0, n_vocab) are kept but ignored. */
 int sampler_accept(sampler *s, int32_t token);
-/* Takes back the last n generated tokens (rejected drafts, pruned beams). They must
- * be the latest accepted tokens (no prompt tokens after them). Always works for
- * n <= SAMPLER_MAX_ROLLBACK; LLC_ERR_RANGE if the history can no longer tell. */
+/* Takes back the last n generated tokens (draft tokens accepted to get the
+ * penalties of later draft positions right, then rejected). They must be the latest
+ * accepted tokens (no prompt tokens after them). Always works for
+ * n <= SAMPLER_MAX_ROLLBACK while the windows stay as they were; LLC_ERR_RANGE if
+ * the history can no longer tell (it keeps only window + SAMPLER_MAX_ROLLBACK). */
 int sampler_rollback(sampler *s, int n);
 /* Forgets the whole history (the RNG continues). */
 void sampler_reset(sampler *s);
@@ -126,8 +135,9 @@ int sampler_sample(sampler *s, const float *logits, int n_vocab, sample_result *
  * For speculative decoding: accept a draft token x with min(1, p(x)/q(x)). */
 int sampler_probs(sampler *s, const float *logits, int n_vocab, float *probs_out);
 /* Draws an index from probs[0..n) (non-negative weights, normalised here by their
- * sum; negative or NaN weights count as 0) with the sequence's RNG: one uniform
- * draw. LLC_ERR_RANGE if no weight is positive. */
+ * sum; negative, NaN or infinite weights count as 0) with the sequence's RNG: one
+ * uniform draw. LLC_ERR_RANGE if no weight is positive. For the residual
+ * max(0, p - q) after a rejected draft token. */
 int sampler_sample_from_probs(sampler *s, const float *probs, int n);
 /* One uniform draw in [0, 1) from the sequence's RNG (the accept test above). */
 double sampler_uniform(sampler *s);

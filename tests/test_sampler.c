@@ -160,6 +160,20 @@ static void test_greedy(void) {
     l[10] = NAN;
     l[20] = INFINITY * -1.0f;
     CHECK(sampler_sample(s, l, N, NULL) == 300);
+    /* a penalised token that ties an unpenalised one: the lower id still wins */
+    sampler_params pen = plain(0.0f, 1);
+    pen.presence_penalty = 1.0f;
+    sampler *ps = mk(&pen);
+    float tl[10] = {0, 0, 0, 0, 0, 3.0f, 0, 0, 0, 2.0f};
+    CHECK(sampler_accept(ps, 5) == 0); /* 3 - 1 = 2: ties with id 9 */
+    CHECK(sampler_sample(ps, tl, 10, NULL) == 5);
+    tl[9] = 2.0f;
+    tl[5] = 2.0f;
+    tl[2] = 1.0f; /* 5 is now 1: ties with id 2, which wins */
+    CHECK(sampler_sample(ps, tl, 10, NULL) == 9);
+    tl[9] = 0.0f;
+    CHECK(sampler_sample(ps, tl, 10, NULL) == 2);
+    sampler_free(ps);
     /* temperature < 0 is greedy too */
     sampler_params neg = plain(-0.5f, 1);
     CHECK(sampler_set_params(s, &neg, NULL) == 0);
@@ -170,6 +184,13 @@ static void test_greedy(void) {
     for (int i = 0; i < N; i++) l[i] = (i & 1) ? NAN : -INFINITY;
     CHECK(sampler_sample(s, l, N, NULL) == LLC_ERR_RANGE);
     CHECK(sampler_sample(s, l, 0, NULL) == LLC_ERR_RANGE);
+    /* +inf wins, sampled or greedy */
+    l[123] = INFINITY;
+    l[124] = 3.0f;
+    CHECK(sampler_sample(s, l, N, NULL) == 123);
+    sampler_params hot = plain(1.0f, 1);
+    CHECK(sampler_set_params(s, &hot, NULL) == 0);
+    for (int i = 0; i < 20; i++) CHECK(sampler_sample(s, l, N, NULL) == 123);
     sampler_free(s);
     sampler_free(twin);
 }
@@ -183,6 +204,9 @@ static void test_rng_golden(void) {
     CHECK(sampler_uniform(s) == 0.045582166320754625);
     CHECK(sampler_uniform(s) == 0.8428688286913699);
     CHECK(sampler_uniform(s) == 0.6909004824270624);
+    CHECK(sampler_uniform(s) == 0.8702690665021908);
+    CHECK(sampler_uniform(s) == 0.1011451910424982);
+    CHECK(sampler_uniform(s) == 0.8934953496766087);
     sampler_free(s);
 
     /* SAMPLER_SEED_RANDOM draws a seed and reports it; reusing it repeats the run */
@@ -388,6 +412,15 @@ static void test_top_p(void) {
         if (t >= 0 && t < M) cnt[t]++;
     }
     for (int i = 0; i < M; i++) CHECK((cnt[order[i]] > 0) == (i < 3));
+    /* ties at the cut go to the lower id: p = .4 .2 .2 .2, top_p .5 keeps the
+     * best and the lowest id of the three tied ones */
+    float tie[4] = {(float)log(0.2), (float)log(0.2), (float)log(0.4), (float)log(0.2)};
+    p.top_p = 0.5f;
+    CHECK(sampler_set_params(s, &p, NULL) == 0);
+    CHECK(sampler_probs(s, tie, 4, pr) == 0);
+    CHECK_NEAR(pr[2], 2.0 / 3.0, 1e-6);
+    CHECK_NEAR(pr[0], 1.0 / 3.0, 1e-6);
+    CHECK(pr[1] == 0.0f && pr[3] == 0.0f);
     sampler_free(s);
 
     /* a large vocabulary where the set needs hundreds of candidates (several
@@ -526,6 +559,69 @@ static void test_penalties(void) {
     ref_softmax(adj, N, 1.0, ref);
     CHECK(sampler_probs(s, l, N, pr) == 0);
     for (int i = 0; i < N; i++) CHECK_NEAR(pr[i], ref[i], 1e-6);
+    sampler_free(s);
+
+    /* penalties act before top-k and greedy: a penalised best drops out */
+    const float l2[N] = {4.0f, 3.0f, 2.9f, 1.0f, 0.0f, -1.0f};
+    p = plain(0.0f, 1);
+    p.presence_penalty = 2.0f;
+    s = mk(&p);
+    CHECK(sampler_sample(s, l2, N, NULL) == 0);
+    CHECK(sampler_accept(s, 0) == 0); /* 4 - 2 = 2 < 2.9 */
+    CHECK(sampler_sample(s, l2, N, NULL) == 1);
+    p.temperature = 1.0f;
+    p.top_k = 2;
+    CHECK(sampler_set_params(s, &p, NULL) == 0);
+    CHECK(sampler_probs(s, l2, N, pr) == 0);
+    CHECK(pr[0] == 0.0f && pr[1] > 0.0f && pr[2] > 0.0f && pr[3] == 0.0f);
+    CHECK_NEAR(pr[1], 1.0 / (1.0 + exp(-0.1)), 1e-6);
+    sampler_free(s);
+}
+
+/* many distinct tokens in long windows, against counts kept by hand */
+static void test_penalties_many(void) {
+    enum { V = 5000, NP = 700, NG = 3000 };
+    static float l[V], adj[V], pr[V];
+    static double ref[V];
+    static int32_t toks[NP + NG];
+    static int cnt_gen[V];
+    static unsigned char rep_seen[V];
+    rand_logits(l, V, 4.0f);
+    for (int i = 0; i < NP + NG; i++) toks[i] = (int32_t)(trand() * (i % 3 ? 400 : V));
+    sampler_params p = plain(1.0f, 4);
+    p.repeat_penalty = 1.2f;
+    p.repeat_last_n = 500;
+    p.frequency_penalty = 0.1f;
+    p.presence_penalty = 0.2f;
+    p.freq_last_n = -1;
+    sampler *s = mk(&p);
+    CHECK(sampler_accept_prompt(s, toks, NP) == 0);
+    for (int i = NP; i < NP + NG; i++) CHECK(sampler_accept(s, toks[i]) == 0);
+    memset(cnt_gen, 0, sizeof cnt_gen);
+    memset(rep_seen, 0, sizeof rep_seen);
+    for (int i = NP; i < NP + NG; i++) cnt_gen[toks[i]]++;
+    for (int i = NP + NG - 500; i < NP + NG; i++) rep_seen[toks[i]] = 1;
+    for (int i = 0; i < V; i++) {
+        float x = l[i];
+        if (rep_seen[i]) x = x <= 0 ? x * 1.2f : x / 1.2f;
+        if (cnt_gen[i]) x -= (float)cnt_gen[i] * 0.1f + 0.2f;
+        adj[i] = x;
+    }
+    ref_softmax(adj, V, 1.0, ref);
+    CHECK(sampler_probs(s, l, V, pr) == 0);
+    int bad = 0;
+    for (int i = 0; i < V; i++) bad += fabs(pr[i] - ref[i]) > 1e-6 + 1e-5 * ref[i];
+    CHECKF(bad == 0, "%d probabilities differ", bad);
+    /* the prompt alone (no generated tokens) moves nothing for frequency */
+    sampler_reset(s);
+    p.repeat_penalty = 1.0f;
+    CHECK(sampler_set_params(s, &p, NULL) == 0);
+    CHECK(sampler_accept_prompt(s, toks, NP + NG) == 0);
+    ref_softmax(l, V, 1.0, ref);
+    CHECK(sampler_probs(s, l, V, pr) == 0);
+    bad = 0;
+    for (int i = 0; i < V; i++) bad += fabs(pr[i] - ref[i]) > 1e-6 + 1e-5 * ref[i];
+    CHECKF(bad == 0, "%d probabilities differ", bad);
     sampler_free(s);
 }
 
@@ -722,10 +818,10 @@ static void test_large_vocab(void) {
         CHECK(t >= 0 && t < N && in_topk(l, N, 40, t));
         CHECK(res.n_top == 3 && res.top[0].id == argmax_ref(l, N));
     }
-    p.top_k = 1000;
+    p.top_k = 2000; /* above the heap's limit: the quickselect path */
     p.top_p = 1.0f;
     p.min_p = 0.0f;
-    p.temperature = 100.0f; /* flat: every one of the 1000 is likely */
+    p.temperature = 100.0f; /* flat: every one of the 2000 is likely */
     CHECK(sampler_set_params(s, &p, NULL) == 0);
     CHECK(sampler_probs(s, l, N, pr) == 0);
     /* the 1000 best by a full sort */
@@ -733,13 +829,13 @@ static void test_large_vocab(void) {
     unsigned char *mask = calloc(N, 1);
     for (int i = 0; i < N; i++) idx[i] = i;
     qsort_r(idx, N, sizeof *idx, cmp_desc_idx, l);
-    for (int i = 0; i < 1000; i++) mask[idx[i]] = 1;
+    for (int i = 0; i < 2000; i++) mask[idx[i]] = 1;
     int kept = 0, wrong = 0;
     for (int i = 0; i < N; i++) {
         kept += pr[i] > 0;
         wrong += (pr[i] > 0) != (mask[i] != 0);
     }
-    CHECKF(kept == 1000 && wrong == 0, "%d kept, %d differ", kept, wrong);
+    CHECKF(kept == 2000 && wrong == 0, "%d kept, %d differ", kept, wrong);
     free(idx);
     free(mask);
     sampler_free(s);
@@ -757,6 +853,7 @@ int main(void) {
     RUN(test_top_p);
     RUN(test_min_p);
     RUN(test_penalties);
+    RUN(test_penalties_many);
     RUN(test_rollback);
     RUN(test_logprobs);
     RUN(test_probs_helpers);
