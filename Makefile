@@ -70,7 +70,7 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
 
 # Unit tests run under AddressSanitizer + UBSan.
-$(BUILD)/tests/%: tests/%.c tests/test.h $(BUILD)/libllmchat_asan.a
+$(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libllmchat_asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_asan.a $(LDLIBS)
 

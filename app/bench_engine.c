@@ -27,8 +27,10 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     const model_hparams *hp = model_hparams_of(L->m);
     int per_seq = o->prompt_len + o->gen_len;
     int n_seqs = o->concurrency * (o->n > 0 ? o->n : 1);
+    int live_per_request = o->beam > (o->n > 0 ? o->n : 1) ? o->beam : (o->n > 0 ? o->n : 1);
     engine_params p = {.block_size = 16, .max_step_tokens = o->step_tokens > 0 ? o->step_tokens : 512};
-    p.n_blocks = o->kv_blocks > 0 ? o->kv_blocks : n_seqs * ((per_seq + 15) / 16 + 1) + 8;
+    p.n_blocks = o->kv_blocks > 0 ? o->kv_blocks
+                                   : o->concurrency * live_per_request * ((per_seq + 15) / 16 + 1) + 8;
     engine *e;
     int rc = engine_create(L->m, L->tok, &p, &e, err);
     if (rc) return rc;
@@ -54,7 +56,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     double t0 = clock_now_s();
     for (int i = 0; i < o->concurrency; i++) {
         gen_request r = {.prompt = prompts + (size_t)i * o->prompt_len, .n_prompt = o->prompt_len,
-                         .n = o->n > 0 ? o->n : 1, .max_tokens = o->gen_len};
+                         .n = o->n > 0 ? o->n : 1, .max_tokens = o->gen_len, .beam_width = o->beam};
         r.sampling = sampler_params_default();
         r.sampling.temperature = o->n > 1 ? 1.0f : 0.0f;
         if (engine_submit(e, c, &r, err) < 0) {
@@ -98,6 +100,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddNumberToObject(j, "concurrency", o->concurrency);
         cJSON_AddNumberToObject(j, "n", o->n > 0 ? o->n : 1);
+        cJSON_AddNumberToObject(j, "beam", o->beam);
         cJSON_AddNumberToObject(j, "prompt_len", o->prompt_len);
         cJSON_AddNumberToObject(j, "gen_len", o->gen_len);
         cJSON_AddNumberToObject(j, "shared_prefix", o->shared_prefix);
@@ -120,8 +123,10 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         free(s);
         cJSON_Delete(j);
     } else {
-        printf("concurrency %d x n %d, prompt %d (shared %d), %d generated each\n", o->concurrency,
-               o->n > 0 ? o->n : 1, o->prompt_len, o->shared_prefix, o->gen_len);
+        printf("concurrency %d x n %d%s, prompt %d (shared %d), %d generated each\n", o->concurrency,
+               o->n > 0 ? o->n : 1, o->beam ? " (beam search)" : "", o->prompt_len,
+               o->shared_prefix, o->gen_len);
+        if (o->beam) printf("  beam width      %d\n", o->beam);
         printf("  generation      %10.2f tokens/s aggregate (%ld tokens in %.2f s)\n", gen_tps,
                generated, wall);
         printf("  TTFT ms         p50 %.1f  p90 %.1f  p99 %.1f\n", pct(ttft, n_tt, 50),

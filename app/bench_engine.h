@@ -6,6 +6,7 @@
 
 typedef struct bench_engine_opts {
     int concurrency, prompt_len, gen_len, shared_prefix, n;
+    int beam;        /* beam width, 0 = sample */
     int kv_blocks;   /* 0 = enough for every sequence */
     int step_tokens; /* token budget per step */
     bool json;

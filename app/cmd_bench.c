@@ -18,7 +18,7 @@
 #include "kernels/cpu/pool.h"
 
 static int g_prompt = 128, g_gen = 32, g_reps = 3;
-static int g_concurrency, g_shared_prefix, g_n = 1, g_kv_blocks;
+static int g_concurrency, g_shared_prefix, g_n = 1, g_kv_blocks, g_beam;
 static bool g_json;
 
 static const cli_opt g_opts[] = {
@@ -27,6 +27,8 @@ static const cli_opt g_opts[] = {
     {"concurrency", 'c', CLI_INT, &g_concurrency, "C", "C requests at once through the shared engine", 1, 4096, NULL},
     {"shared-prefix", 0, CLI_INT, &g_shared_prefix, "S", "with -c: the first S prompt tokens are common", 0, 1 << 16, NULL},
     {"samples", 0, CLI_INT, &g_n, "N", "with -c: N parallel samples per request", 1, 64, NULL},
+    {"n", 0, CLI_INT, &g_n, "N", "same as --samples (with --beam: the N best beams)", 1, 64, NULL},
+    {"beam", 0, CLI_INT, &g_beam, "W", "with -c: beam search of width W per request", 1, 16, NULL},
     {"kv-blocks", 0, CLI_INT, &g_kv_blocks, "N", "with -c: KV blocks of 16 tokens (default: enough)", 1, 1 << 24, NULL},
     {"reps", 'r', CLI_INT, &g_reps, "N", "repetitions; the best is reported (default 3)", 1, 100, NULL},
     {"json", 0, CLI_FLAG, &g_json, NULL, "print the results as JSON", 0, 0, NULL},
@@ -35,7 +37,7 @@ static const cli_opt g_opts[] = {
 
 const cli_cmd cli_bench = {
     .name = "bench",
-    .usage = "[-m MODEL] [-p N] [-n N] [-r N] [-c C [--shared-prefix S] [--samples N]] [--json]",
+    .usage = "[-m MODEL] [-p N] [-n N] [-r N] [-c C [--shared-prefix S] [--n N] [--beam W]] [--json]",
     .summary = "measure prompt and generation tokens/s against memory bandwidth",
     .opts = g_opts,
 };
@@ -96,8 +98,10 @@ int cmd_bench(int argc, char **argv) {
     if (g_concurrency > 0) {
         if (g_shared_prefix > g_prompt)
             cli_usage_error(&cli_bench, "--shared-prefix is longer than --prompt-len");
+        if (g_beam > 0 && g_n > g_beam)
+            cli_usage_error(&cli_bench, "--n cannot exceed --beam");
         bench_engine_opts o = {.concurrency = g_concurrency, .prompt_len = g_prompt,
-                               .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n,
+                               .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n, .beam = g_beam,
                                .kv_blocks = g_kv_blocks, .json = g_json};
         if (!o.kv_blocks && common.kv_mem > 0) { /* --kv-mem sizes the block pool */
             int64_t per_block = (int64_t)model_kv_bytes_per_token(L.m) * 16;

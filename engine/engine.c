@@ -20,112 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/batch.h"
-#include "engine/kvcache.h"
-#include "engine/stopstr.h"
+#include "engine/engine_internal.h"
 
-/* ---- events and clients ---- */
-
-typedef struct ev_node {
-    engine_event ev;
-    struct ev_node *next;
-} ev_node;
-
-struct engine_client {
-    engine *e;
-    pthread_mutex_t mu;
-    ev_node *head, *tail;
-    int efd;
-    bool closed;   /* the owner called engine_client_free */
-    int active;    /* requests not yet finished (guarded by the engine's mutex) */
-};
-
-typedef enum seq_state { SEQ_WAITING, SEQ_RUNNING, SEQ_DONE } seq_state;
-
-typedef struct request request;
-
-typedef struct seq {
-    request *req;
-    int index;
-    seq_state state;
-    kv_seq *kv;
-    sampler *smp;
-    tok_stream *ts;
-    stopstr *ss;
-    int32_t *tokens; /* prompt + generated */
-    int n_tokens, cap_tokens;
-    int n_gen;
-    int cached;      /* prompt tokens found in the prefix cache at first admission */
-    bool admitted_once;
-    int64_t admit_order; /* newest admitted is preempted first */
-    double t_first, t_last;
-    int rows;        /* rows in the current step */
-    int out_row;     /* index of its logits row in the current step, or -1 */
-} seq;
-
-struct request {
-    int64_t id;
-    engine_client *client;
-    int32_t *prompt;
-    int n_prompt;
-    sampler_params sp;
-    int n, max_tokens, priority;
-    char **stop;
-    int n_stop;
-    double t_submit, t_admit;
-    bool cancelled;
-    bool forked;     /* the n samples exist (after the prompt) */
-    int n_live;
-    seq **seqs;      /* [n]; only seqs[0] until the prompt is done */
-    request *next;   /* in the engine's request list */
-};
-
-typedef struct inbox_msg {
-    enum { MSG_SUBMIT, MSG_CANCEL, MSG_CLIENT_GONE } kind;
-    request *req;
-    int64_t id;
-    engine_client *client;
-    struct inbox_msg *next;
-} inbox_msg;
-
-struct engine {
-    model *m;
-    const tokenizer *tok;
-    engine_params p;
-    int n_vocab, n_ctx, max_blocks_per_seq;
-    model_kv *kv_store;
-    kv_pool *pool;
-    batch *batch;
-    float *logits;
-    int cap_logits;
-
-    pthread_t thread;
-    pthread_mutex_t mu; /* inbox, metrics, client refcounts */
-    pthread_cond_t cv;
-    inbox_msg *inbox_head, *inbox_tail;
-    bool stop;
-    int64_t next_id;
-    engine_metrics metrics; /* the published copy, guarded by mu */
-
-    /* engine-thread state */
-    engine_metrics stats;  /* the engine thread's working copy of the metrics */
-    double ttft_hist[256], tpot_hist[256]; /* ring of the latest finished samples */
-    int hist_n, hist_pos;
-    double rate_t;        /* start of the current tokens/s window (ms) */
-    int64_t rate_tokens;  /* generated_tokens at rate_t */
-    request *requests; /* all live requests */
-    seq **running;
-    int n_running, cap_running;
-    int64_t admit_counter;
-};
-
-static double now_ms(void) {
+double eng_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static void client_push(engine_client *c, const engine_event *ev) {
+void eng_client_push(engine_client *c, const engine_event *ev) {
     ev_node *n = malloc(sizeof *n);
     if (!n) return; /* out of memory: the event is lost, the engine goes on */
     n->ev = *ev;
@@ -213,11 +116,11 @@ engine_event *engine_client_next(engine_client *c) {
 }
 
 engine_event *engine_client_wait(engine_client *c, int timeout_ms) {
-    double deadline = now_ms() + timeout_ms;
+    double deadline = eng_now_ms() + timeout_ms;
     for (;;) {
         engine_event *ev = engine_client_next(c);
         if (ev) return ev;
-        int left = timeout_ms < 0 ? -1 : (int)(deadline - now_ms());
+        int left = timeout_ms < 0 ? -1 : (int)(deadline - eng_now_ms());
         if (timeout_ms >= 0 && left <= 0) return NULL;
         struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
         poll(&pfd, 1, left);
@@ -238,6 +141,7 @@ static void request_free(request *r) {
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->seqs);
+    beam_search_free(r->bs);
     free(r);
 }
 
@@ -245,6 +149,11 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     if (!g->prompt || g->n_prompt < 1) return llc_fail(err, LLC_ERR_RANGE, "the prompt is empty");
     if (g->n < 1 || g->n > 64) return llc_fail(err, LLC_ERR_RANGE, "n must be 1..64");
     if (g->max_tokens < 1) return llc_fail(err, LLC_ERR_RANGE, "max_tokens must be at least 1");
+    if (g->beam_width < 0 || g->beam_width > BEAM_MAX_WIDTH)
+        return llc_fail(err, LLC_ERR_RANGE, "beam width must be 0..%d", BEAM_MAX_WIDTH);
+    if (g->beam_width > 0 && g->n > g->beam_width)
+        return llc_fail(err, LLC_ERR_RANGE, "n (%d) cannot exceed the beam width (%d)", g->n,
+                        g->beam_width);
     if (g->n_prompt >= e->n_ctx)
         return llc_fail(err, LLC_ERR_RANGE, "the prompt is %d tokens; the context is %d",
                         g->n_prompt, e->n_ctx);
@@ -260,9 +169,14 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     request *r = calloc(1, sizeof *r);
     if (!r) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     r->prompt = malloc((size_t)g->n_prompt * sizeof *r->prompt);
-    r->seqs = calloc((size_t)g->n, sizeof *r->seqs);
+    r->n_slots = g->beam_width > g->n ? g->beam_width : g->n;
+    r->seqs = calloc((size_t)r->n_slots, sizeof *r->seqs);
     r->stop = calloc((size_t)(g->n_stop > 0 ? g->n_stop : 1), sizeof *r->stop);
     bool ok = r->prompt && r->seqs && r->stop;
+    if (ok && g->beam_width > 0) /* a beam's positions stay inside the context */
+        ok = beam_search_create(g->beam_width, g->max_tokens < e->n_ctx - g->n_prompt
+                                                   ? g->max_tokens : e->n_ctx - g->n_prompt,
+                                &r->bs) == 0;
     for (int i = 0; ok && i < g->n_stop; i++) {
         r->stop[i] = strdup(g->stop[i] ? g->stop[i] : "");
         ok = r->stop[i] != NULL;
@@ -279,7 +193,7 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     r->max_tokens = g->max_tokens;
     r->priority = g->priority;
     r->client = c;
-    r->t_submit = now_ms();
+    r->t_submit = eng_now_ms();
     inbox_msg *msg = calloc(1, sizeof *msg);
     if (!msg) {
         request_free(r);
@@ -312,7 +226,7 @@ void engine_get_metrics(engine *e, engine_metrics *out) {
 
 /* ---- sequences (engine thread only) ---- */
 
-static int seq_push_token(seq *s, int32_t tok) {
+int eng_seq_push_token(seq *s, int32_t tok) {
     if (s->n_tokens == s->cap_tokens) {
         int cap = s->cap_tokens ? s->cap_tokens * 2 : 64;
         int32_t *t = realloc(s->tokens, (size_t)cap * sizeof *t);
@@ -324,7 +238,7 @@ static int seq_push_token(seq *s, int32_t tok) {
     return 0;
 }
 
-static void seq_free(seq *s) {
+void eng_seq_free(seq *s) {
     if (!s) return;
     kv_seq_free(s->kv);
     sampler_free(s->smp);
@@ -335,30 +249,33 @@ static void seq_free(seq *s) {
 }
 
 /* A sample's streaming state: sampler (seed + index), detokenizer, stop strings. */
-static int seq_create(engine *e, request *r, int index, const seq *from, seq **out) {
+int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out) {
     seq *s = calloc(1, sizeof *s);
     if (!s) return LLC_ERR_NOMEM;
     s->req = r;
     s->index = index;
     s->out_row = -1;
-    sampler_params sp = r->sp;
-    if (sp.seed != SAMPLER_SEED_RANDOM) sp.seed += (uint64_t)index;
-    int rc = sampler_create(&sp, &s->smp, NULL);
-    if (!rc) rc = tok_stream_create(e->tok, false, &s->ts);
-    if (!rc) rc = stopstr_create((const char *const *)r->stop, r->n_stop, &s->ss);
+    int rc = 0;
+    if (!r->bs) {
+        sampler_params sp = r->sp;
+        if (sp.seed != SAMPLER_SEED_RANDOM) sp.seed += (uint64_t)index;
+        rc = sampler_create(&sp, &s->smp, NULL);
+        if (!rc) rc = tok_stream_create(e->tok, false, &s->ts);
+        if (!rc) rc = stopstr_create((const char *const *)r->stop, r->n_stop, &s->ss);
+    }
     const int32_t *src = from ? from->tokens : r->prompt;
     int n = from ? from->n_tokens : r->n_prompt;
-    for (int i = 0; !rc && i < n; i++) rc = seq_push_token(s, src[i]);
-    if (!rc) sampler_accept_prompt(s->smp, r->prompt, r->n_prompt);
+    for (int i = 0; !rc && i < n; i++) rc = eng_seq_push_token(s, src[i]);
+    if (!rc && s->smp) sampler_accept_prompt(s->smp, r->prompt, r->n_prompt);
     if (rc) {
-        seq_free(s);
+        eng_seq_free(s);
         return rc;
     }
     *out = s;
     return 0;
 }
 
-static void running_remove(engine *e, seq *s) {
+void eng_running_remove(engine *e, seq *s) {
     for (int i = 0; i < e->n_running; i++)
         if (e->running[i] == s) {
             memmove(&e->running[i], &e->running[i + 1], (size_t)(e->n_running - i - 1) * sizeof *e->running);
@@ -367,7 +284,7 @@ static void running_remove(engine *e, seq *s) {
         }
 }
 
-static int running_add(engine *e, seq *s) {
+int eng_running_add(engine *e, seq *s) {
     if (e->n_running == e->cap_running) {
         int cap = e->cap_running ? e->cap_running * 2 : 64;
         seq **r = realloc(e->running, (size_t)cap * sizeof *r);
@@ -387,10 +304,10 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
     ev.prompt_tokens = r->n_prompt;
     ev.cached_tokens = s->cached;
     ev.completion_tokens = s->n_gen;
-    ev.queue_ms = r->t_admit > 0 ? r->t_admit - r->t_submit : now_ms() - r->t_submit;
+    ev.queue_ms = r->t_admit > 0 ? r->t_admit - r->t_submit : eng_now_ms() - r->t_submit;
     ev.ttft_ms = s->t_first > 0 ? s->t_first - r->t_submit : 0;
     ev.tpot_ms = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
-    client_push(r->client, &ev);
+    eng_client_push(r->client, &ev);
 }
 
 /* Ends one sample: event, blocks back to the pool (full ones stay cached). */
@@ -402,18 +319,22 @@ static void seq_finish(engine *e, seq *s, engine_finish finish) {
         e->hist_pos = (e->hist_pos + 1) % 256;
         if (e->hist_n < 256) e->hist_n++;
     }
-    if (s->state == SEQ_RUNNING) running_remove(e, s);
+    if (s->state == SEQ_RUNNING) eng_running_remove(e, s);
     s->state = SEQ_DONE;
     kv_seq_free(s->kv);
     s->kv = NULL;
-    if (!s->req->client->closed) emit_done(e, s, finish);
+    if (!s->req->client->closed && !s->req->bs) emit_done(e, s, finish);
     s->req->n_live--;
 }
 
 static void request_error(engine *e, request *r, const char *msg) {
     engine_event ev = {.kind = EV_ERROR, .request_id = r->id};
     snprintf(ev.message, sizeof ev.message, "%s", msg);
-    if (!r->client->closed) client_push(r->client, &ev);
+    if (!r->client->closed) eng_client_push(r->client, &ev);
+    if (r->bs) {
+        eng_beam_end(e, r, FINISH_ERROR);
+        return;
+    }
     for (int i = 0; i < r->n; i++)
         if (r->seqs[i]) seq_finish(e, r->seqs[i], FINISH_ERROR);
 }
@@ -430,13 +351,14 @@ static void client_release(engine *e, engine_client *c) {
 static void reap_requests(engine *e) {
     for (request **pp = &e->requests; *pp;) {
         request *r = *pp;
-        bool done = r->n_live == 0 && (r->forked || (r->seqs[0] && r->seqs[0]->state == SEQ_DONE));
+        bool done = r->n_live == 0 && (r->forked || r->beam_ended ||
+                                       (r->seqs[0] && r->seqs[0]->state == SEQ_DONE));
         if (!done) {
             pp = &r->next;
             continue;
         }
         *pp = r->next;
-        for (int i = 0; i < r->n; i++) seq_free(r->seqs[i]);
+        for (int i = 0; i < r->n_slots; i++) eng_seq_free(r->seqs[i]);
         client_release(e, r->client);
         request_free(r);
     }
@@ -444,6 +366,10 @@ static void reap_requests(engine *e) {
 
 static void cancel_request(engine *e, request *r) {
     r->cancelled = true;
+    if (r->bs) {
+        eng_beam_end(e, r, FINISH_CANCELLED);
+        return;
+    }
     for (int i = 0; i < r->n; i++)
         if (r->seqs[i]) seq_finish(e, r->seqs[i], FINISH_CANCELLED);
     if (!r->forked && !r->seqs[0]) r->n_live = 0;
@@ -460,10 +386,10 @@ static void drain_inbox(engine *e, bool *stop) {
         if (m->kind == MSG_SUBMIT) {
             request *r = m->req;
             seq *s0 = NULL;
-            if (seq_create(e, r, 0, NULL, &s0)) {
+            if (eng_seq_create(e, r, 0, NULL, &s0)) {
                 engine_event ev = {.kind = EV_ERROR, .request_id = r->id};
                 snprintf(ev.message, sizeof ev.message, "out of memory");
-                client_push(r->client, &ev);
+                eng_client_push(r->client, &ev);
                 client_release(e, r->client);
                 request_free(r);
             } else {
@@ -495,7 +421,7 @@ static bool preempt_newest(engine *e, const seq *keep) {
         if (s != keep && s->rows == 0 && (!victim || s->admit_order > victim->admit_order)) victim = s;
     }
     if (!victim) return false;
-    running_remove(e, victim);
+    eng_running_remove(e, victim);
     kv_seq_free(victim->kv);
     victim->kv = NULL;
     victim->state = SEQ_WAITING;
@@ -530,7 +456,7 @@ static seq *next_waiting(engine *e) {
     seq *best = NULL;
     for (request *r = e->requests; r; r = r->next) {
         if (r->cancelled) continue;
-        for (int i = 0; i < r->n; i++) {
+        for (int i = 0; i < r->n_slots; i++) {
             seq *s = r->seqs[i];
             if (s && s->state == SEQ_WAITING && (!best || r->priority > best->req->priority)) best = s;
         }
@@ -586,15 +512,15 @@ static int plan_step(engine *e) {
         if (!s->admitted_once) {
             s->admitted_once = true;
             s->cached = hit;
-            s->req->t_admit = now_ms();
+            s->req->t_admit = eng_now_ms();
             e->stats.prompt_tokens += s->req->n_prompt;
             e->stats.cached_tokens += hit;
         }
-        running_add(e, s);
+        eng_running_add(e, s);
         bool full;
         int rows = plan_rows(e, s, budget, &full);
         if (rows < 0 || full) {
-            running_remove(e, s);
+            eng_running_remove(e, s);
             kv_seq_free(s->kv);
             s->kv = NULL;
             s->state = SEQ_WAITING;
@@ -621,7 +547,7 @@ static int plan_step(engine *e) {
 }
 
 /* Appends n bytes to a growable heap string. */
-static void text_add(char **buf, size_t *len, const char *src, size_t n) {
+void eng_text_add(char **buf, size_t *len, const char *src, size_t n) {
     char *p = realloc(*buf, *len + n + 1);
     if (!p) return;
     memcpy(p + *len, src, n);
@@ -635,7 +561,7 @@ static void text_add(char **buf, size_t *len, const char *src, size_t n) {
 static bool emit_token(engine *e, seq *s, const sample_result *res) {
     request *r = s->req;
     int32_t tok = res->token;
-    double t = now_ms();
+    double t = eng_now_ms();
     if (!s->t_first) s->t_first = t;
     s->t_last = t;
     s->n_gen++;
@@ -650,22 +576,22 @@ static bool emit_token(engine *e, seq *s, const sample_result *res) {
     char *text = NULL;
     int n = tok_stream_push(s->ts, tok, piece, sizeof piece);
     bool stopped = stopstr_push(s->ss, piece, (size_t)(n > 0 ? n : 0), &show, &show_len);
-    text_add(&text, &len, show, show_len);
+    eng_text_add(&text, &len, show, show_len);
     bool at_end = s->n_gen >= r->max_tokens || s->n_tokens + 1 >= e->n_ctx;
     if (at_end && !stopped) { /* what the detokenizer and the stop matcher still hold */
         while (!stopped && (n = tok_stream_flush(s->ts, piece, sizeof piece)) > 0) {
             stopped = stopstr_push(s->ss, piece, (size_t)n, &show, &show_len);
-            text_add(&text, &len, show, show_len);
+            eng_text_add(&text, &len, show, show_len);
         }
         if (!stopped) {
             stopstr_flush(s->ss, &show, &show_len);
-            text_add(&text, &len, show, show_len);
+            eng_text_add(&text, &len, show, show_len);
         }
     }
-    if (!text) text_add(&text, &len, "", 0);
+    if (!text) eng_text_add(&text, &len, "", 0);
     engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = s->index, .token = tok,
                        .text = text, .text_len = text ? len : 0, .lp = *res};
-    if (!r->client->closed) client_push(r->client, &ev);
+    if (!r->client->closed) eng_client_push(r->client, &ev);
     else free(text);
     if (stopped || at_end) {
         seq_finish(e, s, stopped ? FINISH_STOP : FINISH_LENGTH);
@@ -679,13 +605,13 @@ static int fork_samples(engine *e, request *r) {
     seq *s0 = r->seqs[0];
     for (int i = 1; i < r->n; i++) {
         seq *s;
-        int rc = seq_create(e, r, i, s0, &s);
-        if (!rc && (rc = kv_seq_fork(s0->kv, &s->kv))) seq_free(s), s = NULL;
+        int rc = eng_seq_create(e, r, i, s0, &s);
+        if (!rc && (rc = kv_seq_fork(s0->kv, &s->kv))) eng_seq_free(s), s = NULL;
         if (rc) return rc;
         s->cached = s0->cached;
         r->seqs[i] = s;
         r->n_live++;
-        running_add(e, s);
+        eng_running_add(e, s);
     }
     r->forked = true;
     return 0;
@@ -696,7 +622,8 @@ static int run_step(engine *e, llc_err *err) {
     if (rows < 0) return llc_fail(err, rows, "scheduling failed");
     if (rows == 0) {
         /* a lone sequence that cannot grow: the cache is full for it */
-        if (e->n_running > 0) seq_finish(e, e->running[0], FINISH_LENGTH);
+        if (e->n_running > 0 && e->running[0]->req->bs) eng_beam_end(e, e->running[0]->req, FINISH_NONE);
+        else if (e->n_running > 0) seq_finish(e, e->running[0], FINISH_LENGTH);
         return 0;
     }
     const int32_t *src, *dst;
@@ -720,12 +647,16 @@ static int run_step(engine *e, llc_err *err) {
     memcpy(snap, e->running, (size_t)n * sizeof *snap);
     for (int i = 0; i < n; i++) {
         seq *s = snap[i];
-        if (!s->rows) continue;
+        if (!s->rows || s->state != SEQ_RUNNING) continue; /* or ended by an error above */
         kv_seq_commit(s->kv, s->rows);
         s->rows = 0;
         if (s->out_row < 0) continue;
         const float *lg = e->logits + (size_t)s->out_row * e->n_vocab;
         request *r = s->req;
+        if (r->bs) {
+            if (eng_beam_take_logits(e, s, lg)) request_error(e, r, "out of memory in beam search");
+            continue;
+        }
         bool first_of_request = s->index == 0 && r->n > 1 && !r->forked;
         if (first_of_request && fork_samples(e, r)) {
             request_error(e, r, "out of memory forking samples");
@@ -741,10 +672,11 @@ static int run_step(engine *e, llc_err *err) {
                 continue;
             }
             e->stats.generated_tokens++;
-            if (!emit_token(e, t, &res) && seq_push_token(t, tok)) seq_finish(e, t, FINISH_ERROR);
+            if (!emit_token(e, t, &res) && eng_seq_push_token(t, tok)) seq_finish(e, t, FINISH_ERROR);
         }
     }
     free(snap);
+    eng_beam_advance_ready(e);
     return 0;
 }
 
@@ -763,14 +695,14 @@ static void percentiles(const double *hist, int n, double out[3]) {
 }
 
 static void publish_metrics(engine *e) {
-    double ttft[3], tpot[3], t = now_ms();
+    double ttft[3], tpot[3], t = eng_now_ms();
     percentiles(e->ttft_hist, e->hist_n, ttft);
     percentiles(e->tpot_hist, e->hist_n, tpot);
     kv_stats st;
     kv_pool_stats(e->pool, &st);
     int waiting = 0;
     for (request *r = e->requests; r; r = r->next)
-        for (int i = 0; i < r->n; i++)
+        for (int i = 0; i < r->n_slots; i++)
             if (r->seqs[i] && r->seqs[i]->state == SEQ_WAITING) waiting++;
     engine_metrics *m = &e->stats;
     m->running = e->n_running;

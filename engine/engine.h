@@ -28,7 +28,11 @@ typedef struct gen_request {
     const int32_t *prompt; /* copied */
     int n_prompt;
     sampler_params sampling;
-    int n;                 /* parallel samples (>= 1); sample i uses seed + i */
+    int n;                 /* parallel samples (>= 1); sample i uses seed + i.
+                              With beam search: the n best beams (n <= beam_width) */
+    int beam_width;        /* 0: sample. 1..16: beam search on the raw model
+                              log-probs (sampling params ignored); the
+                              result streams once the search ends */
     int max_tokens;        /* >= 1 */
     const char *const *stop; /* stop strings (copied), n_stop of them */
     int n_stop;

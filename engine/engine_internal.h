@@ -1,0 +1,136 @@
+/* engine_internal.h — the engine thread's own types (requests, sequences, the
+ * engine) and the helpers that engine.c shares with engine_beam.c. Not a public
+ * interface: only the engine's files include it. */
+#ifndef LLC_ENGINE_INTERNAL_H
+#define LLC_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "engine/batch.h"
+#include "engine/beam.h"
+#include "engine/engine.h"
+#include "engine/kvcache.h"
+#include "engine/stopstr.h"
+
+/* ---- events and clients ---- */
+
+typedef struct ev_node {
+    engine_event ev;
+    struct ev_node *next;
+} ev_node;
+
+struct engine_client {
+    engine *e;
+    pthread_mutex_t mu;
+    ev_node *head, *tail;
+    int efd;
+    bool closed;   /* the owner called engine_client_free */
+    int active;    /* requests not yet finished (guarded by the engine's mutex) */
+};
+
+typedef enum seq_state { SEQ_WAITING, SEQ_RUNNING, SEQ_DONE } seq_state;
+
+typedef struct request request;
+
+typedef struct seq {
+    request *req;
+    int index;
+    seq_state state;
+    kv_seq *kv;
+    sampler *smp;
+    tok_stream *ts;
+    stopstr *ss;
+    int32_t *tokens; /* prompt + generated */
+    int n_tokens, cap_tokens;
+    int n_gen;
+    int cached;      /* prompt tokens found in the prefix cache at first admission */
+    bool admitted_once;
+    int64_t admit_order; /* newest admitted is preempted first */
+    double t_first, t_last;
+    int rows;        /* rows in the current step */
+    int out_row;     /* index of its logits row in the current step, or -1 */
+} seq;
+
+struct request {
+    int64_t id;
+    engine_client *client;
+    int32_t *prompt;
+    int n_prompt;
+    sampler_params sp;
+    int n, max_tokens, priority;
+    int n_slots;     /* entries of seqs: n, or the beam width */
+    beam_search *bs; /* beam search state, or NULL when sampling */
+    double t_first_beam; /* first beam step (ms) */
+    bool beam_ended;  /* its results went out; reap_requests may free it */
+    char **stop;
+    int n_stop;
+    double t_submit, t_admit;
+    bool cancelled;
+    bool forked;     /* the n samples exist (after the prompt) */
+    int n_live;
+    seq **seqs;      /* [n_slots]; only seqs[0] until the prompt is done; with
+                        beam search, seqs[i] is live beam i */
+    request *next;   /* in the engine's request list */
+};
+
+typedef struct inbox_msg {
+    enum { MSG_SUBMIT, MSG_CANCEL, MSG_CLIENT_GONE } kind;
+    request *req;
+    int64_t id;
+    engine_client *client;
+    struct inbox_msg *next;
+} inbox_msg;
+
+struct engine {
+    model *m;
+    const tokenizer *tok;
+    engine_params p;
+    int n_vocab, n_ctx, max_blocks_per_seq;
+    model_kv *kv_store;
+    kv_pool *pool;
+    batch *batch;
+    float *logits;
+    int cap_logits;
+
+    pthread_t thread;
+    pthread_mutex_t mu; /* inbox, metrics, client refcounts */
+    pthread_cond_t cv;
+    inbox_msg *inbox_head, *inbox_tail;
+    bool stop;
+    int64_t next_id;
+    engine_metrics metrics; /* the published copy, guarded by mu */
+
+    /* engine-thread state */
+    engine_metrics stats;  /* the engine thread's working copy of the metrics */
+    double ttft_hist[256], tpot_hist[256]; /* ring of the latest finished samples */
+    int hist_n, hist_pos;
+    double rate_t;        /* start of the current tokens/s window (ms) */
+    int64_t rate_tokens;  /* generated_tokens at rate_t */
+    request *requests; /* all live requests */
+    seq **running;
+    int n_running, cap_running;
+    int64_t admit_counter;
+};
+
+double eng_now_ms(void);
+void eng_client_push(engine_client *c, const engine_event *ev);
+/* A sequence of request r; copies from's tokens (or the prompt when from is
+ * NULL). Sampling requests get a sampler (seed + index), detokenizer and stop
+ * matcher; beam requests need none. */
+int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out);
+void eng_seq_free(seq *s);
+int eng_seq_push_token(seq *s, int32_t tok);
+int eng_running_add(engine *e, seq *s);
+void eng_running_remove(engine *e, seq *s);
+void eng_text_add(char **buf, size_t *len, const char *src, size_t n);
+
+/* engine_beam.c */
+/* Stores the candidates of beam s from its logits row. */
+int eng_beam_take_logits(engine *e, seq *s, const float *logits);
+/* Advances every beam request whose live beams all have candidates. */
+void eng_beam_advance_ready(engine *e);
+/* Ends a beam request: FINISH_NONE streams the best n hypotheses (cutting the
+ * search short if it is still going); CANCELLED/ERROR just end each result. */
+void eng_beam_end(engine *e, request *r, engine_finish finish);
+
+#endif
