@@ -7,6 +7,7 @@
 
 #include "engine/quant.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/pool.h"
 
@@ -171,70 +172,10 @@ static void cpu_kv_store(void *ctx_, float *k_cache, float *v_cache, const float
     }
 }
 
-typedef struct attn_job {
-    const cpu_ctx *ctx;
-    const float *q, *k_cache, *v_cache;
-    float *out;
-    const bk_attn *a;
-    const int32_t *row_seq; /* [T] sequence of each row */
-    float *scratch;         /* [nth][max_kv_len] */
-} attn_job;
-
-static void attn_job_fn(void *arg, int ith, int nth) {
-    attn_job *j = arg;
-    const bk_batch *b = &j->ctx->batch;
-    const bk_attn *a = j->a;
-    int group = a->n_heads / a->n_kv_heads, hd = a->head_dim;
-    int kv_dim = a->n_kv_heads * hd;
-    float *scores = j->scratch + (size_t)ith * (size_t)j->ctx->max_kv_len;
-    long lo, hi;
-    cpu_split((long)b->n_tokens * a->n_heads, ith, nth, &lo, &hi);
-    for (long task = lo; task < hi; task++) {
-        int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads), kvh = h / group;
-        int s = j->row_seq[r];
-        int n_kv = b->positions[r] + 1;
-        if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];
-        const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;
-        const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;
-        float *o = j->out + ((size_t)r * a->n_heads + h) * hd;
-        float max = -INFINITY;
-        for (int t = 0; t < n_kv; t++) {
-            size_t slot = (size_t)blocks[t / a->block_size] * a->block_size + t % a->block_size;
-            const float *k = j->k_cache + slot * kv_dim + (size_t)kvh * hd;
-            float dot = 0;
-            for (int i = 0; i < hd; i++) dot += q[i] * k[i];
-            scores[t] = dot * a->scale;
-            if (scores[t] > max) max = scores[t];
-        }
-        float sum = 0;
-        for (int t = 0; t < n_kv; t++) {
-            scores[t] = expf(scores[t] - max);
-            sum += scores[t];
-        }
-        float inv = sum > 0 ? 1.0f / sum : 0;
-        memset(o, 0, (size_t)hd * sizeof *o);
-        for (int t = 0; t < n_kv; t++) {
-            size_t slot = (size_t)blocks[t / a->block_size] * a->block_size + t % a->block_size;
-            const float *v = j->v_cache + slot * kv_dim + (size_t)kvh * hd;
-            float p = scores[t] * inv;
-            for (int i = 0; i < hd; i++) o[i] += p * v[i];
-        }
-    }
-}
-
 static void cpu_attention(void *ctx_, const float *q, const float *k_cache, const float *v_cache,
                           float *out, const bk_attn *a) {
     cpu_ctx *ctx = ctx_;
-    const bk_batch *b = &ctx->batch;
-    int nth = cpu_pool_size(ctx->pool);
-    size_t scratch_floats = (size_t)nth * (size_t)(ctx->max_kv_len > 0 ? ctx->max_kv_len : 1);
-    float *scratch = cpu_pool_scratch(ctx->pool, scratch_floats * sizeof(float) +
-                                                     (size_t)b->n_tokens * sizeof(int32_t));
-    int32_t *row_seq = (int32_t *)(scratch + scratch_floats);
-    for (int s = 0; s < b->n_seqs; s++)
-        for (int r = b->seq_start[s]; r < b->seq_start[s + 1]; r++) row_seq[r] = s;
-    attn_job j = {ctx, q, k_cache, v_cache, out, a, row_seq, scratch};
-    cpu_pool_run(ctx->pool, attn_job_fn, &j);
+    cpu_attention_run(ctx->pool, &ctx->batch, a, q, k_cache, v_cache, out, ctx->max_kv_len);
 }
 
 static void cpu_silu_mul(void *ctx, float *gate, const float *up, size_t n) {

@@ -1,0 +1,234 @@
+/* attention.c — paged causal attention on the CPU (see attention.h). One task is
+ * one (row, head): scores against every visible key, softmax, weighted sum of
+ * values. The same task body is instantiated for AVX-512, AVX2+FMA and plain C;
+ * the vector versions differ only in the three helpers (dot, exp-and-sum, axpy). */
+#include "kernels/cpu/attention.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/matmul.h"
+
+typedef struct attn_job {
+    const bk_batch *b;
+    const bk_attn *a;
+    const float *q, *k_cache, *v_cache;
+    float *out;
+    const int32_t *row_seq; /* [T] sequence of each row */
+    float *scores;          /* [nth][max_kv_len] */
+    int max_kv_len;
+} attn_job;
+
+/* ---- plain C ---- */
+
+static inline float dot_c(const float *x, const float *y, int n) {
+    float s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * y[i];
+    return s;
+}
+
+/* s[i] = exp(s[i] - max); returns the sum */
+static inline float exp_sum_c(float *s, int n, float max) {
+    float sum = 0;
+    for (int i = 0; i < n; i++) sum += s[i] = expf(s[i] - max);
+    return sum;
+}
+
+static inline void axpy_c(float *o, float p, const float *v, int n) {
+    for (int i = 0; i < n; i++) o[i] += p * v[i];
+}
+
+/* ---- AVX2 + FMA ---- */
+
+#define T_AVX2 __attribute__((target("avx2,fma")))
+
+T_AVX2 static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+T_AVX2 static inline float dot_avx2(const float *x, const float *y, int n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
+    float s = hsum256(_mm256_add_ps(acc0, acc1));
+    for (; i < n; i++) s += x[i] * y[i];
+    return s;
+}
+
+/* exp for x <= 0 (Cephes-style: x = n ln2 + r, polynomial in r, times 2^n) */
+T_AVX2 static inline __m256 exp256(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+T_AVX2 static inline float exp_sum_avx2(float *s, int n, float max) {
+    __m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
+        _mm256_storeu_ps(s + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = hsum256(acc);
+    for (; i < n; i++) sum += s[i] = expf(s[i] - max);
+    return sum;
+}
+
+T_AVX2 static inline void axpy_avx2(float *o, float p, const float *v, int n) {
+    __m256 vp = _mm256_set1_ps(p);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i), _mm256_loadu_ps(o + i)));
+    for (; i < n; i++) o[i] += p * v[i];
+}
+
+/* ---- AVX-512 ---- */
+
+#define T_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+
+T_AVX512 static inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
+
+T_AVX512 static inline float dot_avx512(const float *x, const float *y, int n) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), acc1);
+    }
+    for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc0);
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+T_AVX512 static inline __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+T_AVX512 static inline float exp_sum_avx512(float *s, int n, float max) {
+    __m512 vmax = _mm512_set1_ps(max), acc = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + i), vmax));
+        _mm512_storeu_ps(s + i, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vmax));
+        _mm512_mask_storeu_ps(s + i, m, e);
+        acc = _mm512_add_ps(acc, _mm512_maskz_mov_ps(m, e));
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+T_AVX512 static inline void axpy_avx512(float *o, float p, const float *v, int n) {
+    __m512 vp = _mm512_set1_ps(p);
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(o + i, _mm512_fmadd_ps(vp, _mm512_loadu_ps(v + i), _mm512_loadu_ps(o + i)));
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(o + i, m, _mm512_fmadd_ps(vp, _mm512_maskz_loadu_ps(m, v + i),
+                                                        _mm512_maskz_loadu_ps(m, o + i)));
+    }
+}
+
+/* ---- the task body, once per level ---- */
+
+/* Tasks are dealt round-robin: rows of one sequence see more keys the later
+ * they are, and interleaving keeps the threads' shares even. */
+#define DEFINE_ATTN_JOB(NAME, TARGET, DOT, EXP_SUM, AXPY)                                  \
+    TARGET static void NAME(void *arg, int ith, int nth) {                                 \
+        const attn_job *j = arg;                                                            \
+        const bk_batch *b = j->b;                                                           \
+        const bk_attn *a = j->a;                                                            \
+        const int group = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size; \
+        const size_t kv_dim = (size_t)a->n_kv_heads * hd;                                   \
+        float *scores = j->scores + (size_t)ith * (size_t)j->max_kv_len;                    \
+        const long n_tasks = (long)b->n_tokens * a->n_heads;                                \
+        for (long task = ith; task < n_tasks; task += nth) {                                \
+            const int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads);           \
+            const int s = j->row_seq[r];                                                    \
+            int n_kv = b->positions[r] + 1;                                                 \
+            if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];                                   \
+            const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;             \
+            const size_t head_off = (size_t)(h / group) * hd;                               \
+            const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;                      \
+            float *o = j->out + ((size_t)r * a->n_heads + h) * hd;                          \
+            float max = -INFINITY;                                                          \
+            for (int t0 = 0; t0 < n_kv; t0 += bs) {                                         \
+                const float *k = j->k_cache + (size_t)blocks[t0 / bs] * bs * kv_dim + head_off; \
+                const int n = n_kv - t0 < bs ? n_kv - t0 : bs;                              \
+                for (int t = 0; t < n; t++) {                                               \
+                    float sc = DOT(q, k + (size_t)t * kv_dim, hd) * a->scale;               \
+                    scores[t0 + t] = sc;                                                    \
+                    if (sc > max) max = sc;                                                 \
+                }                                                                           \
+            }                                                                               \
+            const float sum = EXP_SUM(scores, n_kv, max);                                   \
+            const float inv = sum > 0 ? 1.0f / sum : 0;                                     \
+            memset(o, 0, (size_t)hd * sizeof *o);                                           \
+            for (int t0 = 0; t0 < n_kv; t0 += bs) {                                         \
+                const float *v = j->v_cache + (size_t)blocks[t0 / bs] * bs * kv_dim + head_off; \
+                const int n = n_kv - t0 < bs ? n_kv - t0 : bs;                              \
+                for (int t = 0; t < n; t++) AXPY(o, scores[t0 + t] * inv, v + (size_t)t * kv_dim, hd); \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+DEFINE_ATTN_JOB(attn_job_c, , dot_c, exp_sum_c, axpy_c)
+DEFINE_ATTN_JOB(attn_job_avx2, T_AVX2, dot_avx2, exp_sum_avx2, axpy_avx2)
+DEFINE_ATTN_JOB(attn_job_avx512, T_AVX512, dot_avx512, exp_sum_avx512, axpy_avx512)
+
+void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, const float *q,
+                       const float *k_cache, const float *v_cache, float *out, int max_kv_len) {
+    int nth = cpu_pool_size(pool);
+    if (max_kv_len < 1) max_kv_len = 1;
+    size_t score_floats = (size_t)nth * (size_t)max_kv_len;
+    float *scratch = cpu_pool_scratch(pool, score_floats * sizeof(float) +
+                                                (size_t)b->n_tokens * sizeof(int32_t));
+    int32_t *row_seq = (int32_t *)(scratch + score_floats);
+    for (int s = 0; s < b->n_seqs; s++)
+        for (int r = b->seq_start[s]; r < b->seq_start[s + 1]; r++) row_seq[r] = s;
+    attn_job j = {b, a, q, k_cache, v_cache, out, row_seq, scratch, max_kv_len};
+    switch (cpu_matmul_level()) {
+    case CPU_SIMD_AVX512: cpu_pool_run(pool, attn_job_avx512, &j); break;
+    case CPU_SIMD_AVX2: cpu_pool_run(pool, attn_job_avx2, &j); break;
+    default: cpu_pool_run(pool, attn_job_c, &j); break;
+    }
+}
