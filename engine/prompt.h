@@ -1,0 +1,29 @@
+/* prompt.h — a conversation as the model's prompt: rendered with the chat
+ * template, tokenized, and, when it does not fit its token budget, with the
+ * oldest turns left out (a system message is always kept). Used by the chat UI
+ * and the socket server alike, so a session gives the same prompt either way
+ * and the engine's prefix cache finds the earlier turns again. */
+#ifndef LLC_PROMPT_H
+#define LLC_PROMPT_H
+
+#include "engine/chat.h"
+#include "engine/tokenizer.h"
+
+typedef struct prompt {
+    int32_t *ids;  /* malloc'd; the caller frees with free() */
+    int n_ids;
+    int n_dropped; /* leading non-system messages left out to fit */
+} prompt;
+
+/* Builds the prompt of msgs[0..n) (system first if any; the last message is
+ * normally the user's) with the assistant's turn opened. The rendered template
+ * text is tokenized with its special tokens recognised and BOS added when the
+ * vocabulary wants it. Messages are dropped oldest first, a user message
+ * together with the answer that follows it, until the prompt has at most
+ * `budget` tokens; the last message is never dropped. Errors: LLC_ERR_RANGE
+ * when even the system message and the last message exceed the budget (the
+ * message says how many tokens they are), and the errors of chat_render. */
+int prompt_build(const tokenizer *tok, chat_tmpl t, const chat_msg *msgs, int n, int budget,
+                 prompt *out, llc_err *err);
+
+#endif
