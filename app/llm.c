@@ -2,9 +2,8 @@
 #include "app/llm.h"
 
 #include <stdlib.h>
-
-#include "engine/chat.h"
 #include <string.h>
+#include <unistd.h>
 
 int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
     if (!strcmp(common->device, "cuda"))
@@ -58,27 +57,59 @@ int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bo
     return n;
 }
 
-int llm_render_chat(const llm *l, const char *template_name, const char *system, const char *user,
-                    char **out, llc_err *err) {
-    chat_tmpl t;
+int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, llc_err *err) {
     if (template_name) {
         int id = chat_tmpl_from_name(template_name);
         if (id < 0)
             return llc_fail(err, LLC_ERR_RANGE, "unknown chat template '%s' (known: %s)",
                             template_name, chat_tmpl_names());
-        t = (chat_tmpl)id;
-    } else {
-        gguf_str src = {0};
-        char *jinja = NULL;
-        if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0 &&
-            (jinja = strndup(src.ptr, src.len)) == NULL)
-            return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-        t = chat_detect(jinja);
-        free(jinja);
+        *out = (chat_tmpl)id;
+        return 0;
     }
+    gguf_str src = {0};
+    char *jinja = NULL;
+    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0 &&
+        (jinja = strndup(src.ptr, src.len)) == NULL)
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    *out = chat_detect(jinja);
+    free(jinja);
+    return 0;
+}
+
+int llm_render_chat(const llm *l, const char *template_name, const char *system, const char *user,
+                    char **out, llc_err *err) {
+    chat_tmpl t;
+    int rc = llm_chat_template(l, template_name, &t, err);
+    if (rc) return rc;
     chat_msg msgs[2];
     int n = 0;
     if (system) msgs[n++] = (chat_msg){CHAT_SYSTEM, system};
     msgs[n++] = (chat_msg){CHAT_USER, user};
     return chat_render(t, msgs, n, true, out, err);
+}
+
+int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err) {
+    const model_hparams *hp = model_hparams_of(l->m);
+    int64_t per_block = (int64_t)model_kv_bytes_per_token(l->m) * block_size;
+    int64_t budget = common->kv_mem;
+    if (budget <= 0) { /* room for 32 full contexts, within a quarter of the RAM */
+        int64_t ram = (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+        budget = per_block * 32 * ((hp->n_ctx_train + block_size - 1) / block_size);
+        if (ram > 0 && budget > ram / 4) budget = ram / 4;
+    }
+    int64_t blocks = budget / per_block;
+    int64_t one_ctx = (hp->n_ctx_train + block_size - 1) / block_size + 1;
+    if (blocks < 2)
+        return llc_fail(err, LLC_ERR_RANGE, "--kv-mem %lld bytes hold fewer than 2 KV blocks of %lld bytes",
+                        (long long)budget, (long long)per_block);
+    if (common->kv_mem <= 0 && blocks < one_ctx) blocks = one_ctx;
+    return blocks > (1 << 24) ? 1 << 24 : (int)blocks;
+}
+
+int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err) {
+    engine_params p = {.block_size = 16};
+    int blocks = llm_kv_blocks(l, common, p.block_size, err);
+    if (blocks < 0) return blocks;
+    p.n_blocks = blocks;
+    return engine_create(l->m, l->tok, &p, out, err);
 }

@@ -4,6 +4,8 @@
 #define LLC_APP_LLM_H
 
 #include "app/cli.h"
+#include "engine/chat.h"
+#include "engine/engine.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -31,6 +33,18 @@ int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bo
  * malloc'd. */
 int llm_render_chat(const llm *l, const char *template_name, const char *system, const char *user,
                     char **out, llc_err *err);
+
+/* The chat template: the one named (error if unknown), else the model's own
+ * (tokenizer.chat_template, detected), else raw for base models. */
+int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, llc_err *err);
+
+/* KV blocks of block_size tokens for --kv-mem, or by default room for 32 full
+ * contexts within a quarter of the RAM (at least one context). Negative with err
+ * set when --kv-mem holds fewer than 2 blocks. */
+int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
+
+/* Starts the shared engine on l with the KV budget above. */
+int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err);
 
 /* Creates a backend for --device (auto|cpu|cuda) and --threads. */
 int llm_backend_create(const cli_common *common, backend **out, llc_err *err);

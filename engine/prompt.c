@@ -11,13 +11,17 @@ static int render_tokens(const tokenizer *tok, chat_tmpl t, const chat_msg *msgs
     int rc = chat_render(t, msgs, n, true, &text, err);
     if (rc) return rc;
     size_t len = strlen(text);
-    int cap = len + 2 > (size_t)1 << 30 ? 1 << 30 : (int)len + 2; /* SPM/BPE: at most a token a byte, + BOS */
-    int32_t *buf = malloc((size_t)cap * sizeof *buf);
-    if (!buf) {
+    if (len > (size_t)1 << 29) {
         free(text);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        return llc_fail(err, LLC_ERR_RANGE, "the conversation is too long to tokenize");
     }
-    int got = tok_encode(tok, text, len, tok_add_bos(tok), true, buf, cap);
+    int cap = 2 * (int)len + 4; /* enough for every vocabulary we load; retried if not */
+    int32_t *buf = malloc((size_t)cap * sizeof *buf);
+    int got = buf ? tok_encode(tok, text, len, tok_add_bos(tok), true, buf, cap) : LLC_ERR_NOMEM;
+    if (got > cap) {
+        int32_t *nb = realloc(buf, (size_t)got * sizeof *nb);
+        got = nb ? tok_encode(tok, text, len, tok_add_bos(tok), true, buf = nb, got) : LLC_ERR_NOMEM;
+    }
     free(text);
     if (got < 0) {
         free(buf);
