@@ -1,0 +1,187 @@
+/* command.c — slash command parsing and the help text (see command.h). */
+#include "ui/command.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cmd_def {
+    const char *name;
+    ui_cmd_kind kind;
+    enum { ARG_NONE, ARG_TEXT, ARG_TEXT_REQUIRED, ARG_INT, ARG_INT_OPTIONAL, ARG_SET } arg;
+    long long min, max; /* ARG_INT */
+} cmd_def;
+
+static const cmd_def g_cmds[] = {
+    {"system", UI_CMD_SYSTEM, ARG_TEXT, 0, 0},
+    {"set", UI_CMD_SET, ARG_SET, 0, 0},
+    {"n", UI_CMD_N, ARG_INT, 1, 16},
+    {"alt", UI_CMD_ALT, ARG_INT_OPTIONAL, 1, 64},
+    {"beam", UI_CMD_BEAM, ARG_INT, 0, 16},
+    {"regen", UI_CMD_REGEN, ARG_NONE, 0, 0},
+    {"edit", UI_CMD_EDIT, ARG_NONE, 0, 0},
+    {"branch", UI_CMD_BRANCH, ARG_NONE, 0, 0},
+    {"rename", UI_CMD_RENAME, ARG_TEXT_REQUIRED, 0, 0},
+    {"sessions", UI_CMD_SESSIONS, ARG_NONE, 0, 0},
+    {"open", UI_CMD_OPEN, ARG_INT, 1, (long long)1 << 62},
+    {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
+    {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
+    {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
+    {"model", UI_CMD_MODEL, ARG_NONE, 0, 0},
+    {"new", UI_CMD_NEW, ARG_NONE, 0, 0},
+    {"close", UI_CMD_CLOSE, ARG_NONE, 0, 0},
+    {"help", UI_CMD_HELP, ARG_NONE, 0, 0},
+    {"quit", UI_CMD_QUIT, ARG_NONE, 0, 0},
+};
+
+static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && n) vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* The next whitespace-separated word of [*p, end) into word (NUL-terminated). */
+static size_t next_word(const char **p, const char *end, char *word, size_t cap) {
+    while (*p < end && isspace((unsigned char)**p)) (*p)++;
+    size_t n = 0;
+    while (*p < end && !isspace((unsigned char)**p)) {
+        if (n + 1 < cap) word[n++] = **p;
+        (*p)++;
+    }
+    word[n] = 0;
+    return n;
+}
+
+static bool parse_ll(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+static int parse_set(const char *p, const char *end, ui_cmd *out, char *err, size_t n) {
+    static const struct { const char *name, *alias; ui_set_key key; bool is_int; double min, max; } keys[] = {
+        {"temp", "temperature", UI_SET_TEMP, false, 0, 100},
+        {"top_p", "top-p", UI_SET_TOP_P, false, 0, 1},
+        {"top_k", "top-k", UI_SET_TOP_K, true, 0, 1e9},
+        {"min_p", "min-p", UI_SET_MIN_P, false, 0, 1},
+        {"max_tokens", "max-tokens", UI_SET_MAX_TOKENS, true, 1, 1e9},
+        {"seed", NULL, UI_SET_SEED, true, 0, 9.2e18},
+    };
+    char key[32], val[64], extra[8];
+    if (!next_word(&p, end, key, sizeof key) || !next_word(&p, end, val, sizeof val))
+        return fail(err, n, "usage: /set temp|top_p|top_k|min_p|max_tokens|seed VALUE");
+    if (next_word(&p, end, extra, sizeof extra)) return fail(err, n, "/set takes one value");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (strcmp(key, keys[i].name) && (!keys[i].alias || strcmp(key, keys[i].alias))) continue;
+        out->key = keys[i].key;
+        if (keys[i].is_int) {
+            if (!parse_ll(val, &out->ivalue) || out->ivalue < keys[i].min || out->ivalue > keys[i].max)
+                return fail(err, n, "/set %s: '%s' is not a whole number from %.0f", keys[i].name,
+                            val, keys[i].min);
+        } else if (!parse_double(val, &out->value) || out->value < keys[i].min ||
+                   out->value > keys[i].max) {
+            return fail(err, n, "/set %s: '%s' is not a number from %g to %g", keys[i].name, val,
+                        keys[i].min, keys[i].max);
+        }
+        return 0;
+    }
+    return fail(err, n, "/set: unknown setting '%s' (temp, top_p, top_k, min_p, max_tokens, seed)", key);
+}
+
+int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t err_size) {
+    memset(out, 0, sizeof *out);
+    out->arg = "";
+    const char *end = text + len;
+    if (len == 0 || text[0] != '/' || (len > 1 && text[1] == '/')) {
+        out->kind = UI_CMD_MESSAGE;
+        out->arg = len > 1 && text[0] == '/' ? text + 1 : text; /* "//x" sends "/x" */
+        out->arg_len = len > 1 && text[0] == '/' ? len - 1 : len;
+        return 0;
+    }
+    const char *p = text + 1;
+    char name[32];
+    size_t nl = 0;
+    while (p < end && !isspace((unsigned char)*p)) {
+        if (nl + 1 < sizeof name) name[nl] = *p;
+        nl++;
+        p++;
+    }
+    name[nl < sizeof name ? nl : sizeof name - 1] = 0;
+    const cmd_def *d = NULL;
+    for (size_t i = 0; i < sizeof g_cmds / sizeof g_cmds[0] && nl < sizeof name; i++)
+        if (!strcmp(name, g_cmds[i].name)) d = &g_cmds[i];
+    if (!d) return fail(err, err_size, "unknown command '/%.20s' (see /help)", name);
+    out->kind = d->kind;
+    while (p < end && isspace((unsigned char)*p)) p++;
+    const char *arg_end = end;
+    while (arg_end > p && isspace((unsigned char)arg_end[-1])) arg_end--;
+    size_t arg_len = (size_t)(arg_end - p);
+    char word[64];
+    switch (d->arg) {
+    case ARG_NONE:
+        if (arg_len) return fail(err, err_size, "/%s takes no argument", d->name);
+        return 0;
+    case ARG_TEXT_REQUIRED:
+        if (!arg_len) return fail(err, err_size, "/%s needs some text", d->name);
+        /* fall through */
+    case ARG_TEXT:
+        out->arg = p;
+        out->arg_len = arg_len;
+        return 0;
+    case ARG_INT_OPTIONAL:
+        if (!arg_len) return 0;
+        /* fall through */
+    case ARG_INT:
+        if (!arg_len) return fail(err, err_size, "/%s needs a number", d->name);
+        if (arg_len >= sizeof word || (memcpy(word, p, arg_len), word[arg_len] = 0, !parse_ll(word, &out->ivalue)) ||
+            out->ivalue < d->min || out->ivalue > d->max)
+            return fail(err, err_size, "/%s: '%.*s' is not a whole number from %lld to %lld", d->name,
+                        (int)(arg_len > 20 ? 20 : arg_len), p, d->min, d->max);
+        return 0;
+    case ARG_SET:
+        return parse_set(p, arg_end, out, err, err_size);
+    }
+    return 0;
+}
+
+const char *ui_help_text(void) {
+    return "Keys\n"
+           "  Enter              send          Alt-Enter, Ctrl-J   new line\n"
+           "  Ctrl-T  new tab    Ctrl-W  close tab (the session is kept)\n"
+           "  Ctrl-PgUp/PgDn, Alt-1..9   switch tabs      PgUp/PgDn   scroll\n"
+           "  Ctrl-C  stop the answer    Ctrl-Q  quit     Up/Down     input history\n"
+           "  Ctrl-A/E line start/end, Ctrl-K/U kill, Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
+           "Commands\n"
+           "  /system TEXT       system prompt of this session (empty: none)\n"
+           "  /set temp|top_p|top_k|min_p|max_tokens|seed VALUE\n"
+           "  /n K               K parallel answers; /alt [K] shows the next (or K-th)\n"
+           "  /beam W            beam search of width W (0: sample)\n"
+           "  /regen             another answer to the last message (a branch)\n"
+           "  /edit              edit your last message and branch from it\n"
+           "  /branch            new tab continuing from here\n"
+           "  /rename TITLE      /sessions  list    /open N  reopen one\n"
+           "  /search TEXT       search every session\n"
+           "  /export [FILE.md]  the conversation as Markdown\n"
+           "  /stats  /model  /new  /close  /help  /quit\n"
+           "  //text             send a message that starts with '/'";
+}

@@ -1,0 +1,53 @@
+/* command.h — the chat's slash commands: parsing a line of input into a command
+ * with a checked argument, and the help text that lists them and the keys.
+ * Pure (no curses, no engine) so every command and every bad value is tested. */
+#ifndef LLC_UI_COMMAND_H
+#define LLC_UI_COMMAND_H
+
+#include <stddef.h>
+
+typedef enum ui_cmd_kind {
+    UI_CMD_MESSAGE, /* not a command: text to send ("//x" sends "/x") */
+    UI_CMD_SYSTEM,  /* /system TEXT (empty clears) */
+    UI_CMD_SET,     /* /set KEY VALUE */
+    UI_CMD_N,       /* /n K: K parallel answers */
+    UI_CMD_ALT,     /* /alt [K]: next alternative answer, or the K-th */
+    UI_CMD_BEAM,    /* /beam W (0 or 1 turns beam search off) */
+    UI_CMD_REGEN,   /* /regen */
+    UI_CMD_EDIT,    /* /edit: edit the last user message and branch */
+    UI_CMD_BRANCH,  /* /branch: new tab from the current point */
+    UI_CMD_RENAME,  /* /rename TITLE */
+    UI_CMD_SESSIONS,/* /sessions: list */
+    UI_CMD_OPEN,    /* /open N: reopen session N of the list (or by id) */
+    UI_CMD_SEARCH,  /* /search TEXT */
+    UI_CMD_EXPORT,  /* /export [FILE.md] */
+    UI_CMD_STATS,   /* /stats */
+    UI_CMD_MODEL,   /* /model */
+    UI_CMD_NEW,     /* /new: new tab */
+    UI_CMD_CLOSE,   /* /close: close the tab (the session stays) */
+    UI_CMD_HELP,    /* /help */
+    UI_CMD_QUIT,    /* /quit */
+} ui_cmd_kind;
+
+typedef enum ui_set_key {
+    UI_SET_TEMP, UI_SET_TOP_P, UI_SET_TOP_K, UI_SET_MIN_P, UI_SET_MAX_TOKENS, UI_SET_SEED,
+} ui_set_key;
+
+typedef struct ui_cmd {
+    ui_cmd_kind kind;
+    const char *arg;   /* text argument (points into the input), trimmed; "" if none */
+    size_t arg_len;
+    ui_set_key key;    /* UI_CMD_SET */
+    double value;      /* UI_CMD_SET (temp, top_p, min_p) */
+    long long ivalue;  /* UI_CMD_SET (top_k, max_tokens, seed), /n, /beam, /alt, /open */
+} ui_cmd;
+
+/* Parses one line of input. Returns 0 with *out filled, or -1 with a one-line
+ * message in err (unknown command, missing or bad value) — the input is then
+ * not sent anywhere. */
+int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t err_size);
+
+/* The text /help and F1 show: commands and keys, one per line. */
+const char *ui_help_text(void);
+
+#endif
