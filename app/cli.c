@@ -208,6 +208,7 @@ int cli_parse(const cli_cmd *cmd, cli_common *common, int argc, char **argv,
         }
         set_value(cmd, o, val);
     }
+    common->model_given = common->model != NULL;
     if (!common->model) common->model = cli_default_model();
     return npos;
 }

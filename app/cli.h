@@ -36,6 +36,7 @@ typedef struct cli_opt {
 /* Options every subcommand understands. */
 typedef struct cli_common {
     const char *model;     /* -m/--model PATH */
+    bool model_given;      /* -m/--model was on the command line */
     int threads;           /* --threads N (0 = all cores) */
     const char *device;    /* --device auto|cpu|cuda */
     const char *db;        /* --db PATH */

@@ -10,12 +10,13 @@ typedef struct command {
     int (*run)(int argc, char **argv);
 } command;
 
+int cmd_chat(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_genmodel(int argc, char **argv);
-extern const cli_cmd cli_generate, cli_perplexity, cli_bench, cli_tokenize, cli_info, cli_genmodel;
+extern const cli_cmd cli_chat, cli_generate, cli_perplexity, cli_bench, cli_tokenize, cli_info, cli_genmodel;
 
 #endif

@@ -1,0 +1,76 @@
+/* cmd_chat.c — `llmchat` / `llmchat chat`: the tabbed chat UI on one shared
+ * engine. Opens the model (-m, else the config file's `model =`, else the
+ * default), the database (--db, else the XDG data dir) and runs the UI. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/config.h"
+#include "app/llm.h"
+#include "ui/app.h"
+#include "ui/view.h"
+
+static const char *g_template;
+
+static const cli_opt g_opts[] = {
+    {"chat-template", 0, CLI_STR, &g_template, "NAME", "chat template (default: the model's own)", 0, 0, NULL},
+    {0},
+};
+
+const cli_cmd cli_chat = {
+    .name = "chat",
+    .usage = "[-m MODEL] [--db PATH] [--chat-template NAME]",
+    .summary = "the chat UI: tabs, sessions kept in SQLite (the default command)",
+    .opts = g_opts,
+};
+
+int cmd_chat(int argc, char **argv) {
+    cli_common common = {0};
+    cli_parse(&cli_chat, &common, argc, argv, NULL, 0);
+    config cfg;
+    llc_err err;
+    if (config_load(&cfg, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
+    if (!common.model_given && cfg.model) common.model = cfg.model;
+    if (!g_template && cfg.chat_template) g_template = cfg.chat_template;
+    llm L;
+    if (llm_open(&common, &L, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        config_free(&cfg);
+        return 1;
+    }
+    chat_tmpl tmpl;
+    engine *e = NULL;
+    if (llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        llm_close(&L);
+        config_free(&cfg);
+        return 1;
+    }
+    char db_path[1024];
+    const char *dbp = common.db;
+    if (!dbp) {
+        llc_err derr;
+        dbp = db_default_path(db_path, sizeof db_path, &derr) == 0 ? db_path : NULL;
+    }
+    const char *slash = strrchr(common.model, '/');
+    ui_app_config ac = {.e = e, .tok = L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(L.m)->n_ctx_train,
+                        .model_name = slash ? slash + 1 : common.model, .device_name = L.be->name,
+                        .db_path = dbp};
+    ui_app *app;
+    int status = 1;
+    if (ui_app_create(&ac, &app, &err) == 0) {
+        if (ui_run(app, &err) == 0) status = 0;
+        else fprintf(stderr, "llmchat: %s\n", err.msg);
+        ui_app_free(app);
+    } else {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+    }
+    engine_destroy(e);
+    llm_close(&L);
+    config_free(&cfg);
+    return status;
+}

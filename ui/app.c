@@ -1,0 +1,618 @@
+/* app.c — the chat application's state and actions (see app.h): tabs,
+ * commands, sending turns to the engine and routing its events back, saving. */
+#include "ui/app.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/prompt.h"
+#include "ui/command.h"
+
+void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    va_end(ap);
+    a->notice_error = error;
+    a->changed = true;
+}
+
+static void set_panel(ui_app *a, char *text) {
+    free(a->panel);
+    a->panel = text;
+    a->changed = true;
+}
+
+conv *ui_app_tab(const ui_app *a) { return a->n_tabs ? a->tabs[a->cur] : NULL; }
+
+int ui_app_engine_fd(const ui_app *a) { return engine_client_fd(a->client); }
+
+static int add_tab(ui_app *a, conv *c) {
+    conv **t = realloc(a->tabs, (size_t)(a->n_tabs + 1) * sizeof *t);
+    if (!t) return LLC_ERR_NOMEM;
+    a->tabs = t;
+    a->tabs[a->n_tabs++] = c;
+    a->cur = a->n_tabs - 1;
+    a->changed = true;
+    return 0;
+}
+
+static void save_tabs(ui_app *a) {
+    if (!a->db) return;
+    int64_t ids[256];
+    int n = 0, active = -1;
+    for (int i = 0; i < a->n_tabs && n < 256; i++) {
+        if (!a->tabs[i]->session_id) continue;
+        if (i == a->cur) active = n;
+        ids[n++] = a->tabs[i]->session_id;
+    }
+    db_tabs_save(a->db, ids, n, active, NULL);
+}
+
+/* Saves a tab; a failure becomes the notice (the tab keeps everything). */
+static void save_conv(ui_app *a, conv *c, bool force, double now) {
+    bool had_session = c->session_id != 0;
+    if (conv_save(c, a->db, a->cfg.model_name, force, now) == 0) {
+        if (!had_session && c->session_id) save_tabs(a);
+        return;
+    }
+    if (!a->notice_error || strcmp(a->notice, c->save_error))
+        ui_app_notice(a, true, "not saved (kept in memory, retrying): %s",
+                      a->db ? c->save_error : a->db_error);
+}
+
+int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
+    ui_app *a = calloc(1, sizeof *a);
+    if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    a->cfg = *cfg;
+    if (engine_client_create(cfg->e, &a->client)) {
+        free(a);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    llc_err dberr = {{0}};
+    if (!cfg->db_path)
+        snprintf(a->db_error, sizeof a->db_error, "no database: conversations are not saved");
+    else if (db_open(cfg->db_path, &a->db, &dberr))
+        snprintf(a->db_error, sizeof a->db_error, "%s", dberr.msg);
+    if (a->db) {
+        int64_t *ids = NULL;
+        int n = 0, active = -1;
+        if (db_tabs_load(a->db, &ids, &n, &active, NULL) == 0)
+            for (int i = 0; i < n; i++) {
+                conv *c;
+                if (conv_load(a->db, ids[i], &c, NULL) == 0 && add_tab(a, c)) conv_free(c);
+            }
+        free(ids);
+        if (active >= 0 && active < a->n_tabs) a->cur = active;
+        int interrupted = db_interrupted_at_open(a->db);
+        if (interrupted > 0)
+            ui_app_notice(a, false, "%d answer%s cut short last time (marked interrupted)",
+                          interrupted, interrupted == 1 ? " was" : "s were");
+    } else {
+        ui_app_notice(a, true, "%s", a->db_error);
+    }
+    if (a->n_tabs == 0) ui_app_new_tab(a);
+    if (a->n_tabs == 0) {
+        ui_app_free(a);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    *out = a;
+    return 0;
+}
+
+void ui_app_free(ui_app *a) {
+    if (!a) return;
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->req_id) engine_cancel(a->cfg.e, a->tabs[i]->req_id);
+    engine_client_free(a->client); /* the engine ends those requests by itself */
+    double now = 0;
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        for (int k = 0; k < c->n_alts; k++) /* what streamed so far is kept, marked */
+            if (c->alts[k]->state == DB_STATE_STREAMING)
+                conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
+        if (a->db) conv_save(c, a->db, a->cfg.model_name, true, now);
+    }
+    save_tabs(a);
+    for (int i = 0; i < a->n_tabs; i++) conv_free(a->tabs[i]);
+    free(a->tabs);
+    db_close(a->db);
+    free(a->panel);
+    free(a->listed);
+    free(a->edit_text);
+    free(a);
+}
+
+void ui_app_new_tab(ui_app *a) {
+    conv *c;
+    if (conv_create(NULL, &c) || add_tab(a, c)) {
+        conv_free(c);
+        ui_app_notice(a, true, "out of memory");
+        return;
+    }
+    set_panel(a, NULL);
+}
+
+void ui_app_switch(ui_app *a, int index) {
+    if (a->n_tabs == 0) return;
+    if (index < 0) index = a->n_tabs - 1;
+    if (index >= a->n_tabs) index = 0;
+    if (index != a->cur) set_panel(a, NULL);
+    a->cur = index;
+    a->changed = true;
+    save_tabs(a);
+}
+
+void ui_app_close_tab(ui_app *a) {
+    conv *c = ui_app_tab(a);
+    if (!c) return;
+    if (c->req_id) { /* closing keeps the session: let the answer end as cancelled */
+        engine_cancel(a->cfg.e, c->req_id);
+        c->req_id = 0;
+        for (int k = 0; k < c->n_alts; k++)
+            if (c->alts[k]->state == DB_STATE_STREAMING)
+                conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
+    }
+    save_conv(a, c, true, 0);
+    if (conv_unsaved(c) && a->db) {
+        ui_app_notice(a, true, "this tab is not saved yet (%s); it stays open", c->save_error);
+        return;
+    }
+    memmove(&a->tabs[a->cur], &a->tabs[a->cur + 1], (size_t)(a->n_tabs - a->cur - 1) * sizeof *a->tabs);
+    a->n_tabs--;
+    conv_free(c);
+    if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
+    if (a->n_tabs == 0) ui_app_new_tab(a);
+    save_tabs(a);
+    set_panel(a, NULL);
+    a->changed = true;
+}
+
+/* ---- generating ---- */
+
+static conv *tab_of_request(ui_app *a, int64_t id) {
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->req_id == id) return a->tabs[i];
+    return NULL;
+}
+
+/* Sends the conversation up to its last user message to the engine; the
+ * answers stream into new alternatives. */
+static void start_answer(ui_app *a, conv *c) {
+    chat_msg *msgs;
+    int n;
+    if (conv_chat_msgs(c, &msgs, &n)) {
+        ui_app_notice(a, true, "out of memory");
+        return;
+    }
+    int reserve = c->set.max_tokens < a->cfg.n_ctx / 2 ? c->set.max_tokens : a->cfg.n_ctx / 2;
+    prompt p;
+    llc_err err;
+    int rc = prompt_build(a->cfg.tok, a->cfg.tmpl, msgs, n, a->cfg.n_ctx - reserve, &p, &err);
+    free(msgs);
+    if (rc) {
+        ui_app_notice(a, true, "%s", err.msg);
+        return;
+    }
+    c->dropped_turns = p.n_dropped;
+    int k = c->set.beam > 0 ? 1 : c->set.n;
+    gen_request r = {.prompt = p.ids, .n_prompt = p.n_ids, .n = k, .beam_width = c->set.beam,
+                     .max_tokens = c->set.max_tokens};
+    r.sampling = sampler_params_default();
+    r.sampling.temperature = c->set.temperature;
+    r.sampling.top_p = c->set.top_p;
+    r.sampling.top_k = c->set.top_k;
+    r.sampling.min_p = c->set.min_p;
+    r.sampling.seed = c->set.seed;
+    const char *const *stops = chat_stop_strings(a->cfg.tmpl);
+    for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
+    r.stop = stops;
+    int64_t id = engine_submit(a->cfg.e, a->client, &r, &err);
+    free(p.ids);
+    if (id < 0) {
+        ui_app_notice(a, true, "%s", err.msg);
+        return;
+    }
+    int first = conv_open_answers(c, k);
+    if (first < 0) {
+        engine_cancel(a->cfg.e, id);
+        ui_app_notice(a, true, "out of memory");
+        return;
+    }
+    c->req_id = id;
+    c->alt_base = first;
+    c->n_streaming = k;
+    c->scroll = 0;
+    a->changed = true;
+}
+
+static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
+    if (c->req_id) {
+        ui_app_notice(a, true, "an answer is still coming in this tab (Ctrl-C stops it)");
+        return;
+    }
+    if (c->editing) { /* the edited message becomes a sibling of the old one */
+        conv_drop_last_user(c);
+        c->editing = false;
+    }
+    if (c->session_id == 0 && c->n_msgs == 0) { /* title: the start of the first message */
+        char title[48];
+        size_t n = 0;
+        for (size_t i = 0; i < len && n < 40; i++) title[n++] = text[i] == '\n' ? ' ' : text[i];
+        while (n > 0 && ((unsigned char)title[n - 1] & 0xC0) == 0x80) n--; /* whole characters */
+        if (n > 0 && ((unsigned char)title[n - 1] & 0x80)) n--;
+        title[n] = 0;
+        char *t = strdup(title);
+        if (t) free(c->title), c->title = t;
+    }
+    if (conv_add_user(c, text, len)) {
+        ui_app_notice(a, true, "out of memory");
+        return;
+    }
+    save_conv(a, c, true, 0); /* stored before the engine sees it */
+    set_panel(a, NULL);
+    start_answer(a, c);
+}
+
+void ui_app_cancel(ui_app *a) {
+    conv *c = ui_app_tab(a);
+    if (c && c->req_id) engine_cancel(a->cfg.e, c->req_id);
+}
+
+void ui_app_poll_engine(ui_app *a, double now_ms) {
+    engine_event *ev;
+    while ((ev = engine_client_next(a->client))) {
+        conv *c = tab_of_request(a, ev->request_id);
+        if (c) {
+            int alt = c->alt_base + ev->seq_index;
+            if (ev->kind == EV_TOKEN) {
+                if (ev->text_len) conv_append(c, alt, ev->text, ev->text_len);
+            } else if (ev->kind == EV_DONE) {
+                static const char *names[] = {"", "stop", "length", "cancelled", "error"};
+                int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
+                            : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
+                                                           : DB_STATE_DONE;
+                db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens,
+                              ev->ttft_ms, ev->tpot_ms};
+                conv_finish(c, alt, state, names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u);
+                if (--c->n_streaming <= 0) {
+                    c->req_id = 0;
+                    save_conv(a, c, true, now_ms);
+                }
+            } else {
+                ui_app_notice(a, true, "generation failed: %s", ev->message);
+            }
+            a->changed = true;
+        }
+        engine_event_free(ev);
+    }
+}
+
+void ui_app_tick(ui_app *a, double now_ms) {
+    bool retry = now_ms - a->last_retry_ms >= 2000;
+    if (retry) a->last_retry_ms = now_ms;
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->req_id) save_conv(a, c, false, now_ms); /* throttled to once a second */
+        else if (retry && conv_unsaved(c)) save_conv(a, c, true, now_ms);
+    }
+    if (retry && !a->db && a->cfg.db_path) { /* the database may have come back */
+        llc_err err;
+        if (db_open(a->cfg.db_path, &a->db, &err) == 0) {
+            a->db_error[0] = 0;
+            ui_app_notice(a, false, "database open again: saving");
+        }
+    }
+    engine_metrics m;
+    engine_get_metrics(a->cfg.e, &m);
+    if (memcmp(&m, &a->metrics, sizeof m)) {
+        a->metrics = m;
+        a->changed = true;
+    }
+    bool all_saved = true;
+    for (int i = 0; i < a->n_tabs; i++) all_saved = all_saved && !a->tabs[i]->save_error[0];
+    if (all_saved && a->notice_error && !strncmp(a->notice, "not saved", 9)) ui_app_notice(a, false, "saved");
+}
+
+/* ---- commands ---- */
+
+static char *printf_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *printf_alloc(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
+    va_end(ap);
+    return s;
+}
+
+/* Appends to a growing text. */
+static void cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char **buf, size_t *len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *piece = NULL;
+    int n = vasprintf(&piece, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    char *b = realloc(*buf, *len + (size_t)n + 1);
+    if (b) {
+        memcpy(b + *len, piece, (size_t)n + 1);
+        *len += (size_t)n;
+        *buf = b;
+    }
+    free(piece);
+}
+
+static void remember_listed(ui_app *a, const int64_t *ids, int n) {
+    free(a->listed);
+    a->listed = n ? malloc((size_t)n * sizeof *ids) : NULL;
+    a->n_listed = a->listed ? n : 0;
+    if (a->listed) memcpy(a->listed, ids, (size_t)n * sizeof *ids);
+}
+
+static void cmd_sessions(ui_app *a) {
+    db_session *s = NULL;
+    int n = 0;
+    llc_err err;
+    if (!a->db || db_session_list(a->db, false, &s, &n, &err)) {
+        ui_app_notice(a, true, "%s", a->db ? err.msg : a->db_error);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    cat(&text, &len, "Sessions (/open N reopens one)\n");
+    for (int i = 0; i < n && ids; i++) {
+        ids[i] = s[i].id;
+        cat(&text, &len, "%3d  %s\n", i + 1, s[i].title);
+    }
+    if (n == 0) cat(&text, &len, "  (none yet)\n");
+    if (ids) remember_listed(a, ids, n);
+    free(ids);
+    db_sessions_free(s, n);
+    set_panel(a, text);
+}
+
+static void cmd_search(ui_app *a, const char *q, size_t qlen) {
+    char *query = strndup(q, qlen);
+    db_hit *h = NULL;
+    int n = 0;
+    llc_err err;
+    if (!query || !a->db || db_search(a->db, query, 20, &h, &n, &err)) {
+        ui_app_notice(a, true, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
+        free(query);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
+    for (int i = 0; i < n && ids; i++) {
+        ids[i] = h[i].session_id;
+        cat(&text, &len, "%3d  %s: %s\n", i + 1, h[i].title, h[i].snippet);
+    }
+    if (n == 0) cat(&text, &len, "  no message contains that\n");
+    if (ids) remember_listed(a, ids, n);
+    free(ids);
+    db_hits_free(h, n);
+    free(query);
+    set_panel(a, text);
+}
+
+static void cmd_open(ui_app *a, long long k) {
+    int64_t id = k >= 1 && k <= a->n_listed ? a->listed[k - 1] : 0;
+    if (!id) {
+        ui_app_notice(a, true, "/open %lld: no such entry in the last /sessions or /search list", k);
+        return;
+    }
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->session_id == id) {
+            ui_app_switch(a, i);
+            return;
+        }
+    conv *c;
+    llc_err err;
+    if (!a->db || conv_load(a->db, id, &c, &err)) {
+        ui_app_notice(a, true, "%s", a->db ? err.msg : a->db_error);
+        return;
+    }
+    if (add_tab(a, c)) {
+        conv_free(c);
+        return;
+    }
+    set_panel(a, NULL);
+    save_tabs(a);
+}
+
+static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
+    save_conv(a, c, true, 0);
+    if (!a->db || !c->session_id) {
+        ui_app_notice(a, true, "nothing to export yet%s", a->db ? "" : " (no database)");
+        return;
+    }
+    char path[1024];
+    if (len) snprintf(path, sizeof path, "%.*s", (int)len, arg);
+    else snprintf(path, sizeof path, "llmchat-%lld.md", (long long)c->session_id);
+    FILE *f = fopen(path, "w");
+    llc_err err;
+    if (!f) {
+        ui_app_notice(a, true, "/export: cannot write %s", path);
+        return;
+    }
+    int rc = db_export_markdown(a->db, c->session_id, 0, f, &err);
+    if (fclose(f) && !rc) rc = LLC_ERR_IO, snprintf(err.msg, sizeof err.msg, "write failed");
+    if (rc) ui_app_notice(a, true, "/export: %s", err.msg);
+    else ui_app_notice(a, false, "exported to %s", path);
+}
+
+static void cmd_branch(ui_app *a, conv *c) {
+    conv *b;
+    char *title = printf_alloc("%s (branch)", c->title);
+    if (!title || conv_create(title, &b)) {
+        free(title);
+        ui_app_notice(a, true, "out of memory");
+        return;
+    }
+    free(title);
+    free(b->system);
+    b->system = strdup(c->system);
+    b->set = c->set;
+    for (int i = 0; i < conv_n_shown(c); i++) { /* copies of the shown messages */
+        conv_msg *m = conv_shown(c, i);
+        if (m->state == DB_STATE_STREAMING) break;
+        if (m->role == DB_ROLE_USER) conv_add_user(b, m->text, m->len);
+        else if (conv_open_answers(b, 1) >= 0) {
+            conv_append(b, b->n_alts - 1, m->text, m->len);
+            conv_finish(b, b->n_alts - 1, m->state, m->finish, &m->usage);
+        }
+    }
+    if (!b->system || add_tab(a, b)) {
+        conv_free(b);
+        ui_app_notice(a, true, "out of memory");
+        return;
+    }
+    save_conv(a, b, true, 0);
+    ui_app_notice(a, false, "branched into a new tab");
+}
+
+static void cmd_alt(ui_app *a, conv *c, long long k) {
+    if (c->n_alts < 2) {
+        ui_app_notice(a, true, "there is only one answer here (/regen or /n K make more)");
+        return;
+    }
+    if (k > c->n_alts) {
+        ui_app_notice(a, true, "/alt %lld: there are %d answers", k, c->n_alts);
+        return;
+    }
+    c->alt_cur = k > 0 ? (int)k - 1 : (c->alt_cur + 1) % c->n_alts;
+    ui_app_notice(a, false, "answer %d of %d", c->alt_cur + 1, c->n_alts);
+    save_conv(a, c, true, 0); /* remembers the branch shown as the active path */
+}
+
+static void cmd_stats(ui_app *a) {
+    const engine_metrics *m = &a->metrics;
+    double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
+    set_panel(a, printf_alloc(
+                     "Engine\n"
+                     "  running %d, waiting %d, %lld steps, %lld preemptions\n"
+                     "  KV blocks: %d used, %d cached, %d free of %d (peak %d)\n"
+                     "  prompt tokens: %lld, %lld from the prefix cache (%.0f%%)\n"
+                     "  generated %lld tokens; now %.1f tokens/s\n"
+                     "  TTFT ms p50 %.0f p90 %.0f p99 %.0f; TPOT ms p50 %.1f p90 %.1f p99 %.1f",
+                     m->running, m->waiting, (long long)m->steps, (long long)m->preemptions,
+                     m->kv_used, m->kv_cached, m->kv_free, m->kv_total, m->peak_kv_used,
+                     (long long)m->prompt_tokens, (long long)m->cached_tokens, hit,
+                     (long long)m->generated_tokens, m->gen_tokens_per_s, m->ttft_ms_p50,
+                     m->ttft_ms_p90, m->ttft_ms_p99, m->tpot_ms_p50, m->tpot_ms_p90, m->tpot_ms_p99));
+}
+
+static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
+    conv_settings *s = &c->set;
+    switch (cmd->key) {
+    case UI_SET_TEMP: s->temperature = (float)cmd->value; break;
+    case UI_SET_TOP_P:
+        if (cmd->value <= 0) {
+            ui_app_notice(a, true, "/set top_p: must be above 0");
+            return;
+        }
+        s->top_p = (float)cmd->value;
+        break;
+    case UI_SET_TOP_K: s->top_k = (int)cmd->ivalue; break;
+    case UI_SET_MIN_P: s->min_p = (float)cmd->value; break;
+    case UI_SET_MAX_TOKENS: s->max_tokens = (int)cmd->ivalue; break;
+    case UI_SET_SEED: s->seed = (uint64_t)cmd->ivalue; break;
+    }
+    c->meta_dirty = true;
+    save_conv(a, c, true, 0);
+    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %d  seed %s",
+                  s->temperature, s->top_p, s->top_k, s->min_p, s->max_tokens,
+                  s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+}
+
+void ui_app_input(ui_app *a, const char *text, size_t len) {
+    conv *c = ui_app_tab(a);
+    ui_cmd cmd;
+    char err[200];
+    if (ui_cmd_parse(text, len, &cmd, err, sizeof err)) {
+        ui_app_notice(a, true, "%s", err);
+        return;
+    }
+    a->notice[0] = 0;
+    bool busy = c->req_id != 0;
+    switch (cmd.kind) {
+    case UI_CMD_MESSAGE:
+        if (cmd.arg_len) send_message(a, c, cmd.arg, cmd.arg_len);
+        break;
+    case UI_CMD_SYSTEM: {
+        char *s = strndup(cmd.arg, cmd.arg_len);
+        if (!s) break;
+        free(c->system);
+        c->system = s;
+        c->meta_dirty = true;
+        save_conv(a, c, true, 0);
+        ui_app_notice(a, false, cmd.arg_len ? "system prompt set" : "system prompt cleared");
+        break;
+    }
+    case UI_CMD_SET: apply_set(a, c, &cmd); break;
+    case UI_CMD_N:
+        c->set.n = (int)cmd.ivalue;
+        c->meta_dirty = true;
+        save_conv(a, c, true, 0);
+        ui_app_notice(a, false, "%d answer%s per message", c->set.n, c->set.n == 1 ? "" : "s");
+        break;
+    case UI_CMD_BEAM:
+        c->set.beam = cmd.ivalue > 1 ? (int)cmd.ivalue : 0;
+        c->meta_dirty = true;
+        save_conv(a, c, true, 0);
+        ui_app_notice(a, false, c->set.beam ? "beam search, width %d" : "sampling (beam search off)", c->set.beam);
+        break;
+    case UI_CMD_ALT: cmd_alt(a, c, cmd.ivalue); break;
+    case UI_CMD_REGEN:
+        if (busy) ui_app_notice(a, true, "an answer is still coming (Ctrl-C stops it)");
+        else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
+            ui_app_notice(a, true, "nothing to answer again yet");
+        else start_answer(a, c);
+        break;
+    case UI_CMD_EDIT:
+        if (busy) ui_app_notice(a, true, "an answer is still coming (Ctrl-C stops it)");
+        else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
+            ui_app_notice(a, true, "no message of yours to edit");
+        else {
+            free(a->edit_text);
+            a->edit_text = strdup(c->msgs[c->n_msgs - 1]->text);
+            c->editing = true;
+            ui_app_notice(a, false, "editing your last message: Enter sends it as a new branch");
+        }
+        break;
+    case UI_CMD_BRANCH: cmd_branch(a, c); break;
+    case UI_CMD_RENAME: {
+        char *t = strndup(cmd.arg, cmd.arg_len);
+        if (!t) break;
+        free(c->title);
+        c->title = t;
+        c->meta_dirty = true;
+        save_conv(a, c, true, 0);
+        break;
+    }
+    case UI_CMD_SESSIONS: cmd_sessions(a); break;
+    case UI_CMD_OPEN: cmd_open(a, cmd.ivalue); break;
+    case UI_CMD_SEARCH: cmd_search(a, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_EXPORT: cmd_export(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_STATS: cmd_stats(a); break;
+    case UI_CMD_MODEL:
+        set_panel(a, printf_alloc("Model\n  %s\n  context %d tokens, vocabulary %d, template %s, device %s\n"
+                                  "  database %s",
+                                  a->cfg.model_name, a->cfg.n_ctx, tok_n_vocab(a->cfg.tok),
+                                  chat_tmpl_name(a->cfg.tmpl), a->cfg.device_name,
+                                  a->db ? db_path(a->db) : a->db_error));
+        break;
+    case UI_CMD_NEW: ui_app_new_tab(a); break;
+    case UI_CMD_CLOSE: ui_app_close_tab(a); break;
+    case UI_CMD_HELP: set_panel(a, strdup(ui_help_text())); break;
+    case UI_CMD_QUIT: a->quit = true; break;
+    }
+    a->changed = true;
+}

@@ -1,0 +1,66 @@
+/* app.h — the chat application's state and actions, apart from the terminal:
+ * the open tabs (conversations), the engine client every tab generates
+ * through, the database connection (which may be missing or failing: chatting
+ * goes on in memory and saving is retried), commands, and the engine's events.
+ * view.c draws this state and turns keys into these calls; tests can drive it
+ * without a terminal. Only the UI thread touches it. */
+#ifndef LLC_UI_APP_H
+#define LLC_UI_APP_H
+
+#include "engine/chat.h"
+#include "engine/engine.h"
+#include "storage/db.h"
+#include "ui/conv.h"
+
+typedef struct ui_app_config {
+    engine *e;
+    const tokenizer *tok;
+    chat_tmpl tmpl;
+    int n_ctx;
+    const char *model_name;  /* shown in the status line and stored with sessions */
+    const char *device_name; /* "cpu", "cuda" */
+    const char *db_path;     /* NULL: no database (memory only) */
+} ui_app_config;
+
+typedef struct ui_app {
+    ui_app_config cfg;
+    engine_client *client;
+    db *db;                  /* NULL when it could not be opened */
+    char db_error[320];      /* why (shown until it works) */
+    conv **tabs;
+    int n_tabs, cur;
+    char notice[320];        /* one line for the status area; "" none */
+    bool notice_error;
+    char *panel;             /* help / sessions / search / stats text shown under the chat */
+    int64_t *listed;         /* sessions numbered in the last /sessions or /search */
+    int n_listed;
+    engine_metrics metrics;
+    double last_retry_ms;
+    bool quit;
+    bool changed;            /* something to redraw */
+    char *edit_text;         /* /edit: text the view puts into the input box */
+} ui_app;
+
+/* Opens the database (a failure is reported in db_error, never fatal), restores
+ * the tabs that were open last time, or opens one new tab. */
+int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err);
+/* Cancels what runs, stores everything it can and the open tabs, frees. */
+void ui_app_free(ui_app *a);
+
+conv *ui_app_tab(const ui_app *a); /* the current tab */
+/* A line of input: a command or a message to send. */
+void ui_app_input(ui_app *a, const char *text, size_t len);
+void ui_app_new_tab(ui_app *a);
+void ui_app_close_tab(ui_app *a);
+void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
+void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answer */
+/* Drains the engine's events into the tabs. */
+void ui_app_poll_engine(ui_app *a, double now_ms);
+/* Periodic work: streaming saves, retrying failed saves, metrics. */
+void ui_app_tick(ui_app *a, double now_ms);
+/* The engine client's wake fd, for poll(). */
+int ui_app_engine_fd(const ui_app *a);
+/* Sets the one-line notice. */
+void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,109 @@
+/* conv.h — one open conversation (a tab) in memory: the messages along its
+ * active path, the alternative answers to the last user message (parallel
+ * answers, regenerations), its generation settings, and keeping all of it in
+ * the database. No curses here.
+ *
+ * Writes go to the database as they happen; when the database refuses (locked,
+ * full, read-only, missing) the conversation goes on in memory and
+ * conv_save() is called again later: messages not yet stored are added in
+ * order, changed ones are updated. Nothing in memory is dropped because a save
+ * failed. */
+#ifndef LLC_UI_CONV_H
+#define LLC_UI_CONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/common.h"
+#include "engine/chat.h"
+#include "engine/engine.h"
+#include "storage/db.h"
+#include "ui/textwrap.h"
+
+typedef struct conv_msg {
+    int64_t id;          /* database id; 0 while not stored */
+    int role;            /* DB_ROLE_USER / DB_ROLE_ASSISTANT */
+    int state;           /* DB_STATE_* */
+    char *text;          /* NUL-terminated */
+    size_t len, cap;
+    bool dirty;          /* text or state changed since the last save */
+    db_usage usage;
+    char finish[16];     /* "stop", "length", "cancelled", "error", "" */
+    /* the view's wrap cache */
+    tw_lines wrap;
+    int wrap_width;
+    size_t wrap_len;
+} conv_msg;
+
+typedef struct conv_settings {
+    float temperature, top_p, min_p;
+    int top_k, max_tokens;
+    uint64_t seed;       /* SAMPLER_SEED_RANDOM: a new one each answer */
+    int n, beam;         /* parallel answers; beam width (0: sample) */
+} conv_settings;
+
+typedef struct conv {
+    int64_t session_id;  /* 0 while not stored */
+    char *title;
+    char *system;        /* "" when none */
+    conv_settings set;
+    bool meta_dirty;     /* title/system/settings not yet stored */
+    conv_msg **msgs;     /* the active path, without the final answers */
+    int n_msgs, cap_msgs;
+    conv_msg **alts;     /* answers to the last user message (siblings) */
+    int n_alts, alt_cur;
+    /* generation in flight */
+    int64_t req_id;      /* 0 when idle */
+    int alt_base;        /* sample i streams into alts[alt_base + i] */
+    int n_streaming;
+    int dropped_turns;   /* turns left out of the last prompt to fit the context */
+    double last_save_ms;
+    char save_error[320];/* why the last save failed ("" when saved) */
+    /* view state */
+    int scroll;          /* lines up from the bottom */
+    bool editing;        /* /edit: the next message replaces the last user message */
+} conv;
+
+conv_settings conv_default_settings(void);
+
+/* A new, empty conversation (not stored until it has a message). */
+int conv_create(const char *title, conv **out);
+void conv_free(conv *c);
+/* Loads session id: its settings and active path; the answers to the last user
+ * message become the alternatives. */
+int conv_load(db *d, int64_t session_id, conv **out, llc_err *err);
+
+/* Settings as stored in the session's params_json, and back. */
+char *conv_settings_to_json(const conv_settings *s);
+void conv_settings_from_json(const char *json, conv_settings *s);
+
+/* The last message shown: the current alternative, else the last on the path. */
+conv_msg *conv_last(const conv *c);
+/* Shown messages in order: index < conv_n_shown. */
+int conv_n_shown(const conv *c);
+conv_msg *conv_shown(const conv *c, int i);
+
+/* Appends the user's message (it becomes part of the path; the current
+ * alternative is kept, the others leave memory — they stay in the database). */
+int conv_add_user(conv *c, const char *text, size_t len);
+/* Opens k empty answers (alternatives) for a generation; returns the index of the first. */
+int conv_open_answers(conv *c, int k);
+/* Appends streamed text to alternative i. */
+int conv_append(conv *c, int alt, const char *text, size_t len);
+/* Marks alternative i finished. */
+void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage *usage);
+/* Forgets the last user message and its answers from memory (for /edit: the
+ * edited message becomes a sibling of it). Returns the parent id it had. */
+int64_t conv_drop_last_user(conv *c);
+
+/* Stores what is not stored yet. force: also streaming text that changed less
+ * than a second ago. Returns 0, or a negative code with c->save_error set. */
+int conv_save(conv *c, db *d, const char *model_name, bool force, double now_ms);
+/* True while something is not stored. */
+bool conv_unsaved(const conv *c);
+
+/* The messages for the prompt: system (if any) then the path and the current
+ * alternative, up to and including the last user message. *out malloc'd. */
+int conv_chat_msgs(const conv *c, chat_msg **out, int *n);
+
+#endif

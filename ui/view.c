@@ -1,0 +1,479 @@
+/* view.c — the curses main loop (see view.h): layout, drawing with cached word
+ * wrap, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed paste), redraw throttling. */
+#define _XOPEN_SOURCE_EXTENDED 1
+#include "ui/view.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ui/lineedit.h"
+#include "ui/textwrap.h"
+
+enum {
+    K_PASTE_BEGIN = KEY_MAX + 1,
+    K_PASTE_END,
+    K_CTRL_PGUP,
+    K_CTRL_PGDN,
+};
+
+enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB };
+
+typedef struct view {
+    ui_app *a;
+    lineedit *le;
+    bool color;
+    bool in_paste;
+    char *paste;           /* bytes of a bracketed paste, inserted at its end */
+    size_t paste_len, paste_cap;
+    tw_lines panel_wrap, input_wrap;
+    double last_draw;
+} view;
+
+static volatile sig_atomic_t g_stop;
+static void on_term(int sig) { (void)sig; g_stop = 1; }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void restore_terminal(void) {
+    if (!isendwin()) {
+        printf("\033[?2004l");
+        fflush(stdout);
+        endwin();
+    }
+}
+
+/* ---- drawing ---- */
+
+static void style(view *v, int pair, attr_t extra) {
+    attrset(extra | (v->color && pair ? COLOR_PAIR(pair) : 0));
+}
+
+/* Draws len bytes at (y, x) clipped to width cells. */
+static void put(int y, int x, const char *s, size_t len, int width) {
+    if (width <= 0) return;
+    size_t fit = tw_truncate(s, len, width);
+    mvaddnstr(y, x, s, (int)fit);
+}
+
+static void rewrap(conv_msg *m, int width) {
+    if (m->wrap_width != width || m->len < m->wrap_len || !m->wrap.n) {
+        tw_wrap(m->text, m->len, width, &m->wrap);
+    } else if (m->len > m->wrap_len) {
+        tw_wrap_append(m->text, m->wrap_len, m->len, width, &m->wrap);
+    }
+    m->wrap_width = width;
+    m->wrap_len = m->len;
+}
+
+/* One line of the transcript, as a description to draw later. */
+typedef struct tline {
+    const char *text;
+    size_t len;
+    int pair;
+    attr_t attr;
+    int indent;
+} tline;
+
+typedef struct rows {
+    tline *v;
+    size_t n, cap;
+} rows;
+
+static void rows_push(rows *r, const char *text, size_t len, int pair, attr_t attr, int indent) {
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        tline *p = realloc(r->v, cap * sizeof *p);
+        if (!p) return;
+        r->v = p;
+        r->cap = cap;
+    }
+    r->v[r->n++] = (tline){text, len, pair, attr, indent};
+}
+
+static void draw_tabs(view *v, int W) {
+    ui_app *a = v->a;
+    move(0, 0);
+    style(v, C_DIM, A_REVERSE);
+    hline(' ', W);
+    int x = 0;
+    for (int i = 0; i < a->n_tabs && x < W; i++) {
+        conv *c = a->tabs[i];
+        char label[96];
+        char title[64];
+        tw_ellipsize(c->title, strlen(c->title), 18, title, sizeof title);
+        snprintf(label, sizeof label, " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
+        bool cur = i == a->cur;
+        style(v, cur ? C_TAB : C_DIM, cur ? A_BOLD : A_REVERSE);
+        int w = tw_str_width(label, strlen(label));
+        put(0, x, label, strlen(label), W - x);
+        x += w;
+    }
+    attrset(A_NORMAL);
+}
+
+/* "You" / "Assistant" with the answer's state, as static text. */
+static const char *header_of(const conv_msg *m) {
+    static const char *user[] = {"You", "You ...", "You [interrupted]", "You [stopped]", "You [error]"};
+    static const char *bot[] = {"Assistant", "Assistant ...", "Assistant [interrupted]",
+                                "Assistant [stopped]", "Assistant [error]"};
+    int st = m->state >= 0 && m->state <= DB_STATE_ERROR ? m->state : 0;
+    return m->role == DB_ROLE_USER ? user[st] : bot[st];
+}
+
+static void draw_transcript(view *v, int top, int height, int W) {
+    ui_app *a = v->a;
+    conv *c = ui_app_tab(a);
+    int width = W - 2 > 1 ? W - 2 : 1;
+    rows r = {0};
+    static char alt_header[64]; /* lives until the next draw */
+    static char marker[96];
+    int n = conv_n_shown(c);
+    if (c->dropped_turns > 0) {
+        snprintf(marker, sizeof marker, "~ %d earlier message%s left out: the context is full ~",
+                 c->dropped_turns, c->dropped_turns == 1 ? " is" : "s are");
+        rows_push(&r, marker, strlen(marker), C_DIM, A_DIM, 0);
+    }
+    if (n == 0 && !a->panel) {
+        static const char *hello = "Type a message and press Enter. F1 or /help shows keys and commands.";
+        rows_push(&r, hello, strlen(hello), C_DIM, A_DIM, 0);
+    }
+    for (int i = 0; i < n; i++) {
+        conv_msg *m = conv_shown(c, i);
+        bool user = m->role == DB_ROLE_USER;
+        const char *h = header_of(m);
+        if (!user && i == n - 1 && c->n_alts > 1) {
+            snprintf(alt_header, sizeof alt_header, "%s  (answer %d of %d, /alt for the next)", h,
+                     c->alt_cur + 1, c->n_alts);
+            h = alt_header;
+        }
+        rows_push(&r, h, strlen(h), user ? C_USER : C_BOT, A_BOLD, 0);
+        rewrap(m, width);
+        for (size_t k = 0; k < m->wrap.n; k++)
+            rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
+        rows_push(&r, "", 0, 0, A_NORMAL, 0);
+    }
+    if (a->panel) {
+        tw_wrap(a->panel, strlen(a->panel), W > 1 ? W - 1 : 1, &v->panel_wrap);
+        for (size_t k = 0; k < v->panel_wrap.n; k++)
+            rows_push(&r, a->panel + v->panel_wrap.v[k].off, v->panel_wrap.v[k].len, C_DIM,
+                     k == 0 ? A_BOLD : A_NORMAL, 0);
+    }
+    int total = (int)r.n;
+    int max_scroll = total > height ? total - height : 0;
+    if (c->scroll > max_scroll) c->scroll = max_scroll;
+    if (c->scroll < 0) c->scroll = 0;
+    int first = total - height - c->scroll;
+    if (first < 0) first = 0;
+    for (int y = 0; y < height; y++) {
+        move(top + y, 0);
+        clrtoeol();
+        int idx = first + y;
+        if (idx >= total) continue;
+        tline *rw = &r.v[idx];
+        style(v, rw->pair, rw->attr);
+        put(top + y, rw->indent, rw->text, rw->len, W - rw->indent);
+        attrset(A_NORMAL);
+    }
+    if (c->scroll > 0) {
+        style(v, C_DIM, A_REVERSE);
+        char more[48];
+        snprintf(more, sizeof more, " %d more below (PgDn) ", c->scroll);
+        put(top + height - 1, W - tw_str_width(more, strlen(more)) > 0 ? W - tw_str_width(more, strlen(more)) : 0,
+            more, strlen(more), W);
+        attrset(A_NORMAL);
+    }
+    free(r.v);
+}
+
+static void draw_status(view *v, int y, int W) {
+    ui_app *a = v->a;
+    const engine_metrics *m = &a->metrics;
+    char s[320];
+    double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
+    snprintf(s, sizeof s, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%% | KV %d/%d | run %d ",
+             a->cfg.model_name, a->cfg.device_name, m->gen_tokens_per_s, m->ttft_ms_p50, hit,
+             m->kv_used, m->kv_total, m->running);
+    move(y, 0);
+    style(v, C_DIM, A_REVERSE);
+    hline(' ', W);
+    put(y, 0, s, strlen(s), W);
+    attrset(A_NORMAL);
+}
+
+/* The input box: a separator (with the notice, if any) and the input rows.
+ * Returns the rows it takes. */
+static int input_rows(view *v, int W, int H) {
+    size_t row;
+    int col;
+    le_layout(v->le, W - 3 > 1 ? W - 3 : 1, &v->input_wrap, &row, &col);
+    int max = H / 3 > 1 ? H / 3 : 1;
+    if (max > 8) max = 8;
+    int n = (int)v->input_wrap.n;
+    return n < 1 ? 1 : n > max ? max : n;
+}
+
+static void draw_input(view *v, int top, int n_rows, int W) {
+    ui_app *a = v->a;
+    move(top, 0);
+    style(v, a->notice[0] && a->notice_error ? C_ERROR : C_DIM, A_NORMAL);
+    hline(ACS_HLINE, W);
+    const char *hint = a->notice[0] ? a->notice : "Enter send | Alt-Enter newline | F1 help";
+    char buf[360];
+    snprintf(buf, sizeof buf, " %s ", hint);
+    put(top, 1, buf, strlen(buf), W - 2);
+    attrset(A_NORMAL);
+    size_t row;
+    int col;
+    int width = W - 3 > 1 ? W - 3 : 1;
+    le_layout(v->le, width, &v->input_wrap, &row, &col);
+    size_t len;
+    const char *text = le_text(v->le, &len);
+    size_t first = row >= (size_t)n_rows ? row - (size_t)n_rows + 1 : 0;
+    for (int y = 0; y < n_rows; y++) {
+        move(top + 1 + y, 0);
+        clrtoeol();
+        size_t k = first + (size_t)y;
+        if (y == 0) mvaddstr(top + 1, 0, first ? "^ " : "> ");
+        if (k < v->input_wrap.n)
+            put(top + 1 + y, 2, text + v->input_wrap.v[k].off, v->input_wrap.v[k].len, width);
+    }
+    move(top + 1 + (int)(row - first), 2 + (col < width ? col : width));
+}
+
+static void draw(view *v) {
+    int H, W;
+    getmaxyx(stdscr, H, W);
+    if (H < 4 || W < 10) {
+        erase();
+        mvaddstr(0, 0, "too small");
+        refresh();
+        return;
+    }
+    int n_in = input_rows(v, W, H);
+    int top = 1, status = H - 1, in_top = status - 1 - n_in;
+    int height = in_top - top;
+    draw_tabs(v, W);
+    if (height > 0) draw_transcript(v, top, height, W);
+    draw_status(v, status, W);
+    draw_input(v, in_top > 0 ? in_top : 0, n_in, W);
+    refresh();
+    v->last_draw = now_ms();
+    v->a->changed = false;
+}
+
+/* ---- keys ---- */
+
+static void paste_add(view *v, const char *s, size_t n) {
+    if (v->paste_len + n > v->paste_cap) {
+        size_t cap = v->paste_cap ? v->paste_cap * 2 : 4096;
+        while (cap < v->paste_len + n) cap *= 2;
+        char *p = realloc(v->paste, cap);
+        if (!p) return;
+        v->paste = p;
+        v->paste_cap = cap;
+    }
+    memcpy(v->paste + v->paste_len, s, n);
+    v->paste_len += n;
+}
+
+static void submit(view *v) {
+    size_t len;
+    const char *text = le_text(v->le, &len);
+    if (len == 0) return;
+    char *copy = strndup(text, len);
+    if (!copy) return;
+    le_history_add(v->le, copy);
+    le_clear(v->le);
+    ui_app_input(v->a, copy, len);
+    free(copy);
+}
+
+static void scroll_by(view *v, int d) {
+    conv *c = ui_app_tab(v->a);
+    c->scroll += d;
+    if (c->scroll < 0) c->scroll = 0;
+    v->a->changed = true;
+}
+
+static void on_alt_key(view *v, wint_t ch) {
+    ui_app *a = v->a;
+    if (ch >= '1' && ch <= '9') ui_app_switch(a, (int)(ch - '1') < a->n_tabs ? (int)(ch - '1') : a->cur);
+    else if (ch == '\r' || ch == '\n') le_newline(v->le);
+    else if (ch == 'b') le_word_left(v->le);
+    else if (ch == 'f') le_word_right(v->le);
+    else if (ch == 127 || ch == KEY_BACKSPACE || ch == 8) le_kill_word_back(v->le);
+}
+
+static void on_key(view *v, int is_key, wint_t ch, bool alt) {
+    ui_app *a = v->a;
+    int H, W;
+    getmaxyx(stdscr, H, W);
+    a->changed = true;
+    if (v->in_paste) {
+        if (is_key && ch == K_PASTE_END) {
+            v->in_paste = false;
+            le_insert(v->le, v->paste, v->paste_len);
+            v->paste_len = 0;
+        } else if (!is_key) {
+            char buf[8];
+            wchar_t w = (wchar_t)(ch == '\r' ? '\n' : ch);
+            mbstate_t st = {0};
+            size_t n = wcrtomb(buf, w, &st);
+            if (n != (size_t)-1) paste_add(v, buf, n);
+        }
+        return;
+    }
+    if (alt && !is_key) {
+        on_alt_key(v, ch);
+        return;
+    }
+    if (is_key) {
+        switch (ch) {
+        case K_PASTE_BEGIN: v->in_paste = true; v->paste_len = 0; return;
+        case K_CTRL_PGUP: ui_app_switch(a, a->cur - 1); return;
+        case K_CTRL_PGDN: ui_app_switch(a, a->cur + 1); return;
+        case KEY_RESIZE: return;
+        case KEY_F(1): ui_app_input(a, "/help", 5); return;
+        case KEY_ENTER: submit(v); return;
+        case KEY_BACKSPACE: le_backspace(v->le); return;
+        case KEY_DC: le_delete(v->le); return;
+        case KEY_LEFT: le_left(v->le); return;
+        case KEY_RIGHT: le_right(v->le); return;
+        case KEY_HOME: le_home(v->le); return;
+        case KEY_END: le_end(v->le); return;
+        case KEY_UP:
+            if (le_up(v->le, W - 3) == LE_EDGE) le_history_prev(v->le);
+            return;
+        case KEY_DOWN:
+            if (le_down(v->le, W - 3) == LE_EDGE) le_history_next(v->le);
+            return;
+        case KEY_PPAGE: scroll_by(v, H / 2); return;
+        case KEY_NPAGE: scroll_by(v, -(H / 2)); return;
+        default: return;
+        }
+    }
+    switch (ch) {
+    case '\r': submit(v); return;
+    case '\n': le_newline(v->le); return;       /* Ctrl-J */
+    case 3: ui_app_cancel(a); return;           /* Ctrl-C */
+    case 17: a->quit = true; return;            /* Ctrl-Q */
+    case 20: ui_app_new_tab(a); return;         /* Ctrl-T */
+    case 23: ui_app_close_tab(a); return;       /* Ctrl-W */
+    case 1: le_home(v->le); return;             /* Ctrl-A */
+    case 5: le_end(v->le); return;              /* Ctrl-E */
+    case 2: le_left(v->le); return;             /* Ctrl-B */
+    case 6: le_right(v->le); return;            /* Ctrl-F */
+    case 11: le_kill_to_end(v->le); return;     /* Ctrl-K */
+    case 21: le_kill_to_start(v->le); return;   /* Ctrl-U */
+    case 25: le_yank(v->le); return;            /* Ctrl-Y */
+    case 4: le_delete(v->le); return;           /* Ctrl-D */
+    case 12: clearok(stdscr, TRUE); return;     /* Ctrl-L */
+    case 8: case 127: le_backspace(v->le); return;
+    case 27: /* a lone Esc: close the panel */
+        free(a->panel);
+        a->panel = NULL;
+        a->notice[0] = 0;
+        return;
+    default:
+        if (ch == '\t' || ch >= 32) {
+            char buf[8];
+            mbstate_t st = {0};
+            size_t n = wcrtomb(buf, (wchar_t)ch, &st);
+            if (n != (size_t)-1) le_insert(v->le, buf, n);
+        }
+    }
+}
+
+static void read_keys(view *v) {
+    wint_t ch;
+    int r;
+    bool esc = false;
+    while ((r = get_wch(&ch)) != ERR) {
+        if (r == OK && ch == 27 && !v->in_paste && !esc) {
+            esc = true; /* Alt-x arrives as Esc then x */
+            continue;
+        }
+        on_key(v, r == KEY_CODE_YES, ch, esc);
+        esc = false;
+    }
+    if (esc) on_key(v, 0, 27, false);
+}
+
+static void setup_terminal(view *v) {
+    setlocale(LC_ALL, "");
+    initscr();
+    raw();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    set_escdelay(25);
+    v->color = has_colors() && !getenv("NO_COLOR");
+    if (v->color) {
+        start_color();
+        use_default_colors();
+        init_pair(C_USER, COLOR_CYAN, -1);
+        init_pair(C_BOT, COLOR_GREEN, -1);
+        init_pair(C_ERROR, COLOR_RED, -1);
+        init_pair(C_DIM, COLOR_YELLOW, -1);
+        init_pair(C_TAB, COLOR_BLACK, COLOR_CYAN);
+    }
+    define_key("\033[200~", K_PASTE_BEGIN);
+    define_key("\033[201~", K_PASTE_END);
+    define_key("\033[5;5~", K_CTRL_PGUP);
+    define_key("\033[6;5~", K_CTRL_PGDN);
+    printf("\033[?2004h"); /* bracketed paste */
+    fflush(stdout);
+    llc_set_abort_hook(restore_terminal);
+}
+
+int ui_run(ui_app *a, llc_err *err) {
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+        return llc_fail(err, LLC_ERR_IO, "the chat needs a terminal (for scripts: llmchat ask or generate)");
+    view v = {.a = a};
+    if (!(v.le = le_create())) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    struct sigaction sa = {0};
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    setup_terminal(&v);
+    draw(&v);
+    while (!a->quit && !g_stop) {
+        if (a->edit_text) { /* /edit: the last message comes back into the input */
+            le_set_text(v.le, a->edit_text, strlen(a->edit_text));
+            free(a->edit_text);
+            a->edit_text = NULL;
+        }
+        bool streaming = false;
+        for (int i = 0; i < a->n_tabs; i++) streaming = streaming || a->tabs[i]->req_id;
+        int timeout = streaming || a->changed ? 33 : 500;
+        struct pollfd fds[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                                {.fd = ui_app_engine_fd(a), .events = POLLIN}};
+        if (poll(fds, 2, timeout) < 0 && errno != EINTR) break;
+        read_keys(&v);
+        double t = now_ms();
+        ui_app_poll_engine(a, t);
+        ui_app_tick(a, t);
+        if (a->changed && t - v.last_draw >= 33) draw(&v); /* at most ~30 frames a second */
+    }
+    restore_terminal();
+    le_free(v.le);
+    free(v.paste);
+    tw_lines_free(&v.panel_wrap);
+    tw_lines_free(&v.input_wrap);
+    llc_set_abort_hook(NULL);
+    return 0;
+}
