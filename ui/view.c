@@ -412,7 +412,8 @@ static void read_keys(view *v) {
 }
 
 static void setup_terminal(view *v) {
-    setlocale(LC_ALL, "");
+    const char *loc = setlocale(LC_ALL, "");
+    if (!loc || !strcmp(loc, "C") || !strcmp(loc, "POSIX")) setlocale(LC_ALL, "C.UTF-8"); /* text is UTF-8 */
     initscr();
     raw();
     noecho();
