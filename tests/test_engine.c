@@ -30,6 +30,7 @@ static void test_reference_through_engine(void) {
 /* Prompts: a shared 40-token prefix plus a distinct tail, so batching and prefix
  * hits are both exercised. */
 static void make_prompts(int32_t prompts[][64], int *lens, int n, bool shared) {
+    /* (sequences past the 16th repeat the first 16 prompts' shapes with other tokens) */
     uint64_t rng = 99;
     for (int i = 0; i < n; i++) {
         lens[i] = 44 + i % 13;
@@ -44,12 +45,12 @@ static void make_prompts(int32_t prompts[][64], int *lens, int n, bool shared) {
 }
 
 static void check_same_as_alone(int n_req, int n_blocks, bool shared, bool expect_preempt) {
-    static int32_t prompts[16][64];
-    int lens[16];
+    static int32_t prompts[64][64];
+    int lens[64];
     make_prompts(prompts, lens, n_req, shared);
-    gen_request reqs[16];
+    gen_request reqs[64];
     for (int i = 0; i < n_req; i++) reqs[i] = greedy_req(prompts[i], lens[i], 24);
-    static result alone[16], together[16];
+    static result alone[64], together[64];
     engine *e = make_engine(256, 512);
     if (!e) return;
     for (int i = 0; i < n_req; i++) run_all(e, &reqs[i], 1, 1, &alone[i]);
@@ -76,6 +77,8 @@ static void check_same_as_alone(int n_req, int n_blocks, bool shared, bool expec
 static void test_batched_equals_alone(void) { check_same_as_alone(16, 256, false, false); }
 static void test_prefix_cache_hits(void) { check_same_as_alone(16, 256, true, false); }
 static void test_preemption(void) { check_same_as_alone(12, 12, false, true); }
+/* 64 sequences of ~5 blocks each through a cache that holds 8 of them */
+static void test_preemption_64_through_8(void) { check_same_as_alone(64, 40, false, true); }
 
 static void test_parallel_samples_equal_seeds(void) {
     int32_t prompt[] = {1, 403, 407, 261, 378};
@@ -178,6 +181,7 @@ int main(void) {
     RUN(test_batched_equals_alone);
     RUN(test_prefix_cache_hits);
     RUN(test_preemption);
+    RUN(test_preemption_64_through_8);
     RUN(test_parallel_samples_equal_seeds);
     RUN(test_stop_string);
     RUN(test_cancel_and_bad_requests);
