@@ -29,6 +29,13 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     int n_seqs = o->concurrency * (o->n > 0 ? o->n : 1);
     int live_per_request = o->beam > (o->n > 0 ? o->n : 1) ? o->beam : (o->n > 0 ? o->n : 1);
     engine_params p = {.block_size = 16, .max_step_tokens = o->step_tokens > 0 ? o->step_tokens : 512};
+    if (o->common) {
+        p.draft = L->draft;
+        p.ngram = o->common->ngram && !L->draft;
+        p.draft_max = o->common->draft_max;
+        p.draft_min = o->common->draft_min;
+        p.draft_p_min = o->common->draft_p_min;
+    }
     p.n_blocks = o->kv_blocks > 0 ? o->kv_blocks
                                    : o->concurrency * live_per_request * ((per_seq + 15) / 16 + 1) + 8;
     engine *e;
@@ -71,7 +78,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     engine_metrics m0; /* counters so far: the warm-up's, subtracted below */
     for (int i = 0; i < 1000; i++) {
         engine_get_metrics(e, &m0);
-        if (m0.running == 0 && m0.waiting == 0) break;
+        if (m0.steps > 0 && m0.running == 0 && m0.waiting == 0) break; /* the warm-up is counted */
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     double t0 = clock_now_s();
@@ -136,6 +143,15 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     m.cached_tokens -= m0.cached_tokens;
     m.steps -= m0.steps;
     m.preemptions -= m0.preemptions;
+    m.spec_drafted -= m0.spec_drafted;
+    m.spec_accepted -= m0.spec_accepted;
+    m.spec_verifies -= m0.spec_verifies;
+    m.draft_ms -= m0.draft_ms;
+    m.step_ms -= m0.step_ms;
+    bool spec = p.draft || p.ngram;
+    double accept = m.spec_drafted ? (double)m.spec_accepted / (double)m.spec_drafted : 0;
+    double per_verify = m.spec_verifies ? (double)(m.spec_accepted + m.spec_verifies) / (double)m.spec_verifies : 0;
+    double draft_share = m.step_ms > 0 ? m.draft_ms / m.step_ms : 0;
     int64_t computed_prompt = m.prompt_tokens - m.cached_tokens;
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
@@ -160,6 +176,11 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         cJSON_AddNumberToObject(j, "peak_kv_blocks", m.peak_kv_used);
         cJSON_AddNumberToObject(j, "preemptions", (double)m.preemptions);
         cJSON_AddNumberToObject(j, "steps", (double)m.steps);
+        if (spec) {
+            cJSON_AddNumberToObject(j, "acceptance_rate", accept);
+            cJSON_AddNumberToObject(j, "tokens_per_verify", per_verify);
+            cJSON_AddNumberToObject(j, "draft_time_share", draft_share);
+        }
         char *s = cJSON_PrintUnformatted(j);
         printf("%s\n", s);
         free(s);
@@ -180,6 +201,10 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
                (long long)computed_prompt, (long long)m.cached_tokens);
         printf("  peak KV blocks  %d of %d; %lld preemptions, %lld steps\n", m.peak_kv_used,
                p.n_blocks, (long long)m.preemptions, (long long)m.steps);
+        if (spec)
+            printf("  speculation     %.1f%% of %lld drafted tokens accepted, %.2f tokens per verify, "
+                   "%.0f%% of the time drafting\n",
+                   100 * accept, (long long)m.spec_drafted, per_verify, 100 * draft_share);
     }
 out:
     free(seen);

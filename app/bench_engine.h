@@ -10,6 +10,7 @@ typedef struct bench_engine_opts {
     int kv_blocks;   /* 0 = enough for every sequence */
     int step_tokens; /* token budget per step */
     bool json;
+    const cli_common *common; /* --draft / --ngram and draft lengths (may be NULL) */
 } bench_engine_opts;
 
 int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err);

@@ -13,8 +13,8 @@
 static const char *const g_devices[] = {"auto", "cpu", "cuda", NULL};
 
 /* The shared options, bound to a cli_common at parse time. */
-static void common_opts(cli_common *c, cli_opt out[7]) {
-    cli_opt opts[7] = {
+static void common_opts(cli_common *c, cli_opt out[12]) {
+    cli_opt opts[12] = {
         {"model", 'm', CLI_STR, &c->model, "PATH", "GGUF model file", 0, 0, NULL},
         {"threads", 0, CLI_INT, &c->threads, "N", "CPU threads (default: all cores)", 0, 1024,
          NULL},
@@ -24,6 +24,14 @@ static void common_opts(cli_common *c, cli_opt out[7]) {
         {"socket", 0, CLI_STR, &c->socket, "PATH", "local socket for editors and tools", 0, 0,
          NULL},
         {"kv-mem", 0, CLI_SIZE, &c->kv_mem, "SIZE", "KV cache memory, e.g. 512M (default auto)",
+         0, 0, NULL},
+        {"draft", 0, CLI_STR, &c->draft, "PATH", "draft model for speculative decoding (same vocabulary)",
+         0, 0, NULL},
+        {"draft-max", 0, CLI_INT, &c->draft_max, "N", "most tokens drafted per step (default 8)", 1, 32, NULL},
+        {"draft-min", 0, CLI_INT, &c->draft_min, "N", "fewest tokens drafted per step (default 1)", 1, 32, NULL},
+        {"draft-p-min", 0, CLI_FLOAT, &c->draft_p_min, "P",
+         "the draft stops below this probability (default 0.5)", 0, 1, NULL},
+        {"ngram", 0, CLI_FLAG, &c->ngram, NULL, "speculate with n-gram lookups in the text (no draft model)",
          0, 0, NULL},
         {0},
     };
@@ -162,7 +170,7 @@ static const cli_opt *find_short(const cli_opt *a, const cli_opt *b, char c) {
 
 int cli_parse(const cli_cmd *cmd, cli_common *common, int argc, char **argv,
               const char **pos, int max_pos) {
-    cli_opt copts[7];
+    cli_opt copts[12];
     common_opts(common, copts);
     if (!common->device) common->device = "auto";
     int npos = 0;

@@ -42,6 +42,10 @@ typedef struct cli_common {
     const char *db;        /* --db PATH */
     const char *socket;    /* --socket PATH */
     int64_t kv_mem;        /* --kv-mem SIZE (0 = automatic) */
+    const char *draft;     /* --draft PATH: speculative decoding draft model */
+    int draft_max, draft_min; /* --draft-max/--draft-min N (0 = engine default) */
+    float draft_p_min;     /* --draft-p-min P (0 = engine default) */
+    bool ngram;            /* --ngram: n-gram drafting without a draft model */
 } cli_common;
 
 /* The default model path: $LLMCHAT_MODEL, else ../shared/models/stories260K.gguf

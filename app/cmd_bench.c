@@ -95,6 +95,8 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         return 1;
     }
+    if (L.draft_error[0]) fprintf(stderr, "llmchat: %s; going on without speculation\n", L.draft_error);
+    if ((L.draft || common.ngram) && g_concurrency == 0) g_concurrency = 1; /* speculation runs in the engine */
     if (g_concurrency > 0) {
         if (g_shared_prefix > g_prompt)
             cli_usage_error(&cli_bench, "--shared-prefix is longer than --prompt-len");
@@ -102,7 +104,7 @@ int cmd_bench(int argc, char **argv) {
             cli_usage_error(&cli_bench, "--n cannot exceed --beam");
         bench_engine_opts o = {.concurrency = g_concurrency, .prompt_len = g_prompt,
                                .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n, .beam = g_beam,
-                               .kv_blocks = g_kv_blocks, .json = g_json};
+                               .kv_blocks = g_kv_blocks, .json = g_json, .common = &common};
         if (!o.kv_blocks && common.kv_mem > 0) { /* --kv-mem sizes the block pool */
             int64_t per_block = (int64_t)model_kv_bytes_per_token(L.m) * 16;
             int64_t blocks = common.kv_mem / per_block;

@@ -14,6 +14,7 @@
 #include "app/llm.h"
 #include "engine/batch.h"
 #include "engine/chat.h"
+#include "engine/engine.h"
 #include "engine/sampler.h"
 
 #define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
@@ -92,6 +93,80 @@ static void sb_add(strbuf *s, const char *src, size_t n) {
     s->p[s->len] = 0;
 }
 
+/* With --draft or --ngram: the same generation through the shared engine, which
+ * does the speculating; the JSON adds acceptance_rate and tokens_per_verify. */
+static int generate_speculative(llm *L, const cli_common *common, const int32_t *prompt,
+                                int n_prompt, int n_max) {
+    llc_err err;
+    engine *e = NULL;
+    engine_client *c = NULL;
+    if (llm_engine_create(L, common, &e, &err) || engine_client_create(e, &c)) {
+        fprintf(stderr, "llmchat: %s\n", e ? "out of memory" : err.msg);
+        engine_destroy(e);
+        return 1;
+    }
+    gen_request r = {.prompt = prompt, .n_prompt = n_prompt, .n = 1, .max_tokens = n_max, .sampling = g_sp};
+    double t0 = clock_now_s(), t_first = 0;
+    int status = 1;
+    if (engine_submit(e, c, &r, &err) < 0) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        goto out;
+    }
+    int32_t *ids = malloc((size_t)(n_max + 1) * sizeof *ids);
+    int n_ids = 0;
+    strbuf text = {0};
+    engine_event *ev;
+    while (ids && (ev = engine_client_wait(c, -1))) {
+        engine_event_kind kind = ev->kind;
+        if (kind == EV_TOKEN) {
+            if (!t_first) t_first = clock_now_s();
+            if (n_ids <= n_max) ids[n_ids++] = ev->token;
+            fwrite(ev->text, 1, ev->text_len, stdout);
+            fflush(stdout);
+            sb_add(&text, ev->text, ev->text_len);
+        } else if (kind == EV_DONE) {
+            double t_end = clock_now_s();
+            printf("\n");
+            if (g_json) {
+                engine_metrics m;
+                engine_get_metrics(e, &m);
+                cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateObject();
+                cJSON_AddItemToObject(o, "prompt_tokens", int_array(prompt, n_prompt));
+                cJSON_AddItemToObject(o, "tokens", int_array(ids, n_ids));
+                cJSON_AddStringToObject(o, "text", text.p ? text.p : "");
+                cJSON_AddStringToObject(o, "finish_reason", ev->finish == FINISH_STOP ? "stop" : "length");
+                cJSON_AddNumberToObject(o, "drafted_tokens", ev->drafted_tokens);
+                cJSON_AddNumberToObject(o, "accepted_tokens", ev->accepted_tokens);
+                cJSON_AddNumberToObject(o, "acceptance_rate",
+                                        ev->drafted_tokens ? (double)ev->accepted_tokens / ev->drafted_tokens : 0);
+                cJSON_AddNumberToObject(o, "tokens_per_verify",
+                                        m.spec_verifies ? (double)(m.spec_accepted + m.spec_verifies) / m.spec_verifies : 0);
+                cJSON_AddNumberToObject(tm, "prompt_ms", ev->ttft_ms);
+                cJSON_AddNumberToObject(tm, "gen_ms", (t_end - (t_first ? t_first : t0)) * 1e3);
+                cJSON_AddNumberToObject(tm, "gen_tokens_per_s",
+                                        n_ids > 1 && t_end > t_first ? (n_ids - 1) / (t_end - t_first) : 0);
+                cJSON_AddNumberToObject(tm, "draft_ms", m.draft_ms);
+                cJSON_AddItemToObject(o, "timings", tm);
+                char *js = cJSON_PrintUnformatted(o);
+                printf("%s\n", js);
+                free(js);
+                cJSON_Delete(o);
+            }
+            status = 0;
+        } else {
+            fprintf(stderr, "\nllmchat: %s\n", ev->message);
+        }
+        engine_event_free(ev);
+        if (kind != EV_TOKEN) break;
+    }
+    free(ids);
+    free(text.p);
+out:
+    engine_client_free(c);
+    engine_destroy(e);
+    return status;
+}
+
 int cmd_generate(int argc, char **argv) {
     cli_common common = {0};
     g_sp = sampler_params_default();
@@ -147,6 +222,12 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
     int n_max = g_n < hp->n_ctx_train - n_prompt ? g_n : hp->n_ctx_train - n_prompt;
+    if (L.draft_error[0]) fprintf(stderr, "llmchat: %s; going on without speculation\n", L.draft_error);
+    if ((L.draft || common.ngram) && n_max > 0) {
+        if (g_logprobs) fprintf(stderr, "llmchat: --logprobs turns speculation off\n");
+        status = generate_speculative(&L, &common, prompt, n_prompt, n_max);
+        goto out;
+    }
     int total = n_prompt + n_max, block = 16, n_blocks = (total + block - 1) / block;
     gen = malloc((size_t)(n_max + 1) * sizeof *gen);
     blocks = malloc((size_t)n_blocks * sizeof *blocks);

@@ -28,6 +28,8 @@ static const cli_opt g_opts[] = {
     {"ctx", 0, CLI_INT, &g_p.n_ctx, "N", "context length to record", 1, 1 << 24, NULL},
     {"tied", 0, CLI_FLAG, &g_tied, NULL, "no output.weight (logits reuse token_embd)", 0, 0, NULL},
     {"seed", 0, CLI_I64, &g_seed, "N", "random seed (default 1)", 0, 0, NULL},
+    {"tail-from", 0, CLI_INT, &g_p.tail_from, "L", "scale the output projections of layers L.. (drafts)", 1, 1024, NULL},
+    {"tail-scale", 0, CLI_FLOAT, &g_p.tail_scale, "S", "by S (0: those layers add nothing)", 0, 100, NULL},
     {0},
 };
 

@@ -1,6 +1,7 @@
 /* llm.c — opening a model for a subcommand. */
 #include "app/llm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +10,45 @@ int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
     if (!strcmp(common->device, "cuda"))
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "this build has no CUDA backend (use --device cpu)");
     return backend_cpu_create(common->threads, out, err);
+}
+
+/* Two vocabularies are the same when every token has the same text. */
+static bool same_vocab(const tokenizer *a, const tokenizer *b, char *why, size_t n) {
+    if (tok_n_vocab(a) != tok_n_vocab(b)) {
+        snprintf(why, n, "it has %d tokens, the model %d", tok_n_vocab(b), tok_n_vocab(a));
+        return false;
+    }
+    char pa[256], pb[256];
+    for (int i = 0; i < tok_n_vocab(a); i++) {
+        int la = tok_piece(a, i, true, pa, sizeof pa), lb = tok_piece(b, i, true, pb, sizeof pb);
+        if (la != lb || (la > 0 && memcmp(pa, pb, (size_t)(la < 256 ? la : 256)))) {
+            snprintf(why, n, "token %d differs from the model's", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void open_draft(const char *path, llm *l) {
+    llc_err err;
+    char why[128];
+    if (gguf_open(path, &l->draft_file, &err) || tok_load(l->draft_file, &l->draft_tok, &err) ||
+        model_load(l->draft_file, l->be, &l->draft, &err)) {
+        snprintf(l->draft_error, sizeof l->draft_error, "--draft: %.290s", err.msg);
+    } else if (!same_vocab(l->tok, l->draft_tok, why, sizeof why)) {
+        snprintf(l->draft_error, sizeof l->draft_error,
+                 "--draft %.150s: not the model's vocabulary (%s)", path, why);
+    } else if (model_weight_bytes(l->draft) > model_weight_bytes(l->m) * 5 / 4) {
+        snprintf(l->draft_error, sizeof l->draft_error,
+                 "--draft %.150s: it is bigger than the model (%.1f vs %.1f MB), so it cannot speed it up",
+                 path, model_weight_bytes(l->draft) / 1e6, model_weight_bytes(l->m) / 1e6);
+    } else {
+        return;
+    }
+    model_free(l->draft);
+    tok_free(l->draft_tok);
+    gguf_free(l->draft_file);
+    l->draft = NULL, l->draft_tok = NULL, l->draft_file = NULL;
 }
 
 int llm_open(const cli_common *common, llm *out, llc_err *err) {
@@ -21,10 +61,14 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
         rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",
                       tok_n_vocab(out->tok), model_hparams_of(out->m)->n_vocab);
     if (rc) llm_close(out);
+    if (!rc && common->draft) open_draft(common->draft, out);
     return rc;
 }
 
 void llm_close(llm *l) {
+    model_free(l->draft);
+    tok_free(l->draft_tok);
+    gguf_free(l->draft_file);
     model_free(l->m);
     backend_free(l->be);
     tok_free(l->tok);
@@ -107,7 +151,9 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
 }
 
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err) {
-    engine_params p = {.block_size = 16};
+    engine_params p = {.block_size = 16, .draft = l->draft, .ngram = common->ngram && !l->draft,
+                       .draft_max = common->draft_max, .draft_min = common->draft_min,
+                       .draft_p_min = common->draft_p_min};
     int blocks = llm_kv_blocks(l, common, p.block_size, err);
     if (blocks < 0) return blocks;
     p.n_blocks = blocks;

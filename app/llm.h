@@ -16,10 +16,18 @@ typedef struct llm {
     tokenizer *tok;
     backend *be;
     model *m;
+    /* --draft: the speculative decoding draft on the same backend, or NULL */
+    gguf *draft_file;
+    tokenizer *draft_tok;
+    model *draft;
+    char draft_error[320]; /* why --draft is not used ("" when it is, or not asked) */
 } llm;
 
 /* Opens common->model on the backend common->device asks for. On failure prints
- * nothing and returns a negative code with err set; out is left empty. */
+ * nothing and returns a negative code with err set; out is left empty. With
+ * --draft, also opens the draft model; a draft that cannot be used (fails to
+ * load, another vocabulary, bigger than the model) is not an error: draft_error
+ * says why and the model runs without speculation. */
 int llm_open(const cli_common *common, llm *out, llc_err *err);
 void llm_close(llm *l);
 
@@ -43,7 +51,8 @@ int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, l
  * set when --kv-mem holds fewer than 2 blocks. */
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
 
-/* Starts the shared engine on l with the KV budget above. */
+/* Starts the shared engine on l with the KV budget above, and the draft model
+ * (or n-gram drafting) and draft lengths of common. */
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err);
 
 /* Creates a backend for --device (auto|cpu|cuda) and --threads. */

@@ -241,6 +241,7 @@ int eng_seq_push_token(seq *s, int32_t tok) {
 void eng_seq_free(seq *s) {
     if (!s) return;
     kv_seq_free(s->kv);
+    eng_spec_seq_free(s);
     sampler_free(s->smp);
     tok_stream_free(s->ts);
     stopstr_free(s->ss);
@@ -307,6 +308,8 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
     ev.queue_ms = r->t_admit > 0 ? r->t_admit - r->t_submit : eng_now_ms() - r->t_submit;
     ev.ttft_ms = s->t_first > 0 ? s->t_first - r->t_submit : 0;
     ev.tpot_ms = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
+    ev.drafted_tokens = (int)s->drafted;
+    ev.accepted_tokens = (int)s->accepted;
     eng_client_push(r->client, &ev);
 }
 
@@ -323,6 +326,8 @@ static void seq_finish(engine *e, seq *s, engine_finish finish) {
     s->state = SEQ_DONE;
     kv_seq_free(s->kv);
     s->kv = NULL;
+    kv_seq_free(s->dkv);
+    s->dkv = NULL;
     if (!s->req->client->closed && !s->req->bs) emit_done(e, s, finish);
     s->req->n_live--;
 }
@@ -422,8 +427,11 @@ static bool preempt_newest(engine *e, const seq *keep) {
     }
     if (!victim) return false;
     eng_running_remove(e, victim);
+    eng_spec_drop(e, victim);
     kv_seq_free(victim->kv);
     victim->kv = NULL;
+    kv_seq_free(victim->dkv);
+    victim->dkv = NULL;
     victim->state = SEQ_WAITING;
     e->stats.preemptions++;
     return true;
@@ -435,6 +443,7 @@ static bool preempt_newest(engine *e, const seq *keep) {
 static int plan_rows(engine *e, seq *s, int budget, bool *no_space) {
     *no_space = false;
     int computed = kv_seq_computed(s->kv);
+    if (s->n_draft && s->n_tokens - computed > budget) eng_spec_drop(e, s); /* proposals need room */
     int rows = s->n_tokens - computed;
     if (rows > budget) rows = budget;
     if (rows <= 0) return 0;
@@ -442,6 +451,11 @@ static int plan_rows(engine *e, seq *s, int budget, bool *no_space) {
         int rc = kv_seq_append(s->kv, s->tokens + computed, rows);
         if (rc == 0) break;
         if (rc < 0) return rc;
+        if (s->n_draft) { /* drop the proposals before taking anyone's blocks */
+            eng_spec_drop(e, s);
+            rows = s->n_tokens - computed;
+            continue;
+        }
         if (!preempt_newest(e, s)) {
             *no_space = true;
             return 0;
@@ -488,7 +502,7 @@ static int plan_step(engine *e) {
         for (int i = 0; i < e->n_running && budget > 0; i++) {
             seq *s = e->running[i];
             int pending = s->n_tokens - kv_seq_computed(s->kv);
-            if (s->rows || (pass == 0) != (pending == 1)) continue;
+            if (s->rows || (pass == 0) != (pending == 1 + s->n_draft)) continue;
             bool full;
             int rows = plan_rows(e, s, budget, &full);
             if (rows < 0) return rows;
@@ -528,6 +542,9 @@ static int plan_step(engine *e) {
         }
         budget -= rows;
     }
+    /* proposals of sequences that got no rows this step go back */
+    for (int i = 0; i < e->n_running; i++)
+        if (e->running[i]->n_draft && !e->running[i]->rows) eng_spec_drop(e, e->running[i]);
     /* lay out the batch */
     batch_clear(e->batch);
     int n_out = 0, total = 0;
@@ -538,9 +555,10 @@ static int plan_step(engine *e) {
         const int32_t *blocks = kv_seq_blocks(s->kv, &n_blocks);
         bool last = computed + s->rows == s->n_tokens;
         int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
-                           last ? BATCH_OUT_LAST : BATCH_OUT_NONE);
+                           s->n_draft ? BATCH_OUT_ALL : last ? BATCH_OUT_LAST : BATCH_OUT_NONE);
         if (rc < 0) return rc;
-        s->out_row = last ? n_out++ : -1;
+        s->out_row = last ? n_out : -1; /* with proposals: 1 + n_draft rows of logits */
+        n_out += s->n_draft ? s->rows : last;
         total += s->rows;
     }
     return total;
@@ -558,7 +576,7 @@ void eng_text_add(char **buf, size_t *len, const char *src, size_t n) {
 
 /* Streams a sampled token: detokenize, stop strings, events. Returns true when the
  * sample is finished. */
-static bool emit_token(engine *e, seq *s, const sample_result *res) {
+bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     request *r = s->req;
     int32_t tok = res->token;
     double t = eng_now_ms();
@@ -618,6 +636,7 @@ static int fork_samples(engine *e, request *r) {
 }
 
 static int run_step(engine *e, llc_err *err) {
+    eng_spec_propose(e);
     int rows = plan_step(e);
     if (rows < 0) return llc_fail(err, rows, "scheduling failed");
     if (rows == 0) {
@@ -657,6 +676,10 @@ static int run_step(engine *e, llc_err *err) {
             if (eng_beam_take_logits(e, s, lg)) request_error(e, r, "out of memory in beam search");
             continue;
         }
+        if (s->n_draft) {
+            if (eng_spec_verify(e, s, lg)) seq_finish(e, s, FINISH_ERROR);
+            continue;
+        }
         bool first_of_request = s->index == 0 && r->n > 1 && !r->forked;
         if (first_of_request && fork_samples(e, r)) {
             request_error(e, r, "out of memory forking samples");
@@ -672,7 +695,7 @@ static int run_step(engine *e, llc_err *err) {
                 continue;
             }
             e->stats.generated_tokens++;
-            if (!emit_token(e, t, &res) && eng_seq_push_token(t, tok)) seq_finish(e, t, FINISH_ERROR);
+            if (!eng_emit_token(e, t, &res) && eng_seq_push_token(t, tok)) seq_finish(e, t, FINISH_ERROR);
         }
     }
     free(snap);
@@ -733,7 +756,10 @@ static void *engine_main(void *arg) {
         drain_inbox(e, &stop);
         if (stop) break;
         llc_err err;
-        if (run_step(e, &err)) {
+        double t_step = eng_now_ms();
+        int step_rc = run_step(e, &err);
+        e->stats.step_ms += eng_now_ms() - t_step;
+        if (step_rc) {
             /* a failed step fails every running request, never the program */
             for (request *r = e->requests; r; r = r->next)
                 if (r->n_live > 0) request_error(e, r, err.msg);
@@ -771,7 +797,9 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
         rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory for the KV pool");
     if (!rc && batch_create(e->max_blocks_per_seq, e->p.block_size, &e->batch))
         rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    if (!rc) rc = eng_spec_init(e, err);
     if (rc) {
+        eng_spec_free(e);
         batch_free(e->batch);
         kv_pool_free(e->pool);
         model_kv_free(e->kv_store);
@@ -781,6 +809,7 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     if (pthread_create(&e->thread, NULL, engine_main, e)) {
+        eng_spec_free(e);
         batch_free(e->batch);
         kv_pool_free(e->pool);
         model_kv_free(e->kv_store);
@@ -805,6 +834,7 @@ void engine_destroy(engine *e) {
     }
     free(e->running);
     free(e->logits);
+    eng_spec_free(e);
     batch_free(e->batch);
     kv_pool_free(e->pool);
     model_kv_free(e->kv_store);

@@ -22,6 +22,15 @@ typedef struct engine_params {
     int block_size;        /* default 16 */
     int max_step_tokens;   /* token budget of one step (default 512) */
     int max_running;       /* sequences in one step at most (default 256) */
+    /* speculative decoding: a draft model on the same backend and vocabulary
+     * proposes tokens the main model checks in the same step as everything else */
+    model *draft;          /* NULL: none (the caller keeps it alive) */
+    bool ngram;            /* or, without a draft model: n-gram lookup in the text so far */
+    int draft_max;         /* most tokens proposed per step (default 8) */
+    int draft_min;         /* fewest (default 1); the length adapts in between */
+    float draft_p_min;     /* the draft stops when its best token is less likely (default 0.5) */
+    int spec_max_seqs;     /* speculate only while at most this many sequences decode (default 4):
+                              a bigger batch is compute-bound already */
 } engine_params;
 
 typedef struct gen_request {
@@ -58,6 +67,7 @@ typedef struct engine_event {
     engine_finish finish;
     int prompt_tokens, cached_tokens, completion_tokens;
     double queue_ms, ttft_ms, tpot_ms;
+    int drafted_tokens, accepted_tokens; /* speculative decoding */
     /* EV_ERROR */
     char message[256];
 } engine_event;
@@ -72,6 +82,9 @@ typedef struct engine_metrics {
     double ttft_ms_p50, ttft_ms_p90, ttft_ms_p99;
     double tpot_ms_p50, tpot_ms_p90, tpot_ms_p99;
     double gen_tokens_per_s; /* over roughly the last second of work */
+    /* speculative decoding */
+    int64_t spec_drafted, spec_accepted, spec_verifies; /* tokens proposed, accepted; checks */
+    double draft_ms, step_ms;  /* time drafting, and in steps overall */
 } engine_metrics;
 
 /* Starts the engine thread on a loaded model. m, tok stay the caller's and must

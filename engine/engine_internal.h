@@ -49,6 +49,13 @@ typedef struct seq {
     double t_first, t_last;
     int rows;        /* rows in the current step */
     int out_row;     /* index of its logits row in the current step, or -1 */
+    /* speculative decoding (engine_spec.c) */
+    int n_draft;     /* proposals at the end of tokens, verified this step */
+    int spec_k;      /* how many to propose next time (adapts to acceptance) */
+    kv_seq *dkv;     /* the draft model's KV for this sequence, or NULL */
+    sampler *dsmp;   /* the draft's sampler (same params, own RNG stream) */
+    float *q;        /* [draft_max][n_vocab]: the draft's distributions (sampling) */
+    int64_t drafted, accepted; /* totals, reported in its done event */
 } seq;
 
 struct request {
@@ -91,6 +98,14 @@ struct engine {
     batch *batch;
     float *logits;
     int cap_logits;
+    /* speculative decoding: the draft model's own KV, batch and logits */
+    model *draft;
+    model_kv *dkv_store;
+    kv_pool *dpool;
+    batch *dbatch;
+    float *dlogits;
+    int cap_dlogits;
+    float *probs, *resid;  /* [n_vocab] scratch for verification */
 
     pthread_t thread;
     pthread_mutex_t mu; /* inbox, metrics, client refcounts */
@@ -123,6 +138,25 @@ int eng_seq_push_token(seq *s, int32_t tok);
 int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
 void eng_text_add(char **buf, size_t *len, const char *src, size_t n);
+
+/* engine.c, for engine_spec.c: streams one sampled token (false while the
+ * sample goes on). */
+bool eng_emit_token(engine *e, seq *s, const sample_result *res);
+
+/* engine_spec.c */
+/* Before planning a step: proposes draft tokens for the sequences in decode that
+ * speculate (draft model passes, batched, or n-gram lookup) and appends them to
+ * their tokens (n_draft). */
+void eng_spec_propose(engine *e);
+/* Takes a sequence's proposals back (when it gets no rows, or is preempted). */
+void eng_spec_drop(engine *e, seq *s);
+/* After the forward pass: checks s's proposals against the model's rows
+ * logits[0..n_draft] (accept / resample), streams what is accepted, rolls back
+ * both KV caches. Returns 0, or negative when it cannot go on. */
+int eng_spec_verify(engine *e, seq *s, const float *logits);
+int eng_spec_init(engine *e, llc_err *err);
+void eng_spec_free(engine *e);
+void eng_spec_seq_free(seq *s);
 
 /* engine_beam.c */
 /* Stores the candidates of beam s from its logits row. */

@@ -157,7 +157,8 @@ static int write_tensors(gen *G, const modelgen_params *p, int n_vocab, int head
         if (!rc) rc = T("attn_q.weight", p->dim, q_dim, matrix_type(p, "attn_q", l), 0, a_dim);
         if (!rc) rc = T("attn_k.weight", p->dim, kv_dim, matrix_type(p, "attn_k", l), 0, a_dim);
         if (!rc) rc = T("attn_v.weight", p->dim, kv_dim, matrix_type(p, "attn_v", l), 0, a_dim);
-        if (!rc) rc = T("attn_output.weight", q_dim, p->dim, matrix_type(p, "attn_o", l), 0, a_q);
+        float tail = p->tail_from > 0 && l >= p->tail_from ? p->tail_scale : 1.0f;
+        if (!rc) rc = T("attn_output.weight", q_dim, p->dim, matrix_type(p, "attn_o", l), 0, a_q * tail);
         if (!rc && qwen2) rc = T("attn_q.bias", q_dim, 1, QT_F32, 0, 0.1f);
         if (!rc && qwen2) rc = T("attn_k.bias", kv_dim, 1, QT_F32, 0, 0.1f);
         if (!rc && qwen2) rc = T("attn_v.bias", kv_dim, 1, QT_F32, 0, 0.1f);
@@ -166,7 +167,7 @@ static int write_tensors(gen *G, const modelgen_params *p, int n_vocab, int head
         if (!rc) rc = T("ffn_norm.weight", p->dim, 1, QT_F32, 1.0f, 0.1f);
         if (!rc) rc = T("ffn_gate.weight", p->dim, p->ffn_dim, matrix_type(p, "ffn_gate", l), 0, a_dim);
         if (!rc) rc = T("ffn_up.weight", p->dim, p->ffn_dim, matrix_type(p, "ffn_up", l), 0, a_dim);
-        if (!rc) rc = T("ffn_down.weight", p->ffn_dim, p->dim, matrix_type(p, "ffn_down", l), 0, a_ffn);
+        if (!rc) rc = T("ffn_down.weight", p->ffn_dim, p->dim, matrix_type(p, "ffn_down", l), 0, a_ffn * tail);
 #undef T
     }
     return rc;

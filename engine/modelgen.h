@@ -21,6 +21,12 @@ typedef struct modelgen_params {
     uint64_t seed;
     const char *vocab_path; /* GGUF whose tokenizer.* metadata (and vocab size) is copied */
     int n_vocab;            /* used only when vocab_path is NULL: a byte-level toy vocab */
+    /* Layers from tail_from on have their attn_output and ffn_down scaled by
+     * tail_scale (0 = they add nothing). The random stream does not depend on it,
+     * so a model with n_layers = tail_from and the same seed is exactly this
+     * model's first layers: a speculative draft whose agreement tail_scale dials. */
+    int tail_from;          /* 0 = no scaling */
+    float tail_scale;
 } modelgen_params;
 
 /* Fills p from a named preset ("tinyllama-1.1b", "tiny-llama", "tiny-qwen2",
