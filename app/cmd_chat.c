@@ -63,6 +63,7 @@ int cmd_chat(int argc, char **argv) {
     ui_app *app;
     int status = 1;
     if (ui_app_create(&ac, &app, &err) == 0) {
+        if (L.draft_error[0]) ui_app_notice(app, true, "%s; going on without speculation", L.draft_error);
         if (ui_run(app, &err) == 0) status = 0;
         else fprintf(stderr, "llmchat: %s\n", err.msg);
         ui_app_free(app);

@@ -52,6 +52,8 @@ typedef struct seq {
     /* speculative decoding (engine_spec.c) */
     int n_draft;     /* proposals at the end of tokens, verified this step */
     int spec_k;      /* how many to propose next time (adapts to acceptance) */
+    float spec_rate; /* running acceptance rate (exponential average) */
+    int spec_pause;  /* steps to decode plainly before trying again (poor acceptance) */
     kv_seq *dkv;     /* the draft model's KV for this sequence, or NULL */
     sampler *dsmp;   /* the draft's sampler (same params, own RNG stream) */
     float *q;        /* [draft_max][n_vocab]: the draft's distributions (sampling) */

@@ -501,12 +501,17 @@ static void cmd_stats(ui_app *a) {
                      "  KV blocks: %d used, %d cached, %d free of %d (peak %d)\n"
                      "  prompt tokens: %lld, %lld from the prefix cache (%.0f%%)\n"
                      "  generated %lld tokens; now %.1f tokens/s\n"
-                     "  TTFT ms p50 %.0f p90 %.0f p99 %.0f; TPOT ms p50 %.1f p90 %.1f p99 %.1f",
+                     "  TTFT ms p50 %.0f p90 %.0f p99 %.0f; TPOT ms p50 %.1f p90 %.1f p99 %.1f\n"
+                     "  speculation: %lld of %lld drafted tokens accepted, %.2f tokens per check, "
+                     "%.0f%% of step time drafting",
                      m->running, m->waiting, (long long)m->steps, (long long)m->preemptions,
                      m->kv_used, m->kv_cached, m->kv_free, m->kv_total, m->peak_kv_used,
                      (long long)m->prompt_tokens, (long long)m->cached_tokens, hit,
                      (long long)m->generated_tokens, m->gen_tokens_per_s, m->ttft_ms_p50,
-                     m->ttft_ms_p90, m->ttft_ms_p99, m->tpot_ms_p50, m->tpot_ms_p90, m->tpot_ms_p99));
+                     m->ttft_ms_p90, m->ttft_ms_p99, m->tpot_ms_p50, m->tpot_ms_p90, m->tpot_ms_p99,
+                     (long long)m->spec_accepted, (long long)m->spec_drafted,
+                     m->spec_verifies ? (double)(m->spec_accepted + m->spec_verifies) / (double)m->spec_verifies : 0,
+                     m->step_ms > 0 ? 100 * m->draft_ms / m->step_ms : 0));
 }
 
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {

@@ -202,9 +202,12 @@ static void draw_status(view *v, int y, int W) {
     const engine_metrics *m = &a->metrics;
     char s[320];
     double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
-    snprintf(s, sizeof s, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%% | KV %d/%d | run %d ",
+    char spec[48] = "";
+    if (m->spec_drafted > 0)
+        snprintf(spec, sizeof spec, " | draft %.0f%%", 100.0 * (double)m->spec_accepted / (double)m->spec_drafted);
+    snprintf(s, sizeof s, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%% | KV %d/%d | run %d%s ",
              a->cfg.model_name, a->cfg.device_name, m->gen_tokens_per_s, m->ttft_ms_p50, hit,
-             m->kv_used, m->kv_total, m->running);
+             m->kv_used, m->kv_total, m->running, spec);
     move(y, 0);
     style(v, C_DIM, A_REVERSE);
     hline(' ', W);
