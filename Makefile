@@ -9,9 +9,9 @@
 
 CC      ?= cc
 BUILD   := build
-PKGS    := libcjson libpcre2-8 libxxhash sqlite3 ncursesw
+PKGS    := libcjson libpcre2-8 libxxhash sqlite3 ncursesw libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lxxhash -lsqlite3 -lncursesw)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lxxhash -lsqlite3 -lncursesw -lmicrohttpd)
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
@@ -77,6 +77,12 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libllmchat
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libllmchat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
+
+# Tools named srv_* test the socket server in-process: they link the app objects too.
+APP_LIB_OBJ := $(filter-out $(BUILD)/obj/app/main.o,$(APP_OBJ))
+$(BUILD)/tools/srv_%: tests/tools/srv_%.c $(APP_LIB_OBJ) $(BUILD)/libllmchat.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(APP_LIB_OBJ) $(BUILD)/libllmchat.a $(LDLIBS)
 
 test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN)
 	@sh tests/run.sh $(TEST_BIN)

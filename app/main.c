@@ -12,6 +12,8 @@ static const command g_commands[] = {
     {&cli_tokenize, cmd_tokenize},
     {&cli_info, cmd_info},
     {&cli_genmodel, cmd_genmodel},
+    {&cli_serve, cmd_serve},
+    {&cli_ask, cmd_ask},
 };
 
 static void print_main_help(void) {

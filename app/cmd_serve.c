@@ -1,0 +1,91 @@
+/* cmd_serve.c — `llmchat serve`: the engine and the local socket server
+ * without a UI, until SIGINT or SIGTERM; then every stream ends with a
+ * `cancelled` finish and the process exits 0. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "app/llm.h"
+#include "app/srv.h"
+
+static const char *g_listen, *g_api_key, *g_template;
+static int g_max_clients = 256;
+static int64_t g_client_buffer;
+
+static const cli_opt g_opts[] = {
+    {"listen", 0, CLI_STR, &g_listen, "HOST:PORT",
+     "also serve HTTP and NDJSON on TCP (e.g. 127.0.0.1:8080; port 0 picks one)", 0, 0, NULL},
+    {"api-key", 0, CLI_STR, &g_api_key, "KEY",
+     "key TCP clients must give (Bearer); needed for a non-loopback --listen (or LLMCHAT_API_KEY)", 0, 0, NULL},
+    {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template", 0, 0, NULL},
+    {"max-clients", 0, CLI_INT, &g_max_clients, "N", "open connections at most (default 256)", 1, 100000, NULL},
+    {"client-buffer", 0, CLI_SIZE, &g_client_buffer, "SIZE",
+     "output queued for a client that does not read before it is dropped (default 4M)", 0, 0, NULL},
+    {0},
+};
+
+const cli_cmd cli_serve = {
+    .name = "serve",
+    .usage = "[-m MODEL] [--socket PATH] [--listen HOST:PORT [--api-key KEY]] [--db PATH]",
+    .summary = "run the engine for editors and scripts on a local socket, without the UI",
+    .opts = g_opts,
+};
+
+int cmd_serve(int argc, char **argv) {
+    cli_common common = {0};
+    cli_parse(&cli_serve, &common, argc, argv, NULL, 0);
+    if (!g_api_key) g_api_key = getenv("LLMCHAT_API_KEY");
+    if (g_template && chat_tmpl_from_name(g_template) < 0)
+        cli_usage_error(&cli_serve, "--chat-template: '%s' is not one of %s", g_template, chat_tmpl_names());
+    /* SIGINT/SIGTERM are taken by sigwait below; every thread started from here
+       on inherits the blocked mask */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+    llc_err err;
+    llm L;
+    if (llm_open(&common, &L, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
+    chat_tmpl tmpl;
+    engine *e = NULL;
+    srv *s = NULL;
+    char name[128];
+    srv_display_name(common.model, name, sizeof name);
+    srv_config cfg = {.socket_path = common.socket, .listen = g_listen, .api_key = g_api_key,
+                      .db_path = common.db, .model_name = name, .max_clients = g_max_clients,
+                      .max_outbuf = (size_t)g_client_buffer};
+    int status = 1;
+    if (llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        goto out;
+    }
+    if (srv_start(e, &L, tmpl, &cfg, &s, &err)) {
+        fprintf(stderr, "llmchat serve: %s\n", err.msg);
+        goto out;
+    }
+    fprintf(stderr, "llmchat serve: %s (%s template) on unix:%s", name, chat_tmpl_name(tmpl), srv_socket_path(s));
+    if (srv_tcp_port(s)) fprintf(stderr, " and tcp port %d", srv_tcp_port(s));
+    fprintf(stderr, "\n");
+    if (*srv_db_error(s) && !(common.db && !*common.db))
+        fprintf(stderr, "llmchat serve: sessions are unavailable: %s\n", srv_db_error(s));
+    fflush(stderr);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "llmchat serve: %s, stopping\n", strsignal(sig));
+    srv_stop(s);
+    s = NULL;
+    status = 0;
+out:
+    srv_stop(s);
+    engine_destroy(e);
+    llm_close(&L);
+    return status;
+}

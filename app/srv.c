@@ -1,0 +1,575 @@
+/* srv.c — the socket server's life and its poll loop: the Unix socket (default
+ * path, directory 0700, socket 0600, stale-file detection, peer uid check),
+ * the optional TCP listener, accepting and telling NDJSON from HTTP by the first
+ * byte, per-connection input lines and capped output buffers, dropping slow or
+ * dead clients, and an orderly shutdown. The NDJSON methods are in srv_proto.c,
+ * sessions in srv_sessions.c, HTTP in srv_http.c, the UI's notes in srv_note.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "app/srv_internal.h"
+
+#define READ_CHUNK 65536
+
+/* ---- paths and sockets ---- */
+
+int srv_default_socket_path(char *buf, size_t n, llc_err *err) {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int w;
+    if (xdg && xdg[0] == '/') w = snprintf(buf, n, "%s/llmchat/llmchat.sock", xdg);
+    else w = snprintf(buf, n, "/tmp/llmchat-%u/llmchat.sock", (unsigned)getuid());
+    if (w < 0 || (size_t)w >= n || (size_t)w >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return llc_fail(err, LLC_ERR_RANGE, "the socket path is too long (XDG_RUNTIME_DIR=%.200s)",
+                        xdg ? xdg : "");
+    return 0;
+}
+
+/* The directory of path: created 0700 when missing; when `strict` (our default
+ * location) it must be a real directory of ours and is set to 0700. */
+static int prepare_dir(const char *path, bool strict, llc_err *err) {
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = 0;
+    if (mkdir(dir, 0700) && errno != EEXIST)
+        return llc_fail(err, LLC_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    if (!strict) return 0;
+    struct stat st;
+    if (lstat(dir, &st)) return llc_fail(err, LLC_ERR_IO, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid())
+        return llc_fail(err, LLC_ERR_IO, "%s is not a directory of this user; refusing to use it", dir);
+    if ((st.st_mode & 0777) != 0700 && chmod(dir, 0700))
+        return llc_fail(err, LLC_ERR_IO, "%s: cannot make it private: %s", dir, strerror(errno));
+    return 0;
+}
+
+/* Binds the Unix socket; a socket file nobody listens on any more is replaced,
+ * a live one is left alone. */
+static int open_unix(srv *s, llc_err *err) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(s->sock_path) >= sizeof a.sun_path)
+        return llc_fail(err, LLC_ERR_RANGE, "%s: the socket path is too long", s->sock_path);
+    memcpy(a.sun_path, s->sock_path, strlen(s->sock_path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return llc_fail(err, LLC_ERR_IO, "socket: %s", strerror(errno));
+    for (int attempt = 0;; attempt++) {
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
+        int e = errno;
+        if (e != EADDRINUSE || attempt > 0) {
+            close(fd);
+            return llc_fail(err, LLC_ERR_IO, "%s: %s", s->sock_path, strerror(e));
+        }
+        struct stat st;
+        if (lstat(s->sock_path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+            close(fd);
+            return llc_fail(err, LLC_ERR_IO, "%s exists and is not a socket; not replacing it", s->sock_path);
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int rc = probe < 0 ? -1 : connect(probe, (struct sockaddr *)&a, sizeof a);
+        int pe = errno;
+        if (probe >= 0) close(probe);
+        if (rc == 0 || (pe != ECONNREFUSED && pe != ENOENT)) {
+            close(fd);
+            return llc_fail(err, LLC_ERR_IO, "another llmchat is serving %s", s->sock_path);
+        }
+        if (pe == ECONNREFUSED && unlink(s->sock_path) && errno != ENOENT) { /* stale */
+            close(fd);
+            return llc_fail(err, LLC_ERR_IO, "%s: cannot remove the stale socket: %s", s->sock_path,
+                            strerror(errno));
+        }
+    }
+    struct stat st;
+    if (chmod(s->sock_path, 0600) || stat(s->sock_path, &st) || listen(fd, 128)) {
+        int e = errno;
+        unlink(s->sock_path);
+        close(fd);
+        return llc_fail(err, LLC_ERR_IO, "%s: %s", s->sock_path, strerror(e));
+    }
+    s->sock_dev = st.st_dev;
+    s->sock_ino = st.st_ino;
+    s->unix_fd = fd;
+    return 0;
+}
+
+static bool is_loopback(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a)) return true;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return false;
+}
+
+static int open_tcp(srv *s, llc_err *err) {
+    const char *spec = s->cfg.listen;
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || !colon[1])
+        return llc_fail(err, LLC_ERR_FORMAT, "--listen '%s': give HOST:PORT, e.g. 127.0.0.1:8080", spec);
+    size_t hl = (size_t)(colon - spec);
+    if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') spec++, hl -= 2; /* [::1]:8080 */
+    if (hl >= sizeof host) return llc_fail(err, LLC_ERR_FORMAT, "--listen: the host name is too long");
+    memcpy(host, spec, hl);
+    host[hl] = 0;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res = NULL;
+    int gr = getaddrinfo(host, colon + 1, &hints, &res);
+    if (gr) return llc_fail(err, LLC_ERR_FORMAT, "--listen '%s': %s", s->cfg.listen, gai_strerror(gr));
+    if (!is_loopback(res->ai_addr) && !s->api_key) {
+        freeaddrinfo(res);
+        return llc_fail(err, LLC_ERR_RANGE,
+                        "--listen %s is not a loopback address: give --api-key KEY (or LLMCHAT_API_KEY) "
+                        "so that other machines need it", s->cfg.listen);
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+    int rc = fd < 0 ? -1 : 0;
+    if (!rc) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (!rc) rc = bind(fd, res->ai_addr, res->ai_addrlen);
+    if (!rc) rc = listen(fd, 128);
+    freeaddrinfo(res);
+    if (rc) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return llc_fail(err, LLC_ERR_IO, "--listen %s: %s", s->cfg.listen, strerror(e));
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        s->tcp_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                     : ((struct sockaddr_in *)&ss)->sin_port);
+    s->tcp_fd = fd;
+    return 0;
+}
+
+/* ---- connections ---- */
+
+static conn *conn_new(srv *s, int fd, bool tcp) {
+    if (s->n_conns == s->cap_conns) {
+        int cap = s->cap_conns ? 2 * s->cap_conns : 32;
+        conn **p = realloc(s->conns, (size_t)cap * sizeof *p);
+        if (!p) return NULL;
+        s->conns = p;
+        s->cap_conns = cap;
+    }
+    conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->fd = fd;
+    c->tcp = tcp;
+    c->t_accept = srv_now_ms();
+    s->conns[s->n_conns++] = c;
+    return c;
+}
+
+static void conn_free(srv *s, conn *c) {
+    srv_proto_conn_gone(s, c);
+    if (c->fd >= 0) close(c->fd);
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+static size_t out_pending(const conn *c) { return c->out_len - c->out_off; }
+
+void srv_conn_write(srv *s, conn *c, const char *p, size_t n) {
+    if (c->dead) return;
+    if (out_pending(c) + n > s->cfg.max_outbuf) { /* it stopped reading: drop it */
+        c->dead = true;
+        return;
+    }
+    if (c->out_off > 0 && c->out_len + n > c->out_cap) { /* compact */
+        memmove(c->out, c->out + c->out_off, out_pending(c));
+        c->out_len -= c->out_off;
+        c->out_off = 0;
+    }
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        while (cap < c->out_len + n) cap *= 2;
+        char *q = realloc(c->out, cap);
+        if (!q) {
+            c->dead = true;
+            return;
+        }
+        c->out = q;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+}
+
+static void conn_flush(conn *c) {
+    while (!c->dead && out_pending(c) > 0) {
+        ssize_t w = send(c->fd, c->out + c->out_off, out_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            c->out_off += (size_t)w;
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else {
+            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) c->dead = true; /* EPIPE, ECONNRESET */
+            break;
+        }
+    }
+    if (out_pending(c) == 0) c->out_off = c->out_len = 0;
+}
+
+/* Splits the input into lines and handles each. */
+static void conn_lines(srv *s, conn *c) {
+    size_t start = 0;
+    for (;;) {
+        char *nl = c->in_len > start ? memchr(c->in + start, '\n', c->in_len - start) : NULL;
+        if (!nl) break;
+        size_t len = (size_t)(nl - (c->in + start));
+        if (len > s->cfg.max_line) break;
+        const char *line = c->in + start;
+        size_t l = len;
+        while (l > 0 && (line[l - 1] == '\r' || line[l - 1] == ' ' || line[l - 1] == '\t')) l--;
+        size_t k = 0;
+        while (k < l && (line[k] == ' ' || line[k] == '\t' || line[k] == '\r')) k++;
+        if (k < l) srv_proto_line(s, c, line + k, l - k);
+        start += len + 1;
+        if (c->dead || c->closing) break;
+    }
+    if (start > 0) {
+        memmove(c->in, c->in + start, c->in_len - start);
+        c->in_len -= start;
+    }
+    if (!c->dead && !c->closing && c->in_len > s->cfg.max_line) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the request line is longer than %zu bytes; closing the connection",
+                 s->cfg.max_line);
+        srv_send_error(s, c, "null", "too_large", msg);
+        c->closing = true;
+        c->in_len = 0;
+    }
+}
+
+static void conn_read(srv *s, conn *c) {
+    size_t want = s->cfg.max_line + READ_CHUNK;
+    if (c->in_cap < want && c->in_len + READ_CHUNK > c->in_cap) {
+        size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
+        if (cap > want) cap = want;
+        char *p = realloc(c->in, cap);
+        if (!p) {
+            c->dead = true;
+            return;
+        }
+        c->in = p;
+        c->in_cap = cap;
+    }
+    size_t room = c->in_cap - c->in_len;
+    if (room > READ_CHUNK) room = READ_CHUNK;
+    ssize_t r = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
+    if (r > 0) {
+        c->in_len += (size_t)r;
+        conn_lines(s, c);
+    } else if (r == 0) {
+        /* end of input: a last line without its newline still counts; answers
+           still streaming are sent (a half-closed client waits for them); with
+           nothing in flight the connection is done */
+        if (c->in_len > 0 && c->in_len < c->in_cap && !c->closing) {
+            c->in[c->in_len++] = '\n';
+            conn_lines(s, c);
+        }
+        c->eof = true;
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        c->dead = true;
+    }
+}
+
+/* The first byte tells the protocol: an upper-case letter starts an HTTP
+ * request line; anything else is NDJSON. */
+static void conn_sniff(srv *s, conn *c) {
+    char b;
+    ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        c->dead = true;
+        return;
+    }
+    if (r < 0) return;
+    if (b >= 'A' && b <= 'Z') {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        if (getpeername(c->fd, (struct sockaddr *)&ss, &sl)) {
+            memset(&ss, 0, sizeof ss);
+            ss.ss_family = c->tcp ? AF_INET : AF_UNIX;
+            sl = sizeof(sa_family_t);
+        }
+        int fd = c->fd;
+        c->fd = -1;
+        c->dead = true;
+        srv_http_add(s, fd, (struct sockaddr *)&ss, sl);
+        return;
+    }
+    c->kind = CONN_NDJSON;
+    c->authed = !c->tcp || !s->api_key;
+}
+
+static void do_accept(srv *s, int lfd, bool tcp) {
+    for (int k = 0; k < 64; k++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        if (!tcp) {
+            struct ucred cr;
+            socklen_t l = sizeof cr;
+            if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) || cr.uid != getuid()) {
+                close(fd); /* another user */
+                continue;
+            }
+        }
+        if (s->n_conns >= s->cfg.max_clients || !conn_new(s, fd, tcp)) {
+            close(fd);
+            continue;
+        }
+    }
+}
+
+static bool conn_idle(const conn *c) { return !c->reqs && out_pending(c) == 0; }
+
+static void *srv_main(void *arg) {
+    srv *s = arg;
+    struct pollfd *pfd = NULL;
+    int cap_pfd = 0;
+    bool shutting = false;
+    double deadline = 0;
+    for (;;) {
+        double now = srv_now_ms();
+        if (!shutting && atomic_load(&s->stopping)) {
+            shutting = true;
+            deadline = now + SRV_SHUTDOWN_MS;
+            for (int i = 0; i < s->n_conns; i++) srv_proto_cancel_all(s, s->conns[i]);
+        }
+        if (shutting) {
+            bool all_done = true;
+            for (int i = 0; i < s->n_conns; i++)
+                if (s->conns[i]->kind == CONN_NDJSON && !s->conns[i]->dead && !conn_idle(s->conns[i]))
+                    all_done = false;
+            if (all_done || now >= deadline) break;
+        }
+        int need = 3 + 2 * s->n_conns;
+        if (need > cap_pfd) {
+            struct pollfd *p = realloc(pfd, (size_t)need * sizeof *p);
+            if (!p) break;
+            pfd = p;
+            cap_pfd = need;
+        }
+        int np = 0, timeout = 1000;
+        pfd[np++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
+        pfd[np++] = (struct pollfd){.fd = shutting ? -1 : s->unix_fd, .events = POLLIN};
+        pfd[np++] = (struct pollfd){.fd = shutting ? -1 : s->tcp_fd, .events = POLLIN};
+        for (int i = 0; i < s->n_conns; i++) {
+            conn *c = s->conns[i];
+            short ev = 0;
+            if (!c->closing && !c->eof && !shutting) ev |= POLLIN;
+            if (out_pending(c) > 0) ev |= POLLOUT;
+            pfd[np++] = (struct pollfd){.fd = c->fd, .events = ev};
+            pfd[np++] = (struct pollfd){.fd = c->ec ? engine_client_fd(c->ec) : -1, .events = POLLIN};
+            if (c->kind == CONN_SNIFF) {
+                int left = (int)(c->t_accept + SRV_SNIFF_MS - now) + 1;
+                if (left < timeout) timeout = left > 0 ? left : 0;
+            }
+        }
+        if (shutting) timeout = timeout < 50 ? timeout : 50;
+        int n = poll(pfd, (nfds_t)np, timeout);
+        if (n < 0 && errno != EINTR) break;
+        now = srv_now_ms();
+        if (pfd[0].revents & POLLIN) {
+            uint64_t v;
+            ssize_t r = read(s->wake_fd, &v, sizeof v);
+            (void)r;
+        }
+        int n_before = s->n_conns; /* accepted ones join the next round */
+        if (pfd[1].revents & POLLIN) do_accept(s, s->unix_fd, false);
+        if (pfd[2].revents & POLLIN) do_accept(s, s->tcp_fd, true);
+        for (int i = 0; i < n_before; i++) {
+            conn *c = s->conns[i];
+            short re = pfd[3 + 2 * i].revents, ee = pfd[4 + 2 * i].revents;
+            if (c->kind == CONN_SNIFF) {
+                if (re & (POLLIN | POLLHUP | POLLERR)) conn_sniff(s, c);
+                else if (now - c->t_accept > SRV_SNIFF_MS) c->dead = true;
+                continue;
+            }
+            if (re & (POLLERR | POLLHUP | POLLNVAL)) { /* gone: cancel its requests */
+                c->dead = true;
+                continue;
+            }
+            if (re & POLLIN) conn_read(s, c);
+            if (ee & POLLIN) srv_proto_events(s, c);
+        }
+        for (int i = 0; i < s->n_conns; i++) { /* write what is queued; close what is over */
+            conn *c = s->conns[i];
+            if (c->dead || c->kind != CONN_NDJSON) continue;
+            conn_flush(c);
+            /* after a protocol error: once the error is out; at end of input: once idle */
+            if (out_pending(c) == 0 && (c->closing || (c->eof && !c->reqs))) c->dead = true;
+        }
+        int k = 0;
+        for (int i = 0; i < s->n_conns; i++) {
+            conn *c = s->conns[i];
+            if (c->dead) conn_free(s, c);
+            else s->conns[k++] = c;
+        }
+        s->n_conns = k;
+        if (now - s->last_retry_ms >= 1000) {
+            s->last_retry_ms = now;
+            srv_sessions_retry(s, false);
+        }
+    }
+    for (int i = 0; i < s->n_conns; i++) {
+        conn_flush(s->conns[i]);
+        conn_free(s, s->conns[i]);
+    }
+    s->n_conns = 0;
+    srv_sessions_retry(s, true);
+    free(pfd);
+    return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static void srv_free(srv *s) {
+    if (!s) return;
+    if (s->unix_fd >= 0) {
+        close(s->unix_fd);
+        struct stat st; /* remove the socket file only if it is still ours */
+        if (lstat(s->sock_path, &st) == 0 && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
+            unlink(s->sock_path);
+    }
+    if (s->tcp_fd >= 0) close(s->tcp_fd);
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    for (srv_note_node *n = s->note_head, *next; n; n = next) {
+        next = n->next;
+        free(n->note.text);
+        free(n);
+    }
+    if (s->note_fd >= 0) close(s->note_fd);
+    pthread_mutex_destroy(&s->note_mu);
+    db_close(s->db);
+    free(s->conns);
+    free(s->busy_sessions);
+    free(s->api_key);
+    free(s->model_name_copy);
+    free(s);
+}
+
+static void model_name_of(const llm *l, const char *given, char *out, size_t n) {
+    if (given && *given) {
+        snprintf(out, n, "%s", given);
+        return;
+    }
+    gguf_str name = {0};
+    if (gguf_get_str(l->file, "general.name", &name, NULL) == 0 && name.len > 0)
+        snprintf(out, n, "%.*s", (int)(name.len < n - 1 ? name.len : n - 1), name.ptr);
+    else
+        snprintf(out, n, "model");
+}
+
+int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv **out, llc_err *err) {
+    *out = NULL;
+    srv *s = calloc(1, sizeof *s);
+    if (!s) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    s->unix_fd = s->tcp_fd = s->wake_fd = s->note_fd = -1;
+    pthread_mutex_init(&s->note_mu, NULL);
+    s->e = e;
+    s->cfg = *cfg;
+    if (s->cfg.max_clients <= 0) s->cfg.max_clients = 256;
+    if (s->cfg.max_line == 0) s->cfg.max_line = 1 << 20;
+    if (s->cfg.max_body == 0) s->cfg.max_body = 8 << 20;
+    if (s->cfg.max_outbuf == 0) s->cfg.max_outbuf = 4 << 20;
+    if (cfg->api_key && *cfg->api_key && !(s->api_key = strdup(cfg->api_key))) {
+        srv_free(s);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    s->cfg.api_key = s->api_key;
+    s->m.tok = l->tok;
+    s->m.tmpl = t;
+    s->m.n_ctx = model_hparams_of(l->m)->n_ctx_train;
+    s->m.n_vocab = tok_n_vocab(l->tok);
+    s->m.has_fim = tok_special(l->tok, TOK_SPECIAL_FIM_PRE) >= 0 &&
+                   tok_special(l->tok, TOK_SPECIAL_FIM_SUF) >= 0 &&
+                   tok_special(l->tok, TOK_SPECIAL_FIM_MID) >= 0;
+    model_name_of(l, cfg->model_name, s->m.name, sizeof s->m.name);
+    s->cfg.model_name = s->m.name;
+
+    int rc = 0;
+    if (cfg->socket_path && *cfg->socket_path) {
+        if (strlen(cfg->socket_path) >= sizeof s->sock_path)
+            rc = llc_fail(err, LLC_ERR_RANGE, "%s: the socket path is too long", cfg->socket_path);
+        else snprintf(s->sock_path, sizeof s->sock_path, "%s", cfg->socket_path);
+        if (!rc) rc = prepare_dir(s->sock_path, false, err);
+    } else {
+        rc = srv_default_socket_path(s->sock_path, sizeof s->sock_path, err);
+        if (!rc) rc = prepare_dir(s->sock_path, true, err);
+    }
+    s->cfg.socket_path = s->sock_path;
+    if (!rc) rc = open_unix(s, err);
+    if (!rc && cfg->listen && *cfg->listen) rc = open_tcp(s, err);
+    if (!rc && (s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        rc = llc_fail(err, LLC_ERR_IO, "eventfd: %s", strerror(errno));
+    if (!rc && cfg->notify && (s->note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        rc = llc_fail(err, LLC_ERR_IO, "eventfd: %s", strerror(errno));
+    if (rc) {
+        srv_free(s);
+        return rc;
+    }
+    /* the database: its trouble is reported to the clients that need it */
+    char dbp[4096];
+    const char *path = cfg->db_path;
+    llc_err dberr = {{0}};
+    if (!path && db_default_path(dbp, sizeof dbp, &dberr) == 0) path = dbp;
+    if (path && *path) {
+        if (db_open(path, &s->db, &dberr) == 0) db_set_busy_timeout(s->db, 250);
+        else snprintf(s->db_error, sizeof s->db_error, "%s", dberr.msg);
+    } else {
+        snprintf(s->db_error, sizeof s->db_error, "%s",
+                 path ? "no database (started without one)" : dberr.msg);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    /* the server's threads take no signals: they stay with the main thread */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = srv_http_start(s, err);
+    if (!rc && pthread_create(&s->thread, NULL, srv_main, s)) {
+        rc = llc_fail(err, LLC_ERR_NOMEM, "cannot start the server thread");
+        srv_http_stop(s, 0);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        srv_free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void srv_stop(srv *s) {
+    if (!s) return;
+    double deadline = srv_now_ms() + SRV_SHUTDOWN_MS;
+    atomic_store(&s->stopping, true);
+    uint64_t one = 1;
+    ssize_t w = write(s->wake_fd, &one, sizeof one);
+    (void)w;
+    pthread_join(s->thread, NULL);
+    srv_http_stop(s, deadline);
+    srv_free(s);
+}
+
+const char *srv_socket_path(const srv *s) { return s->sock_path; }
+int srv_tcp_port(const srv *s) { return s->tcp_fd >= 0 ? s->tcp_port : 0; }
+const char *srv_db_error(const srv *s) { return s->db ? "" : s->db_error; }

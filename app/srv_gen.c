@@ -1,0 +1,445 @@
+/* srv_gen.c — turning a JSON request into an engine request: sampling and
+ * length parameters in each dialect (llmchat protocol, OpenAI, llama-server),
+ * and the prompt of a conversation, a raw text or a fill-in-the-middle request.
+ * Shared by the NDJSON protocol and the HTTP endpoints. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/srv_internal.h"
+#include "engine/prompt.h"
+
+void srv_gen_init(srv_gen *g) {
+    memset(g, 0, sizeof *g);
+    g->req.sampling = sampler_params_default();
+    g->req.n = 1;
+}
+
+void srv_gen_free(srv_gen *g) {
+    free(g->ids);
+    for (int i = 0; i < g->n_stops; i++) free(g->stops[i]);
+    free(g->stops);
+    memset(g, 0, sizeof *g);
+}
+
+const char *srv_finish_name(engine_finish f) {
+    switch (f) {
+    case FINISH_STOP: return "stop";
+    case FINISH_LENGTH: return "length";
+    case FINISH_CANCELLED: return "cancelled";
+    case FINISH_ERROR: return "error";
+    default: return "stop";
+    }
+}
+
+/* ---- fields ---- */
+
+static const cJSON *field(const cJSON *j, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+/* A number field within [lo, hi]: 0 and *set when present, 0 when absent,
+ * negative with err when of the wrong type or out of range. */
+static int get_num(const cJSON *j, const char *name, double lo, double hi, bool integer,
+                   double *out, bool *set, llc_err *err) {
+    const cJSON *f = field(j, name);
+    if (set) *set = false;
+    if (!f) return 0;
+    if (!cJSON_IsNumber(f))
+        return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a number", name);
+    double v = f->valuedouble;
+    if (!isfinite(v) || (integer && v != floor(v)))
+        return llc_fail(err, LLC_ERR_TYPE, "'%s' must be an integer", name);
+    if (v < lo || v > hi)
+        return llc_fail(err, LLC_ERR_RANGE, "'%s' is %g; it must be within %g..%g", name, v, lo, hi);
+    *out = v;
+    if (set) *set = true;
+    return 0;
+}
+
+static int get_float(const cJSON *j, const char *name, double lo, double hi, float *dst, llc_err *err) {
+    double v;
+    bool set;
+    int rc = get_num(j, name, lo, hi, false, &v, &set, err);
+    if (!rc && set) *dst = (float)v;
+    return rc;
+}
+
+static int get_int(const cJSON *j, const char *name, double lo, double hi, int *dst, llc_err *err) {
+    double v;
+    bool set;
+    int rc = get_num(j, name, lo, hi, true, &v, &set, err);
+    if (!rc && set) *dst = (int)v;
+    return rc;
+}
+
+static int get_bool(const cJSON *j, const char *name, bool *dst, llc_err *err) {
+    const cJSON *f = field(j, name);
+    if (!f) return 0;
+    if (!cJSON_IsBool(f)) return llc_fail(err, LLC_ERR_TYPE, "'%s' must be true or false", name);
+    *dst = cJSON_IsTrue(f);
+    return 0;
+}
+
+static int add_stop(srv_gen *g, const char *s, size_t len) {
+    if (len == 0) return 0;
+    char **p = realloc(g->stops, (size_t)(g->n_stops + 1) * sizeof *p);
+    if (!p) return LLC_ERR_NOMEM;
+    g->stops = p;
+    if (!(p[g->n_stops] = strndup(s, len))) return LLC_ERR_NOMEM;
+    g->n_stops++;
+    return 0;
+}
+
+static int get_stops(const cJSON *j, srv_gen *g, llc_err *err) {
+    const cJSON *f = field(j, "stop");
+    if (!f) return 0;
+    if (cJSON_IsString(f)) {
+        if (strlen(f->valuestring) > SRV_MAX_STOP_LEN)
+            return llc_fail(err, LLC_ERR_RANGE, "a stop string is longer than %d bytes", SRV_MAX_STOP_LEN);
+        return add_stop(g, f->valuestring, strlen(f->valuestring))
+                   ? llc_fail(err, LLC_ERR_NOMEM, "out of memory") : 0;
+    }
+    if (!cJSON_IsArray(f)) return llc_fail(err, LLC_ERR_TYPE, "'stop' must be a string or an array of strings");
+    if (cJSON_GetArraySize(f) > SRV_MAX_STOPS)
+        return llc_fail(err, LLC_ERR_RANGE, "at most %d stop strings", SRV_MAX_STOPS);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+        if (!cJSON_IsString(e)) return llc_fail(err, LLC_ERR_TYPE, "'stop' must be a string or an array of strings");
+        if (strlen(e->valuestring) > SRV_MAX_STOP_LEN)
+            return llc_fail(err, LLC_ERR_RANGE, "a stop string is longer than %d bytes", SRV_MAX_STOP_LEN);
+        if (add_stop(g, e->valuestring, strlen(e->valuestring))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* llama-server's "samplers": the truncation steps not named are off, and
+ * without "temperature" the distribution is sampled at temperature 1. */
+static int get_samplers(const cJSON *j, sampler_params *sp, llc_err *err) {
+    const cJSON *f = field(j, "samplers");
+    if (!f) return 0;
+    if (!cJSON_IsArray(f)) return llc_fail(err, LLC_ERR_TYPE, "'samplers' must be an array of names");
+    bool k = false, p = false, minp = false, temp = false;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+        if (!cJSON_IsString(e)) return llc_fail(err, LLC_ERR_TYPE, "'samplers' must be an array of names");
+        const char *n = e->valuestring;
+        k |= !strcmp(n, "top_k");
+        p |= !strcmp(n, "top_p");
+        minp |= !strcmp(n, "min_p");
+        temp |= !strcmp(n, "temperature") || !strcmp(n, "temp");
+    }
+    if (!k) sp->top_k = 0;
+    if (!p) sp->top_p = 1;
+    if (!minp) sp->min_p = 0;
+    if (!temp && sp->temperature > 0) sp->temperature = 1;
+    return 0;
+}
+
+int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g, llc_err *err) {
+    sampler_params *sp = &g->req.sampling;
+    if (g->req.max_tokens <= 0) g->req.max_tokens = m->n_ctx; /* unless the caller set a default */
+    if (!cJSON_IsObject(j)) return llc_fail(err, LLC_ERR_TYPE, "the request must be a JSON object");
+    int rc = 0;
+    double v;
+    bool set;
+    if (!rc) rc = get_float(j, "temperature", 0, 100, &sp->temperature, err);
+    if (!rc) rc = get_float(j, "top_p", 0, 1, &sp->top_p, err);
+    if (!rc) rc = get_int(j, "top_k", 0, 1 << 30, &sp->top_k, err);
+    if (!rc) rc = get_float(j, "min_p", 0, 1, &sp->min_p, err);
+    if (!rc) rc = get_float(j, "repeat_penalty", 0.01, 100, &sp->repeat_penalty, err);
+    if (!rc) rc = get_int(j, "repeat_last_n", -1, 1 << 30, &sp->repeat_last_n, err);
+    if (!rc) rc = get_float(j, "frequency_penalty", -2, 2, &sp->frequency_penalty, err);
+    if (!rc) rc = get_float(j, "presence_penalty", -2, 2, &sp->presence_penalty, err);
+    if (d != SRV_NDJSON) sp->seed = SAMPLER_SEED_RANDOM; /* as OpenAI and llama-server */
+    if (!rc) rc = get_num(j, "seed", -1, 1.8e19, true, &v, &set, err);
+    if (!rc && set) sp->seed = v < 0 ? SAMPLER_SEED_RANDOM : (uint64_t)v;
+    if (!rc) rc = get_int(j, "n", 1, 64, &g->req.n, err);
+    if (!rc && d == SRV_NDJSON) rc = get_int(j, "beam_width", 0, 16, &g->req.beam_width, err);
+    if (!rc && d == SRV_NDJSON) rc = get_int(j, "priority", -1000, 1000, &g->req.priority, err);
+    if (!rc && d == SRV_NDJSON) rc = get_bool(j, "return_prompt", &g->echo_prompt, err);
+    if (!rc) rc = get_stops(j, g, err);
+    if (rc) return rc;
+    /* length */
+    if (d == SRV_LLAMA) {
+        if ((rc = get_num(j, "n_predict", -1e9, 1 << 24, true, &v, &set, err))) return rc;
+        if (set && v == 0) g->warm_only = true, g->req.max_tokens = 1;
+        else if (set && v > 0) g->req.max_tokens = (int)v;
+        if ((rc = get_num(j, "t_max_predict_ms", -1e12, 1e12, false, &v, &set, err))) return rc;
+        if (set && v > 0) g->t_max_predict_ms = v;
+        if ((rc = get_samplers(j, sp, err))) return rc;
+    } else {
+        if ((rc = get_int(j, "max_tokens", 1, 1 << 24, &g->req.max_tokens, err))) return rc;
+        if (d == SRV_OPENAI_CHAT &&
+            (rc = get_int(j, "max_completion_tokens", 1, 1 << 24, &g->req.max_tokens, err)))
+            return rc;
+    }
+    /* log-probabilities */
+    int top = 0;
+    bool want = false;
+    const cJSON *lp = field(j, "logprobs");
+    if (d == SRV_LLAMA) {
+        if ((rc = get_int(j, "n_probs", 0, SAMPLER_MAX_LOGPROBS, &top, err))) return rc;
+        want = top > 0;
+    } else if (d == SRV_OPENAI_CHAT) {
+        if ((rc = get_bool(j, "logprobs", &want, err))) return rc;
+        if ((rc = get_int(j, "top_logprobs", 0, SAMPLER_MAX_LOGPROBS, &top, err))) return rc;
+        if (!want) top = 0;
+    } else if (cJSON_IsBool(lp)) { /* NDJSON and /v1/completions */
+        want = cJSON_IsTrue(lp);
+    } else if (lp) {
+        if ((rc = get_int(j, "logprobs", 0, SAMPLER_MAX_LOGPROBS, &top, err))) return rc;
+        /* NDJSON: 0 is off, as in the engine; OpenAI reports the chosen token always */
+        want = d != SRV_NDJSON || top > 0;
+    }
+    g->logprobs = want;
+    g->n_logprobs = top;
+    sp->n_logprobs = want ? (top > 0 ? top : 1) : 0;
+    if (g->req.beam_width > 0 && g->req.n > g->req.beam_width)
+        return llc_fail(err, LLC_ERR_RANGE, "'n' (%d) cannot exceed 'beam_width' (%d)", g->req.n,
+                        g->req.beam_width);
+    return sampler_params_check(sp, err);
+}
+
+/* ---- prompts ---- */
+
+static void finalize(srv_gen *g, int n_ids) {
+    g->req.prompt = g->ids;
+    g->req.n_prompt = n_ids;
+    g->req.stop = (const char *const *)g->stops;
+    g->req.n_stop = g->n_stops;
+}
+
+static int reserve_of(const srv_model *m, const srv_gen *g) {
+    return g->req.max_tokens < m->n_ctx / 2 ? g->req.max_tokens : m->n_ctx / 2;
+}
+
+int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err) {
+    prompt p;
+    int rc = prompt_build(m->tok, m->tmpl, msgs, n, m->n_ctx - reserve_of(m, g), &p, err);
+    if (rc) return rc;
+    free(g->ids);
+    g->ids = p.ids;
+    g->n_dropped = p.n_dropped;
+    for (const char *const *s = chat_stop_strings(m->tmpl); *s; s++)
+        if (add_stop(g, *s, strlen(*s))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    finalize(g, p.n_ids);
+    return 0;
+}
+
+/* The text of a message's content: a string, or OpenAI's array of parts
+ * ({"type": "text", "text": ...}). *owned is set when the text was joined. */
+static int content_text(const cJSON *c, int i, bool null_ok, const char **out, char **owned, llc_err *err) {
+    *owned = NULL;
+    if (cJSON_IsString(c)) {
+        *out = c->valuestring;
+        return 0;
+    }
+    if ((!c || cJSON_IsNull(c)) && null_ok) {
+        *out = "";
+        return 0;
+    }
+    if (!cJSON_IsArray(c))
+        return llc_fail(err, LLC_ERR_TYPE, "messages[%d].content must be a string", i);
+    sbuf b = {0};
+    sb_add(&b, "", 0);
+    const cJSON *part;
+    cJSON_ArrayForEach(part, c) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+            sb_free(&b);
+            return llc_fail(err, LLC_ERR_UNSUPPORTED, "messages[%d].content: only text parts are supported", i);
+        }
+        sb_str(&b, text->valuestring);
+    }
+    if (b.oom) {
+        sb_free(&b);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    *out = *owned = b.p;
+    return 0;
+}
+
+int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {
+    if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0)
+        return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
+    int n = cJSON_GetArraySize(messages);
+    if (n > 100000) return llc_fail(err, LLC_ERR_RANGE, "too many messages");
+    chat_msg *msgs = calloc((size_t)n, sizeof *msgs);
+    char **owned = calloc((size_t)n, sizeof *owned);
+    int rc = msgs && owned ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, messages) {
+        if (rc) break;
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(e, "role");
+        if (!cJSON_IsObject(e) || !cJSON_IsString(role)) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d] must be an object with a 'role' string", i);
+            break;
+        }
+        const char *r = role->valuestring;
+        if (!strcmp(r, "system") || !strcmp(r, "developer")) msgs[i].role = CHAT_SYSTEM;
+        else if (!strcmp(r, "user")) msgs[i].role = CHAT_USER;
+        else if (!strcmp(r, "assistant")) msgs[i].role = CHAT_ASSISTANT;
+        else {
+            rc = llc_fail(err, LLC_ERR_RANGE, "messages[%d].role '%.40s' is not system, user or assistant", i, r);
+            break;
+        }
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
+        rc = content_text(content, i, msgs[i].role == CHAT_ASSISTANT, &msgs[i].content, &owned[i], err);
+        i++;
+    }
+    if (!rc) rc = srv_gen_chat_msgs(m, msgs, n, g, err);
+    for (int k = 0; owned && k < n; k++) free(owned[k]);
+    free(owned);
+    free(msgs);
+    return rc;
+}
+
+int srv_gen_text(const srv_model *m, const cJSON *p, srv_gen *g, llc_err *err) {
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 &&
+        cJSON_IsString(cJSON_GetArrayItem(p, 0)))
+        p = cJSON_GetArrayItem(p, 0); /* OpenAI's list of one prompt */
+    int n;
+    free(g->ids);
+    g->ids = NULL;
+    if (cJSON_IsString(p)) {
+        const char *s = p->valuestring;
+        n = llm_tokenize(m->tok, s, strlen(s), tok_add_bos(m->tok), true, &g->ids);
+        if (n < 0) return llc_fail(err, n, "the prompt cannot be tokenized");
+    } else if (cJSON_IsArray(p)) {
+        n = cJSON_GetArraySize(p);
+        if (n > m->n_ctx) return llc_fail(err, LLC_ERR_RANGE, "the prompt is %d tokens; the context is %d", n, m->n_ctx);
+        g->ids = malloc((size_t)(n ? n : 1) * sizeof *g->ids);
+        if (!g->ids) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        int i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, p) {
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+                e->valuedouble >= m->n_vocab)
+                return llc_fail(err, LLC_ERR_RANGE, "prompt[%d] is not a token id of this model (0..%d)", i,
+                                m->n_vocab - 1);
+            g->ids[i++] = (int32_t)e->valuedouble;
+        }
+    } else {
+        return llc_fail(err, LLC_ERR_TYPE, "'prompt' must be a string or an array of token ids");
+    }
+    if (n == 0) return llc_fail(err, LLC_ERR_RANGE, "the prompt is empty");
+    finalize(g, n);
+    return 0;
+}
+
+/* ---- fill in the middle ---- */
+
+typedef struct ivec {
+    int32_t *v;
+    int n, cap;
+    bool oom;
+} ivec;
+
+static void iv_push(ivec *a, const int32_t *ids, int n) {
+    if (a->oom || n <= 0) return;
+    if (a->n + n > a->cap) {
+        int cap = a->cap ? a->cap : 256;
+        while (cap < a->n + n) cap *= 2;
+        int32_t *p = realloc(a->v, (size_t)cap * sizeof *p);
+        if (!p) {
+            a->oom = true;
+            return;
+        }
+        a->v = p;
+        a->cap = cap;
+    }
+    memcpy(a->v + a->n, ids, (size_t)n * sizeof *ids);
+    a->n += n;
+}
+
+static void iv_text(ivec *a, const tokenizer *tok, const char *s, size_t len) {
+    int32_t *ids = NULL;
+    int n = llm_tokenize(tok, s, len, false, false, &ids);
+    if (n < 0) a->oom = true;
+    else iv_push(a, ids, n);
+    free(ids);
+}
+
+int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, const cJSON *extra,
+                   const char *middle, srv_gen *g, llc_err *err) {
+    const tokenizer *tok = m->tok;
+    int32_t pre = tok_special(tok, TOK_SPECIAL_FIM_PRE), suf = tok_special(tok, TOK_SPECIAL_FIM_SUF),
+            mid = tok_special(tok, TOK_SPECIAL_FIM_MID), rep = tok_special(tok, TOK_SPECIAL_FIM_REP),
+            sep = tok_special(tok, TOK_SPECIAL_FIM_SEP), bos = tok_bos(tok);
+    if (pre < 0 || suf < 0 || mid < 0)
+        return llc_fail(err, LLC_ERR_UNSUPPORTED,
+                        "infill is not supported by this model: its vocabulary has no fill-in-the-middle "
+                        "tokens (FIM prefix, suffix and middle)");
+    if (extra && !cJSON_IsArray(extra))
+        return llc_fail(err, LLC_ERR_TYPE, "'input_extra' must be an array of {filename, text}");
+    ivec ex = {0}, tp = {0}, ts = {0}, tm = {0}, out = {0};
+    /* extra context first, as llama-server lays it out */
+    if (rep >= 0) {
+        iv_push(&ex, &rep, 1);
+        iv_text(&ex, tok, "myproject\n", 10);
+    }
+    const cJSON *chunk;
+    int rc = 0, i = 0;
+    cJSON_ArrayForEach(chunk, extra) {
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(chunk, "text");
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(chunk, "filename");
+        if (!cJSON_IsObject(chunk) || (text && !cJSON_IsString(text)) || (file && !cJSON_IsString(file))) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "input_extra[%d] must be {\"filename\": string, \"text\": string}", i);
+            break;
+        }
+        if (sep >= 0) {
+            const char *fn = file ? file->valuestring : "tmp";
+            iv_push(&ex, &sep, 1);
+            iv_text(&ex, tok, fn, strlen(fn));
+            iv_text(&ex, tok, "\n", 1);
+        } else {
+            static const char k_snippet[] = "\n\n--- snippet ---\n\n";
+            iv_text(&ex, tok, k_snippet, sizeof k_snippet - 1);
+        }
+        if (text) iv_text(&ex, tok, text->valuestring, strlen(text->valuestring));
+        i++;
+    }
+    if (!rc && sep >= 0) {
+        iv_push(&ex, &sep, 1);
+        iv_text(&ex, tok, "filename\n", 9);
+    }
+    iv_text(&tp, tok, prefix ? prefix : "", prefix ? strlen(prefix) : 0);
+    iv_text(&ts, tok, suffix ? suffix : "", suffix ? strlen(suffix) : 0);
+    iv_text(&tm, tok, middle ? middle : "", middle ? strlen(middle) : 0);
+    if (!rc && (ex.oom || tp.oom || ts.oom || tm.oom)) rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    /* 3/4 of the room for the end of the prefix, the rest for the start of the
+       suffix, extra context in what the context has left */
+    int avail = m->n_ctx - reserve_of(m, g) - 4;
+    if (!rc && avail < 8) rc = llc_fail(err, LLC_ERR_RANGE, "the context is too small for infill");
+    if (!rc) {
+        int core = avail < 2048 ? avail : 2048;
+        int n_pre = tp.n < 3 * (core / 4) ? tp.n : 3 * (core / 4);
+        int room_suf = core / 4 - (2 + tm.n);
+        int n_suf = ts.n < room_suf ? ts.n : (room_suf > 0 ? room_suf : 0);
+        int room_ex = avail - n_pre - n_suf - tm.n;
+        int n_ex = ex.n < room_ex ? ex.n : (room_ex > 0 ? room_ex : 0);
+        iv_push(&out, ex.v + ex.n - n_ex, n_ex);
+        if (tok_add_bos(tok) && bos >= 0) iv_push(&out, &bos, 1);
+        iv_push(&out, &pre, 1);
+        iv_push(&out, tp.v + tp.n - n_pre, n_pre);
+        iv_push(&out, tm.v, tm.n);
+        iv_push(&out, &suf, 1);
+        iv_push(&out, ts.v, n_suf);
+        iv_push(&out, &mid, 1);
+        if (out.oom) rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    free(ex.v), free(tp.v), free(ts.v), free(tm.v);
+    if (rc) {
+        free(out.v);
+        return rc;
+    }
+    free(g->ids);
+    g->ids = out.v;
+    finalize(g, out.n);
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* srv_http.h — shared by srv_http.c (the libmicrohttpd daemon, routing,
+ * authentication, request bodies) and srv_http_gen.c (the generation
+ * endpoints). Private to the server. */
+#ifndef LLC_APP_SRV_HTTP_H
+#define LLC_APP_SRV_HTTP_H
+
+#include <microhttpd.h>
+
+#include "app/srv_internal.h"
+
+typedef enum http_endpoint {
+    HTTP_OPENAI_CHAT,  /* POST /v1/chat/completions */
+    HTTP_OPENAI_TEXT,  /* POST /v1/completions */
+    HTTP_LLAMA_COMPLETION, /* POST /completion */
+    HTTP_LLAMA_INFILL, /* POST /infill */
+} http_endpoint;
+
+/* Queues a JSON response (body copied). */
+enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len);
+/* Queues {"error":{"code":status,"message":msg,"type":type}} (OpenAI's and
+ * llama-server's error shape). */
+enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type,
+                               const char *msg);
+/* Runs a generation endpoint on a complete request body. */
+enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
+                                  size_t len);
+
+#endif

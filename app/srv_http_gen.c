@@ -1,0 +1,574 @@
+/* srv_http_gen.c — the HTTP generation endpoints: OpenAI's
+ * /v1/chat/completions and /v1/completions, llama-server's /completion and
+ * /infill, each streaming (SSE, chunked) or in one JSON answer. A handler runs
+ * on its connection's own thread: it submits to the engine through its own
+ * engine client and blocks on that client's events, watching the socket for a
+ * hang-up (which cancels the request) and the server for shutdown (which ends
+ * the stream with a `cancelled` finish). */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app/srv_http.h"
+
+typedef struct gen_sample {
+    sbuf text;            /* everything generated (non-streaming answers) */
+    int n_tokens;
+    engine_finish finish;
+    bool started;         /* OpenAI: the role was sent */
+    int32_t *ids;         /* ids since the last chunk (llama streaming "tokens") */
+    int n_ids, cap_ids;
+    cJSON *lp_all;        /* every logprob entry (non-streaming) */
+    cJSON *lp_pend;       /* entries since the last chunk (streaming) */
+    bool seen, done;      /* an event came; its done came */
+} gen_sample;
+
+typedef struct gen_state {
+    srv *s;
+    http_endpoint ep;
+    srv_dialect d;
+    bool stream, include_usage;
+    cJSON *fields;        /* llama "response_fields" */
+    srv_gen g;
+    engine_client *ec;
+    int64_t eid;
+    int fd;               /* the client's socket, watched for a hang-up */
+    int n, n_done;
+    gen_sample *sm;
+    int prompt_tokens, cached_tokens, completion_tokens;
+    double queue_ms, ttft_ms, tpot_ms;
+    char err_msg[256];
+    bool cancel_sent, time_limited;
+    double t_first;
+    bool saw_newline;
+    char id[48];
+    long long created;
+    sbuf out;             /* streaming: bytes not yet handed to MHD */
+    size_t out_off;
+    bool finished;
+} gen_state;
+
+static atomic_uint g_counter;
+
+static void state_free(gen_state *st) {
+    if (!st) return;
+    engine_client_free(st->ec); /* cancels the request if it still runs */
+    for (int i = 0; st->sm && i < st->n; i++) {
+        sb_free(&st->sm[i].text);
+        free(st->sm[i].ids);
+        cJSON_Delete(st->sm[i].lp_all);
+        cJSON_Delete(st->sm[i].lp_pend);
+    }
+    free(st->sm);
+    cJSON_Delete(st->fields);
+    srv_gen_free(&st->g);
+    sb_free(&st->out);
+    atomic_fetch_sub(&st->s->http_active, 1);
+    free(st);
+}
+
+/* ---- waiting for events ---- */
+
+/* The next engine event; NULL when the client hung up (the request is then
+ * cancelled). Shutdown and llama's t_max_predict_ms cancel the request here. */
+static engine_event *next_event(gen_state *st) {
+    for (;;) {
+        engine_event *ev = engine_client_next(st->ec);
+        if (ev) return ev;
+        double now = srv_now_ms();
+        if (!st->cancel_sent && atomic_load(&st->s->stopping)) {
+            engine_cancel(st->s->e, st->eid);
+            st->cancel_sent = true;
+        }
+        if (!st->cancel_sent && st->g.t_max_predict_ms > 0 && st->t_first > 0 && st->saw_newline &&
+            now - st->t_first > st->g.t_max_predict_ms) {
+            engine_cancel(st->s->e, st->eid);
+            st->cancel_sent = st->time_limited = true;
+        }
+        struct pollfd p[2] = {{.fd = engine_client_fd(st->ec), .events = POLLIN},
+                              {.fd = st->fd, .events = POLLRDHUP}};
+        int n = poll(p, st->fd >= 0 ? 2 : 1, 100);
+        if (n > 0 && st->fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+            engine_cancel(st->s->e, st->eid);
+            return NULL;
+        }
+    }
+}
+
+/* ---- logprobs ---- */
+
+static cJSON *piece_json(const gen_state *st, int32_t id, float lp, bool with_bytes) {
+    char buf[256];
+    int n = tok_piece(st->s->m.tok, id, false, buf, sizeof buf);
+    if (n < 0) n = 0;
+    if (n > (int)sizeof buf) n = sizeof buf;
+    sbuf b = {0};
+    sb_json_str(&b, buf, (size_t)n);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", id);
+    cJSON *tok = b.p ? cJSON_Parse(b.p) : NULL;
+    sb_free(&b);
+    cJSON_AddItemToObject(o, "token", tok ? tok : cJSON_CreateString(""));
+    cJSON_AddNumberToObject(o, "logprob", lp);
+    if (with_bytes) {
+        cJSON *bytes = cJSON_AddArrayToObject(o, "bytes");
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[i]));
+    }
+    return o;
+}
+
+static cJSON *lp_entry(const gen_state *st, const sample_result *r) {
+    cJSON *o = piece_json(st, r->token, r->logprob, true);
+    cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs");
+    for (int k = 0; k < r->n_top && k < st->g.n_logprobs; k++)
+        cJSON_AddItemToArray(top, piece_json(st, r->top[k].id, r->top[k].logprob, true));
+    return o;
+}
+
+/* OpenAI /v1/completions' logprobs shape from our entries. */
+static cJSON *lp_text_shape(const cJSON *entries, size_t text_offset) {
+    cJSON *o = cJSON_CreateObject(), *toks = cJSON_AddArrayToObject(o, "tokens"),
+          *lps = cJSON_AddArrayToObject(o, "token_logprobs"), *tops = cJSON_AddArrayToObject(o, "top_logprobs"),
+          *offs = cJSON_AddArrayToObject(o, "text_offset");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, entries) {
+        const cJSON *tok = cJSON_GetObjectItemCaseSensitive(e, "token");
+        cJSON_AddItemToArray(toks, cJSON_CreateString(tok->valuestring));
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(cJSON_GetObjectItemCaseSensitive(e, "logprob")->valuedouble));
+        cJSON *t = cJSON_CreateObject();
+        const cJSON *alt;
+        cJSON_ArrayForEach(alt, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+            cJSON_AddNumberToObject(t, cJSON_GetObjectItemCaseSensitive(alt, "token")->valuestring,
+                                    cJSON_GetObjectItemCaseSensitive(alt, "logprob")->valuedouble);
+        cJSON_AddItemToArray(tops, t);
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)text_offset));
+        text_offset += strlen(tok->valuestring);
+    }
+    return o;
+}
+
+/* ---- building answers ---- */
+
+static const char *openai_finish(const gen_state *st, engine_finish f) {
+    if (st->time_limited && f == FINISH_CANCELLED) return "length";
+    return srv_finish_name(f);
+}
+
+static void add_usage(const gen_state *st, cJSON *o) {
+    cJSON *u = cJSON_AddObjectToObject(o, "usage");
+    cJSON_AddNumberToObject(u, "prompt_tokens", st->prompt_tokens);
+    cJSON_AddNumberToObject(u, "completion_tokens", st->completion_tokens);
+    cJSON_AddNumberToObject(u, "total_tokens", st->prompt_tokens + st->completion_tokens);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", st->cached_tokens);
+}
+
+static cJSON *timings(const gen_state *st, int n_tokens) {
+    cJSON *t = cJSON_CreateObject();
+    int prompt_n = st->prompt_tokens - st->cached_tokens;
+    double prompt_ms = st->ttft_ms - st->queue_ms > 0 ? st->ttft_ms - st->queue_ms : 0;
+    double pred_ms = n_tokens > 1 ? st->tpot_ms * (n_tokens - 1) : 0;
+    cJSON_AddNumberToObject(t, "prompt_n", prompt_n);
+    cJSON_AddNumberToObject(t, "prompt_ms", prompt_ms);
+    cJSON_AddNumberToObject(t, "prompt_per_token_ms", prompt_n > 0 ? prompt_ms / prompt_n : 0);
+    cJSON_AddNumberToObject(t, "prompt_per_second", prompt_ms > 0 ? 1e3 * prompt_n / prompt_ms : 0);
+    cJSON_AddNumberToObject(t, "predicted_n", n_tokens);
+    cJSON_AddNumberToObject(t, "predicted_ms", pred_ms);
+    cJSON_AddNumberToObject(t, "predicted_per_token_ms", st->tpot_ms);
+    cJSON_AddNumberToObject(t, "predicted_per_second", st->tpot_ms > 0 ? 1e3 / st->tpot_ms : 0);
+    cJSON_AddNumberToObject(t, "queue_ms", st->queue_ms);
+    cJSON_AddNumberToObject(t, "ttft_ms", st->ttft_ms);
+    return t;
+}
+
+/* llama-server's answer object (also the last chunk of a stream, content ""). */
+static cJSON *llama_answer(const gen_state *st, int idx, bool final_chunk) {
+    const gen_sample *sm = &st->sm[idx];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", idx);
+    cJSON_AddStringToObject(o, "content", final_chunk || !sm->text.p ? "" : sm->text.p);
+    cJSON_AddNumberToObject(o, "id_slot", 0);
+    cJSON_AddBoolToObject(o, "stop", true);
+    cJSON_AddStringToObject(o, "model", st->s->m.name);
+    cJSON_AddNumberToObject(o, "tokens_predicted", sm->n_tokens);
+    cJSON_AddNumberToObject(o, "tokens_evaluated", st->prompt_tokens);
+    cJSON_AddNumberToObject(o, "tokens_cached", st->prompt_tokens + sm->n_tokens);
+    cJSON_AddBoolToObject(o, "truncated", false);
+    cJSON_AddBoolToObject(o, "has_new_line", st->saw_newline);
+    const char *type = sm->finish == FINISH_STOP ? "eos"
+                       : sm->finish == FINISH_LENGTH || st->time_limited ? "limit"
+                                                                         : "none";
+    cJSON_AddStringToObject(o, "stop_type", type);
+    cJSON_AddStringToObject(o, "stopping_word", "");
+    cJSON_AddStringToObject(o, "finish_reason", openai_finish(st, sm->finish));
+    if (sm->finish == FINISH_ERROR && st->err_msg[0]) cJSON_AddStringToObject(o, "error", st->err_msg);
+    cJSON *gs = cJSON_AddObjectToObject(o, "generation_settings");
+    const sampler_params *sp = &st->g.req.sampling;
+    cJSON_AddNumberToObject(gs, "n_predict", st->g.warm_only ? 0 : st->g.req.max_tokens);
+    cJSON_AddNumberToObject(gs, "temperature", sp->temperature);
+    cJSON_AddNumberToObject(gs, "top_k", sp->top_k);
+    cJSON_AddNumberToObject(gs, "top_p", sp->top_p);
+    cJSON_AddNumberToObject(gs, "min_p", sp->min_p);
+    cJSON_AddItemToObject(o, "timings", timings(st, sm->n_tokens));
+    if (st->g.logprobs && !final_chunk)
+        cJSON_AddItemToObject(o, "completion_probabilities",
+                              sm->lp_all ? cJSON_Duplicate(sm->lp_all, true) : cJSON_CreateArray());
+    return o;
+}
+
+/* llama "response_fields": only those paths ("timings/prompt_n"), flat. */
+static cJSON *pick_fields(cJSON *full, const cJSON *fields) {
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *f;
+    cJSON_ArrayForEach(f, fields) {
+        if (!cJSON_IsString(f)) continue;
+        char path[256];
+        snprintf(path, sizeof path, "%s", f->valuestring);
+        cJSON *cur = full;
+        for (char *save = NULL, *part = strtok_r(path, "/", &save); cur && part; part = strtok_r(NULL, "/", &save))
+            cur = cJSON_GetObjectItemCaseSensitive(cur, part);
+        if (cur) cJSON_AddItemToObject(o, f->valuestring, cJSON_Duplicate(cur, true));
+    }
+    cJSON_Delete(full);
+    return o;
+}
+
+static cJSON *openai_head(const gen_state *st, const char *object) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", st->id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)st->created);
+    cJSON_AddStringToObject(o, "model", st->s->m.name);
+    return o;
+}
+
+static cJSON *answer_json(const gen_state *st) {
+    if (st->d == SRV_LLAMA) {
+        cJSON *a = llama_answer(st, 0, false);
+        return st->fields ? pick_fields(a, st->fields) : a;
+    }
+    bool chat = st->d == SRV_OPENAI_CHAT;
+    cJSON *o = openai_head(st, chat ? "chat.completion" : "text_completion");
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    for (int i = 0; i < st->n; i++) {
+        const gen_sample *sm = &st->sm[i];
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", i);
+        if (chat) {
+            cJSON *m = cJSON_AddObjectToObject(c, "message");
+            cJSON_AddStringToObject(m, "role", "assistant");
+            cJSON_AddStringToObject(m, "content", sm->text.p ? sm->text.p : "");
+        } else {
+            cJSON_AddStringToObject(c, "text", sm->text.p ? sm->text.p : "");
+        }
+        if (!st->g.logprobs) {
+            cJSON_AddNullToObject(c, "logprobs");
+        } else if (chat) {
+            cJSON *lp = cJSON_AddObjectToObject(c, "logprobs");
+            cJSON_AddItemToObject(lp, "content", sm->lp_all ? cJSON_Duplicate(sm->lp_all, true) : cJSON_CreateArray());
+        } else {
+            cJSON *empty = cJSON_CreateArray();
+            cJSON_AddItemToObject(c, "logprobs", lp_text_shape(sm->lp_all ? sm->lp_all : empty, 0));
+            cJSON_Delete(empty);
+        }
+        cJSON_AddStringToObject(c, "finish_reason", openai_finish(st, sm->finish));
+        cJSON_AddItemToArray(choices, c);
+    }
+    add_usage(st, o);
+    cJSON_AddItemToObject(o, "timings", timings(st, st->sm[0].n_tokens));
+    return o;
+}
+
+/* ---- streaming ---- */
+
+static void sse(gen_state *st, cJSON *o) {
+    char *txt = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!txt) return;
+    sb_str(&st->out, "data: ");
+    sb_str(&st->out, txt);
+    sb_str(&st->out, "\n\n");
+    free(txt);
+}
+
+static void chunk_token(gen_state *st, int idx, const char *text, size_t len) {
+    gen_sample *sm = &st->sm[idx];
+    sbuf tb = {0};
+    sb_add(&tb, text, len);
+    cJSON *o;
+    if (st->d == SRV_LLAMA) {
+        o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "index", idx);
+        cJSON_AddStringToObject(o, "content", tb.p ? tb.p : "");
+        cJSON *ids = cJSON_AddArrayToObject(o, "tokens");
+        for (int i = 0; i < sm->n_ids; i++) cJSON_AddItemToArray(ids, cJSON_CreateNumber(sm->ids[i]));
+        cJSON_AddBoolToObject(o, "stop", false);
+        cJSON_AddNumberToObject(o, "id_slot", 0);
+        cJSON_AddNumberToObject(o, "tokens_predicted", sm->n_tokens);
+        cJSON_AddNumberToObject(o, "tokens_evaluated", st->g.req.n_prompt);
+        if (st->g.logprobs) {
+            cJSON_AddItemToObject(o, "completion_probabilities", sm->lp_pend ? sm->lp_pend : cJSON_CreateArray());
+            sm->lp_pend = NULL;
+        }
+    } else {
+        bool chat = st->d == SRV_OPENAI_CHAT;
+        o = openai_head(st, chat ? "chat.completion.chunk" : "text_completion");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", idx);
+        if (chat) {
+            cJSON *delta = cJSON_AddObjectToObject(c, "delta");
+            if (!sm->started) cJSON_AddStringToObject(delta, "role", "assistant");
+            cJSON_AddStringToObject(delta, "content", tb.p ? tb.p : "");
+        } else {
+            cJSON_AddStringToObject(c, "text", tb.p ? tb.p : "");
+        }
+        sm->started = true;
+        if (!st->g.logprobs) {
+            cJSON_AddNullToObject(c, "logprobs");
+        } else if (chat) {
+            cJSON *lp = cJSON_AddObjectToObject(c, "logprobs");
+            cJSON_AddItemToObject(lp, "content", sm->lp_pend ? sm->lp_pend : cJSON_CreateArray());
+            sm->lp_pend = NULL;
+        } else {
+            cJSON *empty = cJSON_CreateArray();
+            cJSON_AddItemToObject(c, "logprobs", lp_text_shape(sm->lp_pend ? sm->lp_pend : empty, 0));
+            cJSON_Delete(empty);
+            cJSON_Delete(sm->lp_pend);
+            sm->lp_pend = NULL;
+        }
+        cJSON_AddNullToObject(c, "finish_reason");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    }
+    sb_free(&tb);
+    sm->n_ids = 0;
+    sse(st, o);
+}
+
+static void chunk_finish(gen_state *st, int idx, bool last) {
+    if (st->d == SRV_LLAMA) {
+        sse(st, llama_answer(st, idx, true));
+        return;
+    }
+    gen_sample *sm = &st->sm[idx];
+    bool chat = st->d == SRV_OPENAI_CHAT;
+    cJSON *o = openai_head(st, chat ? "chat.completion.chunk" : "text_completion");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", idx);
+    if (chat) {
+        cJSON *delta = cJSON_AddObjectToObject(c, "delta");
+        if (!sm->started) cJSON_AddStringToObject(delta, "role", "assistant");
+    } else {
+        cJSON_AddStringToObject(c, "text", "");
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddStringToObject(c, "finish_reason", openai_finish(st, sm->finish));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    if (last && !st->include_usage) { /* usage rides on the last chunk with a finish reason */
+        add_usage(st, o);
+        cJSON_AddItemToObject(o, "timings", timings(st, sm->n_tokens));
+    }
+    sse(st, o);
+    if (last && st->include_usage) { /* OpenAI's stream_options.include_usage chunk */
+        cJSON *u = openai_head(st, chat ? "chat.completion.chunk" : "text_completion");
+        cJSON_AddArrayToObject(u, "choices");
+        add_usage(st, u);
+        sse(st, u);
+    }
+}
+
+/* ---- events ---- */
+
+static void on_event(gen_state *st, const engine_event *ev) {
+    int idx = ev->seq_index;
+    if (ev->kind == EV_ERROR) {
+        snprintf(st->err_msg, sizeof st->err_msg, "%s", ev->message);
+        return;
+    }
+    if (idx < 0 || idx >= st->n || st->sm[idx].done) return;
+    gen_sample *sm = &st->sm[idx];
+    sm->seen = true;
+    if (ev->kind == EV_TOKEN) {
+        if (st->g.warm_only) return;
+        sm->n_tokens++;
+        if (st->t_first == 0) st->t_first = srv_now_ms();
+        if (ev->text_len) sb_add(&sm->text, ev->text, ev->text_len);
+        if (ev->text_len && memchr(ev->text, '\n', ev->text_len)) st->saw_newline = true;
+        if (st->stream && sm->n_ids < 4096) {
+            if (sm->n_ids == sm->cap_ids) {
+                int cap = sm->cap_ids ? 2 * sm->cap_ids : 16;
+                int32_t *p = realloc(sm->ids, (size_t)cap * sizeof *p);
+                if (p) sm->ids = p, sm->cap_ids = cap;
+            }
+            if (sm->n_ids < sm->cap_ids) sm->ids[sm->n_ids++] = ev->token;
+        }
+        if (st->g.logprobs) {
+            cJSON **arr = st->stream ? &sm->lp_pend : &sm->lp_all;
+            if (!*arr) *arr = cJSON_CreateArray();
+            if (*arr) cJSON_AddItemToArray(*arr, lp_entry(st, &ev->lp));
+        }
+        if (st->stream && ev->text_len) chunk_token(st, idx, ev->text, ev->text_len);
+        return;
+    }
+    /* EV_DONE */
+    sm->done = true;
+    sm->finish = ev->finish;
+    st->prompt_tokens = ev->prompt_tokens;
+    st->cached_tokens = ev->cached_tokens;
+    st->completion_tokens += st->g.warm_only ? 0 : ev->completion_tokens;
+    st->queue_ms = ev->queue_ms, st->ttft_ms = ev->ttft_ms, st->tpot_ms = ev->tpot_ms;
+    st->n_done++;
+    bool last = st->n_done >= st->n;
+    if (st->stream) {
+        if (sm->n_ids > 0 || (sm->lp_pend && cJSON_GetArraySize(sm->lp_pend) > 0)) chunk_token(st, idx, "", 0);
+        chunk_finish(st, idx, last);
+        if (last && st->d != SRV_LLAMA) sb_str(&st->out, "data: [DONE]\n\n");
+    }
+    if (last) st->finished = true;
+    if (!last && (ev->finish == FINISH_CANCELLED || ev->finish == FINISH_ERROR)) {
+        /* samples never forked off the first one end with it */
+        for (int i = 0; i < st->n; i++)
+            if (!st->sm[i].seen) {
+                engine_event f = {.kind = EV_DONE, .request_id = ev->request_id, .seq_index = i,
+                                  .finish = ev->finish, .prompt_tokens = ev->prompt_tokens,
+                                  .cached_tokens = ev->cached_tokens, .queue_ms = ev->queue_ms};
+                on_event(st, &f);
+            }
+    }
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    gen_state *st = cls;
+    (void)pos;
+    while (st->out_off >= st->out.len) {
+        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        st->out.len = st->out_off = 0;
+        engine_event *ev = next_event(st);
+        if (!ev) return MHD_CONTENT_READER_END_WITH_ERROR;
+        on_event(st, ev);
+        engine_event_free(ev);
+        if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = st->out.len - st->out_off;
+    if (n > max) n = max;
+    memcpy(buf, st->out.p + st->out_off, n);
+    st->out_off += n;
+    return (ssize_t)n;
+}
+
+static void reader_free(void *cls) { state_free(cls); }
+
+/* ---- the request ---- */
+
+static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
+    const srv_model *m = &st->s->m;
+    const cJSON *f;
+    switch (st->ep) {
+    case HTTP_OPENAI_CHAT:
+        return srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+    case HTTP_OPENAI_TEXT:
+    case HTTP_LLAMA_COMPLETION:
+        f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+        if (!f) return llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
+        return srv_gen_text(m, f, &st->g, err);
+    case HTTP_LLAMA_INFILL: {
+        const char *names[3] = {"input_prefix", "input_suffix", "prompt"}, *vals[3] = {"", "", ""};
+        for (int i = 0; i < 3; i++) {
+            f = cJSON_GetObjectItemCaseSensitive(j, names[i]);
+            if (f && !cJSON_IsNull(f) && !cJSON_IsString(f))
+                return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a string", names[i]);
+            if (cJSON_IsString(f)) vals[i] = f->valuestring;
+        }
+        f = cJSON_GetObjectItemCaseSensitive(j, "input_extra");
+        return srv_gen_infill(m, vals[0], vals[1], cJSON_IsNull(f) ? NULL : f, vals[2], &st->g, err);
+    }
+    }
+    return llc_fail(err, LLC_ERR_RANGE, "unknown endpoint");
+}
+
+static enum MHD_Result bad_request(struct MHD_Connection *mc, int rc, const char *msg) {
+    if (rc == LLC_ERR_UNSUPPORTED) return srv_http_error(mc, MHD_HTTP_NOT_IMPLEMENTED, "not_supported_error", msg);
+    if (rc == LLC_ERR_NOMEM) return srv_http_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, "server_error", msg);
+    return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", msg);
+}
+
+enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
+                                  size_t len) {
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j) return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", "the body is not valid JSON");
+    gen_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        cJSON_Delete(j);
+        return MHD_NO;
+    }
+    atomic_fetch_add(&s->http_active, 1);
+    st->s = s;
+    st->ep = ep;
+    st->d = ep == HTTP_OPENAI_CHAT ? SRV_OPENAI_CHAT : ep == HTTP_OPENAI_TEXT ? SRV_OPENAI_TEXT : SRV_LLAMA;
+    st->fd = -1;
+    srv_gen_init(&st->g);
+    llc_err err = {{0}};
+    const cJSON *stream = cJSON_GetObjectItemCaseSensitive(j, "stream");
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(j, "response_fields");
+    int rc = 0;
+    if (stream && !cJSON_IsBool(stream) && !cJSON_IsNull(stream))
+        rc = llc_fail(&err, LLC_ERR_TYPE, "'stream' must be true or false");
+    st->stream = cJSON_IsTrue(stream);
+    st->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "include_usage"));
+    if (st->d == SRV_LLAMA && cJSON_IsArray(fields)) st->fields = cJSON_Duplicate(fields, true);
+    if (!rc) rc = srv_gen_params(&s->m, st->d, j, &st->g, &err);
+    if (!rc && st->d == SRV_LLAMA) st->g.req.n = 1; /* llama-server answers one sample */
+    if (!rc) rc = build_prompt(st, j, &err);
+    cJSON_Delete(j);
+    if (rc) {
+        state_free(st);
+        return bad_request(mc, rc, err.msg);
+    }
+    st->n = st->g.req.n;
+    st->sm = calloc((size_t)st->n, sizeof *st->sm);
+    if (!st->sm || engine_client_create(s->e, &st->ec)) {
+        state_free(st);
+        return MHD_NO;
+    }
+    st->eid = engine_submit(s->e, st->ec, &st->g.req, &err);
+    if (st->eid < 0) {
+        rc = (int)st->eid;
+        state_free(st);
+        return bad_request(mc, rc, err.msg);
+    }
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    st->fd = ci ? ci->connect_fd : -1;
+    st->created = (long long)time(NULL);
+    snprintf(st->id, sizeof st->id, "%s-%llx%05x", st->d == SRV_OPENAI_CHAT ? "chatcmpl" : "cmpl",
+             st->created, atomic_fetch_add(&g_counter, 1) & 0xFFFFF);
+    if (st->stream) {
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, st, reader_free);
+        if (!r) {
+            state_free(st);
+            return MHD_NO;
+        }
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result ret = MHD_queue_response(mc, MHD_HTTP_OK, r);
+        MHD_destroy_response(r); /* st is freed with the response */
+        return ret;
+    }
+    while (!st->finished) {
+        engine_event *ev = next_event(st);
+        if (!ev) { /* the client is gone */
+            state_free(st);
+            return MHD_NO;
+        }
+        on_event(st, ev);
+        engine_event_free(ev);
+    }
+    cJSON *a = answer_json(st);
+    char *txt = a ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    state_free(st);
+    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
+    free(txt);
+    return ret;
+}

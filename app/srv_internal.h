@@ -1,0 +1,238 @@
+/* srv_internal.h — what the srv_*.c files share: the server and connection
+ * structs, the generation request built from JSON (srv_gen), the byte buffer
+ * with JSON escaping, and the entry points of each part. Not for other modules. */
+#ifndef LLC_APP_SRV_INTERNAL_H
+#define LLC_APP_SRV_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "app/srv.h"
+#include "storage/db.h"
+#include "ui/conv.h"
+
+#define SRV_MAX_STOPS 16       /* stop strings per request (besides the template's) */
+#define SRV_MAX_STOP_LEN 256   /* bytes per stop string */
+#define SRV_SNIFF_MS 10000     /* a new connection must send its first byte within this */
+#define SRV_SHUTDOWN_MS 3000   /* how long srv_stop lets clients receive their finish */
+#define SRV_MAX_INFLIGHT 256   /* generation requests running on one NDJSON connection */
+
+/* ---- growable byte buffer ---- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom; /* an append failed: the content is incomplete */
+} sbuf;
+
+void sb_add(sbuf *b, const void *src, size_t n);
+void sb_str(sbuf *b, const char *s);
+void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s[0..n) as a JSON string literal with quotes; invalid UTF-8 becomes U+FFFD. */
+void sb_json_str(sbuf *b, const char *s, size_t n);
+/* A finite number in JSON (NaN/inf as null). */
+void sb_json_num(sbuf *b, double v);
+void sb_free(sbuf *b);
+/* Constant-time comparison of two NUL-terminated strings (API keys). */
+bool srv_secret_eq(const char *a, const char *b);
+
+/* ---- the model as the server describes it (read-only, shared by all threads) ---- */
+
+typedef struct srv_model {
+    const tokenizer *tok;
+    chat_tmpl tmpl;
+    int n_ctx, n_vocab;
+    char name[128];
+    bool has_fim; /* FIM prefix, suffix and middle tokens all present */
+} srv_model;
+
+/* ---- a generation request read from JSON ---- */
+
+typedef enum srv_dialect {
+    SRV_NDJSON,         /* llmchat protocol */
+    SRV_OPENAI_CHAT,    /* POST /v1/chat/completions */
+    SRV_OPENAI_TEXT,    /* POST /v1/completions */
+    SRV_LLAMA,          /* POST /completion, /infill */
+} srv_dialect;
+
+typedef struct srv_gen {
+    gen_request req;    /* prompt, stop point into the fields below */
+    int32_t *ids;       /* the prompt */
+    char **stops;       /* the request's stop strings, then the template's */
+    int n_stops;
+    int n_logprobs;     /* alternatives to report per token (0: none) */
+    bool logprobs;      /* report the chosen token's logprob */
+    bool warm_only;     /* llama n_predict 0: fill the prefix cache, report no token */
+    bool echo_prompt;   /* return_prompt: put the prompt ids in the done event */
+    int n_dropped;      /* chat turns left out to fit the context */
+    double t_max_predict_ms; /* llama: stop after this long once a newline came (0: off) */
+} srv_gen;
+
+/* Sampling and length parameters of j (an object) in the given dialect, over
+ * the defaults (sampler_params_default, n 1, max_tokens = the context). A field
+ * of the wrong type or out of range gives LLC_ERR_TYPE / LLC_ERR_RANGE with a
+ * message naming it; unknown fields are ignored. */
+int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g, llc_err *err);
+/* The prompt of a conversation (array of {role, content}), built with
+ * prompt_build within n_ctx - min(max_tokens, n_ctx / 2) tokens (as the UI
+ * does); adds the template's stop strings. */
+int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err);
+/* The prompt of chat_msg's already in memory (sessions). */
+int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err);
+/* A raw prompt: a string (tokenized with BOS as the vocabulary wants, special
+ * token texts recognised) or an array of token ids. */
+int srv_gen_text(const srv_model *m, const cJSON *prompt, srv_gen *g, llc_err *err);
+/* A fill-in-the-middle prompt (llama-server's layout); LLC_ERR_UNSUPPORTED when
+ * the vocabulary has no FIM tokens. extra: NULL or [{filename, text}]. */
+int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, const cJSON *extra,
+                   const char *middle, srv_gen *g, llc_err *err);
+/* Resets g to an empty request. */
+void srv_gen_init(srv_gen *g);
+void srv_gen_free(srv_gen *g);
+/* "stop", "length", "cancelled", "error". */
+const char *srv_finish_name(engine_finish f);
+
+/* ---- the server ---- */
+
+typedef struct srv_req srv_req;
+
+typedef enum conn_kind { CONN_SNIFF, CONN_NDJSON } conn_kind;
+
+typedef struct conn {
+    int fd;
+    conn_kind kind;
+    bool tcp;           /* came over TCP (the API key applies) */
+    bool authed;        /* gave the API key (or none is needed) */
+    bool closing;       /* stop reading; close once the output is flushed */
+    bool eof;           /* the client sent all it will: close once idle */
+    bool dead;          /* to be freed at the end of this loop iteration */
+    double t_accept;    /* ms */
+    char *in;           /* unparsed input */
+    size_t in_len, in_cap;
+    char *out;          /* queued output: out[out_off..out_len) */
+    size_t out_len, out_off, out_cap;
+    engine_client *ec;  /* created with the first generation request */
+    srv_req *reqs;      /* requests in flight */
+} conn;
+
+/* A session whose answer still has to be stored (the database refused). */
+typedef struct srv_unsaved {
+    struct srv_unsaved *next;
+    conv *cv;
+} srv_unsaved;
+
+typedef struct srv_note_node {
+    struct srv_note_node *next;
+    srv_note note;
+} srv_note_node;
+
+struct srv {
+    engine *e;
+    srv_model m;
+    srv_config cfg;     /* strings point into the copies below */
+    char *api_key;
+    char sock_path[108];
+    dev_t sock_dev;     /* the socket file we created (removed at stop if still ours) */
+    ino_t sock_ino;
+    int unix_fd, tcp_fd, tcp_port;
+    int wake_fd;        /* eventfd: srv_stop */
+    pthread_t thread;
+    atomic_bool stopping;
+
+    db *db;
+    char db_error[320]; /* why there is no database ("" when open) */
+    char *model_name_copy;
+
+    conn **conns;
+    int n_conns, cap_conns;
+    int64_t *busy_sessions; /* sessions with an answer streaming here */
+    int n_busy, cap_busy;
+    srv_unsaved *unsaved;
+    double last_retry_ms;
+
+    struct MHD_Daemon *mhd;
+    atomic_int http_active; /* HTTP generations in progress */
+
+    /* notes for the UI */
+    pthread_mutex_t note_mu;
+    srv_note_node *note_head, *note_tail;
+    int n_notes;
+    int note_fd;
+};
+
+double srv_now_ms(void);
+
+/* srv.c: output to a connection (capped; the connection is dropped beyond the
+ * cap). */
+void srv_conn_write(srv *s, conn *c, const char *p, size_t n);
+/* srv_note.c: a note for the UI (only with cfg.notify). */
+void srv_note_push(srv *s, srv_note_kind kind, int64_t session, int64_t message, int index,
+                   const char *text, size_t len);
+
+/* srv_proto.c: NDJSON requests and engine events. */
+void srv_proto_line(srv *s, conn *c, const char *line, size_t len);
+void srv_proto_events(srv *s, conn *c);
+/* The connection goes away: cancel its requests, store session answers as cancelled. */
+void srv_proto_conn_gone(srv *s, conn *c);
+/* Shutdown: cancel every request of c (their `done` events still come). */
+void srv_proto_cancel_all(srv *s, conn *c);
+/* Event writers shared with srv_sessions.c. */
+void srv_send_error(srv *s, conn *c, const char *id_json, const char *code, const char *msg);
+void srv_send_result(srv *s, conn *c, const char *id_json, cJSON *result); /* takes result */
+/* Submits g for c under request id id_json; session fields (cv, alt_base)
+ * are set by the caller on the returned request. NULL after an error event. */
+srv_req *srv_proto_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_err *err);
+/* True (after a too_many_requests error) when c runs SRV_MAX_INFLIGHT requests. */
+bool srv_proto_full(srv *s, conn *c, const char *id_json);
+
+/* srv_sessions.c */
+void srv_sessions_method(srv *s, conn *c, const char *method, const cJSON *j, const char *id_json);
+/* chat / sessions.send with a session. */
+void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json);
+/* Engine events of a session request (called by srv_proto.c). */
+void srv_session_token(srv *s, srv_req *r, int index, const char *text, size_t len);
+void srv_session_done(srv_req *r, int index, const engine_event *ev);
+/* The request is over (all samples finished, or the connection went away). */
+void srv_session_release(srv *s, srv_req *r);
+/* Retries stores that failed (once a second) and, at stop, a last time. */
+void srv_sessions_retry(srv *s, bool final);
+bool srv_session_busy(const srv *s, int64_t id);
+
+/* srv_http.c */
+int srv_http_start(srv *s, llc_err *err);
+/* Hands a connection to libmicrohttpd (which closes it in any case). */
+void srv_http_add(srv *s, int fd, const struct sockaddr *addr, socklen_t len);
+/* Waits (at most deadline_ms) for HTTP generations to finish, then stops the daemon. */
+void srv_http_stop(srv *s, double deadline_ms);
+
+/* What srv_proto.c keeps per request in flight. */
+struct srv_req {
+    srv_req *next;
+    char *id_json;        /* the client's id, as JSON */
+    int64_t eid;          /* engine request id */
+    int n;                /* samples: done events expected */
+    int n_done;
+    int n_logprobs;
+    bool logprobs;
+    bool warm_only;
+    int32_t *prompt_ids;  /* echo_prompt: the prompt (malloc'd) */
+    int n_prompt_ids;
+    int n_dropped;
+    char err_msg[256];    /* the engine's error, reported with the done events */
+    struct srv_pending {  /* token ids not yet sent (their text was empty) */
+        int32_t *ids;
+        int n, cap;
+        sbuf lp;          /* logprob entries, JSON, comma-separated */
+        bool seen;        /* an event of this sample came */
+    } *pend;
+    /* sessions */
+    conv *cv;
+    int64_t session_id;
+    int alt_base;
+};
+
+#endif

@@ -1,0 +1,464 @@
+/* srv_proto.c — the llmchat protocol (newline-delimited JSON, docs/PROTOCOL.md):
+ * parsing a request line, the API key on TCP, the methods chat / complete /
+ * infill / cancel / models / status / auth (sessions.* are in srv_sessions.c),
+ * the requests in flight on a connection, and turning engine events into
+ * `token`, `done` and `error` events. Runs on the server thread only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/srv_internal.h"
+
+/* ---- writing events ---- */
+
+static void send_sb(srv *s, conn *c, sbuf *b) {
+    sb_add(b, "\n", 1);
+    if (!b->oom) srv_conn_write(s, c, b->p, b->len);
+    sb_free(b);
+}
+
+void srv_send_error(srv *s, conn *c, const char *id_json, const char *code, const char *msg) {
+    sbuf b = {0};
+    sb_printf(&b, "{\"id\":%s,\"event\":\"error\",\"code\":\"%s\",\"message\":", id_json, code);
+    sb_json_str(&b, msg, strlen(msg));
+    sb_add(&b, "}", 1);
+    send_sb(s, c, &b);
+}
+
+void srv_send_result(srv *s, conn *c, const char *id_json, cJSON *result) {
+    char *r = result ? cJSON_PrintUnformatted(result) : NULL;
+    cJSON_Delete(result);
+    if (!r) {
+        srv_send_error(s, c, id_json, "internal", "out of memory");
+        return;
+    }
+    sbuf b = {0};
+    sb_printf(&b, "{\"id\":%s,\"event\":\"result\",\"result\":", id_json);
+    sb_str(&b, r);
+    sb_add(&b, "}", 1);
+    free(r);
+    send_sb(s, c, &b);
+}
+
+static const char *code_of(int rc) {
+    switch (rc) {
+    case LLC_ERR_TYPE:
+    case LLC_ERR_FORMAT: return "bad_request";
+    case LLC_ERR_RANGE: return "bad_param";
+    case LLC_ERR_UNSUPPORTED: return "unsupported";
+    case LLC_ERR_NOTFOUND: return "not_found";
+    default: return "internal";
+    }
+}
+
+/* ---- requests in flight ---- */
+
+static void req_free(srv_req *r) {
+    if (!r) return;
+    for (int i = 0; r->pend && i < r->n; i++) {
+        free(r->pend[i].ids);
+        sb_free(&r->pend[i].lp);
+    }
+    free(r->pend);
+    free(r->prompt_ids);
+    free(r->id_json);
+    free(r);
+}
+
+static srv_req *req_find(conn *c, int64_t eid) {
+    for (srv_req *r = c->reqs; r; r = r->next)
+        if (r->eid == eid) return r;
+    return NULL;
+}
+
+static void req_unlink(conn *c, srv_req *r) {
+    for (srv_req **pp = &c->reqs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            return;
+        }
+}
+
+bool srv_proto_full(srv *s, conn *c, const char *id_json) {
+    int running = 0;
+    for (const srv_req *q = c->reqs; q; q = q->next) running++;
+    if (running < SRV_MAX_INFLIGHT) return false;
+    char msg[96];
+    snprintf(msg, sizeof msg, "%d requests are running on this connection; wait for one to end", running);
+    srv_send_error(s, c, id_json, "too_many_requests", msg);
+    return true;
+}
+
+srv_req *srv_proto_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_err *err) {
+    if (srv_proto_full(s, c, id_json)) return NULL;
+    if (!c->ec && engine_client_create(s->e, &c->ec)) {
+        srv_send_error(s, c, id_json, "internal", "cannot create an engine client");
+        return NULL;
+    }
+    srv_req *r = calloc(1, sizeof *r);
+    if (r) {
+        r->n = g->req.n;
+        r->pend = calloc((size_t)r->n, sizeof *r->pend);
+        r->id_json = strdup(id_json);
+        if (g->echo_prompt && (r->prompt_ids = malloc((size_t)g->req.n_prompt * sizeof *r->prompt_ids))) {
+            memcpy(r->prompt_ids, g->req.prompt, (size_t)g->req.n_prompt * sizeof *r->prompt_ids);
+            r->n_prompt_ids = g->req.n_prompt;
+        }
+    }
+    if (!r || !r->pend || !r->id_json || (g->echo_prompt && !r->prompt_ids)) {
+        req_free(r);
+        srv_send_error(s, c, id_json, "internal", "out of memory");
+        return NULL;
+    }
+    int64_t eid = engine_submit(s->e, c->ec, &g->req, err);
+    if (eid < 0) {
+        req_free(r);
+        srv_send_error(s, c, id_json, code_of((int)eid), err->msg);
+        return NULL;
+    }
+    r->eid = eid;
+    r->logprobs = g->logprobs;
+    r->n_logprobs = g->n_logprobs;
+    r->warm_only = g->warm_only;
+    r->n_dropped = g->n_dropped;
+    r->next = c->reqs;
+    c->reqs = r;
+    return r;
+}
+
+/* ---- engine events ---- */
+
+static void lp_entry(sbuf *b, const srv_req *r, const sample_result *res) {
+    if (b->len) sb_add(b, ",", 1);
+    sb_printf(b, "{\"id\":%d,\"logprob\":", res->token);
+    sb_json_num(b, res->logprob);
+    if (r->n_logprobs > 0) {
+        sb_str(b, ",\"top\":[");
+        for (int k = 0; k < res->n_top && k < r->n_logprobs; k++) {
+            sb_printf(b, "%s{\"id\":%d,\"logprob\":", k ? "," : "", res->top[k].id);
+            sb_json_num(b, res->top[k].logprob);
+            sb_add(b, "}", 1);
+        }
+        sb_add(b, "]", 1);
+    }
+    sb_add(b, "}", 1);
+}
+
+/* Sends the token event of sample idx: text plus every id since the last one. */
+static void send_token(srv *s, conn *c, srv_req *r, int idx, const char *text, size_t len) {
+    struct srv_pending *p = &r->pend[idx];
+    sbuf b = {0};
+    sb_printf(&b, "{\"id\":%s,\"event\":\"token\",\"index\":%d,\"text\":", r->id_json, idx);
+    sb_json_str(&b, text, len);
+    sb_str(&b, ",\"ids\":[");
+    for (int i = 0; i < p->n; i++) sb_printf(&b, "%s%d", i ? "," : "", p->ids[i]);
+    sb_add(&b, "]", 1);
+    if (r->logprobs) {
+        sb_str(&b, ",\"logprobs\":[");
+        if (p->lp.len) sb_add(&b, p->lp.p, p->lp.len);
+        sb_add(&b, "]", 1);
+    }
+    sb_add(&b, "}", 1);
+    send_sb(s, c, &b);
+    p->n = 0;
+    p->lp.len = 0;
+}
+
+static void on_token(srv *s, conn *c, srv_req *r, const engine_event *ev) {
+    int idx = ev->seq_index;
+    if (idx < 0 || idx >= r->n) return;
+    struct srv_pending *p = &r->pend[idx];
+    p->seen = true;
+    if (r->warm_only) return;
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 8;
+        int32_t *q = realloc(p->ids, (size_t)cap * sizeof *q);
+        if (!q) return;
+        p->ids = q;
+        p->cap = cap;
+    }
+    p->ids[p->n++] = ev->token;
+    if (r->logprobs) lp_entry(&p->lp, r, &ev->lp);
+    if (ev->text_len > 0) {
+        send_token(s, c, r, idx, ev->text, ev->text_len);
+        if (r->cv) srv_session_token(s, r, idx, ev->text, ev->text_len);
+    }
+}
+
+static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
+    int idx = ev->seq_index;
+    r->pend[idx].seen = true;
+    if (r->pend[idx].n > 0 && !r->warm_only) send_token(s, c, r, idx, "", 0);
+    if (r->cv) srv_session_done(r, idx, ev);
+    sbuf b = {0};
+    sb_printf(&b, "{\"id\":%s,\"event\":\"done\",\"index\":%d,\"finish_reason\":\"%s\"", r->id_json, idx,
+              srv_finish_name(ev->finish));
+    sb_printf(&b, ",\"usage\":{\"prompt_tokens\":%d,\"cached_tokens\":%d,\"completion_tokens\":%d}",
+              ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens);
+    sb_str(&b, ",\"timings\":{\"queue_ms\":");
+    sb_json_num(&b, ev->queue_ms);
+    sb_str(&b, ",\"ttft_ms\":");
+    sb_json_num(&b, ev->ttft_ms);
+    sb_str(&b, ",\"tpot_ms\":");
+    sb_json_num(&b, ev->tpot_ms);
+    sb_add(&b, "}", 1);
+    if (ev->finish == FINISH_ERROR && r->err_msg[0]) {
+        sb_str(&b, ",\"error\":");
+        sb_json_str(&b, r->err_msg, strlen(r->err_msg));
+    }
+    if (r->n_dropped > 0) sb_printf(&b, ",\"dropped_turns\":%d", r->n_dropped);
+    if (r->cv) {
+        int alt = r->alt_base + idx;
+        sb_printf(&b, ",\"session\":%lld,\"message_id\":%lld", (long long)r->session_id,
+                  (long long)(alt < r->cv->n_alts ? r->cv->alts[alt]->id : 0));
+    }
+    if (r->prompt_ids) {
+        sb_str(&b, ",\"prompt_ids\":[");
+        for (int i = 0; i < r->n_prompt_ids; i++) sb_printf(&b, "%s%d", i ? "," : "", r->prompt_ids[i]);
+        sb_add(&b, "]", 1);
+    }
+    sb_add(&b, "}", 1);
+    send_sb(s, c, &b);
+    r->n_done++;
+}
+
+static void on_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
+    if (ev->seq_index < 0 || ev->seq_index >= r->n) return;
+    send_done(s, c, r, ev);
+    if (ev->finish == FINISH_CANCELLED || ev->finish == FINISH_ERROR) {
+        /* a request of n samples cut before its samples were forked off the
+           first ends with that one done event: the others end here too */
+        for (int i = 0; i < r->n; i++) {
+            if (r->pend[i].seen) continue;
+            engine_event f = {.kind = EV_DONE, .request_id = r->eid, .seq_index = i, .finish = ev->finish,
+                              .prompt_tokens = ev->prompt_tokens, .queue_ms = ev->queue_ms};
+            send_done(s, c, r, &f);
+        }
+    }
+    if (r->n_done >= r->n) {
+        req_unlink(c, r);
+        srv_session_release(s, r);
+        req_free(r);
+    }
+}
+
+void srv_proto_events(srv *s, conn *c) {
+    if (!c->ec) return;
+    engine_event *ev;
+    while (!c->dead && (ev = engine_client_next(c->ec))) {
+        srv_req *r = req_find(c, ev->request_id);
+        if (r) {
+            if (ev->kind == EV_TOKEN) on_token(s, c, r, ev);
+            else if (ev->kind == EV_DONE) on_done(s, c, r, ev);
+            else snprintf(r->err_msg, sizeof r->err_msg, "%s", ev->message);
+        }
+        engine_event_free(ev);
+    }
+}
+
+void srv_proto_cancel_all(srv *s, conn *c) {
+    for (srv_req *r = c->reqs; r; r = r->next) engine_cancel(s->e, r->eid);
+}
+
+void srv_proto_conn_gone(srv *s, conn *c) {
+    engine_client_free(c->ec); /* cancels what still runs; its blocks are freed */
+    c->ec = NULL;
+    while (c->reqs) {
+        srv_req *r = c->reqs;
+        c->reqs = r->next;
+        srv_session_release(s, r);
+        req_free(r);
+    }
+}
+
+/* ---- methods ---- */
+
+static const cJSON *field(const cJSON *j, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+/* A string field that may be absent (*out = def); an error when of another type. */
+static int str_field(const cJSON *j, const char *name, const char *def, const char **out, llc_err *err) {
+    const cJSON *f = field(j, name);
+    *out = def;
+    if (!f) return 0;
+    if (!cJSON_IsString(f)) return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a string", name);
+    *out = f->valuestring;
+    return 0;
+}
+
+typedef enum { GEN_CHAT, GEN_COMPLETE, GEN_INFILL } gen_kind;
+
+static void do_generate(srv *s, conn *c, const cJSON *j, const char *id_json, gen_kind kind) {
+    srv_gen g;
+    srv_gen_init(&g);
+    llc_err err = {{0}};
+    int rc = srv_gen_params(&s->m, SRV_NDJSON, j, &g, &err);
+    if (!rc && kind == GEN_CHAT) {
+        const cJSON *m = field(j, "messages");
+        rc = m ? srv_gen_chat(&s->m, m, &g, &err)
+               : llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
+    } else if (!rc && kind == GEN_COMPLETE) {
+        const cJSON *p = field(j, "prompt");
+        rc = p ? srv_gen_text(&s->m, p, &g, &err) : llc_fail(&err, LLC_ERR_TYPE, "'prompt' is required");
+    } else if (!rc) {
+        const char *prefix, *suffix, *middle;
+        const cJSON *extra = field(j, "extra");
+        if (!(rc = str_field(j, "prefix", "", &prefix, &err)) &&
+            !(rc = str_field(j, "suffix", "", &suffix, &err)) &&
+            !(rc = str_field(j, "prompt", "", &middle, &err)))
+            rc = srv_gen_infill(&s->m, prefix, suffix, extra, middle, &g, &err);
+    }
+    if (rc) srv_send_error(s, c, id_json, code_of(rc), err.msg);
+    else srv_proto_submit(s, c, id_json, &g, &err);
+    srv_gen_free(&g);
+}
+
+static void do_cancel(srv *s, conn *c, const cJSON *j, const char *id_json) {
+    const cJSON *t = field(j, "request");
+    if (!t || !(cJSON_IsNumber(t) || cJSON_IsString(t))) {
+        srv_send_error(s, c, id_json, "bad_request", "'request' (the id of the request to cancel) is required");
+        return;
+    }
+    char *tj = cJSON_PrintUnformatted(t);
+    srv_req *r = c->reqs;
+    while (tj && r && strcmp(r->id_json, tj)) r = r->next;
+    free(tj);
+    if (!r) {
+        srv_send_error(s, c, id_json, "not_found", "no request with that id is running on this connection");
+        return;
+    }
+    engine_cancel(s->e, r->eid);
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddBoolToObject(res, "cancelled", true);
+    srv_send_result(s, c, id_json, res);
+}
+
+static void do_models(srv *s, conn *c, const char *id_json) {
+    cJSON *res = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(res, "models"),
+          *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", s->m.name);
+    cJSON_AddNumberToObject(m, "n_ctx", s->m.n_ctx);
+    cJSON_AddNumberToObject(m, "n_vocab", s->m.n_vocab);
+    cJSON_AddStringToObject(m, "template", chat_tmpl_name(s->m.tmpl));
+    cJSON_AddBoolToObject(m, "fim", s->m.has_fim);
+    cJSON_AddItemToArray(arr, m);
+    srv_send_result(s, c, id_json, res);
+}
+
+static void add_pct(cJSON *o, const char *name, double p50, double p90, double p99) {
+    cJSON *p = cJSON_AddObjectToObject(o, name);
+    cJSON_AddNumberToObject(p, "p50", p50);
+    cJSON_AddNumberToObject(p, "p90", p90);
+    cJSON_AddNumberToObject(p, "p99", p99);
+}
+
+static void do_status(srv *s, conn *c, const char *id_json) {
+    engine_metrics m;
+    engine_get_metrics(s->e, &m);
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "running", m.running);
+    cJSON_AddNumberToObject(r, "waiting", m.waiting);
+    cJSON_AddNumberToObject(r, "kv_used", m.kv_used);
+    cJSON_AddNumberToObject(r, "kv_cached", m.kv_cached);
+    cJSON_AddNumberToObject(r, "kv_free", m.kv_free);
+    cJSON_AddNumberToObject(r, "kv_total", m.kv_total);
+    cJSON_AddNumberToObject(r, "kv_peak_used", m.peak_kv_used);
+    cJSON_AddNumberToObject(r, "tokens_per_s", m.gen_tokens_per_s);
+    add_pct(r, "ttft_ms", m.ttft_ms_p50, m.ttft_ms_p90, m.ttft_ms_p99);
+    add_pct(r, "tpot_ms", m.tpot_ms_p50, m.tpot_ms_p90, m.tpot_ms_p99);
+    cJSON_AddNumberToObject(r, "prompt_tokens", (double)m.prompt_tokens);
+    cJSON_AddNumberToObject(r, "cached_tokens", (double)m.cached_tokens);
+    cJSON_AddNumberToObject(r, "prompt_cache_hit_rate",
+                            m.prompt_tokens > 0 ? (double)m.cached_tokens / (double)m.prompt_tokens : 0);
+    cJSON_AddNumberToObject(r, "computed_tokens", (double)m.computed_tokens);
+    cJSON_AddNumberToObject(r, "generated_tokens", (double)m.generated_tokens);
+    cJSON_AddNumberToObject(r, "steps", (double)m.steps);
+    cJSON_AddNumberToObject(r, "preemptions", (double)m.preemptions);
+    int n_clients = 0;
+    for (int i = 0; i < s->n_conns; i++) n_clients += s->conns[i]->kind == CONN_NDJSON && !s->conns[i]->dead;
+    cJSON_AddNumberToObject(r, "clients", n_clients);
+    cJSON_AddNumberToObject(r, "http_requests", atomic_load(&s->http_active));
+    cJSON_AddStringToObject(r, "database", s->db ? db_path(s->db) : "");
+    if (!s->db) cJSON_AddStringToObject(r, "database_error", s->db_error);
+    srv_send_result(s, c, id_json, r);
+}
+
+static bool has_request_id(const conn *c, const char *id_json) {
+    for (const srv_req *r = c->reqs; r; r = r->next)
+        if (!strcmp(r->id_json, id_json)) return true;
+    return false;
+}
+
+void srv_proto_line(srv *s, conn *c, const char *line, size_t len) {
+    cJSON *j = cJSON_ParseWithLength(line, len);
+    if (!j) {
+        srv_send_error(s, c, "null", "bad_json", "the line is not valid JSON");
+        return;
+    }
+    char *id_json = NULL;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(j, "method");
+    if (!cJSON_IsObject(j)) {
+        srv_send_error(s, c, "null", "bad_request", "a request must be a JSON object");
+        goto out;
+    }
+    if (!id || !(cJSON_IsNumber(id) || cJSON_IsString(id)) || !(id_json = cJSON_PrintUnformatted(id)) ||
+        strlen(id_json) > 256) {
+        srv_send_error(s, c, "null", "bad_request", "'id' (a number or a string of at most 254 bytes) is required");
+        goto out;
+    }
+    if (!cJSON_IsString(method)) {
+        srv_send_error(s, c, id_json, "bad_request", "'method' (a string) is required");
+        goto out;
+    }
+    const char *m = method->valuestring;
+    if (!c->authed) { /* TCP with an API key: an `auth` request first, or the key in each request */
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(j, "api_key");
+        bool ok = cJSON_IsString(key) && srv_secret_eq(key->valuestring, s->api_key);
+        if (ok && !strcmp(m, "auth")) c->authed = true;
+        if (!ok) {
+            srv_send_error(s, c, id_json, "unauthorized", "this connection needs the API key: "
+                                                          "send {\"method\":\"auth\",\"api_key\":...} first");
+            goto out;
+        }
+    }
+    if (has_request_id(c, id_json)) {
+        srv_send_error(s, c, id_json, "duplicate_id", "a request with this id is still running on this connection");
+        goto out;
+    }
+    if (!strcmp(m, "chat")) {
+        if (field(j, "session")) srv_session_chat(s, c, j, id_json);
+        else do_generate(s, c, j, id_json, GEN_CHAT);
+    } else if (!strcmp(m, "complete")) {
+        do_generate(s, c, j, id_json, GEN_COMPLETE);
+    } else if (!strcmp(m, "infill")) {
+        do_generate(s, c, j, id_json, GEN_INFILL);
+    } else if (!strcmp(m, "cancel")) {
+        do_cancel(s, c, j, id_json);
+    } else if (!strcmp(m, "models")) {
+        do_models(s, c, id_json);
+    } else if (!strcmp(m, "status")) {
+        do_status(s, c, id_json);
+    } else if (!strcmp(m, "auth")) {
+        const cJSON *key = cJSON_GetObjectItemCaseSensitive(j, "api_key");
+        if (c->tcp && s->api_key && !(cJSON_IsString(key) && srv_secret_eq(key->valuestring, s->api_key))) {
+            srv_send_error(s, c, id_json, "unauthorized", "wrong API key");
+        } else {
+            c->authed = true;
+            cJSON *res = cJSON_CreateObject();
+            cJSON_AddBoolToObject(res, "ok", true);
+            srv_send_result(s, c, id_json, res);
+        }
+    } else if (!strncmp(m, "sessions.", 9)) {
+        srv_sessions_method(s, c, m, j, id_json);
+    } else {
+        char msg[128];
+        snprintf(msg, sizeof msg, "unknown method '%.60s'", m);
+        srv_send_error(s, c, id_json, "unknown_method", msg);
+    }
+out:
+    free(id_json);
+    cJSON_Delete(j);
+}
