@@ -21,7 +21,7 @@ start() {
     RUNS=$((RUNS + 1))
     T="tmux -L llmchat-test-$$-$RUNS" # a fresh server each time: no race with the old one
     $T new-session -d -s ui -x "${3:-100}" -y "${4:-30}" \
-        "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $2; echo EXITED \$?; sleep 600"
+        "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $2 --socket $TMP/ui.sock; echo EXITED \$?; sleep 600"
 }
 screen() { $T capture-pane -t ui -p 2>/dev/null; }
 keys() { $T send-keys -t ui "$@"; }
@@ -112,6 +112,15 @@ keys M-1
 check "the first tab has its conversation" "^  Once upon a time"
 line "/sessions"
 check "/sessions lists both" "^ +2  "
+# the UI serves the socket: a shell continues a session and the tab shows it live
+i=0; while [ ! -S "$TMP/ui.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+$LLMCHAT ask --socket "$TMP/ui.sock" "Hello from the shell" >"$TMP/ask1" 2>"$TMP/askerr"
+if [ $? -eq 0 ] && [ -s "$TMP/ask1" ]; then ok "llmchat ask works while the UI runs"
+else bad "ask while the UI runs" "$(cat "$TMP/askerr")"; fi
+$LLMCHAT ask --socket "$TMP/ui.sock" --session "Once upon a time" "Then what happened" >"$TMP/ask2" 2>"$TMP/askerr"
+if [ $? -eq 0 ] && [ -s "$TMP/ask2" ]; then ok "ask --session continues a stored session"
+else bad "ask --session" "$(cat "$TMP/askerr")"; fi
+check "the open tab shows the shell's message live" "^  Then what happened"
 line "/quit"
 check "/quit quits" "EXITED 0"
 

@@ -316,6 +316,37 @@ void ui_app_tick(ui_app *a, double now_ms) {
     if (all_saved && a->notice_error && !strncmp(a->notice, "not saved", 9)) ui_app_notice(a, false, "saved");
 }
 
+/* ---- another program's work on stored sessions ---- */
+
+void ui_app_session_changed(ui_app *a, int64_t session_id) {
+    if (!a->db) return;
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->session_id != session_id || c->req_id || conv_unsaved(c)) continue;
+        conv *fresh;
+        if (conv_load(a->db, session_id, &fresh, NULL)) continue;
+        conv_free(c);
+        a->tabs[i] = fresh;
+        a->changed = true;
+    }
+}
+
+void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
+                         size_t len) {
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->session_id != session_id) continue;
+        for (int k = 0; k < c->n_alts; k++) {
+            conv_msg *m = c->alts[k];
+            if (m->id != message_id) continue;
+            bool was_dirty = m->dirty;
+            conv_append(c, k, text, len);
+            m->dirty = was_dirty; /* the other program stores it, not this tab */
+            a->changed = true;
+        }
+    }
+}
+
 /* ---- commands ---- */
 
 static char *printf_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -12,6 +12,8 @@
 #include "storage/db.h"
 #include "ui/conv.h"
 
+typedef struct ui_app ui_app;
+
 typedef struct ui_app_config {
     engine *e;
     const tokenizer *tok;
@@ -20,9 +22,14 @@ typedef struct ui_app_config {
     const char *model_name;  /* shown in the status line and stored with sessions */
     const char *device_name; /* "cpu", "cuda" */
     const char *db_path;     /* NULL: no database (memory only) */
+    /* another source of work for the main loop (the socket server's notes):
+     * while extra_fd is readable, on_extra(extra_ctx, app) is called */
+    int extra_fd;            /* -1 or 0 when none */
+    void (*on_extra)(void *ctx, ui_app *a);
+    void *extra_ctx;
 } ui_app_config;
 
-typedef struct ui_app {
+struct ui_app {
     ui_app_config cfg;
     engine_client *client;
     db *db;                  /* NULL when it could not be opened */
@@ -39,7 +46,7 @@ typedef struct ui_app {
     bool quit;
     bool changed;            /* something to redraw */
     char *edit_text;         /* /edit: text the view puts into the input box */
-} ui_app;
+};
 
 /* Opens the database (a failure is reported in db_error, never fatal), restores
  * the tabs that were open last time, or opens one new tab. */
@@ -60,6 +67,13 @@ void ui_app_poll_engine(ui_app *a, double now_ms);
 void ui_app_tick(ui_app *a, double now_ms);
 /* The engine client's wake fd, for poll(). */
 int ui_app_engine_fd(const ui_app *a);
+/* Another program (the socket server) changed stored session id: a tab showing
+ * it and not generating itself reloads it from the database. */
+void ui_app_session_changed(ui_app *a, int64_t session_id);
+/* Text another program streams into answer message_id of session_id: shown
+ * live in an open tab (the other program stores it). */
+void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
+                         size_t len);
 /* Sets the one-line notice. */
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

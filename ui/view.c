@@ -464,9 +464,12 @@ int ui_run(ui_app *a, llc_err *err) {
         bool streaming = false;
         for (int i = 0; i < a->n_tabs; i++) streaming = streaming || a->tabs[i]->req_id;
         int timeout = streaming || a->changed ? 33 : 500;
-        struct pollfd fds[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
-                                {.fd = ui_app_engine_fd(a), .events = POLLIN}};
-        if (poll(fds, 2, timeout) < 0 && errno != EINTR) break;
+        struct pollfd fds[3] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                                {.fd = ui_app_engine_fd(a), .events = POLLIN},
+                                {.fd = a->cfg.on_extra && a->cfg.extra_fd > 0 ? a->cfg.extra_fd : -1,
+                                 .events = POLLIN}};
+        if (poll(fds, 3, timeout) < 0 && errno != EINTR) break;
+        if (fds[2].fd >= 0 && (fds[2].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
         read_keys(&v);
         double t = now_ms();
         ui_app_poll_engine(a, t);
