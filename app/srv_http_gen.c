@@ -425,17 +425,7 @@ static void on_event(gen_state *st, const engine_event *ev) {
         chunk_finish(st, idx, last);
         if (last && st->d != SRV_LLAMA) sb_str(&st->out, "data: [DONE]\n\n");
     }
-    if (last) st->finished = true;
-    if (!last && (ev->finish == FINISH_CANCELLED || ev->finish == FINISH_ERROR)) {
-        /* samples never forked off the first one end with it */
-        for (int i = 0; i < st->n; i++)
-            if (!st->sm[i].seen) {
-                engine_event f = {.kind = EV_DONE, .request_id = ev->request_id, .seq_index = i,
-                                  .finish = ev->finish, .prompt_tokens = ev->prompt_tokens,
-                                  .cached_tokens = ev->cached_tokens, .queue_ms = ev->queue_ms};
-                on_event(st, &f);
-            }
-    }
+    if (last) st->finished = true; /* the engine ends every sample with one done, forked or not */
 }
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {

@@ -224,17 +224,7 @@ static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
 
 static void on_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     if (ev->seq_index < 0 || ev->seq_index >= r->n) return;
-    send_done(s, c, r, ev);
-    if (ev->finish == FINISH_CANCELLED || ev->finish == FINISH_ERROR) {
-        /* a request of n samples cut before its samples were forked off the
-           first ends with that one done event: the others end here too */
-        for (int i = 0; i < r->n; i++) {
-            if (r->pend[i].seen) continue;
-            engine_event f = {.kind = EV_DONE, .request_id = r->eid, .seq_index = i, .finish = ev->finish,
-                              .prompt_tokens = ev->prompt_tokens, .queue_ms = ev->queue_ms};
-            send_done(s, c, r, &f);
-        }
-    }
+    send_done(s, c, r, ev); /* the engine ends every sample with one, forked or not */
     if (r->n_done >= r->n) {
         req_unlink(c, r);
         srv_session_release(s, r);

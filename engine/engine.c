@@ -332,6 +332,19 @@ static void seq_finish(engine *e, seq *s, engine_finish finish) {
     s->req->n_live--;
 }
 
+/* A request with n > 1 ended before its samples were forked from the first:
+ * samples 1..n-1 never ran, but each still gets its done event. */
+static void finish_unforked_samples(engine *e, request *r, engine_finish finish) {
+    if (r->forked || r->n < 2) return;
+    r->forked = true; /* settled: no fork will happen now */
+    for (int i = 1; i < r->n && !r->client->closed; i++) {
+        engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = i, .finish = finish,
+                           .prompt_tokens = r->n_prompt};
+        ev.queue_ms = eng_now_ms() - r->t_submit;
+        eng_client_push(r->client, &ev);
+    }
+}
+
 static void request_error(engine *e, request *r, const char *msg) {
     engine_event ev = {.kind = EV_ERROR, .request_id = r->id};
     snprintf(ev.message, sizeof ev.message, "%s", msg);
@@ -342,6 +355,7 @@ static void request_error(engine *e, request *r, const char *msg) {
     }
     for (int i = 0; i < r->n; i++)
         if (r->seqs[i]) seq_finish(e, r->seqs[i], FINISH_ERROR);
+    finish_unforked_samples(e, r, FINISH_ERROR);
 }
 
 /* One request of c has ended; frees c if its owner let it go. */
@@ -378,6 +392,7 @@ static void cancel_request(engine *e, request *r) {
     for (int i = 0; i < r->n; i++)
         if (r->seqs[i]) seq_finish(e, r->seqs[i], FINISH_CANCELLED);
     if (!r->forked && !r->seqs[0]) r->n_live = 0;
+    finish_unforked_samples(e, r, FINISH_CANCELLED);
 }
 
 static void drain_inbox(engine *e, bool *stop) {

@@ -148,6 +148,22 @@ static void test_cancel_and_bad_requests(void) {
     engine_metrics m;
     wait_idle(e, &m);
     CHECK(m.kv_used == 0);
+    /* n = 3 cancelled before its samples exist: still one done per sample */
+    gen_request three = greedy_req(prompt, 5, 50);
+    three.n = 3;
+    three.sampling.temperature = 1.0f;
+    id = engine_submit(e, c, &three, &err);
+    engine_cancel(e, id);
+    int dones = 0, mask = 0;
+    for (engine_event *ev; dones < 3 && (ev = engine_client_wait(c, 20000));) {
+        if (ev->kind == EV_DONE && ev->request_id == id) {
+            dones++;
+            mask |= 1 << ev->seq_index;
+            CHECK(ev->finish == FINISH_CANCELLED);
+        }
+        engine_event_free(ev);
+    }
+    CHECKF(dones == 3 && mask == 7, "%d done events (samples %x)", dones, mask);
     /* requests that can never run are refused at submit */
     gen_request bad = greedy_req(prompt, 0, 5);
     CHECK(engine_submit(e, c, &bad, &err) < 0);
