@@ -212,13 +212,13 @@ static void finalize(srv_gen *g, int n_ids) {
     g->req.n_stop = g->n_stops;
 }
 
-static int reserve_of(const srv_model *m, const srv_gen *g) {
-    return g->req.max_tokens < m->n_ctx / 2 ? g->req.max_tokens : m->n_ctx / 2;
+static int budget_of(const srv_model *m, const srv_gen *g) {
+    return prompt_budget(m->n_ctx, g->req.max_tokens);
 }
 
 int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err) {
     prompt p;
-    int rc = prompt_build(m->tok, m->tmpl, msgs, n, m->n_ctx - reserve_of(m, g), &p, err);
+    int rc = prompt_build(m->tok, m->tmpl, msgs, n, budget_of(m, g), &p, err);
     if (rc) return rc;
     free(g->ids);
     g->ids = p.ids;
@@ -414,7 +414,7 @@ int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, c
     if (!rc && (ex.oom || tp.oom || ts.oom || tm.oom)) rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     /* 3/4 of the room for the end of the prefix, the rest for the start of the
        suffix, extra context in what the context has left */
-    int avail = m->n_ctx - reserve_of(m, g) - 4;
+    int avail = budget_of(m, g) - 4;
     if (!rc && avail < 8) rc = llc_fail(err, LLC_ERR_RANGE, "the context is too small for infill");
     if (!rc) {
         int core = avail < 2048 ? avail : 2048;

@@ -26,4 +26,10 @@ typedef struct prompt {
 int prompt_build(const tokenizer *tok, chat_tmpl t, const chat_msg *msgs, int n, int budget,
                  prompt *out, llc_err *err);
 
+/* The prompt budget of a conversation in a context of n_ctx tokens whose answer
+ * may take max_tokens: the context less room for the answer (at most half). */
+static inline int prompt_budget(int n_ctx, int max_tokens) {
+    return n_ctx - (max_tokens < n_ctx / 2 ? max_tokens : n_ctx / 2);
+}
+
 #endif

@@ -187,10 +187,10 @@ static void start_answer(ui_app *a, conv *c) {
         ui_app_notice(a, true, "out of memory");
         return;
     }
-    int reserve = c->set.max_tokens < a->cfg.n_ctx / 2 ? c->set.max_tokens : a->cfg.n_ctx / 2;
     prompt p;
     llc_err err;
-    int rc = prompt_build(a->cfg.tok, a->cfg.tmpl, msgs, n, a->cfg.n_ctx - reserve, &p, &err);
+    int rc = prompt_build(a->cfg.tok, a->cfg.tmpl, msgs, n, prompt_budget(a->cfg.n_ctx, c->set.max_tokens),
+                          &p, &err);
     free(msgs);
     if (rc) {
         ui_app_notice(a, true, "%s", err.msg);
