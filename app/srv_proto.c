@@ -206,6 +206,9 @@ static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
         sb_str(&b, ",\"error\":");
         sb_json_str(&b, r->err_msg, strlen(r->err_msg));
     }
+    if (ev->drafted_tokens > 0)
+        sb_printf(&b, ",\"speculative\":{\"drafted_tokens\":%d,\"accepted_tokens\":%d}",
+                  ev->drafted_tokens, ev->accepted_tokens);
     if (r->n_dropped > 0) sb_printf(&b, ",\"dropped_turns\":%d", r->n_dropped);
     if (r->cv) {
         int alt = r->alt_base + idx;
@@ -366,6 +369,15 @@ static void do_status(srv *s, conn *c, const char *id_json) {
     cJSON_AddNumberToObject(r, "generated_tokens", (double)m.generated_tokens);
     cJSON_AddNumberToObject(r, "steps", (double)m.steps);
     cJSON_AddNumberToObject(r, "preemptions", (double)m.preemptions);
+    if (m.spec_verifies > 0) { /* speculative decoding */
+        cJSON *sp = cJSON_AddObjectToObject(r, "speculative");
+        cJSON_AddNumberToObject(sp, "drafted_tokens", (double)m.spec_drafted);
+        cJSON_AddNumberToObject(sp, "accepted_tokens", (double)m.spec_accepted);
+        cJSON_AddNumberToObject(sp, "acceptance_rate", m.spec_drafted ? (double)m.spec_accepted / (double)m.spec_drafted : 0);
+        cJSON_AddNumberToObject(sp, "tokens_per_verify",
+                                (double)(m.spec_accepted + m.spec_verifies) / (double)m.spec_verifies);
+        cJSON_AddNumberToObject(sp, "draft_time_share", m.step_ms > 0 ? m.draft_ms / m.step_ms : 0);
+    }
     int n_clients = 0;
     for (int i = 0; i < s->n_conns; i++) n_clients += s->conns[i]->kind == CONN_NDJSON && !s->conns[i]->dead;
     cJSON_AddNumberToObject(r, "clients", n_clients);

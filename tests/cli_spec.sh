@@ -37,6 +37,18 @@ if [ $? -eq 0 ] && [ -s "$TMP/out" ] && grep -q "bigger than the model" "$TMP/er
 then ok "a draft bigger than the model is refused, the model goes on"
 else bad "bigger draft" "$(cat "$TMP/err")"; fi
 
+# the server: done events and status carry the speculation figures
+$LLMCHAT serve -m "$MODEL" --draft "$DRAFT" --socket "$TMP/s.sock" --db "" >/dev/null 2>&1 &
+spid=$!
+i=0; while [ ! -S "$TMP/s.sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+printf '%s\n' '{"id":1,"method":"complete","prompt":"Once upon a time","max_tokens":40,"temperature":0}' |
+    ./build/tools/ndjson_client "$TMP/s.sock" >"$TMP/done" 2>&1
+printf '%s\n' '{"id":2,"method":"status"}' | ./build/tools/ndjson_client "$TMP/s.sock" >"$TMP/status" 2>&1
+kill $spid; wait $spid 2>/dev/null
+if grep -q '"speculative":{"drafted_tokens":[1-9]' "$TMP/done" && grep -q '"acceptance_rate":0\.[1-9]' "$TMP/status"
+then ok "serve --draft: done events and status report speculation"
+else bad "serve --draft" "$(tail -c 300 "$TMP/done")" "$(tail -c 300 "$TMP/status")"; fi
+
 expect_grep "bench --draft reports acceptance" '"acceptance_rate":0\.[0-9]+' \
     $LLMCHAT bench -m "$MODEL" --draft "$DRAFT" -c 4 -p 16 -n 64 --json
 finish

@@ -76,6 +76,7 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
         snprintf(a->db_error, sizeof a->db_error, "no database: conversations are not saved");
     else if (db_open(cfg->db_path, &a->db, &dberr))
         snprintf(a->db_error, sizeof a->db_error, "%s", dberr.msg);
+    if (a->db) db_set_busy_timeout(a->db, 100); /* a locked database: retry later, never freeze the UI */
     if (a->db) {
         int64_t *ids = NULL;
         int n = 0, active = -1;
@@ -301,6 +302,7 @@ void ui_app_tick(ui_app *a, double now_ms) {
     if (retry && !a->db && a->cfg.db_path) { /* the database may have come back */
         llc_err err;
         if (db_open(a->cfg.db_path, &a->db, &err) == 0) {
+            db_set_busy_timeout(a->db, 100);
             a->db_error[0] = 0;
             ui_app_notice(a, false, "database open again: saving");
         }
