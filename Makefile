@@ -28,7 +28,7 @@ endif
 CU_SRC := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
 ifneq ($(CU_SRC),)
 ALL_CFLAGS += -DLLC_CUDA -I$(CUDA_HOME)/include
-LDLIBS     += -L$(CUDA_HOME)/lib64 -lcublas_static -lcublasLt_static -lculibos -lcudart_static -ldl -lrt -lstdc++
+LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
 NVCCFLAGS  := -O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall
 endif
 
@@ -87,7 +87,12 @@ $(BUILD)/tools/srv_%: tests/tools/srv_%.c $(APP_LIB_OBJ) $(BUILD)/libllmchat.a
 test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN)
 	@sh tests/run.sh $(TEST_BIN)
 
-test-cuda: $(BUILD)/llmchat
+# CUDA parity tests: only with a GPU (tests/cuda/*.c link the optimised library).
+$(BUILD)/tests/cuda/%: tests/cuda/%.c tests/test.h $(BUILD)/libllmchat.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
+
+test-cuda: $(BUILD)/llmchat $(BUILD)/tests/cuda/test_cuda_parity $(TEST_BIN)
 	@sh tests/run_cuda.sh
 
 # Debian packages the build needs (sudo only when not root).

@@ -1,14 +1,23 @@
 /* llm.c — opening a model for a subcommand. */
 #include "app/llm.h"
 
+#ifdef LLC_CUDA
+#include "kernels/cuda/backend_cuda.h"
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
+#ifdef LLC_CUDA
+    if (!strcmp(common->device, "cuda")) return backend_cuda_create(0, out, err);
+    if (!strcmp(common->device, "auto") && backend_cuda_available()) return backend_cuda_create(0, out, err);
+#else
     if (!strcmp(common->device, "cuda"))
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "this build has no CUDA backend (use --device cpu)");
+#endif
     return backend_cpu_create(common->threads, out, err);
 }
 

@@ -107,7 +107,7 @@ expect_fail "bench --kv-mem that does not fit" 1 "does not fit in memory" \
 
 expect_fail "generate without a prompt" 2 "--prompt is required" $LLMCHAT generate
 expect_fail "generate bad --top-p" 2 "--top-p" $LLMCHAT generate -p x --top-p 2
-expect_fail "generate --device cuda without CUDA" 1 "CUDA" $LLMCHAT generate -p x --device cuda
+expect_fail "generate --device cuda without CUDA" 1 "no CUDA backend|no usable CUDA GPU" $LLMCHAT generate -p x --device cuda
 expect_fail "perplexity on a tiny file" 1 "fewer than one chunk" \
     $LLMCHAT perplexity -f tests/lib_cli.sh --ctx 100000
 head -c 300000 "$MODEL" >"$TMP/cut.gguf"

@@ -9,6 +9,9 @@
 
 #include "engine/engine.h"
 #include "tests/test.h"
+#ifdef LLC_CUDA
+#include "kernels/cuda/backend_cuda.h"
+#endif
 
 typedef struct result {
     int32_t tokens[512];
@@ -24,11 +27,20 @@ static backend *g_be;
 static model *g_model;
 static tokenizer *g_tok;
 
+/* The CPU backend, or with LLC_TEST_DEVICE=cuda (make test-cuda) the GPU's. */
+static int test_backend_create(backend **out, llc_err *err) {
+#ifdef LLC_CUDA
+    const char *dev = getenv("LLC_TEST_DEVICE");
+    if (dev && !strcmp(dev, "cuda")) return backend_cuda_create(0, out, err);
+#endif
+    return backend_cpu_create(2, out, err);
+}
+
 static int setup(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
     llc_err err;
-    if (gguf_open(path, &g_file, &err) || backend_cpu_create(2, &g_be, &err) ||
+    if (gguf_open(path, &g_file, &err) || test_backend_create(&g_be, &err) ||
         model_load(g_file, g_be, &g_model, &err) || tok_load(g_file, &g_tok, &err)) {
         fprintf(stderr, "setup: %s\n", err.msg);
         return -1;

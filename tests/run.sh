@@ -2,10 +2,13 @@
 # run.sh — runs every test binary given as argument and every tests/cli_*.sh
 # script, prints their output, and ends with the totals "N passed, N failed".
 # Each test program ends its output with its own "N passed, N failed" line.
+# LLC_NO_CLI=1 leaves the scripts out.
 total_pass=0
 total_fail=0
 log=$(mktemp)
-for t in "$@" tests/cli_*.sh; do
+scripts=tests/cli_*.sh
+[ -n "$LLC_NO_CLI" ] && scripts="" # (make test-cuda: the test programs only)
+for t in "$@" $scripts; do
     [ -e "$t" ] || continue
     echo "== $t"
     case "$t" in
