@@ -589,6 +589,27 @@ void eng_text_add(char **buf, size_t *len, const char *src, size_t n) {
     *buf = p;
 }
 
+bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len) {
+    char piece[512];
+    const char *show;
+    size_t show_len;
+    int n = tok_stream_push(ts, tok, piece, sizeof piece);
+    bool stopped = stopstr_push(ss, piece, (size_t)(n > 0 ? n : 0), &show, &show_len);
+    eng_text_add(text, len, show, show_len);
+    if (at_end && !stopped) { /* what the detokenizer and the stop matcher still hold */
+        while (!stopped && (n = tok_stream_flush(ts, piece, sizeof piece)) > 0) {
+            stopped = stopstr_push(ss, piece, (size_t)n, &show, &show_len);
+            eng_text_add(text, len, show, show_len);
+        }
+        if (!stopped) {
+            stopstr_flush(ss, &show, &show_len);
+            eng_text_add(text, len, show, show_len);
+        }
+    }
+    if (!*text) eng_text_add(text, len, "", 0);
+    return stopped;
+}
+
 /* Streams a sampled token: detokenize, stop strings, events. Returns true when the
  * sample is finished. */
 bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
@@ -603,25 +624,10 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
         seq_finish(e, s, FINISH_STOP);
         return true;
     }
-    char piece[512];
-    const char *show;
-    size_t show_len, len = 0;
-    char *text = NULL;
-    int n = tok_stream_push(s->ts, tok, piece, sizeof piece);
-    bool stopped = stopstr_push(s->ss, piece, (size_t)(n > 0 ? n : 0), &show, &show_len);
-    eng_text_add(&text, &len, show, show_len);
     bool at_end = s->n_gen >= r->max_tokens || s->n_tokens + 1 >= e->n_ctx;
-    if (at_end && !stopped) { /* what the detokenizer and the stop matcher still hold */
-        while (!stopped && (n = tok_stream_flush(s->ts, piece, sizeof piece)) > 0) {
-            stopped = stopstr_push(s->ss, piece, (size_t)n, &show, &show_len);
-            eng_text_add(&text, &len, show, show_len);
-        }
-        if (!stopped) {
-            stopstr_flush(s->ss, &show, &show_len);
-            eng_text_add(&text, &len, show, show_len);
-        }
-    }
-    if (!text) eng_text_add(&text, &len, "", 0);
+    size_t len = 0;
+    char *text = NULL;
+    bool stopped = eng_token_text(s->ts, s->ss, tok, at_end, &text, &len);
     engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = s->index, .token = tok,
                        .text = text, .text_len = text ? len : 0, .lp = *res};
     if (!r->client->closed) eng_client_push(r->client, &ev);

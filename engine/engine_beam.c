@@ -117,23 +117,9 @@ static void beam_emit(engine *e, request *r, int rank, double t_end) {
         have = false, done.finish = FINISH_ERROR;
     bool stopped = false;
     for (int i = 0; have && i < n && !stopped; i++) {
-        char piece[512], *text = NULL;
-        const char *show;
-        size_t show_len, len = 0;
-        int got = tok_stream_push(ts, toks[i], piece, sizeof piece);
-        stopped = stopstr_push(ss, piece, (size_t)(got > 0 ? got : 0), &show, &show_len);
-        eng_text_add(&text, &len, show, show_len);
-        if (i == n - 1 && !stopped) { /* what the decoder and the stop matcher still hold */
-            while (!stopped && (got = tok_stream_flush(ts, piece, sizeof piece)) > 0) {
-                stopped = stopstr_push(ss, piece, (size_t)got, &show, &show_len);
-                eng_text_add(&text, &len, show, show_len);
-            }
-            if (!stopped) {
-                stopstr_flush(ss, &show, &show_len);
-                eng_text_add(&text, &len, show, show_len);
-            }
-        }
-        if (!text) eng_text_add(&text, &len, "", 0);
+        char *text = NULL;
+        size_t len = 0;
+        stopped = eng_token_text(ts, ss, toks[i], i == n - 1, &text, &len);
         engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = rank,
                            .token = toks[i], .text = text, .text_len = text ? len : 0};
         ev.lp.token = toks[i];

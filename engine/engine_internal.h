@@ -141,6 +141,10 @@ int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
 void eng_text_add(char **buf, size_t *len, const char *src, size_t n);
 
+/* The text token `tok` adds to a stream: the detokenizer's piece through the
+ * stop matcher, and at_end also what they still hold. *text (malloc'd, never
+ * NULL on success) and *len grow. Returns true when a stop string matched. */
+bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len);
 /* engine.c, for engine_spec.c: streams one sampled token (false while the
  * sample goes on). */
 bool eng_emit_token(engine *e, seq *s, const sample_result *res);
