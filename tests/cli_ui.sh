@@ -88,12 +88,24 @@ line "/alt"
 check "/alt shows the other" "answer 2 of 2"
 line "/regen"
 check "/regen adds two more answers (n is 2)" "answer 3 of 4"
+idle
+line "/edit"
+check "/edit puts the last message back into the input" "^> A red ball"
+keys C-u
+line "A blue ball"
+check "the edited message is sent as a new branch" "^  A blue ball"
+idle
+keys C-PPage
+check "Ctrl-PgUp switches to the previous tab" "^  Lily and Tom"
+keys C-NPage
+check "Ctrl-PgDn switches back" "^  A blue ball"
 line "/search red ball"
-check "/search finds the message" "Search: red ball"
+check "/search finds the message (the branch before the edit too)" "Search: red ball"
 check "/search lists the session" "^ +1  The dog"
 line "/export $TMP/out.md"
 check "/export says where" "exported to"
-if grep -q '\*\*User\*\*' "$TMP/out.md" 2>/dev/null && grep -q "A red ball" "$TMP/out.md"; then
+if grep -q '\*\*User\*\*' "$TMP/out.md" 2>/dev/null && grep -q "A blue ball" "$TMP/out.md" &&
+    ! grep -q "A red ball" "$TMP/out.md"; then
     ok "the export is Markdown with the messages"
 else bad "the export is Markdown with the messages" "$(cat "$TMP/out.md" 2>&1 | head -20)"; fi
 line "/frobnicate"
@@ -107,7 +119,7 @@ check "Ctrl-Q quits cleanly" "EXITED 0"
 
 start ui "$DB"
 check "restart restores both tabs" " 1:Once upon a time .* 2:The dog"
-check "the active tab comes back with its messages" "^  A red ball"
+check "the active tab comes back with its messages (the edited branch)" "^  A blue ball"
 keys M-1
 check "the first tab has its conversation" "^  Once upon a time"
 line "/sessions"
