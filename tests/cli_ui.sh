@@ -66,6 +66,7 @@ keys M-1
 line "/set max_tokens 200"
 line "Lily and Tom"
 check "both tabs answered" " 1:Once upon a time .* 2:The dog"
+check "the second turn reused the first from the prefix cache" "cache [1-9][0-9]*%"
 keys M-2
 check "Alt-2 shows the second tab" "^  The dog"
 check "its answer is there" "^Assistant"
