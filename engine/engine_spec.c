@@ -87,13 +87,14 @@ static int ngram_propose(const int32_t *t, int n, int k, int32_t *out) {
     return 0;
 }
 
-/* How many tokens s may propose now (0: it does not speculate this step). */
-static int spec_budget(const engine *e, const seq *s) {
+/* How many tokens s may propose now (0: it does not speculate this step); counts
+ * down a pause. Called once per sequence per step. */
+static int spec_budget(const engine *e, seq *s) {
     const request *r = s->req;
     if (r->bs || r->sp.n_logprobs > 0 || s->state != SEQ_RUNNING) return 0;
     if (s->n_tokens - kv_seq_computed(s->kv) != 1) return 0; /* not in decode */
     if (s->spec_pause > 0) { /* proposals were mostly wrong lately: decode plainly a while */
-        ((seq *)s)->spec_pause--;
+        s->spec_pause--;
         return 0;
     }
     int k = s->spec_k > 0 ? s->spec_k : e->p.draft_max;
