@@ -141,6 +141,7 @@ void ui_app_switch(ui_app *a, int index) {
     if (index < 0) index = a->n_tabs - 1;
     if (index >= a->n_tabs) index = 0;
     if (index != a->cur) set_panel(a, NULL);
+    a->close_confirm = NULL;
     a->cur = index;
     a->changed = true;
     save_tabs(a);
@@ -157,10 +158,13 @@ void ui_app_close_tab(ui_app *a) {
                 conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
     }
     save_conv(a, c, true, 0);
-    if (conv_unsaved(c) && a->db) {
-        ui_app_notice(a, true, "this tab is not saved yet (%s); it stays open", c->save_error);
+    if (conv_unsaved(c) && a->close_confirm != c) { /* closing would lose it: ask once more */
+        a->close_confirm = c;
+        ui_app_notice(a, true, "this tab is not saved (%s): Ctrl-W again closes it and loses it",
+                      a->db ? c->save_error : a->db_error);
         return;
     }
+    a->close_confirm = NULL;
     memmove(&a->tabs[a->cur], &a->tabs[a->cur + 1], (size_t)(a->n_tabs - a->cur - 1) * sizeof *a->tabs);
     a->n_tabs--;
     conv_free(c);
@@ -579,6 +583,7 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
         return;
     }
     a->notice[0] = 0;
+    a->close_confirm = NULL;
     bool busy = c->req_id != 0;
     switch (cmd.kind) {
     case UI_CMD_MESSAGE:

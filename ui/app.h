@@ -46,6 +46,7 @@ struct ui_app {
     bool quit;
     bool changed;            /* something to redraw */
     char *edit_text;         /* /edit: text the view puts into the input box */
+    conv *close_confirm;     /* an unsaved tab whose close was asked once (ask again to lose it) */
 };
 
 /* Opens the database (a failure is reported in db_error, never fatal), restores
