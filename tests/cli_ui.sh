@@ -157,6 +157,10 @@ check "a 40x10 terminal draws the tab bar and status" "1:New chat"
 line "/set max_tokens 8"
 line "Hi"
 check "and chats" "^Assistant"
+idle
+keys Up
+check "Up brings back the last input" "^> Hi"
+keys C-u
 $T resize-window -t ui -x 60 -y 14 2>/dev/null
 check "after a resize it redraws" "stories260K"
 keys C-q
