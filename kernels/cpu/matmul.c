@@ -65,8 +65,8 @@ cpu_simd_level cpu_matmul_set_level(cpu_simd_level level) {
     return g_level;
 }
 
-static const mm_impl *current_impl(void) {
-    switch (cpu_matmul_level()) {
+static const mm_impl *impl_of(cpu_simd_level level) {
+    switch (level) {
 #if defined(__x86_64__)
     case CPU_SIMD_AVX512: return &mm_impl_avx512;
     case CPU_SIMD_AVX2: return &mm_impl_avx2;
@@ -74,6 +74,8 @@ static const mm_impl *current_impl(void) {
     default: return &mm_impl_scalar;
     }
 }
+
+static const mm_impl *current_impl(void) { return impl_of(cpu_matmul_level()); }
 
 const char *cpu_simd_name(void) { return current_impl()->name; }
 
@@ -163,8 +165,60 @@ static void mm_prep_work(void *ctx, int ith, int nth) {
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/* ---- weights packed ahead ------------------------------------------------------------ */
+
+typedef struct prepack_job {
+    const mm_impl *impl;
+    mm_args a;
+    uint8_t *wp;
+    int64_t n_panels;
+    atomic_long next;
+} prepack_job;
+
+static void prepack_work(void *ctx, int ith, int nth) {
+    (void)ith, (void)nth;
+    prepack_job *j = ctx;
+    for (;;) {
+        long p = atomic_fetch_add_explicit(&j->next, 16, memory_order_relaxed);
+        if (p >= j->n_panels) break;
+        j->impl->gemm_prepack(&j->a, p, p + 16 < j->n_panels ? p + 16 : j->n_panels, j->wp);
+    }
+}
+
+int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
+                       cpu_packed_w *out) {
+    memset(out, 0, sizeof *out);
+    const mm_impl *impl = cpu_matmul_max_level() == CPU_SIMD_AVX512 ? impl_of(CPU_SIMD_AVX512) : NULL;
+    const qtype_info *ti = qtype_get(type);
+    if (!impl || !impl->gemm_prepack || !ti || !mm_type_is_quant(type) || n_in <= 0 || n_out <= 0 ||
+        n_in % ti->block_elems)
+        return 0; /* nothing to gain: plain calls */
+    size_t bytes = impl->gemm_prepack_bytes(type, n_in, n_out);
+    if (!bytes) return 0;
+    uint8_t *wp = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!wp) return LLC_ERR_NOMEM;
+    prepack_job j = {.impl = impl, .wp = wp, .n_panels = (n_out + 15) / 16};
+    j.a = (mm_args){.type = type, .W = W, .w_stride = qtype_row_bytes(type, n_in), .n_in = n_in, .n_out = n_out};
+    atomic_init(&j.next, 0);
+    if (pool && cpu_pool_size(pool) > 1) cpu_pool_run(pool, prepack_work, &j);
+    else prepack_work(&j, 0, 1);
+    out->data = wp;
+    out->bytes = bytes;
+    return 0;
+}
+
+void cpu_packed_w_free(cpu_packed_w *p) {
+    free(p->data);
+    memset(p, 0, sizeof *p);
+}
+
 int cpu_matmul(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
                const float *X, int64_t T, float *Y) {
+    return cpu_matmul_packed(pool, type, W, NULL, n_in, n_out, X, T, Y);
+}
+
+int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_packed_w *packed,
+                      int64_t n_in, int64_t n_out, const float *X, int64_t T, float *Y) {
     const qtype_info *ti = qtype_get(type);
     if (!ti || !ti->supported ||
         !(type == QT_F32 || type == QT_F16 || type == QT_BF16 || mm_type_is_quant(type)))
@@ -183,8 +237,12 @@ int cpu_matmul(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64
     };
     const int nth = pool ? cpu_pool_size(pool) : 1;
 
-    const int gemm_rows = T > 1 && impl->gemm ? impl->gemm_rows(type, T) : 0;
+    /* panels packed ahead serve the AVX-512 GEMM only (the level may have been lowered) */
+    const uint8_t *wp = packed && packed->data && impl->gemm_rows_prepacked ? packed->data : NULL;
+    const int gemm_rows = wp ? impl->gemm_rows_prepacked(type, T)
+                             : T > 1 && impl->gemm ? impl->gemm_rows(type, T) : 0;
     job.use_gemm = gemm_rows > 0;
+    if (job.use_gemm) job.a.wp = wp;
     if (job.use_gemm) {
         /* chunks of up to 128 rows, at least ~4 per thread when there are enough rows */
         int64_t c = round_up((n_out + 4 * nth - 1) / (4 * nth), gemm_rows);

@@ -33,6 +33,24 @@
 int cpu_matmul(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
                const float *X, int64_t T, float *Y);
 
+/* A quantized weight matrix packed once ahead into the AVX-512 GEMM's panel
+ * layout, so calls with a few rows (batched decode, speculative checks) skip the
+ * packing that otherwise dominates them. About the size of the weights. */
+typedef struct cpu_packed_w {
+    uint8_t *data; /* NULL: not packed (no AVX-512, or not a quantized type) */
+    size_t bytes;
+} cpu_packed_w;
+
+/* Packs W (as cpu_matmul takes it) on pool's threads. Leaves out->data NULL,
+ * returning 0, where packing brings nothing; LLC_ERR_NOMEM when it does not fit. */
+int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
+                       cpu_packed_w *out);
+void cpu_packed_w_free(cpu_packed_w *p);
+/* cpu_matmul with W's packed panels (or NULL); the same results as without for
+ * a given path, which now also serves small T. */
+int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_packed_w *packed,
+                      int64_t n_in, int64_t n_out, const float *X, int64_t T, float *Y);
+
 /* Scalar reference: dequantizes each row with dequantize_row and takes the dot product
  * with exact X in double precision. Slow; used by the tests. */
 int cpu_matmul_ref(uint32_t type, const void *W, int64_t n_in, int64_t n_out, const float *X,

@@ -120,6 +120,9 @@ static float dot_q6_K_512(const uint8_t *w, const mm_xrow *x, int64_t n) {
  * for the one-row kernels; from T = 3 on, each row adds ~10 ms and the blocked GEMM
  * (62 ms at T = 3, 83 at T = 8) wins, so gemm_rows hands those over. */
 #define MM_Q8_MULTI 8
+#ifndef MM_PREPACKED_MIN_T
+#define MM_PREPACKED_MIN_T 2 /* measured: see gemm_rows_prepacked */
+#endif
 
 static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     const int64_t n = a->n_in, nb = n / QK8_0, T = t1 - t0;
@@ -209,6 +212,12 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
     else mm_avx512_gemmf(a, o0, o1, n0, n1, scratch);
 }
 
+/* With the panels packed ahead there is no packing to amortize: the GEMM wins from
+ * this many rows on. */
+static int gemm_rows_prepacked(uint32_t type, int64_t T) {
+    return mm_type_is_quant(type) && T >= MM_PREPACKED_MIN_T ? 16 : gemm_rows(type, T);
+}
+
 const mm_impl mm_impl_avx512 = {
     .name = "avx512-vnni",
     .quantize_x = quantize_x_256,
@@ -220,6 +229,9 @@ const mm_impl mm_impl_avx512 = {
     .gemm_pack_x = gemm_pack_x,
     .gemm_scratch = gemm_scratch,
     .gemm = gemm,
+    .gemm_prepack_bytes = mm_avx512_gemmq_prepack_bytes,
+    .gemm_prepack = mm_avx512_gemmq_prepack,
+    .gemm_rows_prepacked = gemm_rows_prepacked,
 };
 
 #pragma GCC pop_options

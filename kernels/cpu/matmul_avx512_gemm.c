@@ -289,6 +289,28 @@ static void kern_i8_init16(const uint8_t *pw, const uint8_t *px, int64_t nb, int
     RX_SWITCH(rx, C)
 #undef C
 }
+/* ---- prepacked weights: panel P, K-slice s at ((P * n_slices) + s) * panel_bytes(kc) ---- */
+
+static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
+
+size_t mm_avx512_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
+    if (!mm_type_is_quant(type)) return 0;
+    return (size_t)((n_out + PR_I8 - 1) / PR_I8) * (size_t)n_slices(n_in) * panel_bytes(type, kc_of(n_in));
+}
+
+void mm_avx512_gemmq_prepack(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp) {
+    const int64_t kc = kc_of(a->n_in), ns = n_slices(a->n_in);
+    const size_t pbytes = panel_bytes(a->type, kc);
+    for (int64_t P = p0; P < p1; P++) {
+        const int64_t r0 = P * PR_I8;
+        const int nvalid = (int)(a->n_out - r0 < PR_I8 ? a->n_out - r0 : PR_I8);
+        for (int64_t s = 0; s < ns; s++) {
+            const int64_t k0 = s * kc, kn = a->n_in - k0 < kc ? a->n_in - k0 : kc;
+            pack_i8_panel(a, r0, nvalid, k0, kn, wp + (size_t)(P * ns + s) * pbytes);
+        }
+    }
+}
+
 /* ---- driver -------------------------------------------------------------------------- */
 
 void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
@@ -301,10 +323,12 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
 
     for (int64_t k0 = 0; k0 < a->n_in; k0 += kc) {
         const int64_t kn = a->n_in - k0 < kc ? a->n_in - k0 : kc;
-        for (int64_t p = 0; p < np; p++) {
-            const int64_t p0 = o0 + p * PR_I8;
-            pack_i8_panel(a, p0, (int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8), k0, kn, wbuf + p * pbytes);
-        }
+        const int64_t ns = n_slices(a->n_in), slice = k0 / kc;
+        if (!a->wp)
+            for (int64_t p = 0; p < np; p++) {
+                const int64_t p0 = o0 + p * PR_I8;
+                pack_i8_panel(a, p0, (int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8), k0, kn, wbuf + p * pbytes);
+            }
         const size_t xoff = (size_t)(k0 / bs) * i8_xbs(bs); /* this K-slice of a group */
         for (int64_t g = 0; g < ng; g++) {
             int64_t t0, t1;
@@ -315,7 +339,8 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 const int64_t p0 = o0 + p * PR_I8;
                 const __mmask16 m = row_mask((int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8));
                 float *y = a->Y + t0 * a->n_out + p0;
-                const uint8_t *pw = wbuf + p * pbytes;
+                const uint8_t *pw = a->wp ? a->wp + (size_t)((p0 / PR_I8) * ns + slice) * pbytes
+                                          : wbuf + p * pbytes;
                 switch (i8_kind_of(type)) {
                 case KIND_INIT32: kern_i8_init32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0); break;
                 case KIND_MIN32: kern_i8_min32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0); break;

@@ -60,6 +60,7 @@ typedef struct mm_args {
     const uint8_t *xq;  /* quantized X rows (quantized types), xq_stride bytes apart */
     size_t xq_stride;   /* mm_xq_row_bytes(n_in) */
     const uint8_t *xp;  /* GEMM: activations packed by gemm_pack_x (all groups) */
+    const uint8_t *wp;  /* GEMM: all of W's panels packed ahead (gemm_prepack), or NULL */
     float *Y;           /* T rows of n_out floats */
 } mm_args;
 
@@ -89,6 +90,13 @@ typedef struct mm_impl {
     void (*gemm_pack_x)(const mm_args *a, int64_t g, uint8_t *xp);
     size_t (*gemm_scratch)(uint32_t type, int64_t n_in, int64_t rows);
     void (*gemm)(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch);
+    /* Optional: W's panels packed once ahead of the calls (quantized types).
+     * gemm_prepack_bytes(type, n_in, n_out): bytes of the packed matrix (0: no);
+     * gemm_prepack(a, p0, p1, wp): packs panels [p0, p1) of a->W into wp;
+     * gemm_rows_prepacked(type, T): as gemm_rows, when a->wp is set. */
+    size_t (*gemm_prepack_bytes)(uint32_t type, int64_t n_in, int64_t n_out);
+    void (*gemm_prepack)(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp);
+    int (*gemm_rows_prepacked)(uint32_t type, int64_t T);
 } mm_impl;
 
 extern const mm_impl mm_impl_scalar;

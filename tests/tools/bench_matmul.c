@@ -116,6 +116,7 @@ int main(int argc, char **argv) {
     int threads = 2, rounds = 5;
     double bw_ref = 22.0;
     size_t arena_mib = 4096;
+    int prepack = 0; /* -P 1: weights packed ahead (cpu_matmul_prepack), as the CPU backend does */
     char types_s[16][16], ts_s[16][16];
     int n_types = parse_list("q8_0,q4_k,f16", types_s, 16);
     int n_ts = parse_list("1,64,256", ts_s, 16);
@@ -130,6 +131,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-l")) level = v;
         else if (!strcmp(a, "-b")) bw_ref = atof(v);
         else if (!strcmp(a, "-m")) arena_mib = (size_t)atol(v);
+        else if (!strcmp(a, "-P")) prepack = atoi(v);
         else goto usage;
         i++;
     }
@@ -177,6 +179,7 @@ int main(int argc, char **argv) {
             size_t slot[N_SHAPES], n_slots[N_SHAPES], cur[N_SHAPES] = {0};
             int calls[N_SHAPES];
             double best[N_SHAPES];
+            static cpu_packed_w packs[N_SHAPES][512];
             for (size_t si = 0; si < n_shapes; si++) {
                 const shape *sh = &g_shapes[si];
                 const size_t wbytes = qtype_row_bytes((uint32_t)type, sh->n_in) * (size_t)sh->n_out;
@@ -186,6 +189,9 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "arena too small\n");
                     return 1;
                 }
+                if (n_slots[si] > 512) n_slots[si] = 512;
+                for (size_t k = 0; prepack && k < n_slots[si]; k++)
+                    cpu_matmul_prepack(pool, (uint32_t)type, arena + k * slot[si], sh->n_in, sh->n_out, &packs[si][k]);
                 /* calls per round: ~50 ms worth, at least 2 */
                 double t0 = now_s();
                 int rc = cpu_matmul(pool, (uint32_t)type, arena, sh->n_in, sh->n_out, X, T, Y);
@@ -206,13 +212,15 @@ int main(int argc, char **argv) {
                     const shape *sh = &g_shapes[si];
                     const double t0 = now_s();
                     for (int c = 0; c < calls[si]; c++) {
-                        cpu_matmul(pool, (uint32_t)type, arena + cur[si] * slot[si], sh->n_in,
-                                   sh->n_out, X, T, Y);
+                        cpu_matmul_packed(pool, (uint32_t)type, arena + cur[si] * slot[si],
+                                          prepack ? &packs[si][cur[si]] : NULL, sh->n_in, sh->n_out, X, T, Y);
                         cur[si] = (cur[si] + 1) % n_slots[si];
                     }
                     const double dt = (now_s() - t0) / calls[si];
                     if (dt < best[si]) best[si] = dt;
                 }
+            for (size_t si = 0; prepack && si < n_shapes; si++)
+                for (size_t k = 0; k < n_slots[si]; k++) cpu_packed_w_free(&packs[si][k]);
             double layer_s = 0;
             for (size_t si = 0; si < n_shapes; si++) {
                 const shape *sh = &g_shapes[si];
@@ -242,7 +250,7 @@ int main(int argc, char **argv) {
     free(Y);
     return 0;
 usage:
-    fprintf(stderr, "usage: %s [-t threads] [-r rounds] [-T 1,64,256] [-y q8_0,q4_k,f16] "
+    fprintf(stderr, "usage: %s [-P 0|1] [-t threads] [-r rounds] [-T 1,64,256] [-y q8_0,q4_k,f16] "
                     "[-l scalar|avx2|avx512] [-b GB/s] [-m arena_MiB]\n", argv[0]);
     return 2;
 }
