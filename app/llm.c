@@ -13,7 +13,11 @@
 int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
 #ifdef LLC_CUDA
     if (!strcmp(common->device, "cuda")) return backend_cuda_create(0, out, err);
-    if (!strcmp(common->device, "auto") && backend_cuda_available()) return backend_cuda_create(0, out, err);
+    if (!strcmp(common->device, "auto")) {
+        if (backend_cuda_available()) return backend_cuda_create(0, out, err);
+        if (isatty(STDERR_FILENO)) /* people, not scripts, get the notice */
+            fprintf(stderr, "llmchat: no usable CUDA GPU: running on the CPU (--device cpu says so quietly)\n");
+    }
 #else
     if (!strcmp(common->device, "cuda"))
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "this build has no CUDA backend (use --device cpu)");
