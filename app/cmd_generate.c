@@ -182,6 +182,9 @@ int cmd_generate(int argc, char **argv) {
     llc_err err;
     if (sampler_params_check(&g_sp, &err)) cli_usage_error(&cli_generate, "%s", err.msg);
 
+    /* one sequence decodes a row at a time: packing the weights for few-row GEMMs
+       would cost start-up time and memory for nothing (speculation checks several) */
+    if (!common.draft && !common.ngram) setenv("LLC_PREPACK", "0", 0);
     llm L;
     if (llm_open(&common, &L, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
