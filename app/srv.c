@@ -172,7 +172,7 @@ static conn *conn_new(srv *s, int fd, bool tcp) {
     if (!c) return NULL;
     c->fd = fd;
     c->tcp = tcp;
-    c->t_accept = srv_now_ms();
+    c->t_accept = llc_now_ms();
     s->conns[s->n_conns++] = c;
     return c;
 }
@@ -348,7 +348,7 @@ static void *srv_main(void *arg) {
     bool shutting = false;
     double deadline = 0;
     for (;;) {
-        double now = srv_now_ms();
+        double now = llc_now_ms();
         if (!shutting && atomic_load(&s->stopping)) {
             shutting = true;
             deadline = now + SRV_SHUTDOWN_MS;
@@ -387,7 +387,7 @@ static void *srv_main(void *arg) {
         if (shutting) timeout = timeout < 50 ? timeout : 50;
         int n = poll(pfd, (nfds_t)np, timeout);
         if (n < 0 && errno != EINTR) break;
-        now = srv_now_ms();
+        now = llc_now_ms();
         if (pfd[0].revents & POLLIN) {
             uint64_t v;
             ssize_t r = read(s->wake_fd, &v, sizeof v);
@@ -560,7 +560,7 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
 
 void srv_stop(srv *s) {
     if (!s) return;
-    double deadline = srv_now_ms() + SRV_SHUTDOWN_MS;
+    double deadline = llc_now_ms() + SRV_SHUTDOWN_MS;
     atomic_store(&s->stopping, true);
     uint64_t one = 1;
     ssize_t w = write(s->wake_fd, &one, sizeof one);

@@ -192,7 +192,7 @@ void srv_http_add(srv *s, int fd, const struct sockaddr *addr, socklen_t len) {
 
 void srv_http_stop(srv *s, double deadline_ms) {
     if (!s->mhd) return;
-    while (atomic_load(&s->http_active) > 0 && srv_now_ms() < deadline_ms) usleep(10000);
+    while (atomic_load(&s->http_active) > 0 && llc_now_ms() < deadline_ms) usleep(10000);
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
 }

@@ -77,7 +77,7 @@ static engine_event *next_event(gen_state *st) {
     for (;;) {
         engine_event *ev = engine_client_next(st->ec);
         if (ev) return ev;
-        double now = srv_now_ms();
+        double now = llc_now_ms();
         if (!st->cancel_sent && atomic_load(&st->s->stopping)) {
             engine_cancel(st->s->e, st->eid);
             st->cancel_sent = true;
@@ -392,7 +392,7 @@ static void on_event(gen_state *st, const engine_event *ev) {
     if (ev->kind == EV_TOKEN) {
         if (st->g.warm_only) return;
         sm->n_tokens++;
-        if (st->t_first == 0) st->t_first = srv_now_ms();
+        if (st->t_first == 0) st->t_first = llc_now_ms();
         if (ev->text_len) sb_add(&sm->text, ev->text, ev->text_len);
         if (ev->text_len && memchr(ev->text, '\n', ev->text_len)) st->saw_newline = true;
         if (st->stream && sm->n_ids < 4096) {

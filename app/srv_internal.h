@@ -164,8 +164,6 @@ struct srv {
     int note_fd;
 };
 
-double srv_now_ms(void);
-
 /* srv.c: output to a connection (capped; the connection is dropped beyond the
  * cap). */
 void srv_conn_write(srv *s, conn *c, const char *p, size_t n);

@@ -302,7 +302,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
         srv_send_error(s, c, id_json, "internal", "out of memory");
         goto fail;
     }
-    if (conv_save(cv, s->db, s->m.name, true, srv_now_ms())) { /* stored before the engine sees it */
+    if (conv_save(cv, s->db, s->m.name, true, llc_now_ms())) { /* stored before the engine sees it */
         srv_send_error(s, c, id_json, "db_error", cv->save_error);
         goto fail;
     }
@@ -329,7 +329,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
     r->cv = cv;
     r->session_id = sid;
     r->alt_base = first;
-    conv_save(cv, s->db, s->m.name, true, srv_now_ms()); /* the answers get their ids */
+    conv_save(cv, s->db, s->m.name, true, llc_now_ms()); /* the answers get their ids */
     srv_gen_free(&g);
     return;
 fail:
@@ -343,7 +343,7 @@ void srv_session_token(srv *s, srv_req *r, int index, const char *text, size_t l
     if (alt >= cv->n_alts) return;
     conv_append(cv, alt, text, len);
     srv_note_push(s, SRV_NOTE_TEXT, r->session_id, cv->alts[alt]->id, index, text, len);
-    conv_save(cv, s->db, s->m.name, false, srv_now_ms()); /* about once a second */
+    conv_save(cv, s->db, s->m.name, false, llc_now_ms()); /* about once a second */
 }
 
 void srv_session_done(srv_req *r, int index, const engine_event *ev) {
@@ -363,7 +363,7 @@ void srv_session_release(srv *s, srv_req *r) {
         if (alt < cv->n_alts && cv->alts[alt]->state == DB_STATE_STREAMING)
             conv_finish(cv, alt, DB_STATE_CANCELLED, "cancelled", NULL);
     }
-    conv_save(cv, s->db, s->m.name, true, srv_now_ms());
+    conv_save(cv, s->db, s->m.name, true, llc_now_ms());
     for (int i = 0; i < r->n; i++) {
         int alt = r->alt_base + i;
         if (alt < cv->n_alts) srv_note_push(s, SRV_NOTE_DONE, r->session_id, cv->alts[alt]->id, i, NULL, 0);
@@ -386,7 +386,7 @@ void srv_session_release(srv *s, srv_req *r) {
 void srv_sessions_retry(srv *s, bool final) {
     for (srv_unsaved **pp = &s->unsaved; *pp;) {
         srv_unsaved *u = *pp;
-        if (s->db) conv_save(u->cv, s->db, s->m.name, true, srv_now_ms());
+        if (s->db) conv_save(u->cv, s->db, s->m.name, true, llc_now_ms());
         if (final || !s->db || !conv_unsaved(u->cv)) {
             *pp = u->next;
             conv_free(u->cv);

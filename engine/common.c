@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int llc_fail(llc_err *err, int code, const char *fmt, ...) {
     if (err) {
@@ -40,4 +41,10 @@ void llc_assert_fail(const char *expr, const char *file, int line) {
     fprintf(stderr, "llmchat: internal error: assertion `%s` failed at %s:%d\n", expr, file,
             line);
     abort();
+}
+
+double llc_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }

@@ -36,6 +36,9 @@ int llc_fail(llc_err *err, int code, const char *fmt, ...)
 void llc_err_prefix(llc_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Milliseconds on CLOCK_MONOTONIC: for durations (queue time, TTFT, throttling). */
+double llc_now_ms(void);
+
 /* Called before aborting on a programmer error; a UI registers a hook that
  * restores the terminal (endwin) so the message is readable. */
 typedef void (*llc_abort_hook)(void);

@@ -22,12 +22,6 @@
 
 #include "engine/engine_internal.h"
 
-double eng_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 void eng_client_push(engine_client *c, const engine_event *ev) {
     ev_node *n = malloc(sizeof *n);
     if (!n) return; /* out of memory: the event is lost, the engine goes on */
@@ -116,11 +110,11 @@ engine_event *engine_client_next(engine_client *c) {
 }
 
 engine_event *engine_client_wait(engine_client *c, int timeout_ms) {
-    double deadline = eng_now_ms() + timeout_ms;
+    double deadline = llc_now_ms() + timeout_ms;
     for (;;) {
         engine_event *ev = engine_client_next(c);
         if (ev) return ev;
-        int left = timeout_ms < 0 ? -1 : (int)(deadline - eng_now_ms());
+        int left = timeout_ms < 0 ? -1 : (int)(deadline - llc_now_ms());
         if (timeout_ms >= 0 && left <= 0) return NULL;
         struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
         poll(&pfd, 1, left);
@@ -193,7 +187,7 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     r->max_tokens = g->max_tokens;
     r->priority = g->priority;
     r->client = c;
-    r->t_submit = eng_now_ms();
+    r->t_submit = llc_now_ms();
     inbox_msg *msg = calloc(1, sizeof *msg);
     if (!msg) {
         request_free(r);
@@ -305,7 +299,7 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
     ev.prompt_tokens = r->n_prompt;
     ev.cached_tokens = s->cached;
     ev.completion_tokens = s->n_gen;
-    ev.queue_ms = r->t_admit > 0 ? r->t_admit - r->t_submit : eng_now_ms() - r->t_submit;
+    ev.queue_ms = r->t_admit > 0 ? r->t_admit - r->t_submit : llc_now_ms() - r->t_submit;
     ev.ttft_ms = s->t_first > 0 ? s->t_first - r->t_submit : 0;
     ev.tpot_ms = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
     ev.drafted_tokens = (int)s->drafted;
@@ -340,7 +334,7 @@ static void finish_unforked_samples(engine *e, request *r, engine_finish finish)
     for (int i = 1; i < r->n && !r->client->closed; i++) {
         engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = i, .finish = finish,
                            .prompt_tokens = r->n_prompt};
-        ev.queue_ms = eng_now_ms() - r->t_submit;
+        ev.queue_ms = llc_now_ms() - r->t_submit;
         eng_client_push(r->client, &ev);
     }
 }
@@ -541,7 +535,7 @@ static int plan_step(engine *e) {
         if (!s->admitted_once) {
             s->admitted_once = true;
             s->cached = hit;
-            s->req->t_admit = eng_now_ms();
+            s->req->t_admit = llc_now_ms();
             e->stats.prompt_tokens += s->req->n_prompt;
             e->stats.cached_tokens += hit;
         }
@@ -615,7 +609,7 @@ bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char 
 bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     request *r = s->req;
     int32_t tok = res->token;
-    double t = eng_now_ms();
+    double t = llc_now_ms();
     if (!s->t_first) s->t_first = t;
     s->t_last = t;
     s->n_gen++;
@@ -739,7 +733,7 @@ static void percentiles(const double *hist, int n, double out[3]) {
 }
 
 static void publish_metrics(engine *e) {
-    double ttft[3], tpot[3], t = eng_now_ms();
+    double ttft[3], tpot[3], t = llc_now_ms();
     percentiles(e->ttft_hist, e->hist_n, ttft);
     percentiles(e->tpot_hist, e->hist_n, tpot);
     kv_stats st;
@@ -777,9 +771,9 @@ static void *engine_main(void *arg) {
         drain_inbox(e, &stop);
         if (stop) break;
         llc_err err;
-        double t_step = eng_now_ms();
+        double t_step = llc_now_ms();
         int step_rc = run_step(e, &err);
-        e->stats.step_ms += eng_now_ms() - t_step;
+        e->stats.step_ms += llc_now_ms() - t_step;
         if (step_rc) {
             /* a failed step fails every running request, never the program */
             for (request *r = e->requests; r; r = r->next)

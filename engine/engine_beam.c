@@ -54,7 +54,7 @@ static int beam_step(engine *e, request *r) {
     int32_t token[BEAM_MAX_WIDTH];
     int n_new = beam_advance(r->bs, parent, token);
     if (n_new < 0) return n_new;
-    double t = eng_now_ms();
+    double t = llc_now_ms();
     if (r->t_first_beam == 0) r->t_first_beam = t;
     if (n_new == 0) {
         eng_beam_end(e, r, FINISH_NONE);
@@ -141,7 +141,7 @@ static void beam_emit(engine *e, request *r, int rank, double t_end) {
 
 void eng_beam_end(engine *e, request *r, engine_finish finish) {
     if (r->beam_ended) return;
-    double t = eng_now_ms();
+    double t = llc_now_ms();
     if (finish == FINISH_NONE) beam_finish_now(r->bs);
     for (int rank = 0; rank < r->n && !r->client->closed; rank++) {
         if (finish == FINISH_NONE) {

@@ -129,7 +129,6 @@ struct engine {
     int64_t admit_counter;
 };
 
-double eng_now_ms(void);
 void eng_client_push(engine_client *c, const engine_event *ev);
 /* A sequence of request r; copies from's tokens (or the prompt when from is
  * NULL). Sampling requests get a sampler (seed + index), detokenizer and stop

@@ -40,12 +40,6 @@ typedef struct view {
 static volatile sig_atomic_t g_stop;
 static void on_term(int sig) { (void)sig; g_stop = 1; }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static void restore_terminal(void) {
     if (!isendwin()) {
         printf("\033[?2004l");
@@ -272,7 +266,7 @@ static void draw(view *v) {
     draw_status(v, status, W);
     draw_input(v, in_top > 0 ? in_top : 0, n_in, W);
     refresh();
-    v->last_draw = now_ms();
+    v->last_draw = llc_now_ms();
     v->a->changed = false;
 }
 
@@ -471,7 +465,7 @@ int ui_run(ui_app *a, llc_err *err) {
         if (poll(fds, 3, timeout) < 0 && errno != EINTR) break;
         if (fds[2].fd >= 0 && (fds[2].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
         read_keys(&v);
-        double t = now_ms();
+        double t = llc_now_ms();
         ui_app_poll_engine(a, t);
         ui_app_tick(a, t);
         if (a->changed && t - v.last_draw >= 33) draw(&v); /* at most ~30 frames a second */
