@@ -159,12 +159,10 @@ static int32_t draft_choose(engine *e, seq *s, const float *lg) {
     int V = e->n_vocab;
     bool below_min = s->n_draft < e->p.draft_min;
     if (s->req->sp.temperature <= 0) { /* greedy: the draft's argmax, if it is sure enough */
-        int best = 0;
-        for (int i = 1; i < V; i++)
-            if (lg[i] > lg[best]) best = i;
-        double sum = 0;
-        for (int i = 0; i < V; i++) sum += exp((double)lg[i] - lg[best]);
-        return 1.0 / sum >= e->p.draft_p_min || below_min ? best : -1;
+        int32_t best;
+        float lp;
+        if (sampler_log_softmax_topn(lg, V, 1, &best, &lp) != 1) return -1;
+        return expf(lp) >= e->p.draft_p_min || below_min ? best : -1;
     }
     if (!s->dsmp && sampler_clone(s->smp, 0x5bec, &s->dsmp)) return -1;
     if (!s->q && !(s->q = malloc((size_t)e->p.draft_max * V * sizeof *s->q))) return -1;
@@ -207,7 +205,7 @@ void eng_spec_propose(engine *e) {
         want[n++] = k;
     }
     if (!e->draft || n == 0) return;
-    double t0 = eng_now_ms();
+    double t0 = llc_now_ms();
     while (n > 0) {
         n = draft_pass(e, act, want, n);
         int still = 0;
@@ -223,7 +221,7 @@ void eng_spec_propose(engine *e) {
         n = still;
     }
     for (int i = 0; i < e->n_running; i++) e->running[i]->out_row = -1;
-    e->stats.draft_ms += eng_now_ms() - t0;
+    e->stats.draft_ms += llc_now_ms() - t0;
 }
 
 int eng_spec_verify(engine *e, seq *s, const float *logits) {
