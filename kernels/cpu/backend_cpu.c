@@ -40,6 +40,12 @@ static void cpu_destroy(void *ctx_) {
  * embedding table is left alone: it is read a row at a time. */
 static void maybe_pack(cpu_ctx *ctx, const gguf_tensor *t, bk_weight *w) {
     if (!ctx->pack_budget || t->ne[1] < 16 || !strcmp(t->name, "token_embd.weight")) return;
+    size_t bytes = cpu_matmul_prepack_bytes(w->type, w->n_in, w->n_out);
+    if (!bytes) return;
+    if (ctx->packed_bytes + bytes > ctx->pack_budget) { /* over budget: no more packing */
+        ctx->pack_budget = 0;
+        return;
+    }
     if (ctx->n_packs == ctx->cap_packs) {
         int cap = ctx->cap_packs ? 2 * ctx->cap_packs : 64;
         cpu_packed_w **p = realloc(ctx->packs, (size_t)cap * sizeof *p);
@@ -49,10 +55,7 @@ static void maybe_pack(cpu_ctx *ctx, const gguf_tensor *t, bk_weight *w) {
     }
     cpu_packed_w *pk = calloc(1, sizeof *pk);
     if (!pk) return;
-    if (cpu_matmul_prepack(ctx->pool, w->type, w->data, w->n_in, w->n_out, pk) || !pk->data ||
-        ctx->packed_bytes + pk->bytes > ctx->pack_budget) {
-        if (pk->data) ctx->pack_budget = 0; /* over budget: no more packing */
-        cpu_packed_w_free(pk);
+    if (cpu_matmul_prepack(ctx->pool, w->type, w->data, w->n_in, w->n_out, pk) || !pk->data) {
         free(pk);
         return;
     }
@@ -71,8 +74,7 @@ static int cpu_weight_load(void *ctx, const gguf_tensor *t, bk_weight *out, llc_
     out->n_out = t->ne[1] * t->ne[2] * t->ne[3];
     out->data = t->data; /* zero-copy: the weights stay in the mmapped file */
     out->aux = NULL;
-    if (qtype_get(t->type) && t->type != QT_F32 && t->type != QT_F16 && t->type != QT_BF16)
-        maybe_pack(ctx, t, out);
+    maybe_pack(ctx, t, out); /* quantized matrices only */
     return 0;
 }
 

@@ -185,16 +185,26 @@ static void prepack_work(void *ctx, int ith, int nth) {
     }
 }
 
+/* The level whose GEMM reads packed panels, if this CPU has it. */
+static const mm_impl *prepack_impl(void) {
+    const mm_impl *impl = cpu_matmul_max_level() == CPU_SIMD_AVX512 ? impl_of(CPU_SIMD_AVX512) : NULL;
+    return impl && impl->gemm_prepack ? impl : NULL;
+}
+
+size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
+    const mm_impl *impl = prepack_impl();
+    const qtype_info *ti = qtype_get(type);
+    if (!impl || !ti || !mm_type_is_quant(type) || n_in <= 0 || n_out <= 0 || n_in % ti->block_elems)
+        return 0; /* nothing to gain: plain calls */
+    return impl->gemm_prepack_bytes(type, n_in, n_out);
+}
+
 int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
                        cpu_packed_w *out) {
     memset(out, 0, sizeof *out);
-    const mm_impl *impl = cpu_matmul_max_level() == CPU_SIMD_AVX512 ? impl_of(CPU_SIMD_AVX512) : NULL;
-    const qtype_info *ti = qtype_get(type);
-    if (!impl || !impl->gemm_prepack || !ti || !mm_type_is_quant(type) || n_in <= 0 || n_out <= 0 ||
-        n_in % ti->block_elems)
-        return 0; /* nothing to gain: plain calls */
-    size_t bytes = impl->gemm_prepack_bytes(type, n_in, n_out);
+    size_t bytes = cpu_matmul_prepack_bytes(type, n_in, n_out);
     if (!bytes) return 0;
+    const mm_impl *impl = prepack_impl();
     uint8_t *wp = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!wp) return LLC_ERR_NOMEM;
     prepack_job j = {.impl = impl, .wp = wp, .n_panels = (n_out + 15) / 16};

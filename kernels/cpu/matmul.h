@@ -16,6 +16,7 @@
 #ifndef LLC_CPU_MATMUL_H
 #define LLC_CPU_MATMUL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/cpu/pool.h"
@@ -41,6 +42,8 @@ typedef struct cpu_packed_w {
     size_t bytes;
 } cpu_packed_w;
 
+/* Bytes cpu_matmul_prepack would allocate for W; 0 where it would not pack. */
+size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out);
 /* Packs W (as cpu_matmul takes it) on pool's threads. Leaves out->data NULL,
  * returning 0, where packing brings nothing; LLC_ERR_NOMEM when it does not fit. */
 int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
