@@ -113,6 +113,15 @@ static void wait_idle(engine *e, engine_metrics *m) {
     }
 }
 
+/* Checks that results b[0..n) are done and have a's tokens and text. */
+static inline void same_tokens(const result *a, const result *b, int n, const char *what) {
+    for (int i = 0; i < n; i++)
+        CHECKF(a[i].done && b[i].done && a[i].n_tokens == b[i].n_tokens &&
+                   !memcmp(a[i].tokens, b[i].tokens, sizeof(int32_t) * a[i].n_tokens) &&
+                   !strcmp(a[i].text, b[i].text),
+               "%s: request %d differs (%d vs %d tokens)", what, i, a[i].n_tokens, b[i].n_tokens);
+}
+
 static void teardown(void) {
     tok_free(g_tok);
     model_free(g_model);

@@ -21,14 +21,6 @@ static engine *make_spec_engine(int n_blocks, int step_tokens, model *draft, boo
     return e;
 }
 
-static void same_tokens(const result *a, const result *b, int n, const char *what) {
-    for (int i = 0; i < n; i++)
-        CHECKF(a[i].done && b[i].done && a[i].n_tokens == b[i].n_tokens &&
-                   !memcmp(a[i].tokens, b[i].tokens, sizeof(int32_t) * a[i].n_tokens) &&
-                   !strcmp(a[i].text, b[i].text),
-               "%s: request %d differs (%d vs %d tokens)", what, i, a[i].n_tokens, b[i].n_tokens);
-}
-
 static void make_prompt_set(int32_t prompts[16][48], int *lens, bool shared) {
     uint64_t rng = 4242;
     for (int i = 0; i < 16; i++) {
