@@ -159,10 +159,12 @@ static cpu_pool *g_pool1, *g_pool2;
 static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SIMD_AVX512};
 
 /* weights packed ahead (the CPU backend's few-row GEMM path): every quantized
- * type, row counts around the thresholds, n_out not a multiple of the panel, and
- * n_in over the K-slice so the last slice is short */
+ * type, row counts around the thresholds (the two-panel kernel's register and L1
+ * sums, 4-row subgroups, two row groups), n_out not a multiple of the panel pair,
+ * and n_in over the K-slice so the last slice is short; 1 and 2 threads agree bit
+ * for bit */
 static void test_prepacked(void) {
-    const int64_t Ts[] = {1, 2, 3, 8, 13};
+    const int64_t Ts[] = {1, 2, 3, 5, 8, 9, 12, 13};
     const int64_t shapes[][2] = {{256, 67}, {2048 + 256, 37}};
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
         const uint32_t type = g_types[ti];
@@ -175,6 +177,16 @@ static void test_prepacked(void) {
                 CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), p.n_in, p.n_out, &pk) == 0);
                 CHECK(pk.data != NULL || cpu_matmul_max_level() < CPU_SIMD_AVX512);
                 problem_check_packed(&p, g_pool2, &pk, "prepacked");
+                const size_t ny = (size_t)(p.n_out * p.T);
+                float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
+                if (y1 && y2) {
+                    CHECK(cpu_matmul_packed(g_pool1, type, problem_w(&p), &pk, p.n_in, p.n_out, p.X, p.T, y1) == 0);
+                    CHECK(cpu_matmul_packed(g_pool2, type, problem_w(&p), &pk, p.n_in, p.n_out, p.X, p.T, y2) == 0);
+                    CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s T=%lld prepacked: 1 vs 2 threads differ",
+                           qtype_name(type), (long long)p.T);
+                }
+                free(y1);
+                free(y2);
                 cpu_matmul_set_level(CPU_SIMD_SCALAR); /* a lowered level ignores the packing */
                 problem_check_packed(&p, g_pool2, &pk, "prepacked, scalar level");
                 cpu_matmul_set_level(cpu_matmul_max_level());

@@ -215,7 +215,8 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
 /* With the panels packed ahead there is no packing to amortize: the GEMM wins from
  * this many rows on. */
 static int gemm_rows_prepacked(uint32_t type, int64_t T) {
-    return mm_type_is_quant(type) && T >= MM_PREPACKED_MIN_T ? 16 : gemm_rows(type, T);
+    /* 32: chunks of whole panel pairs for the few-row kernel */
+    return mm_type_is_quant(type) && T >= MM_PREPACKED_MIN_T ? 32 : gemm_rows(type, T);
 }
 
 const mm_impl mm_impl_avx512 = {
