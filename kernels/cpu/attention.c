@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/vecmath.h"
 
 typedef struct attn_job {
     const bk_batch *b;
@@ -63,29 +64,11 @@ T_AVX2 static inline float dot_avx2(const float *x, const float *y, int n) {
     return s;
 }
 
-/* exp for x <= 0 (Cephes-style: x = n ln2 + r, polynomial in r, times 2^n) */
-T_AVX2 static inline __m256 exp256(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 T_AVX2 static inline float exp_sum_avx2(float *s, int n, float max) {
     __m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
+        __m256 e = vm_exp256(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
         _mm256_storeu_ps(s + i, e);
         acc = _mm256_add_ps(acc, e);
     }
@@ -123,33 +106,17 @@ T_AVX512 static inline float dot_avx512(const float *x, const float *y, int n) {
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-T_AVX512 static inline __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
-
 T_AVX512 static inline float exp_sum_avx512(float *s, int n, float max) {
     __m512 vmax = _mm512_set1_ps(max), acc = _mm512_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + i), vmax));
+        __m512 e = vm_exp512(_mm512_sub_ps(_mm512_loadu_ps(s + i), vmax));
         _mm512_storeu_ps(s + i, e);
         acc = _mm512_add_ps(acc, e);
     }
     if (i < n) {
         __mmask16 m = tail_mask(n - i);
-        __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vmax));
+        __m512 e = vm_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vmax));
         _mm512_mask_storeu_ps(s + i, m, e);
         acc = _mm512_add_ps(acc, _mm512_maskz_mov_ps(m, e));
     }

@@ -9,6 +9,7 @@
 #include "engine/quant.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/pool.h"
 
@@ -219,15 +220,14 @@ static void cpu_attention(void *ctx_, const float *q, const float *k_cache, cons
     cpu_attention_run(ctx->pool, &ctx->batch, a, q, k_cache, v_cache, out, ctx->max_kv_len);
 }
 
-static void cpu_silu_mul(void *ctx, float *gate, const float *up, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        float g = gate[i];
-        gate[i] = g / (1.0f + expf(-g)) * up[i];
-    }
+static void cpu_silu_mul(void *ctx_, float *gate, const float *up, size_t n) {
+    cpu_ctx *ctx = ctx_;
+    cpu_silu_mul_run(ctx->pool, gate, up, n);
 }
 
-static void cpu_add(void *ctx, float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
+static void cpu_add(void *ctx_, float *x, const float *y, size_t n) {
+    cpu_ctx *ctx = ctx_;
+    cpu_add_run(ctx->pool, x, y, n);
 }
 
 static void cpu_copy_blocks(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,

@@ -1,0 +1,91 @@
+/* elementwise.c — SwiGLU gate and residual add for the CPU backend (see
+ * elementwise.h): one loop body per SIMD level, a pool split by 64-element runs. */
+#include "kernels/cpu/elementwise.h"
+
+#include <math.h>
+
+#include "kernels/cpu/matmul.h"
+#if defined(__x86_64__)
+#include "kernels/cpu/vecmath.h"
+#endif
+
+/* below this many elements one thread does it all: waking the pool costs more */
+#define EW_PARALLEL_MIN 16384
+
+typedef struct ew_job {
+    float *x;
+    const float *y;
+    size_t n;
+    void (*body)(float *x, const float *y, size_t n);
+} ew_job;
+
+static void silu_mul_c(float *g, const float *u, size_t n) {
+    for (size_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void add_c(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+#if defined(__x86_64__)
+VM_T_AVX2 static void silu_mul_avx2(float *g, const float *u, size_t n) {
+    size_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(g + i);
+        __m256 e = vm_exp256(_mm256_sub_ps(_mm256_setzero_ps(), v));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
+    }
+    silu_mul_c(g + i, u + i, n - i);
+}
+
+VM_T_AVX512 static void silu_mul_avx512(float *g, const float *u, size_t n) {
+    size_t i = 0;
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(g + i);
+        __m512 e = vm_exp512(_mm512_sub_ps(_mm512_setzero_ps(), v));
+        _mm512_storeu_ps(g + i, _mm512_mul_ps(_mm512_div_ps(v, _mm512_add_ps(one, e)), _mm512_loadu_ps(u + i)));
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, g + i);
+        __m512 e = vm_exp512(_mm512_sub_ps(_mm512_setzero_ps(), v));
+        _mm512_mask_storeu_ps(g + i, m,
+                              _mm512_mul_ps(_mm512_div_ps(v, _mm512_add_ps(one, e)), _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}
+#endif
+
+static void ew_work(void *arg, int ith, int nth) {
+    const ew_job *j = arg;
+    /* runs of whole 64-element groups, so the vector bodies see the same split of
+     * every element into vector and tail as a single thread would */
+    long lo, hi;
+    cpu_split((long)((j->n + 63) / 64), ith, nth, &lo, &hi);
+    size_t a = (size_t)lo * 64, b = (size_t)hi * 64 < j->n ? (size_t)hi * 64 : j->n;
+    if (a < b) j->body(j->x + a, j->y + a, b - a);
+}
+
+static void ew_run(cpu_pool *pool, void (*body)(float *, const float *, size_t), float *x, const float *y,
+                   size_t n) {
+    ew_job j = {x, y, n, body};
+    if (pool && n >= EW_PARALLEL_MIN && cpu_pool_size(pool) > 1) cpu_pool_run(pool, ew_work, &j);
+    else body(x, y, n);
+}
+
+void cpu_silu_mul_run(cpu_pool *pool, float *gate, const float *up, size_t n) {
+    void (*body)(float *, const float *, size_t) = silu_mul_c;
+#if defined(__x86_64__)
+    switch (cpu_matmul_level()) {
+    case CPU_SIMD_AVX512: body = silu_mul_avx512; break;
+    case CPU_SIMD_AVX2: body = silu_mul_avx2; break;
+    default: break;
+    }
+#endif
+    ew_run(pool, body, gate, up, n);
+}
+
+void cpu_add_run(cpu_pool *pool, float *x, const float *y, size_t n) {
+    ew_run(pool, add_c, x, y, n); /* the compiler vectorizes this loop */
+}
