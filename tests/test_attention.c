@@ -12,6 +12,8 @@ static float frand(void) {
     return (float)((g_rng >> 40) / (double)(1 << 24)) * 2 - 1;
 }
 
+static int g_bs = 16; /* KV block size of the next setup */
+
 typedef struct setup {
     bk_attn a;
     bk_batch b;
@@ -24,7 +26,7 @@ typedef struct setup {
  * row at position 70, and a 5-row chunk at 0. Blocks are handed out shuffled. */
 static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     memset(s, 0, sizeof *s);
-    s->a = (bk_attn){n_heads, n_kv_heads, hd, 16, 1.0f / sqrtf((float)hd)};
+    s->a = (bk_attn){n_heads, n_kv_heads, hd, g_bs, 1.0f / sqrtf((float)hd)};
     int starts[3] = {10, 70, 0}, rows[3] = {40, 1, 5}, T = 0;
     int n_blocks = 0, order[48];
     for (int i = 0; i < 48; i++) order[i] = i;
@@ -37,7 +39,7 @@ static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
         s->seq_start[q] = T;
         for (int r = 0; r < rows[q]; r++) s->positions[T++] = starts[q] + r;
         s->kv_len[q] = starts[q] + rows[q];
-        for (int k = 0; k * 16 < s->kv_len[q]; k++) s->table[q * 16 + k] = order[n_blocks++];
+        for (int k = 0; k * g_bs < s->kv_len[q]; k++) s->table[q * 16 + k] = order[n_blocks++];
         if (s->kv_len[q] > s->max_kv) s->max_kv = s->kv_len[q];
     }
     s->seq_start[3] = T;
@@ -47,7 +49,7 @@ static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     s->b.seq_start = s->seq_start;
     s->b.kv_len = s->kv_len;
     s->b.block_table = s->table;
-    size_t kv = (size_t)48 * 16 * n_kv_heads * hd, qn = (size_t)T * n_heads * hd;
+    size_t kv = (size_t)48 * g_bs * n_kv_heads * hd, qn = (size_t)T * n_heads * hd;
     s->q = malloc(qn * sizeof(float));
     s->k = malloc(kv * sizeof(float));
     s->v = malloc(kv * sizeof(float));
@@ -66,7 +68,7 @@ static void reference(const setup *s, double *out) {
                 const float *qv = s->q + ((size_t)r * a->n_heads + h) * hd;
                 double mx = -1e300, sum = 0;
                 for (int t = 0; t < n; t++) {
-                    size_t slot = (size_t)s->table[q * 16 + t / 16] * 16 + t % 16;
+                    size_t slot = (size_t)s->table[q * 16 + t / a->block_size] * a->block_size + t % a->block_size;
                     const float *k = s->k + slot * kv_dim + (size_t)(h / group) * hd;
                     double d = 0;
                     for (int i = 0; i < hd; i++) d += (double)qv[i] * k[i];
@@ -77,7 +79,7 @@ static void reference(const setup *s, double *out) {
                 double *o = out + ((size_t)r * a->n_heads + h) * hd;
                 for (int i = 0; i < hd; i++) o[i] = 0;
                 for (int t = 0; t < n; t++) {
-                    size_t slot = (size_t)s->table[q * 16 + t / 16] * 16 + t % 16;
+                    size_t slot = (size_t)s->table[q * 16 + t / a->block_size] * a->block_size + t % a->block_size;
                     const float *v = s->v + slot * kv_dim + (size_t)(h / group) * hd;
                     for (int i = 0; i < hd; i++) o[i] += sc[t] / sum * v[i];
                 }
@@ -117,10 +119,20 @@ static void check_shape(int n_heads, int n_kv_heads, int hd) {
 static void test_gqa_head64(void) { check_shape(8, 2, 64); }
 static void test_mha_head_with_tail(void) { check_shape(4, 4, 40); }
 static void test_odd_head_size(void) { check_shape(6, 3, 13); }
+/* blocks that 16-key groups straddle; heads over 64 dimensions (the AVX-512 value
+ * sums go 64 at a time), with and without a tail */
+static void test_block_size_5(void) {
+    g_bs = 5;
+    check_shape(8, 2, 64);
+    check_shape(4, 2, 80);
+    check_shape(2, 1, 136);
+    g_bs = 16;
+}
 
 int main(void) {
     RUN(test_gqa_head64);
     RUN(test_mha_head_with_tail);
     RUN(test_odd_head_size);
+    RUN(test_block_size_5);
     return t_summary();
 }

@@ -90,21 +90,8 @@ T_AVX2 static inline void axpy_avx2(float *o, float p, const float *v, int n) {
 #define T_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
 
 T_AVX512 static inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
-
-T_AVX512 static inline float dot_avx512(const float *x, const float *y, int n) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc0);
-        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16), acc1);
-    }
-    for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc0);
-    if (i < n) {
-        __mmask16 m = tail_mask(n - i);
-        acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc1);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-}
+/* the first n (0..16) lanes */
+T_AVX512 static inline __mmask16 tail_mask16(int n) { return n >= 16 ? (__mmask16)0xffff : tail_mask(n); }
 
 T_AVX512 static inline float exp_sum_avx512(float *s, int n, float max) {
     __m512 vmax = _mm512_set1_ps(max), acc = _mm512_setzero_ps();
@@ -123,15 +110,100 @@ T_AVX512 static inline float exp_sum_avx512(float *s, int n, float max) {
     return _mm512_reduce_add_ps(acc);
 }
 
-T_AVX512 static inline void axpy_avx512(float *o, float p, const float *v, int n) {
-    __m512 vp = _mm512_set1_ps(p);
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(o + i, _mm512_fmadd_ps(vp, _mm512_loadu_ps(v + i), _mm512_loadu_ps(o + i)));
-    if (i < n) {
-        __mmask16 m = tail_mask(n - i);
-        _mm512_mask_storeu_ps(o + i, m, _mm512_fmadd_ps(vp, _mm512_maskz_loadu_ps(m, v + i),
-                                                        _mm512_maskz_loadu_ps(m, o + i)));
+/* Lane j of the result is Σ a[4·(j % 4) + j / 4]: a transposing sum tree over 16
+ * vectors (31 shuffles, 15 adds), so 16 dot products need no horizontal sums.
+ * Callers put key j's products in a[slot16(j)]. */
+static inline int slot16(int j) { return 4 * (j & 3) + (j >> 2); }
+
+T_AVX512 static inline __m512 hsum16_avx512(__m512 a[16]) {
+    __m512 b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++) /* 128-bit lanes: [x.0+x.2, x.1+x.3, y.0+y.2, y.1+y.3] */
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xee));
+    for (int i = 0; i < 4; i++) /* 128-bit lane L: the four partial sums of vector 4i+L */
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
+    for (int i = 0; i < 2; i++)
+        d[i] = _mm512_add_ps(_mm512_unpacklo_ps(c[2 * i], c[2 * i + 1]), _mm512_unpackhi_ps(c[2 * i], c[2 * i + 1]));
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* One (row, head) task, AVX-512: scores 16 keys at a time (the products of each
+ * key summed by the tree above, so no per-key horizontal sum), the running maximum
+ * kept as a vector, and the weighted sum of values in registers, 64 dimensions at
+ * a time, with even and odd keys in separate sums so two FMA chains overlap. */
+T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
+    const attn_job *j = arg;
+    const bk_batch *b = j->b;
+    const bk_attn *a = j->a;
+    const int group = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size;
+    const size_t kv_dim = (size_t)a->n_kv_heads * hd;
+    float *scores = j->scores + (size_t)ith * (size_t)j->max_kv_len;
+    const long n_tasks = (long)b->n_tokens * a->n_heads;
+    const int nv = (hd + 15) / 16; /* vectors per head */
+    const __mmask16 tail = (hd & 15) ? tail_mask(hd & 15) : (__mmask16)0xffff;
+    for (long task = ith; task < n_tasks; task += nth) {
+        const int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads);
+        const int s = j->row_seq[r];
+        int n_kv = b->positions[r] + 1;
+        if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];
+        const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;
+        const size_t head_off = (size_t)(h / group) * hd;
+        const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;
+        float *o = j->out + ((size_t)r * a->n_heads + h) * hd;
+#define KEY_AT(cache, t) ((cache) + ((size_t)blocks[(t) / bs] * bs + (size_t)((t) % bs)) * kv_dim + head_off)
+        __m512 vmax = _mm512_set1_ps(-INFINITY);
+        const __m512 vscale = _mm512_set1_ps(a->scale);
+        for (int t0 = 0; t0 < n_kv; t0 += 16) {
+            const int nk = n_kv - t0 < 16 ? n_kv - t0 : 16;
+            __m512 acc[16];
+            for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+            for (int t = 0; t < nk; t++) {
+                const float *k = KEY_AT(j->k_cache, t0 + t);
+                __m512 sum = _mm512_setzero_ps();
+                for (int v = 0; v < nv; v++) {
+                    const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xffff;
+                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v), _mm512_maskz_loadu_ps(m, k + 16 * v), sum);
+                }
+                acc[slot16(t)] = sum;
+            }
+            const __mmask16 km = tail_mask16(nk);
+            const __m512 sc = _mm512_mul_ps(hsum16_avx512(acc), vscale);
+            _mm512_mask_storeu_ps(scores + t0, km, sc);
+            vmax = _mm512_mask_max_ps(vmax, km, vmax, sc);
+        }
+        const float sum = exp_sum_avx512(scores, n_kv, _mm512_reduce_max_ps(vmax));
+        const float inv = sum > 0 ? 1.0f / sum : 0;
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            __m512 e[4], od[4];
+            for (int i = 0; i < 4; i++) e[i] = od[i] = _mm512_setzero_ps();
+            const int nvd = (hd - d0 + 15) / 16 < 4 ? (hd - d0 + 15) / 16 : 4;
+            int t = 0;
+            for (; t + 2 <= n_kv; t += 2) {
+                const float *v0 = KEY_AT(j->v_cache, t) + d0, *v1 = KEY_AT(j->v_cache, t + 1) + d0;
+                const __m512 p0 = _mm512_set1_ps(scores[t]), p1 = _mm512_set1_ps(scores[t + 1]);
+                for (int i = 0; i < nvd; i++) {
+                    const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
+                    e[i] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m, v0 + 16 * i), e[i]);
+                    od[i] = _mm512_fmadd_ps(p1, _mm512_maskz_loadu_ps(m, v1 + 16 * i), od[i]);
+                }
+            }
+            if (t < n_kv) {
+                const float *v0 = KEY_AT(j->v_cache, t) + d0;
+                const __m512 p0 = _mm512_set1_ps(scores[t]);
+                for (int i = 0; i < nvd; i++) {
+                    const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
+                    e[i] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m, v0 + 16 * i), e[i]);
+                }
+            }
+            const __m512 vinv = _mm512_set1_ps(inv);
+            for (int i = 0; i < nvd; i++) {
+                const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
+                _mm512_mask_storeu_ps(o + d0 + 16 * i, m, _mm512_mul_ps(_mm512_add_ps(e[i], od[i]), vinv));
+            }
+        }
+#undef KEY_AT
     }
 }
 
@@ -180,7 +252,6 @@ T_AVX512 static inline void axpy_avx512(float *o, float p, const float *v, int n
 
 DEFINE_ATTN_JOB(attn_job_c, , dot_c, exp_sum_c, axpy_c)
 DEFINE_ATTN_JOB(attn_job_avx2, T_AVX2, dot_avx2, exp_sum_avx2, axpy_avx2)
-DEFINE_ATTN_JOB(attn_job_avx512, T_AVX512, dot_avx512, exp_sum_avx512, axpy_avx512)
 
 void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, const float *q,
                        const float *k_cache, const float *v_cache, float *out, int max_kv_len) {
