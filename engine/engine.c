@@ -250,6 +250,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
     s->req = r;
     s->index = index;
     s->out_row = -1;
+    spec_policy_init(&s->spec, e->p.draft_max);
     int rc = 0;
     if (!r->bs) {
         sampler_params sp = r->sp;

@@ -10,6 +10,7 @@
 #include "engine/beam.h"
 #include "engine/engine.h"
 #include "engine/kvcache.h"
+#include "engine/spec_policy.h"
 #include "engine/stopstr.h"
 
 /* ---- events and clients ---- */
@@ -51,9 +52,7 @@ typedef struct seq {
     int out_row;     /* index of its logits row in the current step, or -1 */
     /* speculative decoding (engine_spec.c) */
     int n_draft;     /* proposals at the end of tokens, verified this step */
-    int spec_k;      /* how many to propose next time (adapts to acceptance) */
-    float spec_rate; /* running acceptance rate (exponential average) */
-    int spec_pause;  /* steps to decode plainly before trying again (poor acceptance) */
+    spec_policy spec; /* draft length and pause, from its acceptance so far */
     kv_seq *dkv;     /* the draft model's KV for this sequence, or NULL */
     sampler *dsmp;   /* the draft's sampler (same params, own RNG stream) */
     float *q;        /* [draft_max][n_vocab]: the draft's distributions (sampling) */

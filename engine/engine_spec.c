@@ -93,11 +93,8 @@ static int spec_budget(const engine *e, seq *s) {
     const request *r = s->req;
     if (r->bs || r->sp.n_logprobs > 0 || s->state != SEQ_RUNNING) return 0;
     if (s->n_tokens - kv_seq_computed(s->kv) != 1) return 0; /* not in decode */
-    if (s->spec_pause > 0) { /* proposals were mostly wrong lately: decode plainly a while */
-        s->spec_pause--;
-        return 0;
-    }
-    int k = s->spec_k > 0 ? s->spec_k : e->p.draft_max;
+    int k = spec_policy_budget(&s->spec); /* 0: mostly wrong lately, decoding plainly a while */
+    if (k <= 0) return 0;
     int n_ctx = e->n_ctx;
     if (e->draft && model_hparams_of(e->draft)->n_ctx_train < n_ctx) /* the draft's positions too */
         n_ctx = model_hparams_of(e->draft)->n_ctx_train;
@@ -283,17 +280,8 @@ int eng_spec_verify(engine *e, seq *s, const float *logits) {
     if (s->dkv && kv_seq_len(s->dkv) > base + accepted) kv_seq_truncate(s->dkv, base + accepted);
     if (s->dsmp && !finished)
         for (int i = base; i < s->n_tokens; i++) sampler_accept(s->dsmp, s->tokens[i]);
-    /* a sequence whose proposals keep failing pauses speculating, then tries again */
-    double rate = k ? (double)accepted / k : 0;
-    s->spec_rate = s->drafted == k ? (float)rate : 0.7f * s->spec_rate + 0.3f * (float)rate;
-    if (s->spec_rate < 0.25f) {
-        s->spec_pause = 16;
-        s->spec_rate = 0.5f; /* a fresh start after the pause */
-    }
-    /* next time: one more than this run got, within [draft_min, draft_max] */
-    int next = accepted == k ? k + 2 : accepted + 1;
-    if (next < e->p.draft_min) next = e->p.draft_min;
-    s->spec_k = next > e->p.draft_max ? e->p.draft_max : next;
+    /* the next draft length; a sequence whose proposals keep failing pauses */
+    spec_policy_update(&s->spec, k, accepted, e->p.draft_min, e->p.draft_max);
     (void)emitted;
     return 0;
 }
