@@ -460,6 +460,7 @@ int gguf_open(const char *path, gguf **out, llc_err *err) {
         return rc;
     }
     (*out)->mapped = true;
+    for (int64_t i = 0; i < (*out)->n_tensors; i++) (*out)->tensors[i].in_file_mapping = true;
     return 0;
 }
 

@@ -70,6 +70,8 @@ typedef struct gguf_tensor {
     uint64_t offset;         /* from the start of the data section */
     uint64_t n_bytes;
     const void *data;        /* into the mapping */
+    bool in_file_mapping;    /* data lies in gguf_open's read-only file mapping: its pages
+                                may be dropped (MADV_DONTNEED) and are read back from the file */
 } gguf_tensor;
 
 /* Opens and validates `path`. On failure returns a negative code and a one-line

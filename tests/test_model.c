@@ -9,6 +9,7 @@
 #include "engine/model.h"
 #include "engine/modelgen.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/matmul.h"
 #include "tests/test.h"
 
 #include <unistd.h>
@@ -197,6 +198,48 @@ static void test_batched_equals_single_stories(void) {
     check_batched_equals_single(path, 1, 1e-4);
 }
 
+/* A prompt's last logits at the best SIMD level and at AVX2, which ignores the
+ * packed copies and reads the weights from the file: the CPU backend dropped
+ * those pages after packing, so this checks they come back intact. */
+static void check_levels_agree(const char *path, double tol) {
+    if (cpu_matmul_max_level() < CPU_SIMD_AVX512) return; /* nothing is packed */
+    loaded L;
+    if (load(path, 2, &L)) {
+        CHECK(0);
+        return;
+    }
+    const int n_vocab = model_hparams_of(L.m)->n_vocab;
+    model_kv *kv;
+    batch *b;
+    llc_err err;
+    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
+    batch_create(4, 16, &b);
+    int32_t toks[20], blocks[4] = {0, 1, 2, 3};
+    for (int i = 0; i < 20; i++) toks[i] = (i * 37 + 5) % n_vocab;
+    float *best = malloc((size_t)n_vocab * 4), *avx2 = malloc((size_t)n_vocab * 4);
+    float *again = malloc((size_t)n_vocab * 4);
+    const float *outs[3] = {best, avx2, again};
+    for (int k = 0; k < 3; k++) {
+        cpu_matmul_set_level(k == 1 ? CPU_SIMD_AVX2 : cpu_matmul_max_level());
+        batch_clear(b);
+        batch_add(b, toks, 20, 0, blocks, 4, BATCH_OUT_LAST);
+        CHECK(model_forward(L.m, kv, batch_view(b), (float *)outs[k], &err) == 0);
+    }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+    double worst = 0, scale = 1;
+    for (int i = 0; i < n_vocab; i++) {
+        worst = fmax(worst, fabs((double)best[i] - avx2[i]));
+        scale = fmax(scale, fabs((double)best[i]));
+    }
+    CHECKF(worst <= tol * scale, "%s: AVX-512 (packed) vs AVX2 (file) max abs diff %g (largest logit %g)", path,
+           worst, scale);
+    CHECK(memcmp(best, again, (size_t)n_vocab * 4) == 0); /* and the packed path is repeatable */
+    free(best), free(avx2), free(again);
+    batch_free(b);
+    model_kv_free(kv);
+    unload(&L);
+}
+
 /* Random-weight models of each architecture and weight type. */
 static void gen_and_check(const char *preset, const char *wtype, int dim, int ffn) {
     modelgen_params p = {0};
@@ -219,6 +262,7 @@ static void gen_and_check(const char *preset, const char *wtype, int dim, int ff
      * of the largest logit. Float weights must agree to float rounding. */
     bool quantized = wtype[0] == 'q';
     if (!rc) check_batched_equals_single(path, 2, quantized ? 2e-2 : 2e-4);
+    if (!rc && quantized) check_levels_agree(path, 2e-2);
     remove(path);
 }
 

@@ -200,6 +200,11 @@ size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
     return impl->gemm_prepack_bytes(type, n_in, n_out);
 }
 
+bool cpu_matmul_packed_suffices(uint32_t type) {
+    const mm_impl *impl = prepack_impl();
+    return impl && impl->gemm_rows_prepacked && impl->gemm_rows_prepacked(type, 1) > 0;
+}
+
 int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
                        cpu_packed_w *out) {
     memset(out, 0, sizeof *out);

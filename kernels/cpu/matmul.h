@@ -17,6 +17,7 @@
 #define LLC_CPU_MATMUL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/cpu/pool.h"
@@ -49,6 +50,11 @@ size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out);
 int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
                        cpu_packed_w *out);
 void cpu_packed_w_free(cpu_packed_w *p);
+/* True when, at this machine's best SIMD level, cpu_matmul_packed reads only the
+ * packed copy of a `type` matrix at every row count, W itself only if the level
+ * is lowered: the caller may then let W's memory go (for a file mapping, its
+ * pages are read back on demand). */
+bool cpu_matmul_packed_suffices(uint32_t type);
 /* cpu_matmul with W's packed panels (or NULL); the same results as without for
  * a given path, which now also serves small T. */
 int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_packed_w *packed,
