@@ -102,6 +102,18 @@ static void check_reference(const char *model_name, const char *ref_name) {
 static void test_reference_stories(void) { check_reference("stories260K.gguf", "greedy_stories260K.jsonl"); }
 static void test_reference_llama2xs(void) { check_reference("llama2xs.gguf", "greedy_llama2xs.jsonl"); }
 
+/* max |a[i] - b[i]|; *scale = max(1, max |a[i]|), for bounds relative to the
+ * largest logit */
+static double max_abs_diff(const float *a, const float *b, int n, double *scale) {
+    double worst = 0;
+    *scale = 1;
+    for (int i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        *scale = fmax(*scale, fabs((double)a[i]));
+    }
+    return worst;
+}
+
 /* Runs sequences (lengths lens[], start positions 0) together in one varlen step and
  * each alone; all logits of all rows must agree within tol. */
 static void check_batched_equals_single(const char *path, int threads, double tol) {
@@ -174,11 +186,7 @@ static void check_batched_equals_single(const char *path, int threads, double to
     }
     /* Decode (one row) and prefill (many rows) run different kernels whose float
      * accumulation orders differ; the bound is relative to the largest logit. */
-    double worst2 = 0, scale = 1;
-    for (int i = 0; i < n_vocab; i++) {
-        worst2 = fmax(worst2, fabs((double)full[i] - step[i]));
-        scale = fmax(scale, fabs((double)full[i]));
-    }
+    double scale, worst2 = max_abs_diff(full, step, n_vocab, &scale);
     CHECKF(worst2 <= tol * scale, "%s: decode vs prefill max abs diff %g (largest logit %g)", path,
            worst2, scale);
     for (int i = 0; i < n_vocab; i++) CHECK(isfinite(full[i]));
@@ -226,11 +234,7 @@ static void check_levels_agree(const char *path, double tol) {
         CHECK(model_forward(L.m, kv, batch_view(b), (float *)outs[k], &err) == 0);
     }
     cpu_matmul_set_level(cpu_matmul_max_level());
-    double worst = 0, scale = 1;
-    for (int i = 0; i < n_vocab; i++) {
-        worst = fmax(worst, fabs((double)best[i] - avx2[i]));
-        scale = fmax(scale, fabs((double)best[i]));
-    }
+    double scale, worst = max_abs_diff(best, avx2, n_vocab, &scale);
     CHECKF(worst <= tol * scale, "%s: AVX-512 (packed) vs AVX2 (file) max abs diff %g (largest logit %g)", path,
            worst, scale);
     CHECK(memcmp(best, again, (size_t)n_vocab * 4) == 0); /* and the packed path is repeatable */
