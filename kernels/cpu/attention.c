@@ -89,9 +89,8 @@ T_AVX2 static inline void axpy_avx2(float *o, float p, const float *v, int n) {
 
 #define T_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
 
-T_AVX512 static inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
 /* the first n (0..16) lanes */
-T_AVX512 static inline __mmask16 tail_mask16(int n) { return n >= 16 ? (__mmask16)0xffff : tail_mask(n); }
+T_AVX512 static inline __mmask16 tail_mask(int n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
 
 T_AVX512 static inline float exp_sum_avx512(float *s, int n, float max) {
     __m512 vmax = _mm512_set1_ps(max), acc = _mm512_setzero_ps();
@@ -142,7 +141,7 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
     float *scores = j->scores + (size_t)ith * (size_t)j->max_kv_len;
     const long n_tasks = (long)b->n_tokens * a->n_heads;
     const int nv = (hd + 15) / 16; /* vectors per head */
-    const __mmask16 tail = (hd & 15) ? tail_mask(hd & 15) : (__mmask16)0xffff;
+    const __mmask16 tail = tail_mask(hd & 15 ? hd & 15 : 16);
     for (long task = ith; task < n_tasks; task += nth) {
         const int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads);
         const int s = j->row_seq[r];
@@ -168,7 +167,7 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
                 }
                 acc[slot16(t)] = sum;
             }
-            const __mmask16 km = tail_mask16(nk);
+            const __mmask16 km = tail_mask(nk);
             const __m512 sc = _mm512_mul_ps(hsum16_avx512(acc), vscale);
             _mm512_mask_storeu_ps(scores + t0, km, sc);
             vmax = _mm512_mask_max_ps(vmax, km, vmax, sc);

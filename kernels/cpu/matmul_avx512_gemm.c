@@ -366,12 +366,6 @@ static void kern_i8_pair_init32(const uint8_t *pw0, const uint8_t *pw1, const ui
 #undef C
 }
 
-static void kern_i8_init32(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
-                           __mmask16 m, int accum) {
-#define C(R) kern_i8(pw, px, nb, R, 32, KIND_INIT32, y, ys, m, accum)
-    RX_SWITCH(rx, C)
-#undef C
-}
 static void kern_i8_min32(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
                           __mmask16 m, int accum) {
 #define C(R) kern_i8(pw, px, nb, R, 32, KIND_MIN32, y, ys, m, accum)
@@ -432,7 +426,7 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
             const uint8_t *px = a->xp + (size_t)g * gbytes + xoff;
             /* the panel after panel p: ns slices on when packed ahead */
             const size_t pstep = a->wp ? (size_t)ns * pbytes : pbytes;
-            const int pair = i8_kind_of(type) == KIND_INIT32;
+            const int pair = i8_kind_of(type) == KIND_INIT32; /* Q8_0, Q4_0; the K-quants one panel */
             for (int64_t p = 0; p < np; p += pair ? 2 : 1) {
                 const int64_t p0 = o0 + p * PR_I8;
                 const __mmask16 m = row_mask((int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8));
@@ -445,11 +439,8 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                     kern_i8_pair_init32(pw, two ? pw + pstep : pw, px, kn / 32, rx, y, a->n_out, m, m1, k0 > 0);
                     continue;
                 }
-                switch (i8_kind_of(type)) {
-                case KIND_INIT32: kern_i8_init32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0); break;
-                case KIND_MIN32: kern_i8_min32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0); break;
-                case KIND_INIT16: kern_i8_init16(pw, px, kn / 16, rx, y, a->n_out, m, k0 > 0); break;
-                }
+                if (i8_kind_of(type) == KIND_MIN32) kern_i8_min32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0);
+                else kern_i8_init16(pw, px, kn / 16, rx, y, a->n_out, m, k0 > 0);
             }
         }
     }
