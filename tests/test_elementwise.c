@@ -1,7 +1,9 @@
 /* test_elementwise.c — the CPU backend's SiLU gate and residual add at every SIMD
  * level this machine has: against double-precision references over a range that
  * includes the clamped tails, odd lengths (vector tails), and 1 vs 2 threads bit
- * for bit on a buffer large enough to be split. */
+ * for bit on a buffer large enough to be split; and rows of a width that is no
+ * multiple of the vector length give the same bits batched as alone (the engine's
+ * "a batched row equals the row alone" property rests on it). */
 #include "engine/common.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul.h"
@@ -79,8 +81,41 @@ static void test_threads_bitwise(void) {
     cpu_pool_free(p2);
 }
 
+/* stories260K's FFN width (172 = 21·8 + 4) and others whose rows start off the
+ * vector grid when several are laid end to end */
+static void test_rows_batched_equal_alone(void) {
+    const size_t widths[] = {172, 13, 100};
+    const int rows = 5;
+    for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+        if (g_levels[li] > cpu_matmul_max_level()) continue;
+        cpu_matmul_set_level(g_levels[li]);
+        for (size_t k = 0; k < LLC_ARRAY_LEN(widths); k++) {
+            const size_t w = widths[k], n = w * (size_t)rows;
+            float *all = malloc(n * sizeof *all), *one = malloc(w * sizeof *one), *u = malloc(n * sizeof *u);
+            if (!all || !one || !u) {
+                CHECK(0);
+            } else {
+                for (size_t i = 0; i < n; i++) all[i] = gate_value(i * 7 % 2001) * 0.05f, u[i] = 0.5f + (float)(i % 3);
+                float *in = malloc(n * sizeof *in);
+                if (in) memcpy(in, all, n * sizeof *in);
+                cpu_silu_mul_run(NULL, all, u, n);
+                for (int r = 0; in && r < rows; r++) {
+                    memcpy(one, in + (size_t)r * w, w * sizeof *one);
+                    cpu_silu_mul_run(NULL, one, u + (size_t)r * w, w);
+                    CHECKF(!memcmp(one, all + (size_t)r * w, w * sizeof *one),
+                           "%s width %zu: row %d batched differs from the row alone", cpu_simd_name(), w, r);
+                }
+                free(in);
+            }
+            free(all), free(one), free(u);
+        }
+    }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+}
+
 int main(void) {
     RUN(test_against_reference);
+    RUN(test_rows_batched_equal_alone);
     RUN(test_threads_bitwise);
     return t_summary();
 }

@@ -36,7 +36,16 @@ VM_T_AVX2 static void silu_mul_avx2(float *g, const float *u, size_t n) {
         __m256 e = vm_exp256(_mm256_sub_ps(_mm256_setzero_ps(), v));
         _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + i)));
     }
-    silu_mul_c(g + i, u + i, n - i);
+    if (i < n) {
+        /* the tail goes through the same vector body (masked), so an element's value
+         * does not depend on where the call's range happened to start or end: a row
+         * batched with others gives the same bits as the row alone */
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), lane);
+        __m256 v = _mm256_maskload_ps(g + i, m);
+        __m256 e = vm_exp256(_mm256_sub_ps(_mm256_setzero_ps(), v));
+        _mm256_maskstore_ps(g + i, m, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), _mm256_maskload_ps(u + i, m)));
+    }
 }
 
 VM_T_AVX512 static void silu_mul_avx512(float *g, const float *u, size_t n) {
