@@ -3,20 +3,41 @@
 # script, prints their output, and ends with the totals "N passed, N failed".
 # Each test program ends its output with its own "N passed, N failed" line.
 # LLC_NO_CLI=1 leaves the scripts out.
+# The engine and model tests run again with the SIMD level capped (LLC_SIMD=avx2,
+# scalar), so a kernel path that breaks "batched == alone" fails on any machine
+# (LLC_SIMD only lowers the level: on a machine without AVX-512 the avx2 run
+# repeats the default one).
+# Every test has a time limit (LLC_TEST_TIMEOUT seconds, default 600): a hung test
+# fails with its name instead of hanging the run.
+limit=${LLC_TEST_TIMEOUT:-600}
 total_pass=0
 total_fail=0
 log=$(mktemp)
 scripts=tests/cli_*.sh
 [ -n "$LLC_NO_CLI" ] && scripts="" # (make test-cuda: the test programs only)
-for t in "$@" $scripts; do
-    [ -e "$t" ] || continue
-    echo "== $t"
+simd_tests=""
+for t in "$@"; do
     case "$t" in
-        *.sh) sh "$t" >"$log" 2>&1 ;;
-        *) "$t" >"$log" 2>&1 ;;
+        */test_engine|*/test_engine_spec|*/test_engine_beam|*/test_model)
+            simd_tests="$simd_tests avx2:$t scalar:$t" ;;
+    esac
+done
+for entry in "$@" $scripts $simd_tests; do
+    simd=""
+    t=$entry
+    case "$entry" in
+        avx2:*|scalar:*) simd=${entry%%:*}; t=${entry#*:} ;;
+    esac
+    [ -e "$t" ] || continue
+    if [ -n "$simd" ]; then echo "== LLC_SIMD=$simd $t"; else echo "== $t"; fi
+    case "$t" in
+        *.sh) timeout -k 10 "$limit" sh "$t" >"$log" 2>&1 ;;
+        *) if [ -n "$simd" ]; then LLC_SIMD=$simd timeout -k 10 "$limit" "$t" >"$log" 2>&1
+           else timeout -k 10 "$limit" "$t" >"$log" 2>&1; fi ;;
     esac
     rc=$?
     cat "$log"
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "   ($t ran past its ${limit} s limit and was stopped)"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -n "$line" ]; then
         p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
