@@ -2,7 +2,7 @@
 #ifndef LLC_APP_CLOCK_H
 #define LLC_APP_CLOCK_H
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 /* Seconds on CLOCK_MONOTONIC. */
 static inline double clock_now_s(void) { return llc_now_ms() * 1e-3; }

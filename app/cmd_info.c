@@ -3,7 +3,7 @@
 
 #include "app/commands.h"
 #include "engine/gguf.h"
-#include "engine/quant.h"
+#include "kernels/quant.h"
 
 static bool g_tensors;
 

@@ -5,7 +5,7 @@
 #ifndef LLC_APP_CONFIG_H
 #define LLC_APP_CONFIG_H
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 typedef struct config {
     char *model;          /* NULL when not set */

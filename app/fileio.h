@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 /* Reads all of path into a malloc'd, NUL-terminated buffer (binary-safe: *len is
  * the byte count). Returns NULL with err set on failure. */

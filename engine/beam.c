@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 typedef struct beam {
     int32_t *tokens; /* generated so far */

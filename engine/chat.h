@@ -83,7 +83,7 @@
 #ifndef LLC_CHAT_H
 #define LLC_CHAT_H
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 typedef enum chat_tmpl {
     CHAT_TMPL_UNKNOWN = -1,

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "kernels/common.h"
 
 typedef enum gguf_type {
     GGUF_TYPE_UINT8 = 0,

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "kernels/quant.h"
 
 typedef struct bytebuf {
     uint8_t *p;

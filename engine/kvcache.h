@@ -48,7 +48,7 @@
 
 #include <stdint.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 #define KV_NO_SPACE 1 /* soft: not enough free blocks; nothing was changed */
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/quant.h"
+#include "kernels/quant.h"
 
 typedef struct layer {
     bk_weight attn_norm, wq, wk, wv, wo;
@@ -94,7 +94,10 @@ static int get_weight(loader *L, const char *name, int64_t n_in, int64_t n_out, 
     if (n_out == 1 && t->type != QT_F32)
         return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "tensor '%s' is %s; norms and biases must be F32",
                         name, qtype_name(t->type));
-    int rc = L->m->be->ops->weight_load(L->m->be->ctx, t, out, L->err);
+    const bk_tensor bt = {.name = t->name, .type = t->type, .n_in = t->ne[0],
+                          .n_out = t->ne[1] * t->ne[2] * t->ne[3], .data = t->data,
+                          .n_bytes = t->n_bytes, .droppable = t->in_file_mapping};
+    int rc = L->m->be->ops->weight_load(L->m->be->ctx, &bt, out, L->err);
     if (!rc) L->m->weight_bytes += t->n_bytes;
     return rc;
 }

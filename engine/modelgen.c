@@ -10,7 +10,7 @@
 
 #include "engine/gguf.h"
 #include "engine/gguf_write.h"
-#include "engine/quant.h"
+#include "kernels/quant.h"
 
 typedef struct preset {
     const char *name, *arch;

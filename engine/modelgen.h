@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 typedef struct modelgen_params {
     const char *arch;       /* "llama", "qwen2", "qwen3" */

@@ -44,7 +44,7 @@
 #ifndef LLC_SAMPLER_H
 #define LLC_SAMPLER_H
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 #define SAMPLER_MAX_LOGPROBS 20
 /* The default seed: fixed, so runs are reproducible unless a seed is chosen. */

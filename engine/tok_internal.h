@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "engine/tokenizer.h"
 
 /* Hard limits on untrusted vocabularies. */

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "engine/gguf.h"
 
 typedef struct tokenizer tokenizer;

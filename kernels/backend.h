@@ -16,8 +16,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/common.h"
-#include "engine/gguf.h"
+#include "kernels/common.h"
+
+/* A tensor as the loader hands it to weight_load: host memory in the layout of
+ * its qtype (kernels/quant.h). The backend keeps a view of it or copies it. */
+typedef struct bk_tensor {
+    const char *name;       /* for messages, and to tell the embedding table apart */
+    uint32_t type;          /* qtype id */
+    int64_t n_in, n_out;    /* row width (elements) and rows */
+    const void *data;
+    size_t n_bytes;
+    bool droppable;         /* data lies in a read-only file mapping: its pages may be
+                               dropped (MADV_DONTNEED) and are read back from the file */
+} bk_tensor;
 
 /* A weight matrix in backend memory: n_out rows of n_in elements of qtype `type`
  * (a vector is n_out = 1). */
@@ -65,7 +76,7 @@ typedef struct bk_attn {
 typedef struct backend_ops {
     void (*destroy)(void *ctx);
     /* Memory. weight_load may return a view of the (mmapped) tensor itself. */
-    int (*weight_load)(void *ctx, const gguf_tensor *t, bk_weight *out, llc_err *err);
+    int (*weight_load)(void *ctx, const bk_tensor *t, bk_weight *out, llc_err *err);
     void *(*alloc)(void *ctx, size_t bytes); /* NULL when it does not fit */
     void (*free)(void *ctx, void *p);
     void (*to_host)(void *ctx, void *dst, const void *src, size_t bytes);

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 /* Database result codes (distinct from LLC_ERR_*, which use -1..-7). */
 enum {

@@ -2,7 +2,7 @@
  * cumulative log-prob, end tokens finishing hypotheses only within the first
  * `width` ranks, the length limit, length-normalized results, width 1 = greedy. */
 #include "engine/beam.h"
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "tests/test.h"
 
 enum { EOG = 2 };

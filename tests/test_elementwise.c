@@ -4,7 +4,7 @@
  * for bit on a buffer large enough to be split; and rows of a width that is no
  * multiple of the vector length give the same bits batched as alone (the engine's
  * "a batched row equals the row alone" property rests on it). */
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul.h"
 #include "tests/test.h"

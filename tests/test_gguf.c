@@ -4,7 +4,7 @@
  * clean one-line error — never a crash or a sanitizer report. */
 #include "engine/gguf.h"
 #include "engine/gguf_write.h"
-#include "engine/quant.h"
+#include "kernels/quant.h"
 #include "tests/test.h"
 
 #include <unistd.h>

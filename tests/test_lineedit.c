@@ -7,7 +7,7 @@
 
 #include <time.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "tests/test.h"
 
 static const char *text(const lineedit *le) {

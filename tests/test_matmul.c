@@ -19,8 +19,8 @@
  * more partial sums. Both leave a margin (the worst |error| / tolerance is printed:
  * ~0.6 for the quantized types, i.e. ~4σ over ~10^5 outputs; ~0.1 for float) yet are
  * tight enough to catch one 4-element group computed wrongly. */
-#include "engine/common.h"
-#include "engine/quant.h"
+#include "kernels/common.h"
+#include "kernels/quant.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/pool.h"
 #include "tests/test.h"

@@ -2,8 +2,8 @@
  * blocks of every quantized type with exactly known values (these pin the ggml
  * layouts), and quantize -> dequantize round trips on random data with stated error
  * bounds. */
-#include "engine/common.h"
-#include "engine/quant.h"
+#include "kernels/common.h"
+#include "kernels/quant.h"
 #include "tests/test.h"
 
 #include <float.h>

@@ -3,7 +3,7 @@
  * (limits kept, nothing but spaces lost, incremental wrap equals full wrap). */
 #include "ui/textwrap.h"
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 #include <locale.h>
 #include <stdint.h>

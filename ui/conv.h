@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "storage/db.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 /* What the previous call was: kills chain, vertical moves keep their column. */
 enum { OP_OTHER, OP_INSERT, OP_KILL, OP_VERT };

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/quant.h"
+#include "kernels/quant.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
@@ -50,8 +50,8 @@ static void drop_pages(const void *p, size_t n) {
 /* Packs a quantized matrix for few-row GEMMs (batched decode, speculative checks:
  * 15-20% faster at 3-9 rows) while the packed copies stay within the budget. The
  * embedding table is left alone: it is read a row at a time. */
-static void maybe_pack(cpu_ctx *ctx, const gguf_tensor *t, bk_weight *w) {
-    if (!ctx->pack_budget || t->ne[1] < 16 || !strcmp(t->name, "token_embd.weight")) return;
+static void maybe_pack(cpu_ctx *ctx, const bk_tensor *t, bk_weight *w) {
+    if (!ctx->pack_budget || t->n_out < 16 || !strcmp(t->name, "token_embd.weight")) return;
     size_t bytes = cpu_matmul_prepack_bytes(w->type, w->n_in, w->n_out);
     if (!bytes) return;
     if (ctx->packed_bytes + bytes > ctx->pack_budget) { /* over budget: no more packing */
@@ -76,17 +76,17 @@ static void maybe_pack(cpu_ctx *ctx, const gguf_tensor *t, bk_weight *w) {
     w->aux = pk;
     /* the packed copy serves every call: let the file's pages go, so resident
      * memory stays about the size of the weights (they come back if read) */
-    if (t->in_file_mapping && cpu_matmul_packed_suffices(w->type)) drop_pages(t->data, t->n_bytes);
+    if (t->droppable && cpu_matmul_packed_suffices(w->type)) drop_pages(t->data, t->n_bytes);
 }
 
-static int cpu_weight_load(void *ctx, const gguf_tensor *t, bk_weight *out, llc_err *err) {
+static int cpu_weight_load(void *ctx, const bk_tensor *t, bk_weight *out, llc_err *err) {
     const qtype_info *qi = qtype_get(t->type);
     if (!qi || !qi->supported)
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "tensor '%s' has type %s, which llmchat does not support",
                         t->name, qtype_name(t->type));
     out->type = t->type;
-    out->n_in = t->ne[0];
-    out->n_out = t->ne[1] * t->ne[2] * t->ne[3];
+    out->n_in = t->n_in;
+    out->n_out = t->n_out;
     out->data = t->data; /* zero-copy: the weights stay in the mmapped file */
     out->aux = NULL;
     maybe_pack(ctx, t, out); /* quantized matrices only */

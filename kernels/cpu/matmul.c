@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 #include "kernels/cpu/matmul_internal.h"
 
 /* ---- SIMD level ------------------------------------------------------------------ */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/quant.h"
+#include "kernels/quant.h"
 #include "kernels/cpu/matmul.h"
 
 /* ---- quantized activations ----------------------------------------------------

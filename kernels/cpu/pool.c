@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/common.h"
+#include "kernels/common.h"
 
 #define SPIN_ITERS 20000
 

@@ -26,7 +26,7 @@
 
 #define _Noreturn [[noreturn]]
 extern "C" {
-#include "engine/quant.h"
+#include "kernels/quant.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/backend_cuda.h"
 }
@@ -377,7 +377,7 @@ static void cu_destroy(void *p) {
     free(c);
 }
 
-static int cu_weight_load(void *p, const gguf_tensor *t, bk_weight *out, llc_err *err) {
+static int cu_weight_load(void *p, const bk_tensor *t, bk_weight *out, llc_err *err) {
     cuda_ctx *c = C(p);
     const qtype_info *qi = qtype_get(t->type);
     if (!qi || !qi->supported ||
@@ -399,8 +399,8 @@ static int cu_weight_load(void *p, const gguf_tensor *t, bk_weight *out, llc_err
         return llc_fail(err, LLC_ERR_IO, "uploading '%s': %s", t->name, cudaGetErrorString(e));
     }
     out->type = t->type;
-    out->n_in = t->ne[0];
-    out->n_out = t->ne[1] * t->ne[2] * t->ne[3];
+    out->n_in = t->n_in;
+    out->n_out = t->n_out;
     out->data = d;
     (void)c;
     return 0;

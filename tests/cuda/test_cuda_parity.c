@@ -5,7 +5,7 @@
  * whole-model logits on stories260K. Needs a GPU: `make test-cuda`. */
 #include "engine/gguf.h"
 #include "engine/model.h"
-#include "engine/quant.h"
+#include "kernels/quant.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/backend_cuda.h"
 #include "tests/test.h"
@@ -24,8 +24,8 @@ static float frand(void) {
 static float *gpu_floats(const float *host, size_t n) {
     float *tmp = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) tmp[i] = host ? host[i] : NAN;
-    gguf_tensor t = {.name = "buf", .n_dims = 1, .ne = {(int64_t)n, 1, 1, 1}, .type = QT_F32,
-                     .n_bytes = n * sizeof(float), .data = tmp};
+    bk_tensor t = {.name = "buf", .type = QT_F32, .n_in = (int64_t)n, .n_out = 1,
+                   .n_bytes = n * sizeof(float), .data = tmp};
     bk_weight w = {0};
     CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &t, &w, NULL) == 0);
     free(tmp);
@@ -85,8 +85,8 @@ static void test_matmul_every_type(void) {
             for (int64_t i = 0; i < n_in; i++) row[i] = frand();
             quantize_row(types[ti], row, wdata + o * rb, n_in);
         }
-        gguf_tensor t = {.name = "w", .n_dims = 2, .ne = {n_in, n_out, 1, 1}, .type = types[ti],
-                         .n_bytes = rb * n_out, .data = wdata};
+        bk_tensor t = {.name = "w", .type = types[ti], .n_in = n_in, .n_out = n_out,
+                       .n_bytes = rb * n_out, .data = wdata};
         bk_weight wc, wg;
         CHECK(g_cpu->ops->weight_load(g_cpu->ctx, &t, &wc, NULL) == 0);
         CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &t, &wg, NULL) == 0);

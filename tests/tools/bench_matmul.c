@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/quant.h"
+#include "kernels/quant.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/pool.h"
 
