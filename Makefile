@@ -26,10 +26,16 @@ ifeq ($(CUDA),0)
 NVCC :=
 endif
 CU_SRC := $(if $(NVCC),$(wildcard kernels/cuda/*.cu))
+# CUDA_ARCH: the GPU generation the code is built for (90 = H100/H200), plus PTX
+# that newer GPUs compile at load; older GPUs are refused at start with a clear line.
+# cudart is linked statically, so the binary runs on a GPU machine that has the
+# driver and cuBLAS but not this machine's runtime (scripts/gpu-check).
+CUDA_ARCH ?= 90
 ifneq ($(CU_SRC),)
 ALL_CFLAGS += -DLLC_CUDA -I$(CUDA_HOME)/include
-LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++
-NVCCFLAGS  := -O3 -std=c++17 -I. -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 -Xcompiler -Wall
+LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt -lstdc++
+NVCCFLAGS  := -O3 -std=c++17 -I. -DLLC_CUDA_ARCH=$(CUDA_ARCH) -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
+              -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) -Xcompiler -Wall
 endif
 
 LIB_SRC := $(wildcard engine/*.c kernels/*.c kernels/cpu/*.c kernels/cuda/*.c ui/*.c storage/*.c)

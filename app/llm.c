@@ -14,9 +14,10 @@ int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
 #ifdef LLC_CUDA
     if (!strcmp(common->device, "cuda")) return backend_cuda_create(0, out, err);
     if (!strcmp(common->device, "auto")) {
-        if (backend_cuda_available()) return backend_cuda_create(0, out, err);
+        char why[256];
+        if (!backend_cuda_unusable_reason(why, sizeof why)) return backend_cuda_create(0, out, err);
         if (isatty(STDERR_FILENO)) /* people, not scripts, get the notice */
-            fprintf(stderr, "llmchat: no usable CUDA GPU: running on the CPU (--device cpu says so quietly)\n");
+            fprintf(stderr, "llmchat: %s: running on the CPU (--device cpu says so quietly)\n", why);
     }
 #else
     if (!strcmp(common->device, "cuda"))

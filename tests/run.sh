@@ -6,7 +6,7 @@
 # The engine and model tests run again with the SIMD level capped (LLC_SIMD=avx2,
 # scalar), so a kernel path that breaks "batched == alone" fails on any machine
 # (LLC_SIMD only lowers the level: on a machine without AVX-512 the avx2 run
-# repeats the default one).
+# repeats the default one). LLC_NO_SIMD_RERUN=1 leaves these runs out.
 # Every test has a time limit (LLC_TEST_TIMEOUT seconds, default 600): a hung test
 # fails with its name instead of hanging the run.
 limit=${LLC_TEST_TIMEOUT:-600}
@@ -16,7 +16,7 @@ log=$(mktemp)
 scripts=tests/cli_*.sh
 [ -n "$LLC_NO_CLI" ] && scripts="" # (make test-cuda: the test programs only)
 simd_tests=""
-for t in "$@"; do
+[ -n "$LLC_NO_SIMD_RERUN" ] || for t in "$@"; do
     case "$t" in
         */test_engine|*/test_engine_spec|*/test_engine_beam|*/test_model)
             simd_tests="$simd_tests avx2:$t scalar:$t" ;;

@@ -54,6 +54,9 @@ struct cuda_ctx {
     const float *h_freq;
     int n_freq;
     dints copy;           /* copy_blocks src/dst */
+    float *d_scale;       /* [2]: the F16 activation scale of the last GEMM, and 0 (k_f16_scale) */
+    void **weights;       /* every weight_load allocation, freed by destroy */
+    int n_weights, cap_weights;
 };
 
 static void ctx_fail(cuda_ctx *c, const char *fmt, ...) {
@@ -217,9 +220,33 @@ __global__ void k_dequant_f16(const uint8_t *W, uint32_t type, size_t row_bytes,
         out[k] = __float2half(dq_elem(W + (size_t)(k / n_in) * row_bytes, type, k % n_in));
 }
 
-__global__ void k_to_f16(const float *x, __half *out, int64_t n) {
+/* F16 overflows above 65504, and activations of real models can get there. Before
+ * a tensor-core GEMM the activations are divided by scale[0] = max(1, max|x| / 2^14)
+ * (one block computes it on the device), and the GEMM multiplies the result back by
+ * it (cuBLAS alpha in device memory): no host round trip, no infinities, and the
+ * relative precision of F16 kept. scale[1] holds 0 for beta. */
+#define F16_SAFE_MAX 16384.0f
+__global__ void k_f16_scale(const float *x, int64_t n, float *scale) {
+    __shared__ float sh[32];
+    float m = 0;
+    for (int64_t k = threadIdx.x; k < n; k += blockDim.x) m = fmaxf(m, fabsf(x[k]));
+    for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = m;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        m = threadIdx.x < blockDim.x / 32 ? sh[threadIdx.x] : 0;
+        for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));
+        if (threadIdx.x == 0) {
+            scale[0] = m > F16_SAFE_MAX ? m / F16_SAFE_MAX : 1.0f; /* (NaN stays NaN) */
+            scale[1] = 0.0f;
+        }
+    }
+}
+
+__global__ void k_to_f16(const float *x, __half *out, int64_t n, const float *scale) {
+    const float inv = 1.0f / scale[0];
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
-        out[k] = __float2half(x[k]);
+        out[k] = __float2half(x[k] * inv);
 }
 
 __global__ void k_to_bf16(const float *x, __nv_bfloat16 *out, int64_t n) {
@@ -370,7 +397,9 @@ static void cu_destroy(void *p) {
     dints *all[] = {&c->tokens, &c->pos, &c->seq_start, &c->kv_len, &c->table, &c->slots, &c->out_rows,
                     &c->row_seq, &c->copy};
     for (dints *d : all) cudaFree(d->p);
-    cudaFree(c->scratch), cudaFree(c->d_freq);
+    cudaFree(c->scratch), cudaFree(c->d_freq), cudaFree(c->d_scale);
+    for (int i = 0; i < c->n_weights; i++) cudaFree(c->weights[i]);
+    free(c->weights);
     free(c->h_row_seq);
     if (c->blas) cublasDestroy(c->blas);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -398,11 +427,21 @@ static int cu_weight_load(void *p, const bk_tensor *t, bk_weight *out, llc_err *
         cudaFree(d);
         return llc_fail(err, LLC_ERR_IO, "uploading '%s': %s", t->name, cudaGetErrorString(e));
     }
+    if (c->n_weights == c->cap_weights) {
+        int cap = c->cap_weights ? 2 * c->cap_weights : 64;
+        void **w = (void **)realloc(c->weights, (size_t)cap * sizeof *w);
+        if (!w) {
+            cudaFree(d);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        }
+        c->weights = w;
+        c->cap_weights = cap;
+    }
+    c->weights[c->n_weights++] = d;
     out->type = t->type;
     out->n_in = t->n_in;
     out->n_out = t->n_out;
     out->data = d;
-    (void)c;
     return 0;
 }
 
@@ -539,12 +578,23 @@ static void cu_matmul(void *p, const bk_weight *w, const float *x, int rows, flo
         A = s;
     }
     void *B = s + wbytes;
-    if (bf) k_to_bf16<<<grid_for((size_t)n * k, 256), 256, 0, c->stream>>>(x, (__nv_bfloat16 *)B, (int64_t)n * k);
-    else k_to_f16<<<grid_for((size_t)n * k, 256), 256, 0, c->stream>>>(x, (__half *)B, (int64_t)n * k);
-    LAUNCHED(c);
     cudaDataType_t ty = bf ? CUDA_R_16BF : CUDA_R_16F;
-    CB(c, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, ty, k, B, ty, k, &zero, y, CUDA_R_32F, m,
-                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (bf) { /* BF16 has F32's range: no scaling */
+        k_to_bf16<<<grid_for((size_t)n * k, 256), 256, 0, c->stream>>>(x, (__nv_bfloat16 *)B, (int64_t)n * k);
+        LAUNCHED(c);
+        CB(c, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, ty, k, B, ty, k, &zero, y, CUDA_R_32F,
+                           m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    if (!c->d_scale) CK(c, cudaMalloc((void **)&c->d_scale, 2 * sizeof(float)));
+    if (c->failed) return;
+    k_f16_scale<<<1, 1024, 0, c->stream>>>(x, (int64_t)n * k, c->d_scale);
+    k_to_f16<<<grid_for((size_t)n * k, 256), 256, 0, c->stream>>>(x, (__half *)B, (int64_t)n * k, c->d_scale);
+    LAUNCHED(c);
+    CB(c, cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_DEVICE));
+    CB(c, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, c->d_scale, A, ty, k, B, ty, k, c->d_scale + 1, y,
+                       CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CB(c, cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_HOST));
 }
 
 static void cu_add_bias(void *p, float *y, const bk_weight *b, int rows) {
@@ -636,25 +686,57 @@ static const backend_ops g_cuda_ops = {
     cu_copy_blocks, cu_gather_out_rows,
 };
 
-extern "C" bool backend_cuda_available(void) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
-    return n > 0;
-}
+/* The compute capability this build's code runs on: the cubin is for
+ * LLC_CUDA_ARCH (e.g. 90 = sm_90) and the PTX beside it JIT-compiles for newer
+ * GPUs, so anything older is refused. */
+#ifndef LLC_CUDA_ARCH
+#define LLC_CUDA_ARCH 90
+#endif
 
-extern "C" int backend_cuda_create(int device, backend **out, llc_err *err) {
-    *out = NULL;
+/* 0 when GPU `device` exists and can run this build; else a one-line reason. */
+static int check_device(int device, char *why, size_t why_len) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         cudaGetLastError();
-        return llc_fail(err, LLC_ERR_UNSUPPORTED, "no usable CUDA GPU (%s)",
-                        e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        snprintf(why, why_len, "no usable CUDA GPU (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return LLC_ERR_UNSUPPORTED;
     }
-    if (device < 0 || device >= n) return llc_fail(err, LLC_ERR_RANGE, "GPU %d does not exist (%d found)", device, n);
+    if (device < 0 || device >= n) {
+        snprintf(why, why_len, "GPU %d does not exist (%d found)", device, n);
+        return LLC_ERR_RANGE;
+    }
+    cudaDeviceProp p;
+    if ((e = cudaGetDeviceProperties(&p, device)) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_len, "GPU %d: %s", device, cudaGetErrorString(e));
+        return LLC_ERR_IO;
+    }
+    if (p.major * 10 + p.minor < LLC_CUDA_ARCH) {
+        snprintf(why, why_len,
+                 "GPU %d (%.100s) has compute capability %d.%d; this build runs on %d.%d and newer "
+                 "(rebuild with make CUDA_ARCH=%d%d)",
+                 device, p.name, p.major, p.minor, LLC_CUDA_ARCH / 10, LLC_CUDA_ARCH % 10, p.major, p.minor);
+        return LLC_ERR_UNSUPPORTED;
+    }
+    return 0;
+}
+
+extern "C" bool backend_cuda_available(void) {
+    char why[256];
+    return check_device(0, why, sizeof why) == 0;
+}
+
+extern "C" int backend_cuda_unusable_reason(char *why, size_t why_len) {
+    return check_device(0, why, why_len);
+}
+
+extern "C" int backend_cuda_create(int device, backend **out, llc_err *err) {
+    *out = NULL;
+    char why[256];
+    int rc = check_device(device, why, sizeof why);
+    if (rc) return llc_fail(err, rc, "%s", why);
+    cudaError_t e;
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     backend *b = (backend *)calloc(1, sizeof *b);
     if (!c || !b) {

@@ -7,8 +7,13 @@
 
 #include "kernels/backend.h"
 
-/* True when a CUDA GPU can be used (driver present, at least one device). */
+#include <stddef.h>
+
+/* True when a CUDA GPU can be used (driver present, a device whose compute
+ * capability this build's code runs on). */
 bool backend_cuda_available(void);
+/* 0 when GPU 0 can be used; else a negative code and one line saying why. */
+int backend_cuda_unusable_reason(char *why, size_t why_len);
 /* The backend on GPU `device`; a clear error when there is none. */
 int backend_cuda_create(int device, backend **out, llc_err *err);
 
