@@ -146,21 +146,43 @@ int llm_render_chat(const llm *l, const char *template_name, const char *system,
     return chat_render(t, msgs, n, true, out, err);
 }
 
+/* Bytes of memory the system can hand out now (MemAvailable), or -1. */
+static int64_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[128];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    fclose(f);
+    return kb < 0 ? -1 : (int64_t)kb * 1024;
+}
+
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err) {
     const model_hparams *hp = model_hparams_of(l->m);
-    int64_t per_block = (int64_t)model_kv_bytes_per_token(l->m) * block_size;
+    const int64_t per_token = (int64_t)model_kv_bytes_per_token(l->m);
+    const int64_t per_block = per_token * block_size;
     int64_t budget = common->kv_mem;
-    if (budget <= 0) { /* room for 32 full contexts, within a quarter of the RAM */
-        int64_t ram = (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
-        budget = per_block * 32 * ((hp->n_ctx_train + block_size - 1) / block_size);
-        if (ram > 0 && budget > ram / 4) budget = ram / 4;
+    if (budget <= 0) {
+        /* LLM_DEFAULT_SEQUENCES full contexts (a context counted as at most
+         * LLM_DEFAULT_CONTEXT tokens: 128k-token models would otherwise ask for
+         * tens of GB), within half of the memory available now */
+        int64_t ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < LLM_DEFAULT_CONTEXT ? hp->n_ctx_train
+                                                                                  : LLM_DEFAULT_CONTEXT;
+        budget = per_token * ctx * LLM_DEFAULT_SEQUENCES;
+        const int64_t avail = mem_available();
+        const int64_t min_budget = per_token * (ctx < 2048 ? ctx : 2048); /* one short context */
+        if (avail > 0 && min_budget > avail)
+            return llc_fail(err, LLC_ERR_NOMEM,
+                            "not enough memory for the KV cache: one %lld-token context needs %.1f GB, "
+                            "%.1f GB is available (--kv-mem sets the size)",
+                            (long long)(ctx < 2048 ? ctx : 2048), min_budget / 1e9, avail / 1e9);
+        if (avail > 0 && budget > avail / 2) budget = avail / 2 > min_budget ? avail / 2 : min_budget;
     }
     int64_t blocks = budget / per_block;
-    int64_t one_ctx = (hp->n_ctx_train + block_size - 1) / block_size + 1;
     if (blocks < 2)
         return llc_fail(err, LLC_ERR_RANGE, "--kv-mem %lld bytes hold fewer than 2 KV blocks of %lld bytes",
                         (long long)budget, (long long)per_block);
-    if (common->kv_mem <= 0 && blocks < one_ctx) blocks = one_ctx;
     return blocks > (1 << 24) ? 1 << 24 : (int)blocks;
 }
 

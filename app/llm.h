@@ -46,9 +46,17 @@ int llm_render_chat(const llm *l, const char *template_name, const char *system,
  * (tokenizer.chat_template, detected), else raw for base models. */
 int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, llc_err *err);
 
-/* KV blocks of block_size tokens for --kv-mem, or by default room for 32 full
- * contexts within a quarter of the RAM (at least one context). Negative with err
- * set when --kv-mem holds fewer than 2 blocks. */
+/* The default KV budget: this many sequences of the model's full context (a
+ * context counted as at most LLM_DEFAULT_CONTEXT tokens), within half of the memory
+ * available. More sequences than this still run: they share cached prefixes and
+ * the scheduler preempts when blocks run out. */
+#define LLM_DEFAULT_SEQUENCES 8
+#define LLM_DEFAULT_CONTEXT 8192
+
+/* KV blocks of block_size tokens for --kv-mem, or the default budget above.
+ * Negative with err set when --kv-mem holds fewer than 2 blocks, or when not even
+ * one short context fits in the memory available (said in one line, before
+ * anything is allocated). */
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
 
 /* Starts the shared engine on l with the KV budget above, and the draft model
