@@ -49,7 +49,7 @@ APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps test test-cuda clean
+.PHONY: all deps test test-cuda test-arm clean
 all: $(BUILD)/llmchat
 
 $(BUILD)/libllmchat.a: $(LIB_OBJ)
@@ -100,6 +100,29 @@ $(BUILD)/tests/cuda/%: tests/cuda/%.c tests/test.h $(BUILD)/libllmchat.a
 
 test-cuda: $(BUILD)/llmchat $(BUILD)/tests/cuda/test_cuda_parity $(TEST_BIN)
 	@sh tests/run_cuda.sh
+
+# ARM64: the kernels (no other library needed) and their tests, cross-built with
+# Debian's gcc-aarch64-linux-gnu and run under qemu-aarch64 (qemu-user); static
+# binaries, so qemu needs no aarch64 root. Not part of `make test` (emulation is slow).
+# (Test programs at -O1: Debian 12's cross gcc 12 crashes vectorizing test_quant.c.)
+ARM_CC    ?= aarch64-linux-gnu-gcc
+ARM_BUILD := $(BUILD)/arm64
+ARM_TESTS := test_quant test_matmul test_elementwise test_attention
+ARM_KSRC  := $(wildcard kernels/*.c kernels/cpu/*.c)
+ARM_KOBJ  := $(ARM_KSRC:%.c=$(ARM_BUILD)/obj/%.o)
+ARM_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g -I. -pthread
+
+$(ARM_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(ARM_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(ARM_BUILD)/tests/%: tests/%.c tests/test.h $(ARM_KOBJ)
+	@mkdir -p $(dir $@)
+	$(ARM_CC) $(ARM_CFLAGS) -O1 -static -o $@ $< $(ARM_KOBJ) -lm
+.SECONDARY: $(ARM_KOBJ)
+
+test-arm: $(ARM_TESTS:%=$(ARM_BUILD)/tests/%)
+	@LLC_NO_CLI=1 LLC_NO_SIMD_RERUN=1 LLC_RUN_PREFIX=qemu-aarch64 sh tests/run.sh $^
 
 # Debian packages the build needs (sudo only when not root).
 deps:

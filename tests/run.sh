@@ -7,6 +7,7 @@
 # scalar), so a kernel path that breaks "batched == alone" fails on any machine
 # (LLC_SIMD only lowers the level: on a machine without AVX-512 the avx2 run
 # repeats the default one). LLC_NO_SIMD_RERUN=1 leaves these runs out.
+# LLC_RUN_PREFIX runs each test program through a command (make test-arm: qemu-aarch64).
 # Every test has a time limit (LLC_TEST_TIMEOUT seconds, default 600): a hung test
 # fails with its name instead of hanging the run.
 limit=${LLC_TEST_TIMEOUT:-600}
@@ -32,8 +33,8 @@ for entry in "$@" $scripts $simd_tests; do
     if [ -n "$simd" ]; then echo "== LLC_SIMD=$simd $t"; else echo "== $t"; fi
     case "$t" in
         *.sh) timeout -k 10 "$limit" sh "$t" >"$log" 2>&1 ;;
-        *) if [ -n "$simd" ]; then LLC_SIMD=$simd timeout -k 10 "$limit" "$t" >"$log" 2>&1
-           else timeout -k 10 "$limit" "$t" >"$log" 2>&1; fi ;;
+        *) if [ -n "$simd" ]; then LLC_SIMD=$simd timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1
+           else timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1; fi ;;
     esac
     rc=$?
     cat "$log"

@@ -4,12 +4,16 @@
  * the vector versions differ only in the three helpers (dot, exp-and-sum, axpy). */
 #include "kernels/cpu/attention.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <math.h>
 #include <string.h>
 
 #include "kernels/cpu/matmul.h"
+#if defined(__x86_64__)
 #include "kernels/cpu/vecmath.h"
+#endif
 
 typedef struct attn_job {
     const bk_batch *b;
@@ -40,6 +44,7 @@ static inline void axpy_c(float *o, float p, const float *v, int n) {
     for (int i = 0; i < n; i++) o[i] += p * v[i];
 }
 
+#if defined(__x86_64__) /* (other CPUs run the plain C body) */
 /* ---- AVX2 + FMA ---- */
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
@@ -206,6 +211,8 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
     }
 }
 
+#endif /* __x86_64__ */
+
 /* ---- the task body, once per level ---- */
 
 /* Tasks are dealt round-robin: rows of one sequence see more keys the later
@@ -250,7 +257,9 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
     }
 
 DEFINE_ATTN_JOB(attn_job_c, , dot_c, exp_sum_c, axpy_c)
+#if defined(__x86_64__)
 DEFINE_ATTN_JOB(attn_job_avx2, T_AVX2, dot_avx2, exp_sum_avx2, axpy_avx2)
+#endif
 
 void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, const float *q,
                        const float *k_cache, const float *v_cache, float *out, int max_kv_len) {
@@ -264,8 +273,10 @@ void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, cons
         for (int r = b->seq_start[s]; r < b->seq_start[s + 1]; r++) row_seq[r] = s;
     attn_job j = {b, a, q, k_cache, v_cache, out, row_seq, scratch, max_kv_len};
     switch (cpu_matmul_level()) {
+#if defined(__x86_64__)
     case CPU_SIMD_AVX512: cpu_pool_run(pool, attn_job_avx512, &j); break;
     case CPU_SIMD_AVX2: cpu_pool_run(pool, attn_job_avx2, &j); break;
+#endif
     default: cpu_pool_run(pool, attn_job_c, &j); break;
     }
 }

@@ -31,6 +31,8 @@ static cpu_simd_level detect_level(void) {
         __builtin_cpu_supports("avx512vnni"))
         return CPU_SIMD_AVX512;
     if (avx2) return CPU_SIMD_AVX2;
+#elif defined(__aarch64__)
+    return CPU_SIMD_NEON; /* Advanced SIMD is part of every AArch64 CPU */
 #endif
     return CPU_SIMD_SCALAR;
 }
@@ -42,7 +44,7 @@ static void level_init(void) {
     if (env && *env) {
         cpu_simd_level want = g_max_level;
         if (!strcasecmp(env, "scalar")) want = CPU_SIMD_SCALAR;
-        else if (!strcasecmp(env, "avx2")) want = CPU_SIMD_AVX2;
+        else if (!strcasecmp(env, "avx2") || !strcasecmp(env, "neon")) want = CPU_SIMD_AVX2;
         else if (!strncasecmp(env, "avx512", 6)) want = CPU_SIMD_AVX512;
         if (want < g_level) g_level = want;
     }
@@ -70,6 +72,8 @@ static const mm_impl *impl_of(cpu_simd_level level) {
 #if defined(__x86_64__)
     case CPU_SIMD_AVX512: return &mm_impl_avx512;
     case CPU_SIMD_AVX2: return &mm_impl_avx2;
+#elif defined(__aarch64__)
+    case CPU_SIMD_NEON: return &mm_impl_neon;
 #endif
     default: return &mm_impl_scalar;
     }

@@ -65,14 +65,16 @@ int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_pa
 int cpu_matmul_ref(uint32_t type, const void *W, int64_t n_in, int64_t n_out, const float *X,
                    int64_t T, float *Y);
 
-/* SIMD levels, lowest first. */
+/* SIMD levels, lowest first. Level 1 is AVX2 on x86-64 and NEON on aarch64 (where
+ * LLC_SIMD=neon or avx2 selects it); aarch64 has no level 2. */
 typedef enum cpu_simd_level {
     CPU_SIMD_SCALAR = 0,
     CPU_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    CPU_SIMD_NEON = 1,   /* aarch64 Advanced SIMD */
     CPU_SIMD_AVX512 = 2, /* AVX-512 F/BW/VL/DQ + VNNI */
 } cpu_simd_level;
 
-/* Name of the level in use: "avx512-vnni", "avx2" or "scalar". */
+/* Name of the level in use: "avx512-vnni", "avx2", "neon" or "scalar". */
 const char *cpu_simd_name(void);
 /* The level in use, and the highest one this CPU supports. */
 cpu_simd_level cpu_matmul_level(void);

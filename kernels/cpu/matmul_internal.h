@@ -103,6 +103,8 @@ extern const mm_impl mm_impl_scalar;
 #if defined(__x86_64__)
 extern const mm_impl mm_impl_avx2;
 extern const mm_impl mm_impl_avx512;
+#elif defined(__aarch64__)
+extern const mm_impl mm_impl_neon;
 #endif
 
 /* Q4_K's 12 scale bytes → 8 six-bit scales (out[0..7]) and 8 mins (out[8..15]). */
