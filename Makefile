@@ -39,7 +39,7 @@ NVCCFLAGS  := -O3 -std=c++17 -I. -DLLC_CUDA_ARCH=$(CUDA_ARCH) -gencode arch=comp
 endif
 
 LIB_SRC := $(wildcard engine/*.c kernels/*.c kernels/cpu/*.c kernels/cuda/*.c ui/*.c storage/*.c)
-APP_SRC := $(wildcard app/*.c)
+APP_SRC := $(wildcard app/*.c app/server/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 

@@ -18,7 +18,7 @@
 
 #include "app/commands.h"
 #include "app/llm.h"
-#include "app/srv.h"
+#include "app/server/srv.h"
 
 static const char *g_session, *g_system, *g_template;
 static bool g_new, g_local;

@@ -10,7 +10,7 @@
 #include "app/commands.h"
 #include "app/config.h"
 #include "app/llm.h"
-#include "app/srv.h"
+#include "app/server/srv.h"
 #include "ui/app.h"
 #include "ui/view.h"
 

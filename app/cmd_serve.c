@@ -8,7 +8,7 @@
 
 #include "app/commands.h"
 #include "app/llm.h"
-#include "app/srv.h"
+#include "app/server/srv.h"
 
 static const char *g_listen, *g_api_key, *g_template;
 static int g_max_clients = 256;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "tests/test.h"
-#include "ui/conv.h"
+#include "storage/conv.h"
 
 static char g_dir[64], g_path[128];
 

@@ -10,7 +10,7 @@
 #include "engine/chat.h"
 #include "engine/engine.h"
 #include "storage/db.h"
-#include "ui/conv.h"
+#include "storage/conv.h"
 
 typedef struct ui_app ui_app;
 

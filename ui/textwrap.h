@@ -22,23 +22,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage/text_lines.h"
+
 #define TW_TAB 4
 /* A width that means "do not wrap" (large, but safe to add cell counts to). */
 #define TW_NO_WRAP (INT32_MAX / 4)
 
-/* One display line: a span of the wrapped text. */
-typedef struct tw_line {
-    size_t off; /* first byte of the line, from the start of the wrapped text */
-    size_t len; /* bytes shown; the break itself is not included (a '\n', or the
-                   spaces swallowed at a soft break) */
-    int width;  /* cells taken by those bytes */
-} tw_line;
-
-/* A growable array of lines; zero-initialise it ({0}), free with tw_lines_free. */
-typedef struct tw_lines {
-    tw_line *v;
-    size_t n, cap;
-} tw_lines;
+/* tw_line, tw_lines: the line spans (storage/text_lines.h, so that a stored
+ * conversation can carry a wrap cache without depending on the UI). */
 
 /* Cells taken by code point cp: 2 for East Asian wide/fullwidth and emoji, 0 for
  * marks and control characters (C0, DEL, C1; '\t' too — tabs are expanded by the

@@ -13,7 +13,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "app/srv.h"
+#include "app/server/srv.h"
 
 static int g_pass, g_fail;
 static void check(bool ok, const char *what) {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/srv_http.h"
+#include "app/server/srv_http.h"
 
 typedef struct gen_sample {
     sbuf text;            /* everything generated (non-streaming answers) */

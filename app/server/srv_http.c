@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "app/srv_http.h"
+#include "app/server/srv_http.h"
 
 #define HTTP_MEMORY_LIMIT (64 * 1024) /* per connection: headers beyond ~32 KiB get 431 */
 #define HTTP_MAX_DISCARD (64u << 20)  /* an oversized chunked body is read this far, then cut */

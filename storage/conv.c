@@ -1,5 +1,5 @@
 /* conv.c — a conversation in memory and in the database (see conv.h). */
-#include "ui/conv.h"
+#include "storage/conv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ conv_settings conv_default_settings(void) {
 static void msg_free(conv_msg *m) {
     if (!m) return;
     free(m->text);
-    tw_lines_free(&m->wrap);
+    free(m->wrap.v); /* the UI's wrap cache */
     free(m);
 }
 

@@ -11,9 +11,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "app/srv.h"
+#include "app/server/srv.h"
 #include "storage/db.h"
-#include "ui/conv.h"
+#include "storage/conv.h"
 
 #define SRV_MAX_STOPS 16       /* stop strings per request (besides the template's) */
 #define SRV_MAX_STOP_LEN 256   /* bytes per stop string */

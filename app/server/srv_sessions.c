@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 
 /* ---- sessions busy answering here ---- */
 

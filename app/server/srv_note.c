@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 
 void srv_note_push(srv *s, srv_note_kind kind, int64_t session, int64_t message, int index,
                    const char *text, size_t len) {

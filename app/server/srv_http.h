@@ -6,7 +6,7 @@
 
 #include <microhttpd.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 
 typedef enum http_endpoint {
     HTTP_OPENAI_CHAT,  /* POST /v1/chat/completions */

@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 
 #define READ_CHUNK 65536
 

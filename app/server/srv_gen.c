@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 #include "engine/prompt.h"
 
 void srv_gen_init(srv_gen *g) {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 
 static bool sb_reserve(sbuf *b, size_t extra) {
     if (b->oom) return false;

@@ -7,18 +7,21 @@
  * full, read-only, missing) the conversation goes on in memory and
  * conv_save() is called again later: messages not yet stored are added in
  * order, changed ones are updated. Nothing in memory is dropped because a save
- * failed. */
-#ifndef LLC_UI_CONV_H
-#define LLC_UI_CONV_H
+ * failed.
+ *
+ * Shared by the chat UI (one per tab) and the socket server (stored sessions),
+ * so both store and prompt a conversation the same way. The view state below
+ * (wrap cache, scroll, /edit) is the UI's; nothing here reads it. */
+#ifndef LLC_STORAGE_CONV_H
+#define LLC_STORAGE_CONV_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/common.h"
 #include "engine/chat.h"
-#include "engine/engine.h"
 #include "storage/db.h"
-#include "ui/textwrap.h"
+#include "storage/text_lines.h"
 
 typedef struct conv_msg {
     int64_t id;          /* database id; 0 while not stored */
