@@ -246,6 +246,7 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
     sampler_accept_prompt(smp, prompt, n_prompt);
+    tok_stream_continue(ts, prompt, n_prompt); /* the first token keeps its space after the prompt */
 
     double t0 = clock_now_s();
     for (int done = 0; done < n_prompt; done += PREFILL_CHUNK) {

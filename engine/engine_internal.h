@@ -5,6 +5,7 @@
 #define LLC_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "engine/batch.h"
 #include "engine/beam.h"
@@ -25,7 +26,7 @@ struct engine_client {
     pthread_mutex_t mu;
     ev_node *head, *tail;
     int efd;
-    bool closed;   /* the owner called engine_client_free */
+    atomic_bool closed; /* the owner called engine_client_free (read by the engine thread without the lock) */
     int active;    /* requests not yet finished (guarded by the engine's mutex) */
 };
 

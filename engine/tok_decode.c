@@ -97,6 +97,12 @@ int tok_stream_create(const tokenizer *t, bool special, tok_stream **out) {
     return 0;
 }
 
+void tok_stream_continue(tok_stream *s, const int32_t *ids, int n) {
+    if (!s || !ids) return;
+    for (int i = 0; i < n && s->pending_space; i++)
+        if (ids[i] != s->t->special[TOK_SPECIAL_BOS]) s->pending_space = false;
+}
+
 void tok_stream_free(tok_stream *s) {
     if (!s) return;
     free(s->q);

@@ -127,6 +127,12 @@ int tok_decode(const tokenizer *t, const int32_t *ids, int n, bool special, char
 typedef struct tok_stream tok_stream;
 int tok_stream_create(const tokenizer *t, bool special, tok_stream **out);
 void tok_stream_free(tok_stream *s);
+/* The stream continues a text that starts with ids[0..n) (a prompt): the
+ * leading-space rule fires only for the first token of the whole text, so once
+ * any of these is not a BOS token, the first pushed token keeps its space
+ * (" was" after "Once upon a time, there"), as tok_decode(prompt + output)
+ * would give. Call before the first push. */
+void tok_stream_continue(tok_stream *s, const int32_t *ids, int n);
 /* Appends `id` and writes the text it makes complete to out, NUL-terminated;
  * returns its byte length (0 is common: nothing complete yet), or negative on a
  * bad id (the stream is unchanged) or cap < 1. Text that does not fit in cap-1

@@ -1,8 +1,10 @@
 /* srv.c — the socket server's life and its poll loop: the Unix socket (default
  * path, directory 0700, socket 0600, stale-file detection, peer uid check),
  * the optional TCP listener, accepting and telling NDJSON from HTTP by the first
- * byte, per-connection input lines and capped output buffers, dropping slow or
- * dead clients, and an orderly shutdown. The NDJSON methods are in srv_proto.c,
+ * byte, per-listener connection limits (the oldest connection that has sent no
+ * request yet makes room for a new one), per-connection input lines and capped
+ * output buffers, dropping slow or dead clients, driving libmicrohttpd from the
+ * same poll loop, and an orderly shutdown. The NDJSON methods are in srv_proto.c,
  * sessions in srv_sessions.c, HTTP in srv_http.c, the UI's notes in srv_note.c. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -174,10 +177,20 @@ static conn *conn_new(srv *s, int fd, bool tcp) {
     c->tcp = tcp;
     c->t_accept = llc_now_ms();
     s->conns[s->n_conns++] = c;
+    s->n_open[tcp]++;
     return c;
 }
 
+/* The connection no longer counts against its listener (evicted, or handed to
+ * libmicrohttpd, which counts it from then on). */
+static void conn_uncount(srv *s, conn *c) {
+    if (c->uncounted) return;
+    c->uncounted = true;
+    s->n_open[c->tcp]--;
+}
+
 static void conn_free(srv *s, conn *c) {
+    conn_uncount(s, c);
     srv_proto_conn_gone(s, c);
     if (c->fd >= 0) close(c->fd);
     free(c->in);
@@ -313,6 +326,7 @@ static void conn_sniff(srv *s, conn *c) {
         int fd = c->fd;
         c->fd = -1;
         c->dead = true;
+        conn_uncount(s, c);
         srv_http_add(s, fd, (struct sockaddr *)&ss, sl);
         return;
     }
@@ -320,10 +334,34 @@ static void conn_sniff(srv *s, conn *c) {
     c->authed = !c->tcp || !s->api_key;
 }
 
+/* Room for one more connection on a full listener: the oldest connection of
+ * that listener that has not sent a request yet (no first byte, or an HTTP
+ * connection without a complete request head) is shut. False when every
+ * connection there is busy. */
+static bool make_room(srv *s, bool tcp) {
+    conn *oldest = NULL;
+    for (int i = 0; i < s->n_conns; i++) {
+        conn *c = s->conns[i];
+        if (c->tcp == tcp && c->kind == CONN_SNIFF && !c->uncounted && (!oldest || c->t_accept < oldest->t_accept))
+            oldest = c;
+    }
+    /* whichever has waited longer for its request: they share the deadline rule */
+    double sniff_deadline = oldest ? oldest->t_accept + s->cfg.request_timeout_ms : 1e300;
+    if (srv_http_evict_idle(s, tcp, sniff_deadline)) return true;
+    if (!oldest) return false;
+    oldest->dead = true;
+    conn_uncount(s, oldest);
+    return true;
+}
+
 static void do_accept(srv *s, int lfd, bool tcp) {
     for (int k = 0; k < 64; k++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                s->accept_pause_until = llc_now_ms() + 100; /* try again soon, do not spin */
+            return;
+        }
         if (!tcp) {
             struct ucred cr;
             socklen_t l = sizeof cr;
@@ -332,7 +370,7 @@ static void do_accept(srv *s, int lfd, bool tcp) {
                 continue;
             }
         }
-        if (s->n_conns >= s->cfg.max_clients || !conn_new(s, fd, tcp)) {
+        if ((s->n_open[tcp] >= s->cfg.max_clients && !make_room(s, tcp)) || !conn_new(s, fd, tcp)) {
             close(fd);
             continue;
         }
@@ -353,15 +391,16 @@ static void *srv_main(void *arg) {
             shutting = true;
             deadline = now + SRV_SHUTDOWN_MS;
             for (int i = 0; i < s->n_conns; i++) srv_proto_cancel_all(s, s->conns[i]);
+            srv_http_cancel_all(s);
         }
         if (shutting) {
-            bool all_done = true;
+            bool all_done = s->http_active == 0; /* every HTTP answer sent */
             for (int i = 0; i < s->n_conns; i++)
                 if (s->conns[i]->kind == CONN_NDJSON && !s->conns[i]->dead && !conn_idle(s->conns[i]))
                     all_done = false;
             if (all_done || now >= deadline) break;
         }
-        int need = 3 + 2 * s->n_conns;
+        int need = 4 + 2 * s->n_conns + srv_http_npoll(s);
         if (need > cap_pfd) {
             struct pollfd *p = realloc(pfd, (size_t)need * sizeof *p);
             if (!p) break;
@@ -369,9 +408,13 @@ static void *srv_main(void *arg) {
             cap_pfd = need;
         }
         int np = 0, timeout = 1000;
+        bool accepting = !shutting && now >= s->accept_pause_until;
+        if (!shutting && !accepting) timeout = 100;
         pfd[np++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
-        pfd[np++] = (struct pollfd){.fd = shutting ? -1 : s->unix_fd, .events = POLLIN};
-        pfd[np++] = (struct pollfd){.fd = shutting ? -1 : s->tcp_fd, .events = POLLIN};
+        pfd[np++] = (struct pollfd){.fd = accepting ? s->unix_fd : -1, .events = POLLIN};
+        pfd[np++] = (struct pollfd){.fd = accepting ? s->tcp_fd : -1, .events = POLLIN};
+        pfd[np++] = (struct pollfd){.fd = s->warm_ec ? engine_client_fd(s->warm_ec) : -1, .events = POLLIN};
+        int first_conn = np;
         for (int i = 0; i < s->n_conns; i++) {
             conn *c = s->conns[i];
             short ev = 0;
@@ -380,10 +423,12 @@ static void *srv_main(void *arg) {
             pfd[np++] = (struct pollfd){.fd = c->fd, .events = ev};
             pfd[np++] = (struct pollfd){.fd = c->ec ? engine_client_fd(c->ec) : -1, .events = POLLIN};
             if (c->kind == CONN_SNIFF) {
-                int left = (int)(c->t_accept + SRV_SNIFF_MS - now) + 1;
+                int left = (int)(c->t_accept + s->cfg.request_timeout_ms - now) + 1;
                 if (left < timeout) timeout = left > 0 ? left : 0;
             }
         }
+        int first_http = np;
+        np += srv_http_poll_fds(s, pfd + np, &timeout, now);
         if (shutting) timeout = timeout < 50 ? timeout : 50;
         int n = poll(pfd, (nfds_t)np, timeout);
         if (n < 0 && errno != EINTR) break;
@@ -393,15 +438,17 @@ static void *srv_main(void *arg) {
             ssize_t r = read(s->wake_fd, &v, sizeof v);
             (void)r;
         }
+        if (pfd[3].revents & POLLIN) srv_warm_drain(s);
         int n_before = s->n_conns; /* accepted ones join the next round */
         if (pfd[1].revents & POLLIN) do_accept(s, s->unix_fd, false);
         if (pfd[2].revents & POLLIN) do_accept(s, s->tcp_fd, true);
         for (int i = 0; i < n_before; i++) {
             conn *c = s->conns[i];
-            short re = pfd[3 + 2 * i].revents, ee = pfd[4 + 2 * i].revents;
+            if (c->dead) continue; /* evicted to make room */
+            short re = pfd[first_conn + 2 * i].revents, ee = pfd[first_conn + 1 + 2 * i].revents;
             if (c->kind == CONN_SNIFF) {
                 if (re & (POLLIN | POLLHUP | POLLERR)) conn_sniff(s, c);
-                else if (now - c->t_accept > SRV_SNIFF_MS) c->dead = true;
+                else if (now - c->t_accept > s->cfg.request_timeout_ms) c->dead = true;
                 continue;
             }
             if (re & (POLLERR | POLLHUP | POLLNVAL)) { /* gone: cancel its requests */
@@ -411,6 +458,7 @@ static void *srv_main(void *arg) {
             if (re & POLLIN) conn_read(s, c);
             if (ee & POLLIN) srv_proto_events(s, c);
         }
+        srv_http_dispatch(s, pfd + first_http, np - first_http, now);
         for (int i = 0; i < s->n_conns; i++) { /* write what is queued; close what is over */
             conn *c = s->conns[i];
             if (c->dead || c->kind != CONN_NDJSON) continue;
@@ -435,6 +483,9 @@ static void *srv_main(void *arg) {
         conn_free(s, s->conns[i]);
     }
     s->n_conns = 0;
+    srv_http_stop(s); /* closes every HTTP connection (on this thread: MHD runs here) */
+    engine_client_free(s->warm_ec);
+    s->warm_ec = NULL;
     srv_sessions_retry(s, true);
     free(pfd);
     return NULL;
@@ -479,6 +530,17 @@ static void model_name_of(const llm *l, const char *given, char *out, size_t n) 
         snprintf(out, n, "model");
 }
 
+/* Two listeners' worth of connections, each with an engine client (an
+ * eventfd), need more than the usual 1024 descriptors: take what the hard
+ * limit allows. */
+static void raise_fd_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max && rl.rlim_cur < 65536) {
+        rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv **out, llc_err *err) {
     *out = NULL;
     srv *s = calloc(1, sizeof *s);
@@ -488,6 +550,7 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     s->e = e;
     s->cfg = *cfg;
     if (s->cfg.max_clients <= 0) s->cfg.max_clients = 256;
+    if (s->cfg.request_timeout_ms <= 0) s->cfg.request_timeout_ms = 5000;
     if (s->cfg.max_line == 0) s->cfg.max_line = 1 << 20;
     if (s->cfg.max_body == 0) s->cfg.max_body = 8 << 20;
     if (s->cfg.max_outbuf == 0) s->cfg.max_outbuf = 4 << 20;
@@ -544,10 +607,11 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
+    raise_fd_limit();
     rc = srv_http_start(s, err);
     if (!rc && pthread_create(&s->thread, NULL, srv_main, s)) {
         rc = llc_fail(err, LLC_ERR_NOMEM, "cannot start the server thread");
-        srv_http_stop(s, 0);
+        srv_http_stop(s);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
@@ -560,13 +624,11 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
 
 void srv_stop(srv *s) {
     if (!s) return;
-    double deadline = llc_now_ms() + SRV_SHUTDOWN_MS;
     atomic_store(&s->stopping, true);
     uint64_t one = 1;
     ssize_t w = write(s->wake_fd, &one, sizeof one);
     (void)w;
-    pthread_join(s->thread, NULL);
-    srv_http_stop(s, deadline);
+    pthread_join(s->thread, NULL); /* it stops the HTTP daemon itself */
     srv_free(s);
 }
 

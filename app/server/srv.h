@@ -8,10 +8,16 @@
  * a client sends. Stored sessions are read and written through the server's own
  * database connection, with the same semantics as the chat UI.
  *
- * Threads: the server thread polls the listening sockets, its NDJSON clients,
- * their engine clients' wake fds and a wake fd of its own; it never blocks on a
- * client (non-blocking sockets, a capped outgoing buffer per client). HTTP
- * connections run on libmicrohttpd's threads (one per connection).
+ * Threads: one server thread does all of it. It polls the listening sockets, its
+ * NDJSON clients, their engine clients' wake fds, libmicrohttpd's epoll fd (HTTP
+ * runs in MHD's external-poll mode inside this loop: an HTTP request waiting for
+ * the engine is a suspended connection, resumed when its engine client's fd
+ * wakes) and a wake fd of its own; it never blocks on a client (non-blocking
+ * sockets, capped output). Each listener has its own connection limit, so a
+ * flood on TCP never takes the Unix socket's room; at the limit the oldest
+ * connection that has not sent a complete request yet makes room. A request
+ * head must arrive within request_timeout_ms of the connection (or of the
+ * previous answer on a kept-alive one).
  * srv_start ignores SIGPIPE for the whole process.
  *
  * Stop the server (srv_stop) before destroying the engine: srv_stop cancels
@@ -38,7 +44,10 @@ typedef struct srv_config {
     const char *db_path;     /* NULL: db_default_path(); "" : no database (sessions.* fail) */
     const char *model_name;  /* shown by `models` and stored with new sessions;
                                 NULL: the model file's name without ".gguf" */
-    int max_clients;         /* open connections at most (default 256) */
+    int max_clients;         /* open connections per listener (Unix socket, TCP) at most
+                                (default 256) */
+    int request_timeout_ms;  /* a request head (HTTP) or first byte must arrive within
+                                this (default 5000) */
     size_t max_line;         /* longest NDJSON request line (default 1 MiB) */
     size_t max_body;         /* largest HTTP request body (default 8 MiB) */
     size_t max_outbuf;       /* bytes queued for one slow NDJSON client before it is

@@ -171,10 +171,14 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
         if (set && v > 0) g->t_max_predict_ms = v;
         if ((rc = get_samplers(j, sp, err))) return rc;
     } else {
-        if ((rc = get_int(j, "max_tokens", 1, 1 << 24, &g->req.max_tokens, err))) return rc;
+        /* 0 over HTTP: a warm-up (editor plugins send it to fill the cache):
+           answered at once with no text */
+        int lo = d == SRV_NDJSON ? 1 : 0;
+        if ((rc = get_int(j, "max_tokens", lo, 1 << 24, &g->req.max_tokens, err))) return rc;
         if (d == SRV_OPENAI_CHAT &&
-            (rc = get_int(j, "max_completion_tokens", 1, 1 << 24, &g->req.max_tokens, err)))
+            (rc = get_int(j, "max_completion_tokens", lo, 1 << 24, &g->req.max_tokens, err)))
             return rc;
+        if (g->req.max_tokens == 0) g->warm_only = true, g->req.max_tokens = 1;
     }
     /* log-probabilities */
     int top = 0;

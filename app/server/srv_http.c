@@ -1,12 +1,22 @@
-/* srv_http.c — HTTP/1.1 through libmicrohttpd: the daemon (no listening socket
- * of its own: srv.c accepts, looks at the first byte and hands HTTP connections
- * over; one thread per connection, so a handler may block on engine events),
- * routing, the API key on TCP, size limits on headers and bodies, and the small
- * endpoints (/health, /v1/models). Generation endpoints are in srv_http_gen.c. */
+/* srv_http.c — HTTP/1.1 through libmicrohttpd: the daemon in external epoll
+ * mode, run by the server thread's own poll loop (no thread per connection: no
+ * handler ever blocks; a request waiting for the engine is a suspended
+ * connection), with no listening socket of its own (srv.c accepts, looks at the
+ * first byte and hands HTTP connections over); the list of those connections
+ * with their per-listener count, request deadlines and eviction; routing, the
+ * API key on TCP, size limits on headers and bodies, and the small endpoints
+ * (/health, /v1/models). Generation endpoints are in srv_http_gen.c.
+ *
+ * Why not MHD's thread-per-connection mode: libmicrohttpd 0.9.75 deadlocks in
+ * it once its own connection limit is reached (its listen thread locks a mutex
+ * it already holds; every connection thread then waits on that mutex for
+ * good). Here MHD's own limit is set above what srv.c ever hands it, and its
+ * threads are not used at all. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "app/server/srv_http.h"
@@ -19,6 +29,8 @@ typedef struct http_req {
     bool too_large; /* answered 413 (or will, once the body is read) */
     bool answered;  /* a response is queued already */
     size_t seen;
+    bool have_body; /* the body is complete */
+    http_gen *gen;  /* a one-piece answer waiting for the engine */
 } http_req;
 
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len) {
@@ -93,7 +105,7 @@ static enum MHD_Result models(srv *s, struct MHD_Connection *mc) {
 }
 
 static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
-                             const http_req *q) {
+                             http_req *q) {
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/health") || !strcmp(url, "/v1/health")) {
         if (atomic_load(&s->stopping))
@@ -118,9 +130,14 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
         if (atomic_load(&s->stopping))
             return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
-        return srv_http_generate(s, mc, gen[i].ep, q->body.p ? q->body.p : "", q->body.len);
+        return srv_http_generate(s, mc, gen[i].ep, q->body.p ? q->body.p : "", q->body.len, &q->gen);
     }
     return srv_http_error(mc, MHD_HTTP_NOT_FOUND, "not_found_error", "File Not Found");
+}
+
+static http_conn *conn_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
@@ -128,9 +145,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     srv *s = cls;
     (void)version;
     http_req *q = *ctx;
+    if (q && q->gen) /* resumed: the engine has news for a one-piece answer */
+        return srv_http_generate_resume(s, mc, &q->gen);
     if (!q) { /* the headers are in */
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         *ctx = q;
+        http_conn *hc = conn_of(mc);
+        if (hc) { /* the head came: the body has its own, longer deadline */
+            hc->awaiting_head = false;
+            hc->deadline = llc_now_ms() + SRV_BODY_MS;
+        }
         bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health");
         if (!health && !authorized(s, mc)) {
             q->too_large = q->answered = true; /* ignore any body */
@@ -154,6 +178,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (q->body.oom || q->seen > HTTP_MAX_DISCARD) return MHD_NO;
         return MHD_YES;
     }
+    if (!q->have_body) { /* the whole request is in: no deadline while it is answered */
+        q->have_body = true;
+        http_conn *hc = conn_of(mc);
+        if (hc) hc->deadline = 0;
+    }
     if (q->too_large) {
         if (q->answered) return MHD_YES;
         q->answered = true;
@@ -163,36 +192,148 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **ctx, enum MHD_RequestTerminationCode t) {
-    (void)cls, (void)mc, (void)t;
+    srv *s = cls;
+    (void)t;
     http_req *q = *ctx;
+    http_conn *hc = conn_of(mc);
+    if (hc && !hc->evicted) { /* kept alive: the next request head has the same deadline */
+        hc->awaiting_head = true;
+        hc->deadline = llc_now_ms() + s->cfg.request_timeout_ms;
+    }
     if (!q) return;
+    srv_http_gen_free(q->gen);
     sb_free(&q->body);
     free(q);
     *ctx = NULL;
 }
 
+/* Connections come and go: the list, the per-listener count, the deadline of
+ * the first request head. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+    srv *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        http_conn *hc = calloc(1, sizeof *hc);
+        if (!hc) return; /* not tracked: it still has MHD's idle timeout */
+        hc->mc = mc;
+        hc->tcp = !over_unix(mc);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        hc->fd = ci ? ci->connect_fd : -1;
+        hc->awaiting_head = true;
+        hc->deadline = llc_now_ms() + s->cfg.request_timeout_ms;
+        hc->next = s->http_head;
+        if (s->http_head) s->http_head->prev = hc;
+        s->http_head = hc;
+        s->n_open[hc->tcp]++;
+        *socket_ctx = hc;
+        return;
+    }
+    http_conn *hc = *socket_ctx;
+    if (!hc) return;
+    if (!hc->evicted) s->n_open[hc->tcp]--;
+    if (hc->prev) hc->prev->next = hc->next;
+    else s->http_head = hc->next;
+    if (hc->next) hc->next->prev = hc->prev;
+    free(hc);
+    *socket_ctx = NULL;
+}
+
 int srv_http_start(srv *s, llc_err *err) {
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                     MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    /* MHD's own limit is never what stops a connection: srv.c keeps each
+       listener below cfg.max_clients before handing one over */
+    unsigned limit = 2u * (unsigned)s->cfg.max_clients + 64;
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
     s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_clients,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, /* idle or not reading: closed */
+                              MHD_OPTION_CONNECTION_LIMIT, limit,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SRV_HTTP_IDLE_S,
                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                               MHD_OPTION_END);
     if (!s->mhd) return llc_fail(err, LLC_ERR_IO, "cannot start the HTTP server (libmicrohttpd)");
     return 0;
 }
 
 void srv_http_add(srv *s, int fd, const struct sockaddr *addr, socklen_t len) {
-    if (!s->mhd || MHD_add_connection(s->mhd, fd, addr, len) != MHD_YES) {
-        /* MHD closes the socket in any case */
+    if (!s->mhd) {
+        close(fd);
+        return;
     }
+    MHD_add_connection(s->mhd, fd, addr, len); /* closes fd itself when it fails */
 }
 
-void srv_http_stop(srv *s, double deadline_ms) {
+int srv_http_npoll(const srv *s) {
+    int n = 1;
+    for (const http_gen *g = s->gens; g; g = srv_http_gen_next(g))
+        if (srv_http_gen_suspended(g)) n += 2;
+    return n;
+}
+
+int srv_http_poll_fds(srv *s, struct pollfd *p, int *timeout_ms, double now) {
+    int n = 0;
+    const union MHD_DaemonInfo *di = s->mhd ? MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    p[n++] = (struct pollfd){.fd = di ? di->epoll_fd : -1, .events = POLLIN};
+    MHD_UNSIGNED_LONG_LONG t;
+    if (s->mhd && MHD_get_timeout(s->mhd, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)*timeout_ms)
+        *timeout_ms = (int)t;
+    for (http_gen *g = s->gens; g; g = srv_http_gen_next(g))
+        if (srv_http_gen_suspended(g)) {
+            srv_http_gen_poll(g, p + n);
+            n += 2;
+        }
+    for (const http_conn *hc = s->http_head; hc; hc = hc->next)
+        if (hc->deadline > 0 && !hc->evicted) {
+            int left = (int)(hc->deadline - now) + 1;
+            if (left < *timeout_ms) *timeout_ms = left > 0 ? left : 0;
+        }
+    return n;
+}
+
+static void shut(http_conn *hc) {
+    /* MHD owns the fd: shut it down (never close it), MHD sees the end and closes */
+    if (hc->fd >= 0) shutdown(hc->fd, SHUT_RDWR);
+    hc->deadline = 0;
+}
+
+void srv_http_dispatch(srv *s, const struct pollfd *p, int n, double now) {
     if (!s->mhd) return;
-    while (atomic_load(&s->http_active) > 0 && llc_now_ms() < deadline_ms) usleep(10000);
+    int k = 1;
+    for (http_gen *g = s->gens; g && k + 2 <= n; g = srv_http_gen_next(g)) {
+        if (!srv_http_gen_suspended(g)) continue; /* the same order as srv_http_poll_fds */
+        if (srv_http_gen_ready(s, g, p + k, now)) srv_http_gen_resume(g);
+        k += 2;
+    }
+    for (http_conn *hc = s->http_head; hc; hc = hc->next)
+        if (hc->deadline > 0 && now >= hc->deadline) shut(hc); /* too slow to send its request */
+    MHD_run(s->mhd);
+}
+
+bool srv_http_evict_idle(srv *s, bool tcp, double older_than) {
+    http_conn *best = NULL;
+    for (http_conn *hc = s->http_head; hc; hc = hc->next)
+        if (hc->tcp == tcp && hc->awaiting_head && !hc->evicted && hc->deadline < older_than &&
+            (!best || hc->deadline < best->deadline))
+            best = hc;
+    if (!best) return false;
+    best->evicted = true;
+    best->awaiting_head = false;
+    s->n_open[tcp]--;
+    shut(best);
+    return true;
+}
+
+void srv_http_cancel_all(srv *s) {
+    for (http_gen *g = s->gens; g; g = srv_http_gen_next(g)) srv_http_gen_cancel(s, g);
+}
+
+void srv_http_stop(srv *s) {
+    if (!s->mhd) return;
+    /* nothing may stay suspended when the daemon stops */
+    for (http_gen *g = s->gens; g; g = srv_http_gen_next(g)) {
+        srv_http_gen_cancel(s, g);
+        if (srv_http_gen_suspended(g)) srv_http_gen_resume(g);
+    }
+    MHD_run(s->mhd);
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
 }

@@ -21,8 +21,15 @@ enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const 
  * llama-server's error shape). */
 enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type,
                                const char *msg);
-/* Runs a generation endpoint on a complete request body. */
+/* Runs a generation endpoint on a complete request body. A streaming answer is
+ * queued at once (its reader suspends the connection while the engine has
+ * nothing new); a one-piece answer suspends the connection and leaves *pending
+ * set: srv_http_generate_resume is then called each time it is resumed, until
+ * it queues the answer. Never blocks. */
 enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
-                                  size_t len);
+                                  size_t len, http_gen **pending);
+enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending);
+/* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
+void srv_http_gen_free(http_gen *g);
 
 #endif

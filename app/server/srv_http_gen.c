@@ -1,10 +1,13 @@
 /* srv_http_gen.c — the HTTP generation endpoints: OpenAI's
  * /v1/chat/completions and /v1/completions, llama-server's /completion and
- * /infill, each streaming (SSE, chunked) or in one JSON answer. A handler runs
- * on its connection's own thread: it submits to the engine through its own
- * engine client and blocks on that client's events, watching the socket for a
- * hang-up (which cancels the request) and the server for shutdown (which ends
- * the stream with a `cancelled` finish). */
+ * /infill, each streaming (SSE, chunked) or in one JSON answer. Everything runs
+ * on the server thread and never waits: a generation submits to the engine
+ * through its own engine client; while the engine has nothing new, its
+ * connection is suspended, and the server loop polls the client's fd (resume)
+ * and the socket (a hang-up cancels the request). Shutdown cancels every
+ * generation, so streams end with a `cancelled` finish. Warm-up requests
+ * (max_tokens 0, n_predict 0) are answered at once and fill the prefix cache
+ * in the background (srv_warm_*). */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +28,13 @@ typedef struct gen_sample {
     bool seen, done;      /* an event came; its done came */
 } gen_sample;
 
-typedef struct gen_state {
+typedef struct http_gen gen_state;
+
+struct http_gen {
+    http_gen *prev, *next; /* s->gens */
+    struct MHD_Connection *mc;
+    bool suspended;       /* waiting for the engine */
+    bool gone;            /* the client hung up: the request is cancelled */
     srv *s;
     http_endpoint ep;
     srv_dialect d;
@@ -48,12 +57,15 @@ typedef struct gen_state {
     sbuf out;             /* streaming: bytes not yet handed to MHD */
     size_t out_off;
     bool finished;
-} gen_state;
+};
 
-static atomic_uint g_counter;
+static unsigned g_counter;
 
 static void state_free(gen_state *st) {
     if (!st) return;
+    if (st->prev) st->prev->next = st->next;
+    else if (st->s->gens == st) st->s->gens = st->next;
+    if (st->next) st->next->prev = st->prev;
     engine_client_free(st->ec); /* cancels the request if it still runs */
     for (int i = 0; st->sm && i < st->n; i++) {
         sb_free(&st->sm[i].text);
@@ -65,36 +77,51 @@ static void state_free(gen_state *st) {
     cJSON_Delete(st->fields);
     srv_gen_free(&st->g);
     sb_free(&st->out);
-    atomic_fetch_sub(&st->s->http_active, 1);
+    st->s->http_active--;
     free(st);
 }
 
-/* ---- waiting for events ---- */
+void srv_http_gen_free(http_gen *g) { state_free(g); }
 
-/* The next engine event; NULL when the client hung up (the request is then
- * cancelled). Shutdown and llama's t_max_predict_ms cancel the request here. */
-static engine_event *next_event(gen_state *st) {
-    for (;;) {
-        engine_event *ev = engine_client_next(st->ec);
-        if (ev) return ev;
-        double now = llc_now_ms();
-        if (!st->cancel_sent && atomic_load(&st->s->stopping)) {
-            engine_cancel(st->s->e, st->eid);
-            st->cancel_sent = true;
-        }
-        if (!st->cancel_sent && st->g.t_max_predict_ms > 0 && st->t_first > 0 && st->saw_newline &&
-            now - st->t_first > st->g.t_max_predict_ms) {
-            engine_cancel(st->s->e, st->eid);
-            st->cancel_sent = st->time_limited = true;
-        }
-        struct pollfd p[2] = {{.fd = engine_client_fd(st->ec), .events = POLLIN},
-                              {.fd = st->fd, .events = POLLRDHUP}};
-        int n = poll(p, st->fd >= 0 ? 2 : 1, 100);
-        if (n > 0 && st->fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-            engine_cancel(st->s->e, st->eid);
-            return NULL;
-        }
+/* ---- the server loop's side ---- */
+
+http_gen *srv_http_gen_next(const http_gen *g) { return g->next; }
+bool srv_http_gen_suspended(const http_gen *g) { return g->suspended; }
+
+void srv_http_gen_poll(http_gen *g, struct pollfd *p) {
+    p[0] = (struct pollfd){.fd = g->ec ? engine_client_fd(g->ec) : -1, .events = POLLIN};
+    p[1] = (struct pollfd){.fd = g->fd, .events = POLLRDHUP};
+}
+
+void srv_http_gen_cancel(srv *s, http_gen *g) {
+    if (g->cancel_sent || !g->ec) return;
+    engine_cancel(s->e, g->eid);
+    g->cancel_sent = true;
+}
+
+bool srv_http_gen_ready(srv *s, http_gen *g, const struct pollfd *p, double now) {
+    if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) { /* hung up */
+        srv_http_gen_cancel(s, g);
+        g->gone = true;
+        return true;
     }
+    if (!g->cancel_sent && g->g.t_max_predict_ms > 0 && g->t_first > 0 && g->saw_newline &&
+        now - g->t_first > g->g.t_max_predict_ms) {
+        srv_http_gen_cancel(s, g);
+        g->time_limited = true;
+    }
+    return (p[0].revents & POLLIN) != 0;
+}
+
+void srv_http_gen_resume(http_gen *g) {
+    if (!g->suspended) return;
+    g->suspended = false;
+    MHD_resume_connection(g->mc);
+}
+
+static void suspend(gen_state *st) {
+    st->suspended = true;
+    MHD_suspend_connection(st->mc);
 }
 
 /* ---- logprobs ---- */
@@ -428,23 +455,34 @@ static void on_event(gen_state *st, const engine_event *ev) {
     if (last) st->finished = true; /* the engine ends every sample with one done, forked or not */
 }
 
+/* Handles every event the engine has for st, without waiting. */
+static void drain(gen_state *st) {
+    engine_event *ev;
+    while (st->ec && !st->finished && (ev = engine_client_next(st->ec))) {
+        on_event(st, ev);
+        engine_event_free(ev);
+    }
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
     gen_state *st = cls;
     (void)pos;
-    while (st->out_off >= st->out.len) {
-        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (st->out_off >= st->out.len) {
         st->out.len = st->out_off = 0;
-        engine_event *ev = next_event(st);
-        if (!ev) return MHD_CONTENT_READER_END_WITH_ERROR;
-        on_event(st, ev);
-        engine_event_free(ev);
-        if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        drain(st);
     }
-    size_t n = st->out.len - st->out_off;
-    if (n > max) n = max;
-    memcpy(buf, st->out.p + st->out_off, n);
-    st->out_off += n;
-    return (ssize_t)n;
+    if (st->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (st->out_off < st->out.len) {
+        size_t n = st->out.len - st->out_off;
+        if (n > max) n = max;
+        memcpy(buf, st->out.p + st->out_off, n);
+        st->out_off += n;
+        return (ssize_t)n;
+    }
+    if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (st->gone) return MHD_CONTENT_READER_END_WITH_ERROR;
+    suspend(st); /* resumed by the server loop when the engine client's fd wakes */
+    return 0;
 }
 
 static void reader_free(void *cls) { state_free(cls); }
@@ -483,8 +521,52 @@ static enum MHD_Result bad_request(struct MHD_Connection *mc, int rc, const char
     return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", msg);
 }
 
+/* The answer to a warm-up request (max_tokens 0): every sample ends at once
+ * with no text ("length"); the prompt went to srv_warm_submit. */
+static void answer_warm(gen_state *st) {
+    st->prompt_tokens = st->g.req.n_prompt;
+    for (int i = 0; i < st->n; i++) {
+        st->sm[i].done = true;
+        st->sm[i].finish = FINISH_LENGTH;
+        st->n_done++;
+        if (st->stream) chunk_finish(st, i, i == st->n - 1);
+    }
+    if (st->stream && st->d != SRV_LLAMA) sb_str(&st->out, "data: [DONE]\n\n");
+    st->finished = true;
+}
+
+static enum MHD_Result answer_now(gen_state *st, struct MHD_Connection *mc) {
+    cJSON *a = answer_json(st);
+    char *txt = a ? cJSON_PrintUnformatted(a) : NULL;
+    cJSON_Delete(a);
+    state_free(st);
+    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
+    free(txt);
+    return ret;
+}
+
+enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending) {
+    (void)s;
+    gen_state *st = *pending;
+    drain(st);
+    if (st->finished) {
+        *pending = NULL;
+        return answer_now(st, mc);
+    }
+    if (st->gone) { /* the client is gone */
+        *pending = NULL;
+        state_free(st);
+        return MHD_NO;
+    }
+    suspend(st);
+    return MHD_YES;
+}
+
 enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
-                                  size_t len) {
+                                  size_t len, http_gen **pending) {
+    if (!srv_utf8_valid(body, len))
+        return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
+                              "the body is not valid UTF-8");
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", "the body is not valid JSON");
     gen_state *st = calloc(1, sizeof *st);
@@ -492,8 +574,12 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
         cJSON_Delete(j);
         return MHD_NO;
     }
-    atomic_fetch_add(&s->http_active, 1);
+    s->http_active++;
     st->s = s;
+    st->mc = mc;
+    st->next = s->gens; /* listed: the server loop polls it while suspended */
+    if (s->gens) s->gens->prev = st;
+    s->gens = st;
     st->ep = ep;
     st->d = ep == HTTP_OPENAI_CHAT ? SRV_OPENAI_CHAT : ep == HTTP_OPENAI_TEXT ? SRV_OPENAI_TEXT : SRV_LLAMA;
     st->fd = -1;
@@ -518,21 +604,33 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
     }
     st->n = st->g.req.n;
     st->sm = calloc((size_t)st->n, sizeof *st->sm);
-    if (!st->sm || engine_client_create(s->e, &st->ec)) {
+    if (!st->sm) {
         state_free(st);
         return MHD_NO;
     }
-    st->eid = engine_submit(s->e, st->ec, &st->g.req, &err);
-    if (st->eid < 0) {
-        rc = (int)st->eid;
-        state_free(st);
-        return bad_request(mc, rc, err.msg);
+    st->created = (long long)time(NULL);
+    snprintf(st->id, sizeof st->id, "%s-%llx%05x", st->d == SRV_OPENAI_CHAT ? "chatcmpl" : "cmpl",
+             st->created, g_counter++ & 0xFFFFF);
+    if (st->g.warm_only) { /* answered now; the cache fills in the background */
+        srv_warm_submit(s, &st->g);
+        answer_warm(st);
+    } else {
+        if (engine_client_create(s->e, &st->ec)) {
+            state_free(st);
+            return MHD_NO;
+        }
+        st->eid = engine_submit(s->e, st->ec, &st->g.req, &err);
+        if (st->eid < 0) {
+            rc = (int)st->eid;
+            engine_client_free(st->ec);
+            st->ec = NULL;
+            state_free(st);
+            return bad_request(mc, rc, err.msg);
+        }
+        if (atomic_load(&s->stopping)) srv_http_gen_cancel(s, st);
     }
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     st->fd = ci ? ci->connect_fd : -1;
-    st->created = (long long)time(NULL);
-    snprintf(st->id, sizeof st->id, "%s-%llx%05x", st->d == SRV_OPENAI_CHAT ? "chatcmpl" : "cmpl",
-             st->created, atomic_fetch_add(&g_counter, 1) & 0xFFFFF);
     if (st->stream) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, reader, st, reader_free);
         if (!r) {
@@ -545,20 +643,28 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
         MHD_destroy_response(r); /* st is freed with the response */
         return ret;
     }
-    while (!st->finished) {
-        engine_event *ev = next_event(st);
-        if (!ev) { /* the client is gone */
-            state_free(st);
-            return MHD_NO;
-        }
-        on_event(st, ev);
+    *pending = st;
+    return srv_http_generate_resume(s, mc, pending);
+}
+
+/* ---- warm-up requests ---- */
+
+void srv_warm_submit(srv *s, const srv_gen *g) {
+    if (s->n_warm >= SRV_MAX_WARM || atomic_load(&s->stopping)) return; /* best effort */
+    if (!s->warm_ec && engine_client_create(s->e, &s->warm_ec)) return;
+    gen_request req = g->req;
+    req.n = 1;
+    req.beam_width = 0;
+    req.max_tokens = 1;
+    req.sampling.n_logprobs = 0;
+    llc_err err;
+    if (engine_submit(s->e, s->warm_ec, &req, &err) >= 0) s->n_warm++;
+}
+
+void srv_warm_drain(srv *s) {
+    engine_event *ev;
+    while (s->warm_ec && (ev = engine_client_next(s->warm_ec))) {
+        if (ev->kind == EV_DONE && s->n_warm > 0) s->n_warm--;
         engine_event_free(ev);
     }
-    cJSON *a = answer_json(st);
-    char *txt = a ? cJSON_PrintUnformatted(a) : NULL;
-    cJSON_Delete(a);
-    state_free(st);
-    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
-    free(txt);
-    return ret;
 }

@@ -4,6 +4,7 @@
 #ifndef LLC_APP_SRV_INTERNAL_H
 #define LLC_APP_SRV_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -17,7 +18,10 @@
 
 #define SRV_MAX_STOPS 16       /* stop strings per request (besides the template's) */
 #define SRV_MAX_STOP_LEN 256   /* bytes per stop string */
-#define SRV_SNIFF_MS 10000     /* a new connection must send its first byte within this */
+#define SRV_BODY_MS 60000      /* an HTTP body must arrive within this once its head has */
+#define SRV_HTTP_IDLE_S 10     /* an HTTP connection that moves no byte for this long is closed
+                                  (not while its answer waits for the engine) */
+#define SRV_MAX_WARM 4         /* warm-up requests (max_tokens 0) filling the cache at once */
 #define SRV_SHUTDOWN_MS 3000   /* how long srv_stop lets clients receive their finish */
 #define SRV_MAX_INFLIGHT 256   /* generation requests running on one NDJSON connection */
 
@@ -104,12 +108,13 @@ typedef enum conn_kind { CONN_SNIFF, CONN_NDJSON } conn_kind;
 
 typedef struct conn {
     int fd;
-    conn_kind kind;
+    conn_kind kind;     /* CONN_SNIFF until the first byte (then HTTP goes to http_conn) */
     bool tcp;           /* came over TCP (the API key applies) */
     bool authed;        /* gave the API key (or none is needed) */
     bool closing;       /* stop reading; close once the output is flushed */
     bool eof;           /* the client sent all it will: close once idle */
     bool dead;          /* to be freed at the end of this loop iteration */
+    bool uncounted;     /* no longer counted in s->n_open (evicted or handed to HTTP) */
     double t_accept;    /* ms */
     char *in;           /* unparsed input */
     size_t in_len, in_cap;
@@ -118,6 +123,21 @@ typedef struct conn {
     engine_client *ec;  /* created with the first generation request */
     srv_req *reqs;      /* requests in flight */
 } conn;
+
+/* An HTTP connection handed to libmicrohttpd (srv_http.c keeps the list; all
+ * of it runs on the server thread). */
+typedef struct http_conn {
+    struct http_conn *prev, *next;
+    struct MHD_Connection *mc;
+    int fd;
+    bool tcp;
+    bool evicted;       /* shut down to make room; no longer counted */
+    bool awaiting_head; /* between requests: no complete request head yet (evictable) */
+    double deadline;    /* ms: shut down when passed (0: none) */
+} http_conn;
+
+/* An HTTP generation in flight (srv_http_gen.c). */
+typedef struct http_gen http_gen;
 
 /* A session whose answer still has to be stored (the database refused). */
 typedef struct srv_unsaved {
@@ -140,6 +160,8 @@ struct srv {
     ino_t sock_ino;
     int unix_fd, tcp_fd, tcp_port;
     int wake_fd;        /* eventfd: srv_stop */
+    int n_open[2];      /* connections per listener ([0] Unix, [1] TCP): sniffing, NDJSON, HTTP */
+    double accept_pause_until; /* ms: out of file descriptors, accept later */
     pthread_t thread;
     atomic_bool stopping;
 
@@ -154,8 +176,12 @@ struct srv {
     srv_unsaved *unsaved;
     double last_retry_ms;
 
-    struct MHD_Daemon *mhd;
-    atomic_int http_active; /* HTTP generations in progress */
+    struct MHD_Daemon *mhd;  /* external epoll mode, run by the server thread */
+    http_conn *http_head;    /* connections handed to it */
+    http_gen *gens;          /* generations in flight */
+    int http_active;         /* generations not yet freed */
+    engine_client *warm_ec;  /* warm-up requests: events dropped */
+    int n_warm;
 
     /* notes for the UI */
     pthread_mutex_t note_mu;
@@ -200,12 +226,42 @@ void srv_session_release(srv *s, srv_req *r);
 void srv_sessions_retry(srv *s, bool final);
 bool srv_session_busy(const srv *s, int64_t id);
 
-/* srv_http.c */
+/* srv_http.c: libmicrohttpd in external epoll mode, driven by the server
+ * thread's poll loop. */
 int srv_http_start(srv *s, llc_err *err);
-/* Hands a connection to libmicrohttpd (which closes it in any case). */
+/* Hands a connection to libmicrohttpd (which closes it in any case); it then
+ * counts against its listener (s->n_open) until closed. */
 void srv_http_add(srv *s, int fd, const struct sockaddr *addr, socklen_t len);
-/* Waits (at most deadline_ms) for HTTP generations to finish, then stops the daemon. */
-void srv_http_stop(srv *s, double deadline_ms);
+/* Poll entries the HTTP side needs (MHD's epoll fd, suspended generations'
+ * engine and socket fds): at most srv_http_npoll() of them, written to p;
+ * returns how many, and lowers *timeout_ms to MHD's next deadline. */
+int srv_http_npoll(const srv *s);
+int srv_http_poll_fds(srv *s, struct pollfd *p, int *timeout_ms, double now);
+/* After poll: resumes generations with events or hang-ups, runs MHD, enforces
+ * request deadlines. p/n as filled by srv_http_poll_fds. */
+void srv_http_dispatch(srv *s, const struct pollfd *p, int n, double now);
+/* Shuts down the oldest HTTP connection of that listener still waiting for a
+ * request head, if its deadline is before older_than; false when there is none. */
+bool srv_http_evict_idle(srv *s, bool tcp, double older_than);
+/* Shutdown: cancels every generation (streams end with a cancelled finish). */
+void srv_http_cancel_all(srv *s);
+/* Stops the daemon (closes every HTTP connection). */
+void srv_http_stop(srv *s);
+/* srv_http_gen.c: the generations' side of the above. */
+void srv_http_gen_poll(http_gen *g, struct pollfd *p);
+/* Returns true when the connection should be resumed. */
+bool srv_http_gen_ready(srv *s, http_gen *g, const struct pollfd *p, double now);
+bool srv_http_gen_suspended(const http_gen *g);
+http_gen *srv_http_gen_next(const http_gen *g);
+void srv_http_gen_resume(http_gen *g);
+void srv_http_gen_cancel(srv *s, http_gen *g);
+/* Warm-up requests (max_tokens 0): filled into the prefix cache in the
+ * background; nothing is reported. Best effort: skipped when SRV_MAX_WARM run. */
+void srv_warm_submit(srv *s, const srv_gen *g);
+void srv_warm_drain(srv *s);
+/* Every byte of s[0..n) is part of valid UTF-8 (no overlongs, surrogates or
+ * code points past U+10FFFF). */
+bool srv_utf8_valid(const char *s, size_t n);
 
 /* What srv_proto.c keeps per request in flight. */
 struct srv_req {

@@ -381,7 +381,7 @@ static void do_status(srv *s, conn *c, const char *id_json) {
     int n_clients = 0;
     for (int i = 0; i < s->n_conns; i++) n_clients += s->conns[i]->kind == CONN_NDJSON && !s->conns[i]->dead;
     cJSON_AddNumberToObject(r, "clients", n_clients);
-    cJSON_AddNumberToObject(r, "http_requests", atomic_load(&s->http_active));
+    cJSON_AddNumberToObject(r, "http_requests", s->http_active);
     cJSON_AddStringToObject(r, "database", s->db ? db_path(s->db) : "");
     if (!s->db) cJSON_AddStringToObject(r, "database_error", s->db_error);
     srv_send_result(s, c, id_json, r);
@@ -394,6 +394,10 @@ static bool has_request_id(const conn *c, const char *id_json) {
 }
 
 void srv_proto_line(srv *s, conn *c, const char *line, size_t len) {
+    if (!srv_utf8_valid(line, len)) { /* it would reach the prompt and the database */
+        srv_send_error(s, c, "null", "bad_json", "the line is not valid UTF-8");
+        return;
+    }
     cJSON *j = cJSON_ParseWithLength(line, len);
     if (!j) {
         srv_send_error(s, c, "null", "bad_json", "the line is not valid JSON");

@@ -72,6 +72,20 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+bool srv_utf8_valid(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    for (size_t i = 0; i < n;) {
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t l = utf8_len(s + i, n - i);
+        if (!l) return false;
+        i += l;
+    }
+    return true;
+}
+
 void sb_json_str(sbuf *b, const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     if (!sb_reserve(b, n + 2)) return;
