@@ -241,7 +241,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ct
 int srv_http_start(srv *s, llc_err *err) {
     /* MHD's own limit is never what stops a connection: srv.c keeps each
        listener below cfg.max_clients before handing one over */
-    unsigned limit = 2u * (unsigned)s->cfg.max_clients + 64;
+    unsigned limit = 2u * (unsigned)s->cfg.max_clients + 256; /* + shut ones not yet closed */
     unsigned flags = MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
     s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT,
