@@ -11,8 +11,8 @@
 #include "app/server/srv.h"
 
 static const char *g_listen, *g_api_key, *g_template;
-static int g_max_clients = 256;
-static int64_t g_client_buffer;
+static int g_max_clients = 256, g_request_timeout = 5;
+static int64_t g_client_buffer, g_max_body;
 
 static const cli_opt g_opts[] = {
     {"listen", 0, CLI_STR, &g_listen, "HOST:PORT",
@@ -20,7 +20,11 @@ static const cli_opt g_opts[] = {
     {"api-key", 0, CLI_STR, &g_api_key, "KEY",
      "key TCP clients must give (Bearer); needed for a non-loopback --listen (or LLMCHAT_API_KEY)", 0, 0, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template", 0, 0, NULL},
-    {"max-clients", 0, CLI_INT, &g_max_clients, "N", "open connections at most (default 256)", 1, 100000, NULL},
+    {"max-clients", 0, CLI_INT, &g_max_clients, "N",
+     "open connections per listener (Unix socket, TCP) at most (default 256)", 1, 100000, NULL},
+    {"request-timeout", 0, CLI_INT, &g_request_timeout, "S",
+     "a request (HTTP head, or first byte) must arrive within this (default 5)", 1, 3600, NULL},
+    {"max-body", 0, CLI_SIZE, &g_max_body, "SIZE", "largest HTTP request body (default 8M)", 0, 0, NULL},
     {"client-buffer", 0, CLI_SIZE, &g_client_buffer, "SIZE",
      "output queued for a client that does not read before it is dropped (default 4M)", 0, 0, NULL},
     {0},
@@ -61,7 +65,8 @@ int cmd_serve(int argc, char **argv) {
     srv_display_name(common.model, name, sizeof name);
     srv_config cfg = {.socket_path = common.socket, .listen = g_listen, .api_key = g_api_key,
                       .db_path = common.db, .model_name = name, .max_clients = g_max_clients,
-                      .max_outbuf = (size_t)g_client_buffer};
+                      .max_outbuf = (size_t)g_client_buffer, .max_body = (size_t)g_max_body,
+                      .request_timeout_ms = g_request_timeout * 1000};
     int status = 1;
     if (llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
