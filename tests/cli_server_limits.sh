@@ -86,6 +86,15 @@ if serve "$TMP/serve2.log" -m "$MODEL" --socket "$S2" --db "" --listen 127.0.0.1
     wait $H2
     check "--max-clients 8: the idle ones beyond the limit were dropped" '^dropped (3[3-9]|40)$' \
         "$(grep '^dropped' "$TMP/h2.txt")"
+    $HOLD --unix "$S2" -n 20 --send '{"id":1,"method":"status"}' --line --hold-ms 1500 >"$TMP/h3.txt" 2>&1 &
+    H3=$!
+    wait_line "$TMP/h3.txt" '^open '
+    sleep 0.3
+    out=$(printf '%s\n' '{"id":2,"method":"status"}' | $C --timeout 5 "$S2")
+    check "--max-clients 8: with 20 idle NDJSON connections, a new one is served" '"id":2,"event":"result"' "$out"
+    wait $H3
+    check "--max-clients 8: the oldest idle NDJSON connections made room" '^dropped (1[3-9]|20)$' \
+        "$(grep '^dropped' "$TMP/h3.txt")"
     stop_server $SP
 fi
 
@@ -153,7 +162,7 @@ check "serve exits 0 on SIGTERM" '^0$' "$RC"
 $LLMCHAT gen-model -o "$TMP/slow.gguf" --vocab "$MODEL" --dim 256 --layers 4 --heads 4 --kv-heads 4 \
     --ffn 768 --ctx 4096 --type f32 >/dev/null 2>&1 || bad "gen-model for the slow model"
 S3=$TMP/s3.sock
-if serve "$TMP/serve3.log" -m "$TMP/slow.gguf" --socket "$S3" --db "" --listen 127.0.0.1:0; then
+if serve "$TMP/serve3.log" -m "$TMP/slow.gguf" --kv-mem 128M --socket "$S3" --db "" --listen 127.0.0.1:0; then
     SRV=$SP
     P3=$(grep -oE 'tcp port [0-9]+' "$TMP/serve3.log" | grep -oE '[0-9]+$')
     $HOLD --tcp 127.0.0.1:$P3 -n 50 --send 'GET /hea' --hold-ms 2500 >"$TMP/hold3.txt" 2>&1 &
@@ -173,11 +182,11 @@ if serve "$TMP/serve3.log" -m "$TMP/slow.gguf" --socket "$S3" --db "" --listen 1
     while [ $i -lt 200 ] && ! { grep -q '"text"' "$TMP/stream4.txt" && grep -q '"content"' "$TMP/stream5.txt" &&
         grep -q '"event":"token"' "$TMP/ndjson_stream.txt"; } 2>/dev/null; do sleep 0.05; i=$((i + 1)); done
     out=$(printf '%s\n' '{"id":1,"method":"status"}' | $C --timeout 5 "$S3")
-    check "before SIGTERM: 6 streams running" '"running":6,' "$out"
+    check "before SIGTERM: streams are running" '"running":[1-9],' "$out"
     t0=$(date +%s%N)
     stop_server $SRV
     t1=$(date +%s%N)
-    check "SIGTERM with 100 idle and 6 streaming clients: exit status 0" '^0$' "$RC"
+    check "SIGTERM with 100 idle and streaming clients: exit status 0" '^0$' "$RC"
     under "... in < 5 s" 5000 "$(((t1 - t0) / 1000000))"
     wait $NJ
     check "... the NDJSON stream ends with its done event" '"id":7,"event":"done"' "$(cat "$TMP/ndjson_stream.txt")"

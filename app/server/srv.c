@@ -175,7 +175,7 @@ static conn *conn_new(srv *s, int fd, bool tcp) {
     if (!c) return NULL;
     c->fd = fd;
     c->tcp = tcp;
-    c->t_accept = llc_now_ms();
+    c->t_accept = c->t_active = llc_now_ms();
     s->conns[s->n_conns++] = c;
     s->n_open[tcp]++;
     return c;
@@ -224,6 +224,7 @@ void srv_conn_write(srv *s, conn *c, const char *p, size_t n) {
     }
     memcpy(c->out + c->out_len, p, n);
     c->out_len += n;
+    c->t_active = llc_now_ms();
 }
 
 static void conn_flush(conn *c) {
@@ -289,8 +290,12 @@ static void conn_read(srv *s, conn *c) {
     if (room > READ_CHUNK) room = READ_CHUNK;
     ssize_t r = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
     if (r > 0) {
+        c->t_active = llc_now_ms();
+        if (c->in_len == 0) c->t_partial = c->t_active;
         c->in_len += (size_t)r;
+        size_t before = c->in_len;
         conn_lines(s, c);
+        if (c->in_len < before) c->t_partial = c->in_len ? c->t_active : 0; /* a new line began */
     } else if (r == 0) {
         /* end of input: a last line without its newline still counts; answers
            still streaming are sent (a half-closed client waits for them); with
@@ -338,16 +343,25 @@ static void conn_sniff(srv *s, conn *c) {
  * that listener that has not sent a request yet (no first byte, or an HTTP
  * connection without a complete request head) is shut. False when every
  * connection there is busy. */
+static bool conn_idle(const conn *c);
+
+/* Not serving anything: no first byte yet, or an NDJSON connection with no
+ * request running, nothing to send and no unfinished line. */
+static bool evictable(const conn *c) {
+    if (c->uncounted || c->dead) return false;
+    return c->kind == CONN_SNIFF || (conn_idle(c) && c->in_len == 0);
+}
+
 static bool make_room(srv *s, bool tcp) {
     conn *oldest = NULL;
     for (int i = 0; i < s->n_conns; i++) {
         conn *c = s->conns[i];
-        if (c->tcp == tcp && c->kind == CONN_SNIFF && !c->uncounted && (!oldest || c->t_accept < oldest->t_accept))
-            oldest = c;
+        if (c->tcp == tcp && evictable(c) && (!oldest || c->t_active < oldest->t_active)) oldest = c;
     }
-    /* whichever has waited longer for its request: they share the deadline rule */
-    double sniff_deadline = oldest ? oldest->t_accept + s->cfg.request_timeout_ms : 1e300;
-    if (srv_http_evict_idle(s, tcp, sniff_deadline)) return true;
+    /* whichever has waited longer: an HTTP connection's deadline is set the same
+       way from its last answer (or accept) */
+    double since = oldest ? oldest->t_active + s->cfg.request_timeout_ms : 1e300;
+    if (srv_http_evict_idle(s, tcp, since)) return true;
     if (!oldest) return false;
     oldest->dead = true;
     conn_uncount(s, oldest);
@@ -457,6 +471,11 @@ static void *srv_main(void *arg) {
             }
             if (re & POLLIN) conn_read(s, c);
             if (ee & POLLIN) srv_proto_events(s, c);
+            if (c->t_partial > 0 && c->in_len > 0 && !c->closing && now - c->t_partial > SRV_BODY_MS) {
+                srv_send_error(s, c, "null", "timeout", "the request line did not end in time; closing the connection");
+                c->closing = true; /* a line dripping in byte by byte */
+                c->in_len = 0;
+            }
         }
         srv_http_dispatch(s, pfd + first_http, np - first_http, now);
         for (int i = 0; i < s->n_conns; i++) { /* write what is queued; close what is over */

@@ -116,6 +116,8 @@ typedef struct conn {
     bool dead;          /* to be freed at the end of this loop iteration */
     bool uncounted;     /* no longer counted in s->n_open (evicted or handed to HTTP) */
     double t_accept;    /* ms */
+    double t_active;    /* ms: the last byte read or event sent (eviction picks the oldest idle) */
+    double t_partial;   /* ms: when the unfinished line in `in` began (0: none) */
     char *in;           /* unparsed input */
     size_t in_len, in_cap;
     char *out;          /* queued output: out[out_off..out_len) */

@@ -4,7 +4,9 @@
  * holds them for --hold-ms, then prints "dropped K": how many the server had
  * closed by then (end of file or reset), and exits.
  *
- *   conn_hold (--tcp HOST:PORT | --unix PATH) [-n N] [--send TEXT] [--hold-ms MS]
+ *   conn_hold (--tcp HOST:PORT | --unix PATH) [-n N] [--send TEXT [--line]] [--hold-ms MS]
+ *
+ * --line ends TEXT with a newline (a complete NDJSON request).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -67,14 +69,16 @@ static int closed_by_server(int fd) {
 int main(int argc, char **argv) {
     const char *tcp = NULL, *path = NULL, *text = "";
     int n = 300, hold = 1000;
+    int line = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tcp") && i + 1 < argc) tcp = argv[++i];
         else if (!strcmp(argv[i], "--unix") && i + 1 < argc) path = argv[++i];
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--send") && i + 1 < argc) text = argv[++i];
         else if (!strcmp(argv[i], "--hold-ms") && i + 1 < argc) hold = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--line")) line = 1;
         else {
-            fprintf(stderr, "usage: conn_hold (--tcp HOST:PORT | --unix PATH) [-n N] [--send TEXT] [--hold-ms MS]\n");
+            fprintf(stderr, "usage: conn_hold (--tcp HOST:PORT | --unix PATH) [-n N] [--send TEXT [--line]] [--hold-ms MS]\n");
             return 2;
         }
     }
@@ -98,8 +102,8 @@ int main(int argc, char **argv) {
         }
         opened++;
         size_t len = strlen(text);
-        if (len && send(fds[i], text, len, MSG_NOSIGNAL) < 0) { /* already refused */
-        }
+        if (len && send(fds[i], text, len, MSG_NOSIGNAL) < 0) continue; /* already refused */
+        if (line && send(fds[i], "\n", 1, MSG_NOSIGNAL) < 0) continue;
     }
     printf("open %d\n", opened);
     fflush(stdout);
