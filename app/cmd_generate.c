@@ -105,7 +105,8 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
         engine_destroy(e);
         return 1;
     }
-    gen_request r = {.prompt = prompt, .n_prompt = n_prompt, .n = 1, .max_tokens = n_max, .sampling = g_sp};
+    gen_request r = {.prompt = prompt, .n_prompt = n_prompt, .n = 1, .max_tokens = n_max, .sampling = g_sp,
+                     .continues_prompt = !g_chat};
     double t0 = clock_now_s(), t_first = 0;
     int status = 1;
     if (engine_submit(e, c, &r, &err) < 0) {
@@ -246,7 +247,7 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
     sampler_accept_prompt(smp, prompt, n_prompt);
-    tok_stream_continue(ts, prompt, n_prompt); /* the first token keeps its space after the prompt */
+    if (!g_chat) tok_stream_continue(ts, prompt, n_prompt); /* a continuation keeps its first space */
 
     double t0 = clock_now_s();
     for (int done = 0; done < n_prompt; done += PREFILL_CHUNK) {

@@ -182,6 +182,7 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     }
     memcpy(r->prompt, g->prompt, (size_t)g->n_prompt * sizeof *r->prompt);
     r->n_prompt = g->n_prompt;
+    r->continues_prompt = g->continues_prompt;
     r->sp = g->sampling;
     r->n = g->n;
     r->max_tokens = g->max_tokens;
@@ -257,7 +258,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
         if (sp.seed != SAMPLER_SEED_RANDOM) sp.seed += (uint64_t)index;
         rc = sampler_create(&sp, &s->smp, NULL);
         if (!rc) rc = tok_stream_create(e->tok, false, &s->ts);
-        if (!rc) tok_stream_continue(s->ts, r->prompt, r->n_prompt); /* " was", not "was" */
+        if (!rc && r->continues_prompt) tok_stream_continue(s->ts, r->prompt, r->n_prompt); /* " was" */
         if (!rc) rc = stopstr_create((const char *const *)r->stop, r->n_stop, &s->ss);
     }
     const int32_t *src = from ? from->tokens : r->prompt;

@@ -46,6 +46,11 @@ typedef struct gen_request {
     const char *const *stop; /* stop strings (copied), n_stop of them */
     int n_stop;
     int priority;          /* higher runs first; FCFS within a priority */
+    bool continues_prompt; /* the output continues the prompt's text (completion,
+                              infill): its first token keeps its SentencePiece
+                              leading space (" was" after "..., there"). false
+                              (chat): the answer is a text of its own, so that
+                              space is dropped, as at the start of any text */
 } gen_request;
 
 typedef enum engine_finish {

@@ -115,7 +115,7 @@ static void beam_emit(engine *e, request *r, int rank, double t_end) {
     if (have && (tok_stream_create(e->tok, false, &ts) ||
                  stopstr_create((const char *const *)r->stop, r->n_stop, &ss)))
         have = false, done.finish = FINISH_ERROR;
-    if (have) tok_stream_continue(ts, r->prompt, r->n_prompt);
+    if (have && r->continues_prompt) tok_stream_continue(ts, r->prompt, r->n_prompt);
     bool stopped = false;
     for (int i = 0; have && i < n && !stopped; i++) {
         char *text = NULL;

@@ -67,6 +67,7 @@ struct request {
     int n_prompt;
     sampler_params sp;
     int n, max_tokens, priority;
+    bool continues_prompt; /* gen_request.continues_prompt */
     int n_slots;     /* entries of seqs: n, or the beam width */
     beam_search *bs; /* beam search state, or NULL when sampling */
     double t_first_beam; /* first beam step (ms) */

@@ -149,6 +149,8 @@ same "/v1/completions streaming: the first chunk keeps its space" "$want" "$got"
 got=$($H http://x/completion -d '{"prompt":"Once upon a time, there","n_predict":8,"temperature":0}' |
     sed -E 's/.*"content":"([^"]*)".*/\1/' | cut -c1-18)
 same "/completion: the first token keeps its space" "$want" "$got"
+out=$($H http://x/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"temperature":0}')
+check "a chat answer is a text of its own: no leading space" '"content":"[^ "]' "$out"
 got=$($LLMCHAT generate -m "$MODEL" -p "Once upon a time, there" -n 8 2>/dev/null | cut -c1-18)
 same "generate: the first token keeps its space" "$want" "$got"
 got=$($LLMCHAT generate -m "$MODEL" -p "Once upon a time" -n 12 2>/dev/null | head -c 40)

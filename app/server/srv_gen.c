@@ -333,6 +333,7 @@ int srv_gen_text(const srv_model *m, const cJSON *p, srv_gen *g, llc_err *err) {
     }
     if (n == 0) return llc_fail(err, LLC_ERR_RANGE, "the prompt is empty");
     finalize(g, n);
+    g->req.continues_prompt = true; /* the answer continues the text: " was", not "was" */
     return 0;
 }
 
@@ -445,5 +446,6 @@ int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, c
     free(g->ids);
     g->ids = out.v;
     finalize(g, out.n);
+    g->req.continues_prompt = true; /* the middle continues the prefix */
     return 0;
 }
