@@ -576,6 +576,48 @@ static void test_stream(void) {
     }
 }
 
+/* A stream that continues a prompt keeps the first token's leading space (the
+ * reference continues "Once upon a time" with ", there was": token 432 is
+ * ", " and 286 is " was"); after BOS alone it drops it, as at any text's start. */
+static void test_stream_continue(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    tokenizer *t = load_path(path);
+    CHECK(t != NULL);
+    if (!t) return;
+    const char *p = "Once upon a time, there";
+    int32_t ids[32];
+    int n = tok_encode(t, p, strlen(p), true, false, ids, 32);
+    CHECK(n > 1 && n < 32);
+    int32_t was = tok_find(t, "\xE2\x96\x81was", strlen("\xE2\x96\x81was")); /* "▁was" */
+    CHECK(was >= 0);
+    char out[64];
+    tok_stream *s = NULL;
+    CHECK(tok_stream_create(t, false, &s) == 0);
+    tok_stream_continue(s, ids, n);
+    int m = tok_stream_push(s, was, out, sizeof out);
+    CHECKF(m == 4 && !strcmp(out, " was"), "after the prompt: '%s'", out);
+    /* the whole text decodes the same way */
+    ids[n] = was;
+    char *full = NULL;
+    CHECK(tok_decode(t, ids, n + 1, false, &full, NULL) == 0 && full && !strcmp(full, "Once upon a time, there was"));
+    free(full);
+    tok_stream_free(s);
+    /* BOS alone is no text yet; neither is no prompt */
+    int32_t bos = ids[0];
+    CHECK(tok_stream_create(t, false, &s) == 0);
+    tok_stream_continue(s, &bos, 1);
+    m = tok_stream_push(s, was, out, sizeof out);
+    CHECKF(m == 3 && !strcmp(out, "was"), "after BOS only: '%s'", out);
+    tok_stream_free(s);
+    CHECK(tok_stream_create(t, false, &s) == 0);
+    tok_stream_continue(s, ids, 0);
+    m = tok_stream_push(s, was, out, sizeof out);
+    CHECKF(m == 3 && !strcmp(out, "was"), "without a prompt: '%s'", out);
+    tok_stream_free(s);
+    tok_free(t);
+}
+
 /* ---- special tokens ---- */
 
 static void test_parse_special(void) {
@@ -854,6 +896,7 @@ int main(void) {
     RUN(test_round_trip_text);
     RUN(test_round_trip_bytes);
     RUN(test_stream);
+    RUN(test_stream_continue);
     RUN(test_parse_special);
     RUN(test_hostile);
     RUN(test_all_pretokenizers);
