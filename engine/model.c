@@ -1,35 +1,18 @@
-/* model.c — loading a llama-family model from GGUF and its forward pass, written
- * once against backend.h. The pass follows llama2.c's shape: embed, then per
- * layer attention (RMSNorm, QKV, RoPE, paged KV, causal attention, output
- * projection, residual) and SwiGLU feed-forward, then final norm and logits for
- * the rows that ask for them. */
-#include "engine/model.h"
+/* model.c — the forward pass, written once against backend.h, and the paged KV
+ * cache's storage (loading is model_load.c). The pass: embed (scaled for gemma),
+ * then per layer attention (RMSNorm, QKV with optional biases, optional Q/K norms,
+ * RoPE, paged KV, causal attention over everything or a sliding window with
+ * optional soft-capping, output projection, optional post-norm, residual) and a
+ * gated feed-forward (SwiGLU or GeGLU; or a mixture of experts routed on the
+ * host), then the final norm and logits (optionally soft-capped) for the rows
+ * that ask for them. */
+#include "engine/model_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/quant.h"
-
-typedef struct layer {
-    bk_weight attn_norm, wq, wk, wv, wo;
-    bk_weight bq, bk, bv;         /* qwen2 */
-    bk_weight q_norm, k_norm;     /* qwen3: per-head RMSNorm over head_dim */
-    bk_weight ffn_norm, gate, up, down;
-} layer;
-
-struct model {
-    model_hparams hp;
-    backend *be;
-    bk_weight tok_embd, out_norm, output;
-    layer *layers;
-    float *rope_factors; /* host copy of rope_freqs.weight, or NULL */
-    uint64_t weight_bytes;
-    /* activations in backend memory, sized for cap_rows rows and cap_out outputs */
-    int cap_rows, cap_out;
-    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *xo, *logits;
-};
 
 struct model_kv {
     const model *m;
@@ -37,192 +20,12 @@ struct model_kv {
     float **k, **v; /* [n_layers] -> [n_blocks * block_size * kv_dim] */
 };
 
-/* ---- loading ---- */
-
-typedef struct loader {
-    const gguf *g;
-    model *m;
-    llc_err *err;
-    char key[128];
-} loader;
-
-static const char *arch_key(loader *L, const char *suffix) {
-    snprintf(L->key, sizeof L->key, "%s.%s", L->m->hp.arch_name, suffix);
-    return L->key;
-}
-
-static int get_int(loader *L, const char *suffix, bool required, int def, int lo, int hi, int *out) {
-    int64_t v;
-    int rc = gguf_get_i64(L->g, arch_key(L, suffix), &v, L->err);
-    if (rc == LLC_ERR_NOTFOUND && !required) {
-        *out = def;
-        return 0;
-    }
-    if (rc) return rc;
-    if (v < lo || v > hi)
-        return llc_fail(L->err, LLC_ERR_RANGE, "%s = %lld is outside %d..%d", L->key, (long long)v,
-                        lo, hi);
-    *out = (int)v;
-    return 0;
-}
-
-static int get_float(loader *L, const char *suffix, float def, float *out) {
-    int rc = gguf_get_f32(L->g, arch_key(L, suffix), out, L->err);
-    if (rc == LLC_ERR_NOTFOUND) {
-        *out = def;
-        return 0;
-    }
-    if (!rc && !isfinite(*out)) return llc_fail(L->err, LLC_ERR_RANGE, "%s is not finite", L->key);
-    return rc;
-}
-
-/* Loads tensor `name` and checks it is [n_in] (n_out == 1) or [n_in, n_out]. */
-static int get_weight(loader *L, const char *name, int64_t n_in, int64_t n_out, bool required,
-                      bk_weight *out) {
-    memset(out, 0, sizeof *out);
-    const gguf_tensor *t = gguf_find_tensor(L->g, name);
-    if (!t) {
-        if (!required) return 0;
-        return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor '%s' is missing", name);
-    }
-    if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != 1 || t->ne[3] != 1)
-        return llc_fail(L->err, LLC_ERR_FORMAT,
-                        "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld] "
-                        "from the hyper-parameters",
-                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
-                        (long long)t->ne[3], (long long)n_in, (long long)n_out);
-    if (n_out == 1 && t->type != QT_F32)
-        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "tensor '%s' is %s; norms and biases must be F32",
-                        name, qtype_name(t->type));
-    const bk_tensor bt = {.name = t->name, .type = t->type, .n_in = t->ne[0],
-                          .n_out = t->ne[1] * t->ne[2] * t->ne[3], .data = t->data,
-                          .n_bytes = t->n_bytes, .droppable = t->in_file_mapping};
-    int rc = L->m->be->ops->weight_load(L->m->be->ctx, &bt, out, L->err);
-    if (!rc) L->m->weight_bytes += t->n_bytes;
-    return rc;
-}
-
-static int load_hparams(loader *L) {
-    model_hparams *hp = &L->m->hp;
-    gguf_str arch;
-    int rc = gguf_get_str(L->g, "general.architecture", &arch, L->err);
-    if (rc) return rc;
-    if (gguf_str_eq(arch, "llama")) hp->arch = ARCH_LLAMA, hp->arch_name = "llama";
-    else if (gguf_str_eq(arch, "qwen2")) hp->arch = ARCH_QWEN2, hp->arch_name = "qwen2";
-    else if (gguf_str_eq(arch, "qwen3")) hp->arch = ARCH_QWEN3, hp->arch_name = "qwen3";
-    else
-        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
-                        "architecture '%.*s' is not supported (llama, qwen2 and qwen3 are)",
-                        (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
-    const int BIG = 1 << 20;
-    if ((rc = get_int(L, "embedding_length", true, 0, 1, BIG, &hp->dim)) ||
-        (rc = get_int(L, "block_count", true, 0, 1, 4096, &hp->n_layers)) ||
-        (rc = get_int(L, "feed_forward_length", true, 0, 1, BIG, &hp->ffn_dim)) ||
-        (rc = get_int(L, "attention.head_count", true, 0, 1, 4096, &hp->n_heads)) ||
-        (rc = get_int(L, "attention.head_count_kv", false, hp->n_heads, 1, 4096, &hp->n_kv_heads)) ||
-        (rc = get_int(L, "context_length", false, 2048, 1, 1 << 24, &hp->n_ctx_train)))
-        return rc;
-    if (hp->n_heads % hp->n_kv_heads)
-        return llc_fail(L->err, LLC_ERR_FORMAT, "%d attention heads are not a multiple of %d KV heads",
-                        hp->n_heads, hp->n_kv_heads);
-    int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
-    if ((rc = get_int(L, "attention.key_length", false, def_head_dim, 1, 4096, &hp->head_dim)))
-        return rc;
-    int vlen;
-    if ((rc = get_int(L, "attention.value_length", false, hp->head_dim, 1, 4096, &vlen))) return rc;
-    if (hp->head_dim <= 0 || vlen != hp->head_dim)
-        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "head size cannot be derived (dim %d, %d heads)",
-                        hp->dim, hp->n_heads);
-    if ((rc = get_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->norm_eps))) return rc;
-    if (hp->norm_eps <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RMSNorm epsilon must be positive");
-
-    bk_rope *rp = &hp->rope;
-    rp->style = hp->arch == ARCH_LLAMA ? BK_ROPE_NORMAL : BK_ROPE_NEOX;
-    if ((rc = get_int(L, "rope.dimension_count", false, hp->head_dim, 2, hp->head_dim, &rp->n_rot)))
-        return rc;
-    if (rp->n_rot % 2) return llc_fail(L->err, LLC_ERR_FORMAT, "RoPE dimension count must be even");
-    if ((rc = get_float(L, "rope.freq_base", 10000.0f, &rp->freq_base))) return rc;
-    if (rp->freq_base <= 1) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE base must be > 1");
-    rp->freq_scale = 1.0f;
-    gguf_str stype;
-    if (gguf_get_str(L->g, arch_key(L, "rope.scaling.type"), &stype, NULL) == 0 &&
-        !gguf_str_eq(stype, "none")) {
-        if (!gguf_str_eq(stype, "linear"))
-            return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "RoPE scaling '%.*s' is not supported",
-                            (int)(stype.len > 20 ? 20 : stype.len), stype.ptr);
-        float factor;
-        if ((rc = get_float(L, "rope.scaling.factor", 1.0f, &factor))) return rc;
-        if (factor < 1.0f) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE scaling factor below 1");
-        rp->freq_scale = 1.0f / factor;
-    }
-    return 0;
-}
-
-static int load_weights(loader *L) {
-    model *m = L->m;
-    model_hparams *hp = &m->hp;
-    const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
-    if (!emb) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor 'token_embd.weight' is missing");
-    if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24))
-        return llc_fail(L->err, LLC_ERR_FORMAT, "token_embd.weight has a bad vocabulary size");
-    hp->n_vocab = (int)emb->ne[1];
-    int rc;
-    int q_dim = hp->n_heads * hp->head_dim, kv_dim = hp->n_kv_heads * hp->head_dim;
-    if ((rc = get_weight(L, "token_embd.weight", hp->dim, hp->n_vocab, true, &m->tok_embd)) ||
-        (rc = get_weight(L, "output_norm.weight", hp->dim, 1, true, &m->out_norm)) ||
-        (rc = get_weight(L, "output.weight", hp->dim, hp->n_vocab, false, &m->output)))
-        return rc;
-    hp->tied_output = m->output.data == NULL;
-    if (hp->tied_output) m->output = m->tok_embd;
-
-    const gguf_tensor *rf = gguf_find_tensor(L->g, "rope_freqs.weight");
-    if (rf) {
-        if (rf->type != QT_F32 || gguf_tensor_n_elems(rf) != hp->rope.n_rot / 2)
-            return llc_fail(L->err, LLC_ERR_FORMAT, "rope_freqs.weight must be F32 [%d]",
-                            hp->rope.n_rot / 2);
-        m->rope_factors = malloc((size_t)rf->n_bytes);
-        if (!m->rope_factors) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
-        memcpy(m->rope_factors, rf->data, (size_t)rf->n_bytes);
-        hp->rope.freq_factors = m->rope_factors;
-    }
-
-    m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
-    if (!m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
-    bool bias = hp->arch == ARCH_QWEN2, qk_norm = hp->arch == ARCH_QWEN3;
-    for (int l = 0; l < hp->n_layers; l++) {
-        layer *ly = &m->layers[l];
-        char n[64];
-#define W(field, suffix, nin, nout, req)                              \
-    (snprintf(n, sizeof n, "blk.%d." suffix, l),                      \
-     get_weight(L, n, (nin), (nout), (req), &ly->field))
-        if ((rc = W(attn_norm, "attn_norm.weight", hp->dim, 1, true)) ||
-            (rc = W(wq, "attn_q.weight", hp->dim, q_dim, true)) ||
-            (rc = W(wk, "attn_k.weight", hp->dim, kv_dim, true)) ||
-            (rc = W(wv, "attn_v.weight", hp->dim, kv_dim, true)) ||
-            (rc = W(wo, "attn_output.weight", q_dim, hp->dim, true)) ||
-            (rc = W(bq, "attn_q.bias", q_dim, 1, bias)) ||
-            (rc = W(bk, "attn_k.bias", kv_dim, 1, bias)) ||
-            (rc = W(bv, "attn_v.bias", kv_dim, 1, bias)) ||
-            (rc = W(q_norm, "attn_q_norm.weight", hp->head_dim, 1, qk_norm)) ||
-            (rc = W(k_norm, "attn_k_norm.weight", hp->head_dim, 1, qk_norm)) ||
-            (rc = W(ffn_norm, "ffn_norm.weight", hp->dim, 1, true)) ||
-            (rc = W(gate, "ffn_gate.weight", hp->dim, hp->ffn_dim, true)) ||
-            (rc = W(up, "ffn_up.weight", hp->dim, hp->ffn_dim, true)) ||
-            (rc = W(down, "ffn_down.weight", hp->ffn_dim, hp->dim, true)))
-            return rc;
-#undef W
-    }
-    return 0;
-}
-
 int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
     *out = NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     m->be = be;
-    loader L = {.g = g, .m = m, .err = err};
-    int rc = load_hparams(&L);
-    if (!rc) rc = load_weights(&L);
+    int rc = model_load_from(g, m, err);
     if (rc) {
         model_free(m);
         return rc;
@@ -232,11 +35,14 @@ int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
 }
 
 static void free_activations(model *m) {
-    float **bufs[] = {&m->x, &m->xb, &m->q, &m->k, &m->v, &m->att, &m->hb, &m->hb2, &m->xo, &m->logits};
+    float **bufs[] = {&m->x, &m->xb, &m->q, &m->k, &m->v, &m->att, &m->hb, &m->hb2, &m->xo, &m->logits,
+                      &m->router_out, &m->xe, &m->ye, &m->moe_out};
     for (size_t i = 0; i < LLC_ARRAY_LEN(bufs); i++) {
         if (*bufs[i]) m->be->ops->free(m->be->ctx, *bufs[i]);
         *bufs[i] = NULL;
     }
+    free(m->h_router), free(m->h_rows), free(m->h_weights), free(m->h_count);
+    m->h_router = NULL, m->h_rows = NULL, m->h_weights = NULL, m->h_count = NULL;
     m->cap_rows = m->cap_out = 0;
 }
 
@@ -244,6 +50,7 @@ void model_free(model *m) {
     if (!m) return;
     free_activations(m);
     free(m->layers);
+    free(m->expert_views);
     free(m->rope_factors);
     free(m);
 }
@@ -259,18 +66,33 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
     free_activations(m);
     const model_hparams *hp = &m->hp;
     size_t R = (size_t)cap_rows, q_dim = (size_t)hp->n_heads * hp->head_dim,
-           kv_dim = (size_t)hp->n_kv_heads * hp->head_dim;
+           kv_dim = (size_t)hp->n_kv_heads * hp->head_dim,
+           ff = (size_t)(hp->ffn_dim > hp->expert_ffn_dim ? hp->ffn_dim : hp->expert_ffn_dim),
+           moe = hp->n_expert ? R : 0, n_exp = (size_t)hp->n_expert;
     struct { float **p; size_t n; } plan[] = {
         {&m->x, R * hp->dim}, {&m->xb, R * (hp->dim > (int)q_dim ? (size_t)hp->dim : q_dim)},
         {&m->q, R * q_dim}, {&m->k, R * kv_dim}, {&m->v, R * kv_dim}, {&m->att, R * q_dim},
-        {&m->hb, R * hp->ffn_dim}, {&m->hb2, R * hp->ffn_dim},
+        {&m->hb, R * ff}, {&m->hb2, R * ff},
         {&m->xo, (size_t)cap_out * hp->dim}, {&m->logits, (size_t)cap_out * hp->n_vocab},
+        {&m->router_out, moe * n_exp}, {&m->xe, moe * hp->dim}, {&m->ye, moe * hp->dim},
+        {&m->moe_out, moe * hp->dim},
     };
     for (size_t i = 0; i < LLC_ARRAY_LEN(plan); i++) {
+        if (!plan[i].n) continue;
         *plan[i].p = m->be->ops->alloc(m->be->ctx, plan[i].n * sizeof(float));
         if (!*plan[i].p) {
             free_activations(m);
             return llc_fail(err, LLC_ERR_NOMEM, "out of memory for activations of %d rows", cap_rows);
+        }
+    }
+    if (moe) {
+        m->h_router = malloc(moe * n_exp * sizeof *m->h_router);
+        m->h_rows = malloc(moe * n_exp * sizeof *m->h_rows);
+        m->h_weights = malloc(moe * n_exp * sizeof *m->h_weights);
+        m->h_count = malloc(n_exp * sizeof *m->h_count);
+        if (!m->h_router || !m->h_rows || !m->h_weights || !m->h_count) {
+            free_activations(m);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory for expert routing of %d rows", cap_rows);
         }
     }
     m->cap_rows = cap_rows;
@@ -382,6 +204,80 @@ static int check_batch(const model *m, const model_kv *kv, const bk_batch *b, ll
     return 0;
 }
 
+/* Routes each of T rows to its n_expert_used best experts (the router logits are
+ * in m->h_router [T][n_expert]): softmax, the largest probabilities (ties to the
+ * lower expert), their weights renormalised to sum 1 (as qwen3moe does). Fills,
+ * per expert, the rows routed to it in row order and their weights. */
+static void route_rows(model *m, int T) {
+    const int E = m->hp.n_expert, K = m->hp.n_expert_used;
+    memset(m->h_count, 0, (size_t)E * sizeof *m->h_count);
+    for (int t = 0; t < T; t++) {
+        float *p = m->h_router + (size_t)t * E;
+        float max = p[0];
+        for (int e = 1; e < E; e++) max = p[e] > max ? p[e] : max;
+        double sum = 0;
+        for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - max);
+        for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+        int pick[MODEL_MAX_EXPERT_USED];
+        float w[MODEL_MAX_EXPERT_USED], wsum = 0;
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int e = 0; e < E; e++)
+                if (p[e] >= 0 && (best < 0 || p[e] > p[best])) best = e;
+            pick[k] = best;
+            w[k] = p[best];
+            wsum += w[k];
+            p[best] = -1; /* taken */
+        }
+        for (int k = 0; k < K; k++) {
+            const int e = pick[k], i = m->h_count[e]++;
+            m->h_rows[(size_t)e * m->cap_rows + i] = t;
+            m->h_weights[(size_t)e * m->cap_rows + i] = w[k] / wsum;
+        }
+    }
+}
+
+/* The gated feed-forward of `rows` rows of in: act(in·gateᵀ + b) ⊙ (in·upᵀ + b),
+ * then down (+ bias) into out. Uses hb and hb2. */
+static void gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const bk_weight *down,
+                      const bk_weight *b_gate, const bk_weight *b_up, const bk_weight *b_down,
+                      const float *in, int rows, float *out) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const size_t n = (size_t)rows * gate->n_out;
+    op->matmul(c, gate, in, rows, m->hb);
+    op->matmul(c, up, in, rows, m->hb2);
+    if (b_gate && b_gate->data) op->add_bias(c, m->hb, b_gate, rows);
+    if (b_up && b_up->data) op->add_bias(c, m->hb2, b_up, rows);
+    if (m->hp.act == FFN_GELU) op->gelu_mul(c, m->hb, m->hb2, n);
+    else op->silu_mul(c, m->hb, m->hb2, n);
+    op->matmul(c, down, m->hb, rows, out);
+    if (b_down && b_down->data) op->add_bias(c, out, b_down, rows);
+}
+
+/* Mixture of experts over the T rows of m->xb into m->moe_out: the router's
+ * logits go to the host, which picks each row's experts; then each expert runs
+ * once over all the rows routed to it (gathered, one batched matmul per weight)
+ * and adds its weighted output into theirs. Every row sums its experts in expert
+ * order, so a row's result does not depend on the other rows of the step. */
+static void moe_ffn(model *m, const layer *ly, int T) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const int E = m->hp.n_expert, dim = m->hp.dim;
+    op->matmul(c, &ly->router, m->xb, T, m->router_out);
+    op->to_host(c, m->h_router, m->router_out, (size_t)T * E * sizeof(float));
+    route_rows(m, T);
+    op->memset0(c, m->moe_out, (size_t)T * dim * sizeof(float));
+    for (int e = 0; e < E; e++) {
+        const int n = m->h_count[e];
+        if (!n) continue;
+        const int32_t *rows = m->h_rows + (size_t)e * m->cap_rows;
+        op->gather_rows(c, m->xb, dim, rows, n, m->xe);
+        gated_ffn(m, &ly->exp_gate[e], &ly->exp_up[e], &ly->exp_down[e], NULL, NULL, NULL, m->xe, n, m->ye);
+        op->scatter_add_rows(c, m->moe_out, dim, rows, m->h_weights + (size_t)e * m->cap_rows, n, m->ye);
+    }
+}
+
 int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, llc_err *err) {
     if (kv->m != m) return llc_fail(err, LLC_ERR_RANGE, "KV cache belongs to another model");
     int rc = check_batch(m, kv, batch, err);
@@ -396,9 +292,12 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
     const int kv_dim = hp->n_kv_heads * hp->head_dim;
     const bk_attn attn = {.n_heads = hp->n_heads, .n_kv_heads = hp->n_kv_heads,
                           .head_dim = hp->head_dim, .block_size = kv->block_size,
-                          .scale = 1.0f / sqrtf((float)hp->head_dim)};
+                          .scale = hp->attn_scale, .softcap = hp->attn_softcap};
+    bk_attn attn_swa = attn;
+    attn_swa.window = hp->swa_window;
 
     op->embed(c, &m->tok_embd, m->x);
+    if (hp->embd_scale) op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim);
     for (int l = 0; l < hp->n_layers; l++) {
         const layer *ly = &m->layers[l];
         /* attention */
@@ -406,33 +305,43 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
         op->matmul(c, &ly->wq, m->xb, T, m->q);
         op->matmul(c, &ly->wk, m->xb, T, m->k);
         op->matmul(c, &ly->wv, m->xb, T, m->v);
-        if (ly->bq.data) {
-            op->add_bias(c, m->q, &ly->bq, T);
-            op->add_bias(c, m->k, &ly->bk, T);
-            op->add_bias(c, m->v, &ly->bv, T);
-        }
+        if (ly->bq.data) op->add_bias(c, m->q, &ly->bq, T);
+        if (ly->bk.data) op->add_bias(c, m->k, &ly->bk, T);
+        if (ly->bv.data) op->add_bias(c, m->v, &ly->bv, T);
         if (ly->q_norm.data) {
             op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * hp->n_heads, hp->head_dim, hp->norm_eps);
             op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * hp->n_kv_heads, hp->head_dim, hp->norm_eps);
         }
-        op->rope(c, m->q, hp->n_heads, hp->head_dim, &hp->rope);
-        op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, &hp->rope);
+        const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
+        op->rope(c, m->q, hp->n_heads, hp->head_dim, rope);
+        op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope);
         op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim);
-        op->attention(c, m->q, kv->k[l], kv->v[l], m->att, &attn);
+        op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn);
         op->matmul(c, &ly->wo, m->att, T, m->xb);
+        if (ly->bo.data) op->add_bias(c, m->xb, &ly->bo, T);
+        if (ly->post_attn_norm.data) op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps);
         op->add(c, m->x, m->xb, (size_t)T * dim);
         /* feed-forward */
         op->rmsnorm(c, m->x, &ly->ffn_norm, m->xb, T, dim, hp->norm_eps);
-        op->matmul(c, &ly->gate, m->xb, T, m->hb);
-        op->matmul(c, &ly->up, m->xb, T, m->hb2);
-        op->silu_mul(c, m->hb, m->hb2, (size_t)T * hp->ffn_dim);
-        op->matmul(c, &ly->down, m->hb, T, m->xb);
-        op->add(c, m->x, m->xb, (size_t)T * dim);
+        float *ffn_out = m->xb;
+        if (hp->n_expert) {
+            moe_ffn(m, ly, T);
+            ffn_out = m->moe_out;
+        } else {
+            gated_ffn(m, &ly->gate, &ly->up, &ly->down, &ly->b_gate, &ly->b_up, &ly->b_down, m->xb, T, m->xb);
+        }
+        if (ly->post_ffn_norm.data) op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps);
+        op->add(c, m->x, ffn_out, (size_t)T * dim);
     }
     if (batch->n_out == 0) return 0;
     op->gather_out_rows(c, m->x, dim, m->xo);
     op->rmsnorm(c, m->xo, &m->out_norm, m->xo, batch->n_out, dim, hp->norm_eps);
     op->matmul(c, &m->output, m->xo, batch->n_out, m->logits);
-    op->to_host(c, logits, m->logits, (size_t)batch->n_out * hp->n_vocab * sizeof(float));
+    if (m->b_output.data) op->add_bias(c, m->logits, &m->b_output, batch->n_out);
+    const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
+    op->to_host(c, logits, m->logits, n_logits * sizeof(float));
+    if (hp->final_softcap > 0) /* on the host: the logits are here anyway */
+        for (size_t i = 0; i < n_logits; i++)
+            logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);
     return 0;
 }

@@ -1,16 +1,24 @@
-/* model.h — a llama-family model: hyper-parameters, weights, and the forward pass
- * over a flattened varlen batch with a paged KV cache.
+/* model.h — a decoder-only transformer: hyper-parameters, weights, and the forward
+ * pass over a flattened varlen batch with a paged KV cache.
  *
- * Architectures: llama (Llama 2/3, TinyLlama, Mistral, SmolLM), qwen2 (QKV bias),
- * qwen3 (per-head Q/K RMSNorm). The model keeps views of the gguf's tensors (the
- * CPU backend reads the mmapped file directly), so the gguf must outlive it. */
+ * Architectures (docs/DESIGN.md has the table of what each one switches on):
+ * llama (Llama 2/3, TinyLlama, Mistral, SmolLM), qwen2 (QKV bias), qwen3
+ * (per-head Q/K RMSNorm), qwen3moe (mixture of experts), phi3 (fused QKV and
+ * gate+up), gemma2 and gemma3 (scaled embeddings, post norms, GELU gate,
+ * sliding-window layers, soft-capping). The model keeps views of the gguf's
+ * tensors (the CPU backend reads the mmapped file directly), so the gguf must
+ * outlive it. */
 #ifndef LLC_MODEL_H
 #define LLC_MODEL_H
 
 #include "engine/gguf.h"
 #include "kernels/backend.h"
 
-typedef enum model_arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 } model_arch;
+typedef enum model_arch {
+    ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3, ARCH_GEMMA2, ARCH_GEMMA3
+} model_arch;
+
+typedef enum model_ffn_act { FFN_SILU, FFN_GELU } model_ffn_act;
 
 typedef struct model_hparams {
     model_arch arch;
@@ -20,10 +28,19 @@ typedef struct model_hparams {
     int dim;          /* embedding width */
     int n_layers;
     int n_heads, n_kv_heads, head_dim;
-    int ffn_dim;
+    int ffn_dim;      /* dense FFN width; 0 in an MoE model */
     float norm_eps;
     bk_rope rope;     /* freq_factors point into the model when present */
+    bk_rope rope_swa; /* RoPE of the sliding-window layers (gemma3: its own base) */
     bool tied_output; /* output projection shares token_embd */
+    float attn_scale; /* scale of q·k (usually 1/sqrt(head_dim)) */
+    float attn_softcap, final_softcap; /* gemma2 soft-capping; 0 = off */
+    int swa_window;   /* tokens of a sliding-window layer's window; 0 = none */
+    int swa_pattern;  /* layer l is sliding-window when l % swa_pattern < swa_pattern - 1 */
+    bool embd_scale;  /* embeddings times sqrt(dim) (gemma) */
+    bool post_norms;  /* RMSNorm after attention and after the FFN (gemma2/3) */
+    model_ffn_act act;
+    int n_expert, n_expert_used, expert_ffn_dim; /* mixture of experts; n_expert 0 = dense */
 } model_hparams;
 
 typedef struct model model;

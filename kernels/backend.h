@@ -71,6 +71,9 @@ typedef struct bk_attn {
     int n_heads, n_kv_heads, head_dim;
     int block_size;      /* tokens per KV block */
     float scale;         /* usually 1/sqrt(head_dim) */
+    /* (zero-initialised, these are off) */
+    int window;          /* > 0: sliding window, a row at position p sees keys p-window+1 .. p */
+    float softcap;       /* > 0: scores become softcap * tanh(score / softcap) before the softmax */
 } bk_attn;
 
 typedef struct backend_ops {
@@ -99,7 +102,7 @@ typedef struct backend_ops {
     void (*kv_store)(void *ctx, float *k_cache, float *v_cache, const float *k, const float *v,
                      int kv_dim);
     /* out[T, n_heads*head_dim]: causal attention of each row over its sequence's KV
-     * entries 0..position, read through the block table. */
+     * entries 0..position (or its window of them), read through the block table. */
     void (*attention)(void *ctx, const float *q, const float *k_cache, const float *v_cache,
                       float *out, const bk_attn *a);
     /* gate[i] = silu(gate[i]) * up[i] */
@@ -112,6 +115,19 @@ typedef struct backend_ops {
                         size_t block_floats);
     /* out[k] = x[out_rows[k]] for the batch's output rows; rows are dim wide. */
     void (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
+
+    /* (kept last: the CUDA table is filled in this order) */
+    /* x[i] *= s (gemma's embedding scale) */
+    void (*scale)(void *ctx, float *x, float s, size_t n);
+    /* gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form:
+     * 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
+    void (*gelu_mul)(void *ctx, float *gate, const float *up, size_t n);
+    /* out[i] = x[rows[i]] for i < n (rows: host memory); rows are dim wide. */
+    void (*gather_rows)(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out);
+    /* x[rows[i]] += weights[i] * y[i] for i < n (rows, weights: host memory; rows
+     * distinct within a call); rows are dim wide. Mixture-of-experts outputs. */
+    void (*scatter_add_rows)(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
+                             int n, const float *y);
 } backend_ops;
 
 typedef struct backend {

@@ -1,6 +1,6 @@
 /* attention.c — paged causal attention on the CPU (see attention.h). One task is
- * one (row, head): scores against every visible key, softmax, weighted sum of
- * values. The same task body is instantiated for AVX-512, AVX2+FMA and plain C;
+ * one (row, head): scores against every visible key (all earlier ones, or those
+ * in a sliding window; optionally soft-capped), softmax, weighted sum of values. The same task body is instantiated for AVX-512, AVX2+FMA and plain C;
  * the vector versions differ only in the three helpers (dot, exp-and-sum, axpy). */
 #include "kernels/cpu/attention.h"
 
@@ -24,6 +24,14 @@ typedef struct attn_job {
     float *scores;          /* [nth][max_kv_len] */
     int max_kv_len;
 } attn_job;
+
+/* The first key a row at position pos sees: 0, or the start of its window. */
+static inline int first_key(const bk_attn *a, int pos) {
+    return a->window > 0 && pos - a->window + 1 > 0 ? pos - a->window + 1 : 0;
+}
+
+/* Gemma's attention-logit soft-capping; plain tanhf at every SIMD level */
+static inline float softcap(float x, float cap) { return cap * tanhf(x / cap); }
 
 /* ---- plain C ---- */
 
@@ -152,6 +160,7 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
         const int s = j->row_seq[r];
         int n_kv = b->positions[r] + 1;
         if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];
+        const int lo = first_key(a, b->positions[r]);
         const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;
         const size_t head_off = (size_t)(h / group) * hd;
         const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;
@@ -159,7 +168,7 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
 #define KEY_AT(cache, t) ((cache) + ((size_t)blocks[(t) / bs] * bs + (size_t)((t) % bs)) * kv_dim + head_off)
         __m512 vmax = _mm512_set1_ps(-INFINITY);
         const __m512 vscale = _mm512_set1_ps(a->scale);
-        for (int t0 = 0; t0 < n_kv; t0 += 16) {
+        for (int t0 = lo; t0 < n_kv; t0 += 16) {
             const int nk = n_kv - t0 < 16 ? n_kv - t0 : 16;
             __m512 acc[16];
             for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
@@ -173,20 +182,26 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
                 acc[slot16(t)] = sum;
             }
             const __mmask16 km = tail_mask(nk);
-            const __m512 sc = _mm512_mul_ps(hsum16_avx512(acc), vscale);
-            _mm512_mask_storeu_ps(scores + t0, km, sc);
+            __m512 sc = _mm512_mul_ps(hsum16_avx512(acc), vscale);
+            if (a->softcap > 0) {
+                float tmp[16];
+                _mm512_storeu_ps(tmp, sc);
+                for (int t = 0; t < nk; t++) tmp[t] = softcap(tmp[t], a->softcap);
+                sc = _mm512_loadu_ps(tmp);
+            }
+            _mm512_mask_storeu_ps(scores + (t0 - lo), km, sc);
             vmax = _mm512_mask_max_ps(vmax, km, vmax, sc);
         }
-        const float sum = exp_sum_avx512(scores, n_kv, _mm512_reduce_max_ps(vmax));
+        const float sum = exp_sum_avx512(scores, n_kv - lo, _mm512_reduce_max_ps(vmax));
         const float inv = sum > 0 ? 1.0f / sum : 0;
         for (int d0 = 0; d0 < hd; d0 += 64) {
             __m512 e[4], od[4];
             for (int i = 0; i < 4; i++) e[i] = od[i] = _mm512_setzero_ps();
             const int nvd = (hd - d0 + 15) / 16 < 4 ? (hd - d0 + 15) / 16 : 4;
-            int t = 0;
+            int t = lo;
             for (; t + 2 <= n_kv; t += 2) {
                 const float *v0 = KEY_AT(j->v_cache, t) + d0, *v1 = KEY_AT(j->v_cache, t + 1) + d0;
-                const __m512 p0 = _mm512_set1_ps(scores[t]), p1 = _mm512_set1_ps(scores[t + 1]);
+                const __m512 p0 = _mm512_set1_ps(scores[t - lo]), p1 = _mm512_set1_ps(scores[t + 1 - lo]);
                 for (int i = 0; i < nvd; i++) {
                     const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
                     e[i] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m, v0 + 16 * i), e[i]);
@@ -195,7 +210,7 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
             }
             if (t < n_kv) {
                 const float *v0 = KEY_AT(j->v_cache, t) + d0;
-                const __m512 p0 = _mm512_set1_ps(scores[t]);
+                const __m512 p0 = _mm512_set1_ps(scores[t - lo]);
                 for (int i = 0; i < nvd; i++) {
                     const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
                     e[i] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m, v0 + 16 * i), e[i]);
@@ -231,27 +246,29 @@ T_AVX512 static void attn_job_avx512(void *arg, int ith, int nth) {
             const int s = j->row_seq[r];                                                    \
             int n_kv = b->positions[r] + 1;                                                 \
             if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];                                   \
+            const int lo = first_key(a, b->positions[r]);                                   \
             const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;             \
             const size_t head_off = (size_t)(h / group) * hd;                               \
             const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;                      \
             float *o = j->out + ((size_t)r * a->n_heads + h) * hd;                          \
             float max = -INFINITY;                                                          \
-            for (int t0 = 0; t0 < n_kv; t0 += bs) {                                         \
-                const float *k = j->k_cache + (size_t)blocks[t0 / bs] * bs * kv_dim + head_off; \
-                const int n = n_kv - t0 < bs ? n_kv - t0 : bs;                              \
+            for (int t0 = lo; t0 < n_kv; t0 = (t0 / bs + 1) * bs) {                         \
+                const float *k = j->k_cache + ((size_t)blocks[t0 / bs] * bs + t0 % bs) * kv_dim + head_off; \
+                const int n = n_kv - t0 < bs - t0 % bs ? n_kv - t0 : bs - t0 % bs;          \
                 for (int t = 0; t < n; t++) {                                               \
                     float sc = DOT(q, k + (size_t)t * kv_dim, hd) * a->scale;               \
-                    scores[t0 + t] = sc;                                                    \
+                    if (a->softcap > 0) sc = softcap(sc, a->softcap);                       \
+                    scores[t0 + t - lo] = sc;                                                     \
                     if (sc > max) max = sc;                                                 \
                 }                                                                           \
             }                                                                               \
-            const float sum = EXP_SUM(scores, n_kv, max);                                   \
+            const float sum = EXP_SUM(scores, n_kv - lo, max);                              \
             const float inv = sum > 0 ? 1.0f / sum : 0;                                     \
             memset(o, 0, (size_t)hd * sizeof *o);                                           \
-            for (int t0 = 0; t0 < n_kv; t0 += bs) {                                         \
-                const float *v = j->v_cache + (size_t)blocks[t0 / bs] * bs * kv_dim + head_off; \
-                const int n = n_kv - t0 < bs ? n_kv - t0 : bs;                              \
-                for (int t = 0; t < n; t++) AXPY(o, scores[t0 + t] * inv, v + (size_t)t * kv_dim, hd); \
+            for (int t0 = lo; t0 < n_kv; t0 = (t0 / bs + 1) * bs) {                         \
+                const float *v = j->v_cache + ((size_t)blocks[t0 / bs] * bs + t0 % bs) * kv_dim + head_off; \
+                const int n = n_kv - t0 < bs - t0 % bs ? n_kv - t0 : bs - t0 % bs;          \
+                for (int t = 0; t < n; t++) AXPY(o, scores[t0 + t - lo] * inv, v + (size_t)t * kv_dim, hd); \
             }                                                                               \
         }                                                                                   \
     }

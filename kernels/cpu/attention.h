@@ -10,8 +10,9 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/pool.h"
 
-/* out[r, h, :] = softmax(scale * q[r, h] · K[0..n_kv)) · V for every row r and
- * head h. q, out: [T][n_heads * head_dim]; caches: [slot][n_kv_heads * head_dim].
+/* out[r, h, :] = softmax(cap(scale * q[r, h] · K[lo..n_kv))) · V for every row r
+ * and head h, where lo is 0 or the start of the sliding window (a->window) and cap
+ * the optional soft-capping (a->softcap). q, out: [T][n_heads * head_dim]; caches: [slot][n_kv_heads * head_dim].
  * max_kv_len bounds every kv_len in the batch. Uses the pool's scratch. */
 void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, const float *q,
                        const float *k_cache, const float *v_cache, float *out, int max_kv_len);

@@ -258,6 +258,28 @@ static void cpu_gather_out_rows(void *ctx_, const float *x, int dim, float *out)
                (size_t)dim * sizeof(float));
 }
 
+static void cpu_scale(void *ctx, float *x, float s, size_t n) { cpu_scale_run(x, s, n); }
+
+static void cpu_gelu_mul(void *ctx_, float *gate, const float *up, size_t n) {
+    cpu_ctx *ctx = ctx_;
+    cpu_gelu_mul_run(ctx->pool, gate, up, n);
+}
+
+static void cpu_gather_rows(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out) {
+    for (int i = 0; i < n; i++)
+        memcpy(out + (size_t)i * dim, x + (size_t)rows[i] * dim, (size_t)dim * sizeof(float));
+}
+
+static void cpu_scatter_add_rows(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
+                                 int n, const float *y) {
+    for (int i = 0; i < n; i++) {
+        float *xr = x + (size_t)rows[i] * dim;
+        const float *yr = y + (size_t)i * dim;
+        const float w = weights[i];
+        for (int d = 0; d < dim; d++) xr[d] += w * yr[d];
+    }
+}
+
 static const backend_ops g_cpu_ops = {
     .destroy = cpu_destroy,
     .weight_load = cpu_weight_load,
@@ -277,6 +299,10 @@ static const backend_ops g_cpu_ops = {
     .add = cpu_add,
     .copy_blocks = cpu_copy_blocks,
     .gather_out_rows = cpu_gather_out_rows,
+    .scale = cpu_scale,
+    .gelu_mul = cpu_gelu_mul,
+    .gather_rows = cpu_gather_rows,
+    .scatter_add_rows = cpu_scatter_add_rows,
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
