@@ -1,7 +1,8 @@
 /* test_attention.c — CPU paged attention at every SIMD level against a double
  * precision reference: several sequences (prefill chunks and decode rows) with
  * scrambled block tables, grouped-query heads, head sizes with and without a
- * vector tail; the result is the same for 1 and 2 threads. */
+ * vector tail, sliding windows and soft-capping; the result is the same for 1
+ * and 2 threads. */
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "tests/test.h"
@@ -13,6 +14,8 @@ static float frand(void) {
 }
 
 static int g_bs = 16; /* KV block size of the next setup */
+static int g_window;     /* and its sliding window (0: none) */
+static float g_softcap;  /* and its score soft-capping (0: none) */
 
 typedef struct setup {
     bk_attn a;
@@ -26,7 +29,7 @@ typedef struct setup {
  * row at position 70, and a 5-row chunk at 0. Blocks are handed out shuffled. */
 static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     memset(s, 0, sizeof *s);
-    s->a = (bk_attn){n_heads, n_kv_heads, hd, g_bs, 1.0f / sqrtf((float)hd)};
+    s->a = (bk_attn){n_heads, n_kv_heads, hd, g_bs, 1.0f / sqrtf((float)hd), g_window, g_softcap};
     int starts[3] = {10, 70, 0}, rows[3] = {40, 1, 5}, T = 0;
     int n_blocks = 0, order[48];
     for (int i = 0; i < 48; i++) order[i] = i;
@@ -65,20 +68,22 @@ static void reference(const setup *s, double *out) {
         for (int r = s->seq_start[q]; r < s->seq_start[q + 1]; r++)
             for (int h = 0; h < a->n_heads; h++) {
                 int n = s->positions[r] + 1;
+                int lo = a->window > 0 && n - a->window > 0 ? n - a->window : 0;
                 const float *qv = s->q + ((size_t)r * a->n_heads + h) * hd;
                 double mx = -1e300, sum = 0;
-                for (int t = 0; t < n; t++) {
+                for (int t = lo; t < n; t++) {
                     size_t slot = (size_t)s->table[q * 16 + t / a->block_size] * a->block_size + t % a->block_size;
                     const float *k = s->k + slot * kv_dim + (size_t)(h / group) * hd;
                     double d = 0;
                     for (int i = 0; i < hd; i++) d += (double)qv[i] * k[i];
                     sc[t] = d * a->scale;
+                    if (a->softcap > 0) sc[t] = a->softcap * tanh(sc[t] / a->softcap);
                     if (sc[t] > mx) mx = sc[t];
                 }
-                for (int t = 0; t < n; t++) sum += sc[t] = exp(sc[t] - mx);
+                for (int t = lo; t < n; t++) sum += sc[t] = exp(sc[t] - mx);
                 double *o = out + ((size_t)r * a->n_heads + h) * hd;
                 for (int i = 0; i < hd; i++) o[i] = 0;
-                for (int t = 0; t < n; t++) {
+                for (int t = lo; t < n; t++) {
                     size_t slot = (size_t)s->table[q * 16 + t / a->block_size] * a->block_size + t % a->block_size;
                     const float *v = s->v + slot * kv_dim + (size_t)(h / group) * hd;
                     for (int i = 0; i < hd; i++) o[i] += sc[t] / sum * v[i];
@@ -129,10 +134,32 @@ static void test_block_size_5(void) {
     g_bs = 16;
 }
 
+/* gemma: sliding windows (shorter than a block, straddling blocks, longer than
+ * every sequence) and soft-capped scores */
+static void test_window_and_softcap(void) {
+    const int windows[] = {1, 7, 23, 200};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(windows); i++) {
+        g_window = windows[i];
+        g_bs = 16;
+        check_shape(4, 2, 32);
+        g_bs = 5;
+        check_shape(8, 2, 64);
+    }
+    g_window = 0;
+    g_softcap = 1.5f;
+    check_shape(4, 2, 32);
+    g_window = 9;
+    check_shape(6, 3, 13);
+    g_window = 0;
+    g_softcap = 0;
+    g_bs = 16;
+}
+
 int main(void) {
     RUN(test_gqa_head64);
     RUN(test_mha_head_with_tail);
     RUN(test_odd_head_size);
     RUN(test_block_size_5);
+    RUN(test_window_and_softcap);
     return t_summary();
 }

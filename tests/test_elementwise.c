@@ -1,4 +1,4 @@
-/* test_elementwise.c — the CPU backend's SiLU gate and residual add at every SIMD
+/* test_elementwise.c — the CPU backend's SiLU and GELU gates and residual add at every SIMD
  * level this machine has: against double-precision references over a range that
  * includes the clamped tails, odd lengths (vector tails), and 1 vs 2 threads bit
  * for bit on a buffer large enough to be split; and rows of a width that is no
@@ -41,6 +41,21 @@ static void check_level(cpu_pool *pool, size_t n) {
                    (double)u[i], (double)g[i], want);
         }
     }
+    for (size_t i = 0; i < n; i++) g[i] = gate_value(i) * 0.1f; /* GELU: the tanh form, over ±12 */
+    cpu_gelu_mul_run(pool, g, u, n);
+    for (size_t i = 0; i < n && bad < 5; i++) {
+        double gv = gate_value(i) * 0.1f;
+        /* 0.5·x·(1 + tanh(t)) written as x / (1 + e^(-2t)), which keeps the far
+         * negative tail (where 1 + tanh(t) cancels to 0 in double) */
+        double t = 0.7978845608028654 * (gv + 0.044715 * gv * gv * gv);
+        double want = gv / (1.0 + exp(-2.0 * t)) * (double)u[i];
+        double tol = 8e-6 * fabs(want) + 1e-30;
+        if (!(fabs((double)g[i] - want) <= tol)) {
+            bad++;
+            CHECKF(0, "%s n=%zu i=%zu: gelu(%g)*%g = %.9g, want %.9g", cpu_simd_name(), n, i, gv,
+                   (double)u[i], (double)g[i], want);
+        }
+    }
     cpu_add_run(pool, x, y, n);
     for (size_t i = 0; i < n && bad < 10; i++)
         if (x[i] != (float)i * 0.25f - (float)(i % 13)) {
@@ -75,6 +90,10 @@ static void test_threads_bitwise(void) {
         cpu_silu_mul_run(p1, a, u, n);
         cpu_silu_mul_run(p2, b, u, n);
         CHECK(memcmp(a, b, n * sizeof *a) == 0);
+        for (size_t i = 0; i < n; i++) a[i] = b[i] = gate_value(i * 3) * 0.1f;
+        cpu_gelu_mul_run(p1, a, u, n);
+        cpu_gelu_mul_run(p2, b, u, n);
+        CHECK(memcmp(a, b, n * sizeof *a) == 0);
     }
     free(a), free(b), free(u);
     cpu_pool_free(p1);
@@ -98,12 +117,17 @@ static void test_rows_batched_equal_alone(void) {
                 for (size_t i = 0; i < n; i++) all[i] = gate_value(i * 7 % 2001) * 0.05f, u[i] = 0.5f + (float)(i % 3);
                 float *in = malloc(n * sizeof *in);
                 if (in) memcpy(in, all, n * sizeof *in);
-                cpu_silu_mul_run(NULL, all, u, n);
-                for (int r = 0; in && r < rows; r++) {
-                    memcpy(one, in + (size_t)r * w, w * sizeof *one);
-                    cpu_silu_mul_run(NULL, one, u + (size_t)r * w, w);
-                    CHECKF(!memcmp(one, all + (size_t)r * w, w * sizeof *one),
-                           "%s width %zu: row %d batched differs from the row alone", cpu_simd_name(), w, r);
+                for (int gelu = 0; in && gelu < 2; gelu++) {
+                    void (*run)(cpu_pool *, float *, const float *, size_t) = gelu ? cpu_gelu_mul_run : cpu_silu_mul_run;
+                    memcpy(all, in, n * sizeof *all);
+                    run(NULL, all, u, n);
+                    for (int r = 0; r < rows; r++) {
+                        memcpy(one, in + (size_t)r * w, w * sizeof *one);
+                        run(NULL, one, u + (size_t)r * w, w);
+                        CHECKF(!memcmp(one, all + (size_t)r * w, w * sizeof *one),
+                               "%s %s width %zu: row %d batched differs from the row alone", cpu_simd_name(),
+                               gelu ? "gelu" : "silu", w, r);
+                    }
                 }
                 free(in);
             }

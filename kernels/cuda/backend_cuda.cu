@@ -57,6 +57,7 @@ struct cuda_ctx {
     float *d_scale;       /* [2]: the F16 activation scale of the last GEMM, and 0 (k_f16_scale) */
     void **weights;       /* every weight_load allocation, freed by destroy */
     int n_weights, cap_weights;
+    dints rows, mix;      /* gather/scatter rows and their mixing weights (floats as their bits) */
 };
 
 static void ctx_fail(cuda_ctx *c, const char *fmt, ...) {
@@ -295,13 +296,16 @@ __global__ void k_kv_store(float *kc, float *vc, const float *k, const float *v,
 #define ATT_THREADS 128
 __global__ void k_attention(const float *q, const float *kc, const float *vc, float *out, const int *pos,
                             const int *row_seq, const int *kv_len, const int *table, int max_blocks,
-                            int n_heads, int n_kv_heads, int head_dim, int block_size, float scale) {
+                            int n_heads, int n_kv_heads, int head_dim, int block_size, float scale,
+                            int window, float softcap) {
     extern __shared__ float sm[]; /* q [head_dim] | scores [ATT_THREADS] */
     float *qs = sm, *sc = sm + head_dim;
     __shared__ float red[32];
     int r = blockIdx.x, h = blockIdx.y;
     int s = row_seq[r];
-    int n_kv = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
+    int n_end = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
+    int lo = window > 0 && pos[r] - window + 1 > 0 ? pos[r] - window + 1 : 0; /* sliding window */
+    int n_kv = n_end > lo ? n_end - lo : 0; /* keys lo .. n_end-1, as t = lo + index */
     int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
     const int *blocks = table + (size_t)s * max_blocks;
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) qs[d] = q[((size_t)r * n_heads + h) * head_dim + d];
@@ -312,11 +316,13 @@ __global__ void k_attention(const float *q, const float *kc, const float *vc, fl
         int t = t0 + threadIdx.x;
         float score = -INFINITY;
         if (t < n_kv) {
-            size_t slot = (size_t)blocks[t / block_size] * block_size + t % block_size;
+            int key = lo + t;
+            size_t slot = (size_t)blocks[key / block_size] * block_size + key % block_size;
             const float *k = kc + slot * kv_dim + (size_t)kvh * head_dim;
             float dot = 0;
             for (int d = 0; d < head_dim; d++) dot += qs[d] * k[d];
             score = dot * scale;
+            if (softcap > 0) score = softcap * tanhf(score / softcap);
         }
         /* tile max */
         float tm = score;
@@ -345,7 +351,7 @@ __global__ void k_attention(const float *q, const float *kc, const float *vc, fl
             if (d >= head_dim) continue;
             float v = acc[a] * corr;
             for (int j = 0; j < n_tile; j++) {
-                int tt = t0 + j;
+                int tt = lo + t0 + j;
                 size_t slot = (size_t)blocks[tt / block_size] * block_size + tt % block_size;
                 v += sc[j] * vc[slot * kv_dim + (size_t)kvh * head_dim + d];
             }
@@ -387,6 +393,32 @@ __global__ void k_gather(const float *x, int dim, const int *rows, int n_out, fl
         out[k] = x[(size_t)rows[k / dim] * dim + k % dim];
 }
 
+__global__ void k_scale(float *x, float sc, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        x[k] *= sc;
+}
+
+/* gelu in the tanh form, written as x / (1 + e^(-2u)) like the CPU's */
+__global__ void k_gelu_mul(float *g, const float *u, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        float x = g[k];
+        g[k] = x / (1.0f + expf(-1.5957691216057308f * x * (1.0f + 0.044715f * x * x))) * u[k];
+    }
+}
+
+__global__ void k_gather_rows(const float *x, int dim, const int *rows, int n, float *out) {
+    int64_t total = (int64_t)n * dim;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total; k += (int64_t)gridDim.x * blockDim.x)
+        out[k] = x[(size_t)rows[k / dim] * dim + k % dim];
+}
+
+/* rows are distinct within a call, so no two threads write one element */
+__global__ void k_scatter_add_rows(float *x, int dim, const int *rows, const float *w, int n, const float *y) {
+    int64_t total = (int64_t)n * dim;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total; k += (int64_t)gridDim.x * blockDim.x)
+        x[(size_t)rows[k / dim] * dim + k % dim] += w[k / dim] * y[k];
+}
+
 /* ---- the op table ----------------------------------------------------------------- */
 
 static cuda_ctx *C(void *p) { return (cuda_ctx *)p; }
@@ -395,7 +427,7 @@ static void cu_destroy(void *p) {
     cuda_ctx *c = C(p);
     if (!c) return;
     dints *all[] = {&c->tokens, &c->pos, &c->seq_start, &c->kv_len, &c->table, &c->slots, &c->out_rows,
-                    &c->row_seq, &c->copy};
+                    &c->row_seq, &c->copy, &c->rows, &c->mix};
     for (dints *d : all) cudaFree(d->p);
     cudaFree(c->scratch), cudaFree(c->d_freq), cudaFree(c->d_scale);
     for (int i = 0; i < c->n_weights; i++) cudaFree(c->weights[i]);
@@ -645,7 +677,7 @@ static void cu_attention(void *p, const float *q, const float *kc, const float *
     size_t shm = (size_t)(a->head_dim + ATT_THREADS) * sizeof(float);
     k_attention<<<grid, ATT_THREADS, shm, c->stream>>>(q, kc, vc, out, c->pos.p, c->row_seq.p, c->kv_len.p, c->table.p,
                                                        c->max_blocks, a->n_heads, a->n_kv_heads, a->head_dim,
-                                                       a->block_size, a->scale);
+                                                       a->block_size, a->scale, a->window, a->softcap);
     LAUNCHED(c);
 }
 
@@ -680,10 +712,46 @@ static void cu_gather_out_rows(void *p, const float *x, int dim, float *out) {
     LAUNCHED(c);
 }
 
+static void cu_scale(void *p, float *x, float sc, size_t n) {
+    cuda_ctx *c = C(p);
+    if (!n) return;
+    k_scale<<<grid_for(n, 256), 256, 0, c->stream>>>(x, sc, (int64_t)n);
+    LAUNCHED(c);
+}
+
+static void cu_gelu_mul(void *p, float *g, const float *u, size_t n) {
+    cuda_ctx *c = C(p);
+    if (!n) return;
+    k_gelu_mul<<<grid_for(n, 256), 256, 0, c->stream>>>(g, u, (int64_t)n);
+    LAUNCHED(c);
+}
+
+static void cu_gather_rows(void *p, const float *x, int dim, const int32_t *rows, int n, float *out) {
+    cuda_ctx *c = C(p);
+    if (n <= 0) return;
+    upload_ints(c, &c->rows, rows, (size_t)n);
+    if (c->failed) return;
+    k_gather_rows<<<grid_for((size_t)n * dim, 256), 256, 0, c->stream>>>(x, dim, c->rows.p, n, out);
+    LAUNCHED(c);
+}
+
+static void cu_scatter_add_rows(void *p, float *x, int dim, const int32_t *rows, const float *weights, int n,
+                                const float *y) {
+    cuda_ctx *c = C(p);
+    if (n <= 0) return;
+    upload_ints(c, &c->rows, rows, (size_t)n);
+    upload_ints(c, &c->mix, (const int32_t *)(const void *)weights, (size_t)n); /* float bits */
+    if (c->failed) return;
+    k_scatter_add_rows<<<grid_for((size_t)n * dim, 256), 256, 0, c->stream>>>(x, dim, c->rows.p,
+                                                                             (const float *)(void *)c->mix.p, n, y);
+    LAUNCHED(c);
+}
+
+/* in the order of backend_ops' fields */
 static const backend_ops g_cuda_ops = {
     cu_destroy, cu_weight_load, cu_alloc, cu_free, cu_to_host, cu_memset0, cu_begin, cu_embed,
     cu_rmsnorm, cu_matmul, cu_add_bias, cu_rope, cu_kv_store, cu_attention, cu_silu_mul, cu_add,
-    cu_copy_blocks, cu_gather_out_rows,
+    cu_copy_blocks, cu_gather_out_rows, cu_scale, cu_gelu_mul, cu_gather_rows, cu_scatter_add_rows,
 };
 
 /* The compute capability this build's code runs on: the cubin is for

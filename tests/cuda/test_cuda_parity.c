@@ -2,7 +2,7 @@
  * themselves checked against scalar references): every op on fresh random
  * inputs, outputs poisoned with NaN first so unwritten elements show, matmul for
  * every weight type at 1, 5 and 40 rows (fused GEMV and tensor-core paths), and
- * whole-model logits on stories260K. Needs a GPU: `make test-cuda`. */
+ * whole-model logits on stories260K and the architectures of models/arch. Needs a GPU: `make test-cuda`. */
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "kernels/quant.h"
@@ -199,12 +199,23 @@ static void test_attention_and_small_ops(void) {
     CHECKF(max_rel(got, k, (size_t)T * kv_dim) < 1e-5, "rope (neox): %g", max_rel(got, k, (size_t)T * kv_dim));
     g_cpu->ops->kv_store(g_cpu->ctx, kc, vc, k, v, kv_dim);
     g_gpu->ops->kv_store(g_gpu->ctx, dkc, dvc, dk, dv, kv_dim);
-    bk_attn at = {n_heads, n_kv, hd, 16, 0.125f};
+    bk_attn at = {n_heads, n_kv, hd, 16, 0.125f, 0, 0.0f};
     float *want = malloc((size_t)T * q_dim * 4);
     g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want, &at);
     g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at);
     to_host(dout, got, (size_t)T * q_dim);
     CHECKF(max_rel(got, want, (size_t)T * q_dim) < 1e-4, "attention: %g", max_rel(got, want, (size_t)T * q_dim));
+    bk_attn at_swa = at; /* a sliding window of 5 keys, soft-capped scores */
+    at_swa.window = 5;
+    at_swa.softcap = 2.0f;
+    float *want_swa = malloc((size_t)T * q_dim * 4);
+    g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want_swa, &at_swa);
+    g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at_swa);
+    to_host(dout, got, (size_t)T * q_dim);
+    CHECKF(max_rel(got, want_swa, (size_t)T * q_dim) < 1e-4, "windowed attention: %g",
+           max_rel(got, want_swa, (size_t)T * q_dim));
+    free(want_swa);
+    g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at); /* back to the plain result */
     /* copy_blocks on the GPU: the destination blocks become bit-identical copies of
      * the sources (as the GPU's own cache held them), every other block untouched */
     int32_t src[2] = {3, 5}, dst[2] = {20, 21};
@@ -231,15 +242,32 @@ static void test_attention_and_small_ops(void) {
     g_gpu->ops->gather_out_rows(g_gpu->ctx, dq, q_dim, dg);
     to_host(dg, gathered, 3 * (size_t)q_dim);
     CHECK(max_rel(gathered, gw, 3 * (size_t)q_dim) < 1e-4);
+    /* scale, gelu_mul, gather_rows, scatter_add_rows */
+    g_cpu->ops->scale(g_cpu->ctx, q, 0.75f, (size_t)T * q_dim);
+    g_gpu->ops->scale(g_gpu->ctx, dq, 0.75f, (size_t)T * q_dim);
+    g_cpu->ops->gelu_mul(g_cpu->ctx, q, want, (size_t)T * q_dim);
+    g_gpu->ops->gelu_mul(g_gpu->ctx, dq, dout, (size_t)T * q_dim);
+    to_host(dq, got, (size_t)T * q_dim);
+    CHECKF(max_rel(got, q, (size_t)T * q_dim) < 1e-4, "scale + gelu_mul: %g", max_rel(got, q, (size_t)T * q_dim));
+    int32_t rows[3] = {7, 0, 12};
+    float weights[3] = {0.25f, -1.5f, 0.5f};
+    g_cpu->ops->gather_rows(g_cpu->ctx, q, q_dim, rows, 3, gw);
+    g_gpu->ops->gather_rows(g_gpu->ctx, dq, q_dim, rows, 3, dg);
+    to_host(dg, gathered, 3 * (size_t)q_dim);
+    CHECK(max_rel(gathered, gw, 3 * (size_t)q_dim) < 1e-6);
+    g_cpu->ops->scatter_add_rows(g_cpu->ctx, want, q_dim, rows, weights, 3, gw);
+    g_gpu->ops->scatter_add_rows(g_gpu->ctx, dout, q_dim, rows, weights, 3, dg);
+    to_host(dout, got, (size_t)T * q_dim);
+    CHECKF(max_rel(got, want, (size_t)T * q_dim) < 1e-4, "scatter_add_rows: %g", max_rel(got, want, (size_t)T * q_dim));
     float *bufs[] = {dq, dk, dv, dkc, dvc, dout, dg};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_gpu->ops->free(g_gpu->ctx, bufs[i]);
     free(q), free(k), free(v), free(kc), free(vc), free(got), free(want), free(gk);
 }
 
-/* stories260K: one varlen step on both backends, logits compared. */
-static void test_model_logits(void) {
+/* A model: one varlen step on both backends, logits compared. */
+static void check_model_logits(const char *name) {
     char path[512];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), name);
     gguf *g;
     llc_err err;
     model *mc = NULL, *mg = NULL;
@@ -258,7 +286,7 @@ static void test_model_logits(void) {
     CHECK(model_forward(mc, kc, &st.b, want, &err) == 0);
     CHECKF(model_forward(mg, kg, &st.b, got, &err) == 0, "%s", err.msg);
     double e = max_rel(got, want, (size_t)3 * V);
-    fprintf(stderr, "  stories260K logits: max relative error %.3g\n", e);
+    fprintf(stderr, "  %s logits: max relative error %.3g\n", name, e);
     CHECKF(e < 1e-3, "logits differ: %g", e);
     for (int r = 0; r < 3; r++) { /* same argmax */
         int a = 0, b = 0;
@@ -270,6 +298,13 @@ static void test_model_logits(void) {
     }
     free(want), free(got);
     model_kv_free(kc), model_kv_free(kg), model_free(mc), model_free(mg), gguf_free(g);
+}
+
+static void test_model_logits(void) {
+    static const char *const names[] = {"stories260K.gguf", "arch/gemma2.gguf", "arch/gemma3.gguf",
+                                        "arch/phi3.gguf", "arch/qwen3moe.gguf", "arch/qwen2-bias.gguf",
+                                        "arch/llama-rope-scale.gguf"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) check_model_logits(names[i]);
 }
 
 int main(void) {
