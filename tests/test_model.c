@@ -230,6 +230,51 @@ static void test_arch_llama_rope_scale(void) { check_arch("llama-rope-scale", 0)
  * first 4 are checked. */
 static void test_arch_mistral_gqa_q8(void) { check_arch("mistral-gqa-q8", 4); }
 
+/* Prefix sharing under sliding windows (gemma2: window 8, here over blocks of 4
+ * tokens): sequence B reuses the blocks of A's first 32 tokens and computes only
+ * its own suffix, in the same step as A's next chunk; its logits equal B computed
+ * alone from scratch in other blocks. */
+static void test_window_prefix_sharing(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/arch/gemma2.gguf", t_shared());
+    loaded L;
+    if (load(path, 2, &L)) {
+        CHECK(0);
+        return;
+    }
+    const int V = model_hparams_of(L.m)->n_vocab, BS = 4;
+    model_kv *kv;
+    batch *b;
+    llc_err err;
+    CHECK(model_kv_create(L.m, 64, BS, &kv, &err) == 0);
+    batch_create(16, BS, &b);
+    int32_t a_toks[56], b_toks[52], a_blocks[14], b_blocks[13], fresh[13];
+    for (int i = 0; i < 56; i++) a_toks[i] = (i * 131 + 7) % V;
+    for (int i = 0; i < 52; i++) b_toks[i] = i < 32 ? a_toks[i] : (i * 17 + 3) % V;
+    for (int i = 0; i < 14; i++) a_blocks[i] = 2 * i + 1;
+    for (int i = 0; i < 13; i++) b_blocks[i] = i < 8 ? a_blocks[i] : 40 + i, fresh[i] = 63 - i;
+    float *shared = malloc((size_t)20 * V * 4), *alone = malloc((size_t)20 * V * 4), *scratch = malloc((size_t)56 * V * 4);
+    /* A: 40 tokens; then A's last 16 with B's 20 (positions 32..51) in one step */
+    batch_add(b, a_toks, 40, 0, a_blocks, 10, BATCH_OUT_LAST);
+    CHECK(model_forward(L.m, kv, batch_view(b), scratch, &err) == 0);
+    batch_clear(b);
+    batch_add(b, a_toks + 40, 16, 40, a_blocks, 14, BATCH_OUT_LAST);
+    batch_add(b, b_toks + 32, 20, 32, b_blocks, 13, BATCH_OUT_ALL);
+    CHECK(model_forward(L.m, kv, batch_view(b), scratch, &err) == 0);
+    memcpy(shared, scratch + V, (size_t)20 * V * 4);
+    /* B alone, all 52 tokens in fresh blocks */
+    batch_clear(b);
+    batch_add(b, b_toks, 52, 0, fresh, 13, BATCH_OUT_ALL);
+    CHECK(model_forward(L.m, kv, batch_view(b), scratch, &err) == 0);
+    memcpy(alone, scratch + (size_t)32 * V, (size_t)20 * V * 4);
+    double scale, worst = max_abs_diff(alone, shared, 20 * V, &scale);
+    CHECKF(worst <= 2e-4 * scale, "shared prefix vs alone: max abs diff %g (largest logit %g)", worst, scale);
+    free(shared), free(alone), free(scratch);
+    batch_free(b);
+    model_kv_free(kv);
+    unload(&L);
+}
+
 static void test_batched_equals_single_stories(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
@@ -409,6 +454,7 @@ int main(void) {
     RUN(test_arch_qwen2_bias);
     RUN(test_arch_llama_rope_scale);
     RUN(test_arch_mistral_gqa_q8);
+    RUN(test_window_prefix_sharing);
     RUN(test_archs_and_types);
     RUN(test_bad_batches);
     RUN(test_shape_mismatch);
