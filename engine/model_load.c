@@ -20,7 +20,7 @@ typedef struct arch_info {
     bool qk_norm;     /* attn_q_norm / attn_k_norm required */
     bool post_norms;  /* post_attention_norm / post_ffw_norm required */
     bool embd_scale;  /* embeddings times sqrt(dim) */
-    bool moe;         /* experts instead of a dense FFN */
+    bool moe;         /* experts instead of a dense FFN (llama: when the file has expert_count) */
     model_ffn_act act;
     int swa_pattern;  /* sliding-window layer pattern (0: none) */
 } arch_info;
@@ -202,9 +202,13 @@ static int load_hparams(loader *L) {
     hp->embd_scale = ai->embd_scale;
     hp->post_norms = ai->post_norms;
     const int BIG = 1 << 20;
+    /* experts: qwen3moe always; llama when the file has them (Mixtral) */
+    int64_t n_exp = 0;
+    const bool moe = ai->moe || (ai->arch == ARCH_LLAMA &&
+                                 gguf_get_i64(L->g, arch_key(L, "expert_count"), &n_exp, NULL) == 0 && n_exp > 0);
     if ((rc = get_int(L, "embedding_length", true, 0, 1, BIG, &hp->dim)) ||
         (rc = get_int(L, "block_count", true, 0, 1, 4096, &hp->n_layers)) ||
-        (rc = get_int(L, "feed_forward_length", !ai->moe, 0, 1, BIG, &hp->ffn_dim)) ||
+        (rc = get_int(L, "feed_forward_length", !moe, 0, 1, BIG, &hp->ffn_dim)) ||
         (rc = get_int(L, "attention.head_count", true, 0, 1, 4096, &hp->n_heads)) ||
         (rc = get_int(L, "attention.head_count_kv", false, hp->n_heads, 1, 4096, &hp->n_kv_heads)) ||
         (rc = get_int(L, "context_length", false, 2048, 1, 1 << 24, &hp->n_ctx_train)))
@@ -239,7 +243,7 @@ static int load_hparams(loader *L) {
         hp->swa_pattern = ai->swa_pattern;
         if ((rc = get_int(L, "attention.sliding_window", true, 0, 1, 1 << 24, &hp->swa_window))) return rc;
     }
-    if (ai->moe) {
+    if (moe) {
         if ((rc = get_int(L, "expert_count", true, 0, 1, 4096, &hp->n_expert)) ||
             (rc = get_int(L, "expert_used_count", true, 0, 1,
                           hp->n_expert < MODEL_MAX_EXPERT_USED ? hp->n_expert : MODEL_MAX_EXPERT_USED,
