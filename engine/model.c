@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct model_kv {
     const model *m;
     int n_blocks, block_size;
