@@ -1,7 +1,8 @@
 /* attention.c — paged causal attention on the CPU (see attention.h). One task is
  * one (row, head): scores against every visible key (all earlier ones, or those
- * in a sliding window; optionally soft-capped), softmax, weighted sum of values. The same task body is instantiated for AVX-512, AVX2+FMA and plain C;
- * the vector versions differ only in the three helpers (dot, exp-and-sum, axpy). */
+ * in a sliding window; optionally soft-capped), softmax, weighted sum of values.
+ * The same task body is instantiated for AVX-512, AVX2+FMA and plain C; the
+ * vector versions differ only in the three helpers (dot, exp-and-sum, axpy). */
 #include "kernels/cpu/attention.h"
 
 #if defined(__x86_64__)
