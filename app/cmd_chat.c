@@ -2,7 +2,9 @@
  * engine. Opens the model (-m, else the config file's `model =`, else the
  * default), the database (--db, else the XDG data dir), serves the engine and
  * the sessions on the local socket (so `llmchat ask` and editors share them;
- * what they do to an open session shows live), and runs the UI. */
+ * what they do to an open session shows live), and runs the UI.
+ * With --remote URL (or LLMCHAT_REMOTE) the answers come from an
+ * OpenAI-compatible server instead: no model is loaded and nothing is served. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +14,11 @@
 #include "app/llm.h"
 #include "app/server/srv.h"
 #include "ui/app.h"
+#include "ui/remote.h"
 #include "ui/view.h"
 
 static const char *g_template, *g_listen, *g_api_key;
+static const char *g_remote, *g_remote_model, *g_remote_key;
 static bool g_no_socket;
 
 static const cli_opt g_opts[] = {
@@ -22,6 +26,12 @@ static const cli_opt g_opts[] = {
     {"listen", 0, CLI_STR, &g_listen, "HOST:PORT", "also serve editors on TCP (see llmchat serve)", 0, 0, NULL},
     {"api-key", 0, CLI_STR, &g_api_key, "KEY", "key TCP clients must give (Bearer)", 0, 0, NULL},
     {"no-socket", 0, CLI_FLAG, &g_no_socket, NULL, "do not serve the local socket", 0, 0, NULL},
+    {"remote", 0, CLI_STR, &g_remote, "URL",
+     "answer with an OpenAI-compatible server (or LLMCHAT_REMOTE), e.g. http://host:8000/v1", 0, 0, NULL},
+    {"remote-model", 0, CLI_STR, &g_remote_model, "NAME",
+     "the server's model (or LLMCHAT_REMOTE_MODEL; default: the first it lists)", 0, 0, NULL},
+    {"remote-api-key", 0, CLI_STR, &g_remote_key, "KEY", "Bearer key for --remote (or LLMCHAT_REMOTE_API_KEY)", 0, 0,
+     NULL},
     {0},
 };
 
@@ -37,14 +47,59 @@ static void on_server_notes(void *ctx, ui_app *a) {
 
 const cli_cmd cli_chat = {
     .name = "chat",
-    .usage = "[-m MODEL] [--db PATH] [--socket PATH | --no-socket] [--listen HOST:PORT] [--chat-template NAME]",
+    .usage = "[-m MODEL | --remote URL [--remote-model NAME]] [--db PATH] [--socket PATH | --no-socket] "
+             "[--listen HOST:PORT] [--chat-template NAME]",
     .summary = "the chat UI: tabs, sessions kept in SQLite (the default command)",
     .opts = g_opts,
 };
 
+/* The database path: --db, else the XDG data dir (NULL when there is none). */
+static const char *database_path(const cli_common *common, char *buf, size_t n) {
+    if (common->db) return common->db;
+    llc_err derr;
+    return db_default_path(buf, n, &derr) == 0 ? buf : NULL;
+}
+
+/* Runs the UI on a provider; 0 when it ended normally. */
+static int run_ui(ui_app_config *ac, const char *notice1, const char *notice2) {
+    ui_app *app;
+    llc_err err;
+    int status = 1;
+    if (ui_app_create(ac, &app, &err) == 0) {
+        if (notice1 && notice1[0]) ui_app_notice(app, true, "%s", notice1);
+        if (notice2 && notice2[0]) ui_app_notice(app, true, "%s", notice2);
+        if (ui_run(app, &err) == 0) status = 0;
+        else fprintf(stderr, "llmchat: %s\n", err.msg);
+        ui_app_free(app);
+    } else {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+    }
+    return status;
+}
+
+/* --remote: the same chat, answered by an OpenAI-compatible server. */
+static int chat_remote(const cli_common *common, const char *url) {
+    remote_config rc = {.url = url,
+                        .model = g_remote_model ? g_remote_model : getenv("LLMCHAT_REMOTE_MODEL"),
+                        .api_key = g_remote_key ? g_remote_key : getenv("LLMCHAT_REMOTE_API_KEY")};
+    provider *p;
+    llc_err err;
+    if (remote_create(&rc, &p, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
+    char db_buf[1024];
+    ui_app_config ac = {.prov = p, .db_path = database_path(common, db_buf, sizeof db_buf)};
+    int status = run_ui(&ac, g_listen ? "--listen is not served with --remote" : NULL, NULL);
+    prov_free(p);
+    return status;
+}
+
 int cmd_chat(int argc, char **argv) {
     cli_common common = {0};
     cli_parse(&cli_chat, &common, argc, argv, NULL, 0);
+    const char *remote = g_remote ? g_remote : getenv("LLMCHAT_REMOTE");
+    if (remote && remote[0]) return chat_remote(&common, remote);
     config cfg;
     llc_err err;
     if (config_load(&cfg, &err)) {
@@ -67,16 +122,20 @@ int cmd_chat(int argc, char **argv) {
         config_free(&cfg);
         return 1;
     }
-    char db_path[1024];
-    const char *dbp = common.db;
-    if (!dbp) {
-        llc_err derr;
-        dbp = db_default_path(db_path, sizeof db_path, &derr) == 0 ? db_path : NULL;
-    }
+    char db_buf[1024];
+    const char *dbp = database_path(&common, db_buf, sizeof db_buf);
     const char *slash = strrchr(common.model, '/');
-    ui_app_config ac = {.e = e, .tok = L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(L.m)->n_ctx_train,
-                        .model_name = slash ? slash + 1 : common.model, .device_name = L.be->name,
-                        .db_path = dbp};
+    prov_local_config lc = {.e = e, .tok = L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(L.m)->n_ctx_train,
+                            .model_name = slash ? slash + 1 : common.model, .device_name = L.be->name};
+    provider *p = NULL;
+    if (prov_local_create(&lc, &p, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        engine_destroy(e);
+        llm_close(&L);
+        config_free(&cfg);
+        return 1;
+    }
+    ui_app_config ac = {.prov = p, .db_path = dbp};
     srv *server = NULL;
     char srv_error[400] = "";
     if (!g_no_socket) {
@@ -91,18 +150,11 @@ int cmd_chat(int argc, char **argv) {
             snprintf(srv_error, sizeof srv_error, "not serving editors: %.300s", serr.msg);
         }
     }
-    ui_app *app;
-    int status = 1;
-    if (ui_app_create(&ac, &app, &err) == 0) {
-        if (srv_error[0]) ui_app_notice(app, true, "%s", srv_error);
-        if (L.draft_error[0]) ui_app_notice(app, true, "%s; going on without speculation", L.draft_error);
-        if (ui_run(app, &err) == 0) status = 0;
-        else fprintf(stderr, "llmchat: %s\n", err.msg);
-        ui_app_free(app);
-    } else {
-        fprintf(stderr, "llmchat: %s\n", err.msg);
-    }
+    char draft_note[400] = "";
+    if (L.draft_error[0]) snprintf(draft_note, sizeof draft_note, "%.300s; going on without speculation", L.draft_error);
+    int status = run_ui(&ac, srv_error, draft_note);
     srv_stop(server); /* before the engine goes */
+    prov_free(p);
     engine_destroy(e);
     llm_close(&L);
     config_free(&cfg);

@@ -32,6 +32,7 @@ typedef struct conv_msg {
     bool dirty;          /* text or state changed since the last save */
     db_usage usage;
     char finish[16];     /* "stop", "length", "cancelled", "error", "" */
+    char error[256];     /* why it failed, when it did (shown, not stored) */
     /* the view's wrap cache */
     tw_lines wrap;
     int wrap_width;

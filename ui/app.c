@@ -1,5 +1,5 @@
 /* app.c — the chat application's state and actions (see app.h): tabs,
- * commands, sending turns to the engine and routing its events back, saving. */
+ * commands, sending turns to the provider and routing its events back, saving. */
 #include "ui/app.h"
 
 #include <stdarg.h>
@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prompt.h"
 #include "ui/command.h"
 
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
@@ -27,7 +26,9 @@ static void set_panel(ui_app *a, char *text) {
 
 conv *ui_app_tab(const ui_app *a) { return a->n_tabs ? a->tabs[a->cur] : NULL; }
 
-int ui_app_engine_fd(const ui_app *a) { return engine_client_fd(a->client); }
+int ui_app_events_fd(const ui_app *a) { return prov_fd(a->cfg.prov); }
+
+static const char *model_name(const ui_app *a) { return prov_model_name(a->cfg.prov); }
 
 static int add_tab(ui_app *a, conv *c) {
     conv **t = realloc(a->tabs, (size_t)(a->n_tabs + 1) * sizeof *t);
@@ -54,7 +55,7 @@ static void save_tabs(ui_app *a) {
 /* Saves a tab; a failure becomes the notice (the tab keeps everything). */
 static void save_conv(ui_app *a, conv *c, bool force, double now) {
     bool had_session = c->session_id != 0;
-    if (conv_save(c, a->db, a->cfg.model_name, force, now) == 0) {
+    if (conv_save(c, a->db, model_name(a), force, now) == 0) {
         if (!had_session && c->session_id) save_tabs(a);
         return;
     }
@@ -67,10 +68,7 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     ui_app *a = calloc(1, sizeof *a);
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     a->cfg = *cfg;
-    if (engine_client_create(cfg->e, &a->client)) {
-        free(a);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    }
+    prov_status(cfg->prov, a->status, sizeof a->status);
     llc_err dberr = {{0}};
     if (!cfg->db_path)
         snprintf(a->db_error, sizeof a->db_error, "no database: conversations are not saved");
@@ -106,15 +104,14 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
 void ui_app_free(ui_app *a) {
     if (!a) return;
     for (int i = 0; i < a->n_tabs; i++)
-        if (a->tabs[i]->req_id) engine_cancel(a->cfg.e, a->tabs[i]->req_id);
-    engine_client_free(a->client); /* the engine ends those requests by itself */
+        if (a->tabs[i]->req_id) prov_cancel(a->cfg.prov, a->tabs[i]->req_id);
     double now = 0;
     for (int i = 0; i < a->n_tabs; i++) {
         conv *c = a->tabs[i];
         for (int k = 0; k < c->n_alts; k++) /* what streamed so far is kept, marked */
             if (c->alts[k]->state == DB_STATE_STREAMING)
                 conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
-        if (a->db) conv_save(c, a->db, a->cfg.model_name, true, now);
+        if (a->db) conv_save(c, a->db, model_name(a), true, now);
     }
     save_tabs(a);
     for (int i = 0; i < a->n_tabs; i++) conv_free(a->tabs[i]);
@@ -151,7 +148,7 @@ void ui_app_close_tab(ui_app *a) {
     conv *c = ui_app_tab(a);
     if (!c) return;
     if (c->req_id) { /* closing keeps the session: let the answer end as cancelled */
-        engine_cancel(a->cfg.e, c->req_id);
+        prov_cancel(a->cfg.prov, c->req_id);
         c->req_id = 0;
         for (int k = 0; k < c->n_alts; k++)
             if (c->alts[k]->state == DB_STATE_STREAMING)
@@ -183,7 +180,7 @@ static conv *tab_of_request(ui_app *a, int64_t id) {
     return NULL;
 }
 
-/* Sends the conversation up to its last user message to the engine; the
+/* Sends the conversation up to its last user message to the provider; the
  * answers stream into new alternatives. */
 static void start_answer(ui_app *a, conv *c) {
     chat_msg *msgs;
@@ -192,43 +189,24 @@ static void start_answer(ui_app *a, conv *c) {
         ui_app_notice(a, true, "out of memory");
         return;
     }
-    prompt p;
     llc_err err;
-    int rc = prompt_build(a->cfg.tok, a->cfg.tmpl, msgs, n, prompt_budget(a->cfg.n_ctx, c->set.max_tokens),
-                          &p, &err);
+    prov_started st;
+    int64_t id = prov_submit(a->cfg.prov, msgs, n, &c->set, &st, &err);
     free(msgs);
-    if (rc) {
-        ui_app_notice(a, true, "%s", err.msg);
-        return;
-    }
-    c->dropped_turns = p.n_dropped;
-    int k = c->set.beam > 0 ? 1 : c->set.n;
-    gen_request r = {.prompt = p.ids, .n_prompt = p.n_ids, .n = k, .beam_width = c->set.beam,
-                     .max_tokens = c->set.max_tokens};
-    r.sampling = sampler_params_default();
-    r.sampling.temperature = c->set.temperature;
-    r.sampling.top_p = c->set.top_p;
-    r.sampling.top_k = c->set.top_k;
-    r.sampling.min_p = c->set.min_p;
-    r.sampling.seed = c->set.seed;
-    const char *const *stops = chat_stop_strings(a->cfg.tmpl);
-    for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
-    r.stop = stops;
-    int64_t id = engine_submit(a->cfg.e, a->client, &r, &err);
-    free(p.ids);
     if (id < 0) {
         ui_app_notice(a, true, "%s", err.msg);
         return;
     }
-    int first = conv_open_answers(c, k);
+    c->dropped_turns = st.n_dropped;
+    int first = conv_open_answers(c, st.n_answers);
     if (first < 0) {
-        engine_cancel(a->cfg.e, id);
+        prov_cancel(a->cfg.prov, id);
         ui_app_notice(a, true, "out of memory");
         return;
     }
     c->req_id = id;
     c->alt_base = first;
-    c->n_streaming = k;
+    c->n_streaming = st.n_answers;
     c->scroll = 0;
     a->changed = true;
 }
@@ -256,42 +234,49 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         ui_app_notice(a, true, "out of memory");
         return;
     }
-    save_conv(a, c, true, 0); /* stored before the engine sees it */
+    save_conv(a, c, true, 0); /* stored before the provider sees it */
     set_panel(a, NULL);
     start_answer(a, c);
 }
 
 void ui_app_cancel(ui_app *a) {
     conv *c = ui_app_tab(a);
-    if (c && c->req_id) engine_cancel(a->cfg.e, c->req_id);
+    if (c && c->req_id) prov_cancel(a->cfg.prov, c->req_id);
 }
 
-void ui_app_poll_engine(ui_app *a, double now_ms) {
-    engine_event *ev;
-    while ((ev = engine_client_next(a->client))) {
+/* An answer ended (seq_index -1: the whole request failed). */
+static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms) {
+    if (ev->state == DB_STATE_ERROR && ev->message[0])
+        ui_app_notice(a, true, "the answer failed: %s", ev->message);
+    int lo = ev->seq_index < 0 ? 0 : ev->seq_index, hi = ev->seq_index < 0 ? c->n_streaming : ev->seq_index + 1;
+    for (int i = lo; i < hi; i++) {
+        int alt = c->alt_base + i;
+        if (alt >= c->n_alts || c->alts[alt]->state != DB_STATE_STREAMING) continue;
+        conv_finish(c, alt, ev->state, ev->finish, ev->seq_index < 0 ? NULL : &ev->usage);
+        snprintf(c->alts[alt]->error, sizeof c->alts[alt]->error, "%s",
+                 ev->state == DB_STATE_ERROR ? ev->message : "");
+        c->n_streaming--;
+    }
+    if (ev->seq_index < 0) c->n_streaming = 0;
+    if (c->n_streaming <= 0) {
+        c->req_id = 0;
+        save_conv(a, c, true, now_ms);
+    }
+}
+
+void ui_app_poll_events(ui_app *a, double now_ms) {
+    prov_event *ev;
+    while ((ev = prov_next(a->cfg.prov))) {
         conv *c = tab_of_request(a, ev->request_id);
         if (c) {
-            int alt = c->alt_base + ev->seq_index;
-            if (ev->kind == EV_TOKEN) {
-                if (ev->text_len) conv_append(c, alt, ev->text, ev->text_len);
-            } else if (ev->kind == EV_DONE) {
-                static const char *names[] = {"", "stop", "length", "cancelled", "error"};
-                int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
-                            : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
-                                                           : DB_STATE_DONE;
-                db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens,
-                              ev->ttft_ms, ev->tpot_ms};
-                conv_finish(c, alt, state, names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u);
-                if (--c->n_streaming <= 0) {
-                    c->req_id = 0;
-                    save_conv(a, c, true, now_ms);
-                }
+            if (ev->kind == PROV_TEXT) {
+                if (ev->text_len) conv_append(c, c->alt_base + ev->seq_index, ev->text, ev->text_len);
             } else {
-                ui_app_notice(a, true, "generation failed: %s", ev->message);
+                answer_done(a, c, ev, now_ms);
             }
             a->changed = true;
         }
-        engine_event_free(ev);
+        prov_event_free(ev);
     }
 }
 
@@ -311,10 +296,10 @@ void ui_app_tick(ui_app *a, double now_ms) {
             ui_app_notice(a, false, "database open again: saving");
         }
     }
-    engine_metrics m;
-    engine_get_metrics(a->cfg.e, &m);
-    if (memcmp(&m, &a->metrics, sizeof m)) {
-        a->metrics = m;
+    char status[sizeof a->status];
+    prov_status(a->cfg.prov, status, sizeof status);
+    if (strcmp(status, a->status)) {
+        memcpy(a->status, status, sizeof status);
         a->changed = true;
     }
     bool all_saved = true;
@@ -529,26 +514,12 @@ static void cmd_alt(ui_app *a, conv *c, long long k) {
     save_conv(a, c, true, 0); /* remembers the branch shown as the active path */
 }
 
-static void cmd_stats(ui_app *a) {
-    const engine_metrics *m = &a->metrics;
-    double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
-    set_panel(a, printf_alloc(
-                     "Engine\n"
-                     "  running %d, waiting %d, %lld steps, %lld preemptions\n"
-                     "  KV blocks: %d used, %d cached, %d free of %d (peak %d)\n"
-                     "  prompt tokens: %lld, %lld from the prefix cache (%.0f%%)\n"
-                     "  generated %lld tokens; now %.1f tokens/s\n"
-                     "  TTFT ms p50 %.0f p90 %.0f p99 %.0f; TPOT ms p50 %.1f p90 %.1f p99 %.1f\n"
-                     "  speculation: %lld of %lld drafted tokens accepted, %.2f tokens per check, "
-                     "%.0f%% of step time drafting",
-                     m->running, m->waiting, (long long)m->steps, (long long)m->preemptions,
-                     m->kv_used, m->kv_cached, m->kv_free, m->kv_total, m->peak_kv_used,
-                     (long long)m->prompt_tokens, (long long)m->cached_tokens, hit,
-                     (long long)m->generated_tokens, m->gen_tokens_per_s, m->ttft_ms_p50,
-                     m->ttft_ms_p90, m->ttft_ms_p99, m->tpot_ms_p50, m->tpot_ms_p90, m->tpot_ms_p99,
-                     (long long)m->spec_accepted, (long long)m->spec_drafted,
-                     m->spec_verifies ? (double)(m->spec_accepted + m->spec_verifies) / (double)m->spec_verifies : 0,
-                     m->step_ms > 0 ? 100 * m->draft_ms / m->step_ms : 0));
+static void cmd_stats(ui_app *a) { set_panel(a, prov_stats(a->cfg.prov)); }
+
+static void cmd_model(ui_app *a) {
+    char *about = prov_about(a->cfg.prov);
+    set_panel(a, printf_alloc("%s\n  database %s", about ? about : "", a->db ? db_path(a->db) : a->db_error));
+    free(about);
 }
 
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
@@ -645,13 +616,7 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_SEARCH: cmd_search(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_EXPORT: cmd_export(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
-    case UI_CMD_MODEL:
-        set_panel(a, printf_alloc("Model\n  %s\n  context %d tokens, vocabulary %d, template %s, device %s\n"
-                                  "  database %s",
-                                  a->cfg.model_name, a->cfg.n_ctx, tok_n_vocab(a->cfg.tok),
-                                  chat_tmpl_name(a->cfg.tmpl), a->cfg.device_name,
-                                  a->db ? db_path(a->db) : a->db_error));
-        break;
+    case UI_CMD_MODEL: cmd_model(a); break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
     case UI_CMD_HELP: set_panel(a, strdup(ui_help_text())); break;

@@ -1,26 +1,21 @@
 /* app.h — the chat application's state and actions, apart from the terminal:
- * the open tabs (conversations), the engine client every tab generates
- * through, the database connection (which may be missing or failing: chatting
- * goes on in memory and saving is retried), commands, and the engine's events.
+ * the open tabs (conversations), the provider every tab generates through
+ * (the local engine or a remote server, one interface: ui/provider.h), the
+ * database connection (which may be missing or failing: chatting goes on in
+ * memory and saving is retried), commands, and the provider's events.
  * view.c draws this state and turns keys into these calls; tests can drive it
  * without a terminal. Only the UI thread touches it. */
 #ifndef LLC_UI_APP_H
 #define LLC_UI_APP_H
 
-#include "engine/chat.h"
-#include "engine/engine.h"
 #include "storage/db.h"
 #include "storage/conv.h"
+#include "ui/provider.h"
 
 typedef struct ui_app ui_app;
 
 typedef struct ui_app_config {
-    engine *e;
-    const tokenizer *tok;
-    chat_tmpl tmpl;
-    int n_ctx;
-    const char *model_name;  /* shown in the status line and stored with sessions */
-    const char *device_name; /* "cpu", "cuda" */
+    provider *prov;          /* where answers come from (the local engine or a server); the caller's */
     const char *db_path;     /* NULL: no database (memory only) */
     /* another source of work for the main loop (the socket server's notes):
      * while extra_fd is readable, on_extra(extra_ctx, app) is called */
@@ -31,7 +26,6 @@ typedef struct ui_app_config {
 
 struct ui_app {
     ui_app_config cfg;
-    engine_client *client;
     db *db;                  /* NULL when it could not be opened */
     char db_error[320];      /* why (shown until it works) */
     conv **tabs;
@@ -41,7 +35,7 @@ struct ui_app {
     char *panel;             /* help / sessions / search / stats text shown under the chat */
     int64_t *listed;         /* sessions numbered in the last /sessions or /search */
     int n_listed;
-    engine_metrics metrics;
+    char status[320];        /* the provider's status line */
     double last_retry_ms;
     bool quit;
     bool changed;            /* something to redraw */
@@ -62,12 +56,12 @@ void ui_app_new_tab(ui_app *a);
 void ui_app_close_tab(ui_app *a);
 void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
 void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answer */
-/* Drains the engine's events into the tabs. */
-void ui_app_poll_engine(ui_app *a, double now_ms);
+/* Drains the provider's events into the tabs. */
+void ui_app_poll_events(ui_app *a, double now_ms);
 /* Periodic work: streaming saves, retrying failed saves, metrics. */
 void ui_app_tick(ui_app *a, double now_ms);
-/* The engine client's wake fd, for poll(). */
-int ui_app_engine_fd(const ui_app *a);
+/* The provider's wake fd, for poll(). */
+int ui_app_events_fd(const ui_app *a);
 /* Another program (the socket server) changed stored session id: a tab showing
  * it and not generating itself reloads it from the database. */
 void ui_app_session_changed(ui_app *a, int64_t session_id);

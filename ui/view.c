@@ -156,6 +156,7 @@ static void draw_transcript(view *v, int top, int height, int W) {
         rewrap(m, width);
         for (size_t k = 0; k < m->wrap.n; k++)
             rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
+        if (m->error[0]) rows_push(&r, m->error, strlen(m->error), C_ERROR, A_NORMAL, 2);
         rows_push(&r, "", 0, 0, A_NORMAL, 0);
     }
     if (a->panel) {
@@ -192,20 +193,10 @@ static void draw_transcript(view *v, int top, int height, int W) {
 }
 
 static void draw_status(view *v, int y, int W) {
-    ui_app *a = v->a;
-    const engine_metrics *m = &a->metrics;
-    char s[320];
-    double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
-    char spec[48] = "";
-    if (m->spec_drafted > 0)
-        snprintf(spec, sizeof spec, " | draft %.0f%%", 100.0 * (double)m->spec_accepted / (double)m->spec_drafted);
-    snprintf(s, sizeof s, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%% | KV %d/%d | run %d%s ",
-             a->cfg.model_name, a->cfg.device_name, m->gen_tokens_per_s, m->ttft_ms_p50, hit,
-             m->kv_used, m->kv_total, m->running, spec);
     move(y, 0);
     style(v, C_DIM, A_REVERSE);
     hline(' ', W);
-    put(y, 0, s, strlen(s), W);
+    put(y, 0, v->a->status, strlen(v->a->status), W);
     attrset(A_NORMAL);
 }
 
@@ -459,14 +450,14 @@ int ui_run(ui_app *a, llc_err *err) {
         for (int i = 0; i < a->n_tabs; i++) streaming = streaming || a->tabs[i]->req_id;
         int timeout = streaming || a->changed ? 33 : 500;
         struct pollfd fds[3] = {{.fd = STDIN_FILENO, .events = POLLIN},
-                                {.fd = ui_app_engine_fd(a), .events = POLLIN},
+                                {.fd = ui_app_events_fd(a), .events = POLLIN},
                                 {.fd = a->cfg.on_extra && a->cfg.extra_fd > 0 ? a->cfg.extra_fd : -1,
                                  .events = POLLIN}};
         if (poll(fds, 3, timeout) < 0 && errno != EINTR) break;
         if (fds[2].fd >= 0 && (fds[2].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
         read_keys(&v);
         double t = llc_now_ms();
-        ui_app_poll_engine(a, t);
+        ui_app_poll_events(a, t);
         ui_app_tick(a, t);
         if (a->changed && t - v.last_draw >= 33) draw(&v); /* at most ~30 frames a second */
     }
