@@ -80,7 +80,7 @@ $(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h tests/fake_openai.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_asan.a $(LDLIBS)
 
-$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libllmchat.a
+$(BUILD)/tools/%: tests/tools/%.c tests/fake_openai.h $(BUILD)/libllmchat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
 

@@ -5,44 +5,13 @@
 # terminal, and bad commands.
 . tests/lib_cli.sh
 
-if ! command -v tmux >/dev/null 2>&1; then
-    bad "tmux is needed for the UI tests (make deps installs it)"
-    finish
-    exit 1
-fi
-RUNS=0
-T="tmux -L llmchat-test-$$-0"
-trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+. tests/lib_tmux.sh
 mkdir -p "$TMP/cfg"
 
-# start NAME DB [WIDTH HEIGHT]: the UI in a detached tmux session
+# start NAME DB [WIDTH HEIGHT]: the UI on the default model
 start() {
-    $T kill-server 2>/dev/null
-    RUNS=$((RUNS + 1))
-    T="tmux -L llmchat-test-$$-$RUNS" # a fresh server each time: no race with the old one
-    $T new-session -d -s ui -x "${3:-100}" -y "${4:-30}" \
-        "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $2 --socket $TMP/ui.sock; echo EXITED \$?; sleep 600"
-}
-screen() { $T capture-pane -t ui -p 2>/dev/null; }
-keys() { $T send-keys -t ui "$@"; }
-line() { $T send-keys -t ui -l "$1"; $T send-keys -t ui Enter; }
-# wait_for PATTERN [SECONDS]: until the screen matches (grep -E)
-wait_for() {
-    i=0
-    while [ $i -lt $((${2:-10} * 10)) ]; do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-# idle: until no answer on the screen is still streaming
-idle() {
-    i=0
-    while [ $i -lt 100 ] && screen | grep -qE -- "^Assistant.* \.\.\.$"; do sleep 0.1; i=$((i + 1)); done
-}
-check() { # check NAME PATTERN [SECONDS]
-    if wait_for "$2" "$3"; then ok "$1"; else bad "$1" "screen:" "$(screen)"; fi
+    start_cmd "${3:-100}" "${4:-30}" \
+        "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $2 --socket $TMP/ui.sock"
 }
 
 DB="$TMP/chat.db"

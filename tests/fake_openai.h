@@ -12,6 +12,8 @@
  *   length        streams two pieces, then finish_reason "length"
  *   nostream      one chat.completion JSON object instead of a stream
  *   markdown      streams a Markdown answer (heading, list, code block)
+ * A last message that starts with "mode:NAME " picks NAME the same way (so
+ * one chat can try them all).
  * With a key, a request without "Authorization: Bearer KEY" gets 401.
  * GET /v1/models lists "ok". */
 #ifndef LLC_TESTS_FAKE_OPENAI_H
@@ -122,6 +124,14 @@ static void fo_chat(fake_openai *f, int fd, const char *body) {
     }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "model");
     const char *model = cJSON_IsString(m) ? m->valuestring : "ok";
+    char mode[32];
+    char *last0 = fo_last_content(req);
+    if (last0 && !strncmp(last0, "mode:", 5)) {
+        size_t k = strcspn(last0 + 5, " ");
+        snprintf(mode, sizeof mode, "%.*s", (int)(k < 31 ? k : 31), last0 + 5);
+        model = mode;
+    }
+    free(last0);
     if (!strcmp(model, "busy")) {
         fo_reply(fd, 429, "Too Many Requests",
                  "{\"error\":{\"message\":\"Rate limit reached for requests\",\"type\":\"requests\"}}");
@@ -295,7 +305,7 @@ static int fake_openai_start(fake_openai *f, const char *key) {
 }
 
 /* Stops accepting (connections being served finish on their own threads). */
-static void fake_openai_stop(fake_openai *f) {
+static inline void fake_openai_stop(fake_openai *f) {
     shutdown(f->listen_fd, SHUT_RDWR);
     close(f->listen_fd);
     pthread_join(f->thread, NULL);

@@ -544,13 +544,15 @@ static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const con
         free(body);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
-    m->id = ++r->next_id;
+    int64_t id = ++r->next_id;
+    int k = s->n > 0 ? s->n : 1;
+    m->id = id;
     m->bodies_json = body;
-    m->n = s->n > 0 ? s->n : 1;
+    m->n = k;
     m->seed = s->seed;
-    send_inbox(r, m);
-    *out = (prov_started){.n_answers = m->n, .n_dropped = 0};
-    return m->id;
+    send_inbox(r, m); /* the worker owns m from here */
+    *out = (prov_started){.n_answers = k, .n_dropped = 0};
+    return id;
 }
 
 static void remote_cancel(provider *p, int64_t id) {
