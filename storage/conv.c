@@ -20,6 +20,7 @@ static void msg_free(conv_msg *m) {
     if (!m) return;
     free(m->text);
     free(m->wrap.v); /* the UI's wrap cache */
+    if (m->view_free) m->view_free(m->view);
     free(m);
 }
 

@@ -37,6 +37,8 @@ typedef struct conv_msg {
     tw_lines wrap;
     int wrap_width;
     size_t wrap_len;
+    void *view;                 /* the view's own cache (laid-out Markdown), freed with view_free */
+    void (*view_free)(void *);
 } conv_msg;
 
 typedef struct conv_settings {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ui/lineedit.h"
+#include "ui/markdown.h"
 #include "ui/textwrap.h"
 
 enum {
@@ -24,7 +25,7 @@ enum {
     K_CTRL_PGDN,
 };
 
-enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB };
+enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE };
 
 typedef struct view {
     ui_app *a;
@@ -71,13 +72,16 @@ static void rewrap(conv_msg *m, int width) {
     m->wrap_len = m->len;
 }
 
-/* One line of the transcript, as a description to draw later. */
+/* One line of the transcript, as a description to draw later: plain text in
+ * one style, or a row of laid-out Markdown. */
 typedef struct tline {
     const char *text;
     size_t len;
     int pair;
     attr_t attr;
     int indent;
+    const md_doc *md;    /* non-NULL: draw row md_row of it */
+    size_t md_row;
 } tline;
 
 typedef struct rows {
@@ -93,7 +97,71 @@ static void rows_push(rows *r, const char *text, size_t len, int pair, attr_t at
         r->v = p;
         r->cap = cap;
     }
-    r->v[r->n++] = (tline){text, len, pair, attr, indent};
+    r->v[r->n++] = (tline){text, len, pair, attr, indent, NULL, 0};
+}
+
+static void rows_push_md(rows *r, const md_doc *d, size_t k, int indent) {
+    size_t n = r->n;
+    rows_push(r, "", 0, 0, A_NORMAL, indent);
+    if (r->n > n) r->v[n].md = d, r->v[n].md_row = k;
+}
+
+static void md_free_cache(void *p) {
+    md_doc_free(p);
+    free(p);
+}
+
+/* An answer laid out as Markdown at width, redone only when its text or the width changed. */
+static const md_doc *markdown_of(conv_msg *m, int width) {
+    md_doc *d = m->view;
+    if (!d) {
+        if (!(d = calloc(1, sizeof *d))) return NULL;
+        m->view = d;
+        m->view_free = md_free_cache;
+        d->src_len = (size_t)-1;
+    }
+    if (d->src_len != m->len || d->width != width) md_layout(m->text, m->len, width, d);
+    return d;
+}
+
+/* Curses attributes for a Markdown style. */
+static attr_t md_attr(const view *v, unsigned st, int *pair) {
+    attr_t a = A_NORMAL;
+    *pair = 0;
+    if (st & MD_BOLD) a |= A_BOLD;
+#ifdef A_ITALIC
+    if (st & MD_ITALIC) a |= A_ITALIC;
+#else
+    if (st & MD_ITALIC) a |= A_UNDERLINE;
+#endif
+    if (st & MD_STRIKE) a |= A_DIM;
+    if (st & MD_LINK) a |= A_UNDERLINE, *pair = C_LINK;
+    if (st & MD_URL) a |= A_DIM;
+    if (st & MD_QUOTE) *pair = C_QUOTE;
+    if (st & MD_HEADING) *pair = C_HEADING;
+    if (st & MD_CODE) *pair = C_CODE;
+    if (st & MD_CODEBLOCK) *pair = C_CODEBLOCK;
+    if ((st & MD_MARK) && !(st & MD_CODEBLOCK)) a |= A_DIM;
+    if (!v->color && (st & (MD_CODE | MD_CODEBLOCK)) && !(st & MD_MARK)) a |= A_BOLD;
+    return a;
+}
+
+static void draw_md_row(view *v, int y, int x, int W, const md_doc *d, size_t ri) {
+    const md_row *row = &d->rows[ri];
+    for (uint32_t k = 0; k < row->n_seg && x < W; k++) {
+        const md_seg *sg = &d->segs[row->seg + k];
+        int pair;
+        attr_t a = md_attr(v, sg->style, &pair);
+        if (row->kind == MD_ROW_HEADING && row->level <= 2) a |= A_UNDERLINE;
+        style(v, pair, a);
+        put(y, x, d->text + sg->off, sg->len, W - x);
+        x += tw_str_width(d->text + sg->off, sg->len);
+    }
+    if (v->color && (row->kind == MD_ROW_CODE || row->kind == MD_ROW_CODE_TOP || row->kind == MD_ROW_CODE_END)) {
+        style(v, C_CODEBLOCK, A_NORMAL); /* the code's background runs to the edge */
+        for (; x < W; x++) mvaddch(y, x, ' ');
+    }
+    attrset(A_NORMAL);
 }
 
 static void draw_tabs(view *v, int W) {
@@ -153,9 +221,14 @@ static void draw_transcript(view *v, int top, int height, int W) {
             h = alt_header;
         }
         rows_push(&r, h, strlen(h), user ? C_USER : C_BOT, A_BOLD, 0);
-        rewrap(m, width);
-        for (size_t k = 0; k < m->wrap.n; k++)
-            rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
+        const md_doc *md = user ? NULL : markdown_of(m, width);
+        if (md && (md->n_rows || !m->len)) {
+            for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2);
+        } else {
+            rewrap(m, width);
+            for (size_t k = 0; k < m->wrap.n; k++)
+                rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
+        }
         if (m->error[0]) rows_push(&r, m->error, strlen(m->error), C_ERROR, A_NORMAL, 2);
         rows_push(&r, "", 0, 0, A_NORMAL, 0);
     }
@@ -177,6 +250,10 @@ static void draw_transcript(view *v, int top, int height, int W) {
         int idx = first + y;
         if (idx >= total) continue;
         tline *rw = &r.v[idx];
+        if (rw->md) {
+            draw_md_row(v, top + y, rw->indent, W, rw->md, rw->md_row);
+            continue;
+        }
         style(v, rw->pair, rw->attr);
         put(top + y, rw->indent, rw->text, rw->len, W - rw->indent);
         attrset(A_NORMAL);
@@ -418,6 +495,11 @@ static void setup_terminal(view *v) {
         init_pair(C_ERROR, COLOR_RED, -1);
         init_pair(C_DIM, COLOR_YELLOW, -1);
         init_pair(C_TAB, COLOR_BLACK, COLOR_CYAN);
+        init_pair(C_CODE, COLOR_YELLOW, -1);
+        init_pair(C_CODEBLOCK, COLORS >= 256 ? 252 : COLOR_WHITE, COLORS >= 256 ? 236 : COLOR_BLUE);
+        init_pair(C_HEADING, COLOR_MAGENTA, -1);
+        init_pair(C_LINK, COLOR_CYAN, -1);
+        init_pair(C_QUOTE, COLOR_YELLOW, -1);
     }
     define_key("\033[200~", K_PASTE_BEGIN);
     define_key("\033[201~", K_PASTE_END);
