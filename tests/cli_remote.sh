@@ -1,7 +1,7 @@
 # cli_remote.sh — `llmchat --remote URL` end to end through tmux: the chat
 # answered by an OpenAI-compatible server (tests/tools/fake_openai, and
 # llmchat's own `serve`), with no local model at all: streaming, /n, search,
-# export, restart; errors shown in the tab (401, a server dying mid-answer,
+# export, restart, Markdown and copying a code block; errors shown in the tab (401, a server dying mid-answer,
 # connection refused), Ctrl-C closing the stream.
 . tests/lib_cli.sh
 . tests/lib_tmux.sh
@@ -20,6 +20,7 @@ NOMODEL="env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$TMP/none.gguf"
 
 DB="$TMP/remote.db"
 start_cmd 100 30 "$NOMODEL $LLMCHAT --remote $URL --remote-api-key sekrit --db $DB --no-socket"
+$T set-option -g set-clipboard on
 check "opens without a local model; the status names the server" "remote 127\.0\.0\.1:$PORT"
 line "hello from the terminal"
 check "the answer streams from the server" "^  You said: hello from the terminal"
@@ -30,7 +31,18 @@ check "/n 2 asks for two answers" "answer 1 of 2"
 line "/alt"
 check "/alt shows the other" "answer 2 of 2"
 line "mode:markdown please"
+check "Markdown: a code block shows its language on a border" "^  ┌─ c"
+check "Markdown: the code keeps its indentation" "^  │     return 0;"
+check "Markdown: lists get bullets" "^  • one"
+check "Markdown: emphasis markers are gone" "^  Some bold and code\.$"
+if screen | grep -q '```'; then bad "Markdown: no fence lines are shown" "$(screen)"
+else ok "Markdown: no fence lines are shown"; fi
 idle
+keys M-k
+check "Alt-K copies the last code block" "copied the last code block"
+if [ "$($T show-buffer 2>/dev/null)" = "$(printf 'int main(void) {\n    return 0;\n}')" ]; then
+    ok "the code reached the clipboard through OSC 52 (tmux buffer)"
+else bad "the code reached the clipboard through OSC 52 (tmux buffer)" "$($T show-buffer 2>&1)"; fi
 line "/search terminal"
 check "/search finds remote answers" "Search: terminal"
 line "/export $TMP/out.md"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ui/command.h"
+#include "ui/markdown.h"
 
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     va_list ap;
@@ -120,6 +121,7 @@ void ui_app_free(ui_app *a) {
     free(a->panel);
     free(a->listed);
     free(a->edit_text);
+    free(a->clipboard);
     free(a);
 }
 
@@ -514,6 +516,28 @@ static void cmd_alt(ui_app *a, conv *c, long long k) {
     save_conv(a, c, true, 0); /* remembers the branch shown as the active path */
 }
 
+/* /copy: the last answer shown, or (code) the last code block of the answers. */
+static void cmd_copy(ui_app *a, conv *c, bool code) {
+    char *text = NULL;
+    size_t len = 0;
+    for (int i = conv_n_shown(c) - 1; i >= 0 && !text; i--) {
+        conv_msg *m = conv_shown(c, i);
+        if (m->role != DB_ROLE_ASSISTANT || !m->len) continue;
+        if (code) text = md_last_code_block(m->text, m->len, &len);
+        else if ((text = malloc(m->len + 1))) memcpy(text, m->text, m->len + 1), len = m->len;
+        if (!code) break;
+    }
+    if (!text) {
+        ui_app_notice(a, true, code ? "no code block in the answers here" : "no answer to copy yet");
+        return;
+    }
+    free(a->clipboard);
+    a->clipboard = text;
+    a->clipboard_len = len;
+    ui_app_notice(a, false, "copied %s (%zu bytes) to the clipboard", code ? "the last code block" : "the last answer",
+                  len);
+}
+
 static void cmd_stats(ui_app *a) { set_panel(a, prov_stats(a->cfg.prov)); }
 
 static void cmd_model(ui_app *a) {
@@ -617,6 +641,7 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_EXPORT: cmd_export(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: cmd_model(a); break;
+    case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
     case UI_CMD_HELP: set_panel(a, strdup(ui_help_text())); break;

@@ -40,6 +40,8 @@ struct ui_app {
     bool quit;
     bool changed;            /* something to redraw */
     char *edit_text;         /* /edit: text the view puts into the input box */
+    char *clipboard;         /* /copy: text the view sends to the terminal's clipboard */
+    size_t clipboard_len;
     conv *close_confirm;     /* an unsaved tab whose close was asked once (ask again to lose it) */
 };
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ui/clipboard.h"
 #include "ui/lineedit.h"
 #include "ui/markdown.h"
 #include "ui/textwrap.h"
@@ -376,6 +377,8 @@ static void on_alt_key(view *v, wint_t ch) {
     ui_app *a = v->a;
     if (ch >= '1' && ch <= '9') ui_app_switch(a, (int)(ch - '1') < a->n_tabs ? (int)(ch - '1') : a->cur);
     else if (ch == '\r' || ch == '\n') le_newline(v->le);
+    else if (ch == 'c') ui_app_input(a, "/copy", 5);
+    else if (ch == 'k') ui_app_input(a, "/copy code", 10);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
     else if (ch == 127 || ch == KEY_BACKSPACE || ch == 8) le_kill_word_back(v->le);
@@ -527,6 +530,19 @@ int ui_run(ui_app *a, llc_err *err) {
             le_set_text(v.le, a->edit_text, strlen(a->edit_text));
             free(a->edit_text);
             a->edit_text = NULL;
+        }
+        if (a->clipboard) { /* /copy: OSC 52 straight to the terminal, around curses */
+            size_t n;
+            int cut;
+            char *seq = clip_osc52(a->clipboard, a->clipboard_len, &n, &cut);
+            if (seq) {
+                fwrite(seq, 1, n, stdout);
+                fflush(stdout);
+                if (cut) ui_app_notice(a, true, "copied only the first %d KB (terminals refuse more)", CLIP_MAX_BYTES / 1024);
+            }
+            free(seq);
+            free(a->clipboard);
+            a->clipboard = NULL;
         }
         bool streaming = false;
         for (int i = 0; i < a->n_tabs; i++) streaming = streaming || a->tabs[i]->req_id;
