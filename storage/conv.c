@@ -84,6 +84,7 @@ void conv_free(conv *c) {
     alts_clear(c, NULL);
     free(c->title);
     free(c->system);
+    free(c->queued);
     free(c);
 }
 
@@ -278,15 +279,16 @@ bool conv_unsaved(const conv *c) {
 }
 
 /* Stores one message whose parent is `parent` (0 = root). */
-static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, double now_ms,
+static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, double now_ms, bool *added,
                     llc_err *err) {
     if (!m->dirty) return 0;
+    if (m->id == 0 && added) *added = true;
     if (m->id == 0)
         return db_message_add(d, c->session_id, parent, m->role, m->text, m->len, m->state, &m->id, err)
                    ? -1
                    : (m->dirty = m->state == DB_STATE_STREAMING && m->len > 0, 0);
     if (m->state == DB_STATE_STREAMING) {
-        if (!force && now_ms - c->last_save_ms < 1000) return 0;
+        if (!force && now_ms - c->last_save_ms < CONV_STREAM_SAVE_MS) return 0;
         if (db_message_set_content(d, m->id, m->text, m->len, m->state, err)) return -1;
     } else if (db_message_finish(d, m->id, m->text, m->len, m->state, &m->usage, m->finish, err)) {
         return -1;
@@ -313,20 +315,24 @@ int conv_save(conv *c, db *d, const char *model_name, bool force, double now_ms)
         free(params);
         if (!rc) c->meta_dirty = false;
     }
-    bool streaming_saved = false;
+    bool streaming_saved = false, added = false;
     int64_t parent = 0;
     for (int i = 0; !rc && i < c->n_msgs; i++) {
-        rc = save_msg(c, d, c->msgs[i], parent, force, now_ms, &err);
+        rc = save_msg(c, d, c->msgs[i], parent, force, now_ms, &added, &err);
         parent = c->msgs[i]->id;
     }
     for (int i = 0; !rc && i < c->n_alts; i++) {
         bool was_streaming = c->alts[i]->state == DB_STATE_STREAMING && c->alts[i]->dirty;
-        rc = save_msg(c, d, c->alts[i], parent, force, now_ms, &err);
+        rc = save_msg(c, d, c->alts[i], parent, force, now_ms, &added, &err);
         if (!rc && was_streaming && !c->alts[i]->dirty) streaming_saved = true;
     }
-    /* the active path ends at the alternative shown */
-    if (!rc && c->n_alts > 0 && c->alts[c->alt_cur]->id)
+    /* the active path ends at the alternative shown (adding a message moves the
+     * stored one: set it again then; a streaming save is one UPDATE) */
+    if (!rc && c->n_alts > 0 && c->alts[c->alt_cur]->id &&
+        (added || c->alts[c->alt_cur]->id != c->leaf_saved)) {
         rc = db_session_set_active_leaf(d, c->session_id, c->alts[c->alt_cur]->id, &err);
+        if (!rc) c->leaf_saved = c->alts[c->alt_cur]->id;
+    }
     if (streaming_saved) c->last_save_ms = now_ms;
     if (rc) {
         snprintf(c->save_error, sizeof c->save_error, "%.300s", err.msg[0] ? err.msg : "save failed");

@@ -52,6 +52,11 @@ if grep -q "You said: hello from the terminal" "$TMP/out.md" 2>/dev/null && grep
 else bad "the export has the answers as plain text" "$(head -30 "$TMP/out.md" 2>&1)"; fi
 line "/model"
 check "/model says where answers come from" "remote OpenAI-compatible server http://127.0.0.1:$PORT/v1/chat/completions"
+line "mode:trickle go"
+check "a long answer streams" "w3 "
+line "a follow-up typed meanwhile"
+check "Enter while it streams queues the message (nothing is lost)" "^You \(queued: sent when the answer ends\)"
+check "the queued message goes when the answer ends" "^  You said: a follow-up typed meanwhile" 15
 line "mode:die now"
 check "a server dying mid-answer: the answer is marked" "^Assistant \[error\]"
 check "the text that came is kept" "^  The answer was going well"
@@ -63,6 +68,8 @@ check "Ctrl-C closes the stream: the answer stops" "^Assistant \[stopped\]"
 line "/beam 2"
 line "with beams"
 check "beam search is refused with a reason" "beam search needs the local engine"
+check "the refused message stays in the input, not in the conversation" "^> with beams"
+keys C-u
 line "/beam 0"
 kill -9 $FAKE_PID
 sleep 0.2
@@ -86,6 +93,28 @@ line "knock knock"
 check "a wrong key: HTTP 401 and the server's message in the tab" "HTTP 401 from the server: Incorrect API key"
 keys C-q
 check "quits" "EXITED 0"
+
+# kill -9 while an answer streams: what was on the screen is in the database,
+# but for at most 0.5 s of it (the fake server sends "wN " every 50 ms, so at
+# most 10 pieces may be missing)
+start_cmd 100 30 "$NOMODEL $LLMCHAT --remote $URL2 --remote-api-key sekrit --db $TMP/kill.db --no-socket"
+wait_for "remote 127"
+line "mode:trickle go"
+wait_for "w40 " 20
+PANE=$($T display -p -t ui '#{pane_pid}')
+UIPID=$(pgrep -P "$PANE" | head -1)
+shown=$(screen | grep -oE 'w[0-9]+' | sed 's/w//' | sort -n | tail -1)
+kill -9 "$UIPID"
+wait_for "EXITED 137"
+start_cmd 100 30 "$NOMODEL $LLMCHAT --remote $URL2 --remote-api-key sekrit --db $TMP/kill.db --no-socket"
+check "after kill -9 the answer comes back marked interrupted" "^Assistant \[interrupted\]"
+kept=$(screen | grep -oE 'w[0-9]+' | sed 's/w//' | sort -n | tail -1)
+if [ -n "$shown" ] && [ -n "$kept" ] && [ $((shown - kept)) -le 10 ]; then
+    ok "kill -9 lost $((shown - kept)) pieces of 50 ms (shown w$shown, stored w$kept; at most 0.5 s)"
+else bad "kill -9 lost at most 0.5 s of the answer" "shown w$shown, stored w$kept" "$(screen)"; fi
+echo "measured: kill -9 mid-stream: shown w$shown, stored w$kept" >&2
+keys C-q
+wait_for "EXITED 0"
 
 # llmchat's own serve as the remote
 $LLMCHAT serve -m "$MODEL" --socket "$TMP/serve.sock" --listen 127.0.0.1:0 --db "$TMP/serve.db" 2>"$TMP/serve.log" &

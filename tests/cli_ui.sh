@@ -56,6 +56,7 @@ line "A red ball"
 check "/n 2 gives two answers" "answer 1 of 2"
 line "/alt"
 check "/alt shows the other" "answer 2 of 2"
+idle
 line "/regen"
 check "/regen adds two more answers (n is 2)" "answer 3 of 4"
 idle
@@ -80,8 +81,11 @@ if grep -q '\*\*User\*\*' "$TMP/out.md" 2>/dev/null && grep -q "A blue ball" "$T
 else bad "the export is Markdown with the messages" "$(cat "$TMP/out.md" 2>&1 | head -20)"; fi
 line "/frobnicate"
 check "an unknown command is a one-line error" "unknown command '/frobnicate'"
+check "a refused command stays in the input to be fixed" "^> /frobnicate"
+keys C-u
 line "/set temp hot"
 check "a bad value is a one-line error" "not a number"
+keys C-u
 line "/help"
 check "/help lists the keys" "Ctrl-PgUp"
 keys C-q

@@ -10,12 +10,27 @@
 #include "ui/command.h"
 #include "ui/markdown.h"
 
+#include <cjson/cJSON.h>
+
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(a->notice, sizeof a->notice, fmt, ap);
     va_end(ap);
     a->notice_error = error;
+    a->changed = true;
+}
+
+/* Refuses a line of input: the notice says why and the view keeps the text in
+ * the input box (ui_app_input returns false). */
+static void reject(ui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(ui_app *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    va_end(ap);
+    a->notice_error = true;
+    a->rejected = true;
     a->changed = true;
 }
 
@@ -65,6 +80,50 @@ static void save_conv(ui_app *a, conv *c, bool force, double now) {
                       a->db ? c->save_error : a->db_error);
 }
 
+/* ---- input history (a settings row of the database: a JSON list) ---- */
+
+static const char HISTORY_KEY[] = "input_history";
+
+int ui_app_history_count(const ui_app *a) { return a->n_history; }
+const char *ui_app_history_get(const ui_app *a, int i) { return i >= 0 && i < a->n_history ? a->history[i] : NULL; }
+
+static void history_push(ui_app *a, const char *text) {
+    if (a->n_history == UI_HISTORY_MAX) {
+        free(a->history[0]);
+        memmove(a->history, a->history + 1, (size_t)(--a->n_history) * sizeof *a->history);
+    }
+    char *t = strdup(text);
+    char **h = t ? realloc(a->history, (size_t)(a->n_history + 1) * sizeof *h) : NULL;
+    if (!h) {
+        free(t);
+        return;
+    }
+    a->history = h;
+    a->history[a->n_history++] = t;
+}
+
+static void history_load(ui_app *a) {
+    char *json = NULL;
+    if (!a->db || db_setting_get(a->db, HISTORY_KEY, &json, NULL) || !json) return;
+    cJSON *j = cJSON_Parse(json);
+    const cJSON *e;
+    if (cJSON_IsArray(j))
+        cJSON_ArrayForEach(e, j) if (cJSON_IsString(e)) history_push(a, e->valuestring); /* else skipped */
+    cJSON_Delete(j);
+    free(json);
+}
+
+void ui_app_history_add(ui_app *a, const char *text) {
+    if (a->n_history && !strcmp(a->history[a->n_history - 1], text)) return;
+    history_push(a, text);
+    if (!a->db) return;
+    cJSON *j = cJSON_CreateStringArray((const char *const *)a->history, a->n_history);
+    char *json = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (json) db_setting_set(a->db, HISTORY_KEY, json, NULL); /* a failure only loses history */
+    free(json);
+    cJSON_Delete(j);
+}
+
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     ui_app *a = calloc(1, sizeof *a);
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
@@ -86,6 +145,7 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
             }
         free(ids);
         if (active >= 0 && active < a->n_tabs) a->cur = active;
+        history_load(a);
         int interrupted = db_interrupted_at_open(a->db);
         if (interrupted > 0)
             ui_app_notice(a, false, "%d answer%s cut short last time (marked interrupted)",
@@ -122,6 +182,8 @@ void ui_app_free(ui_app *a) {
     free(a->listed);
     free(a->edit_text);
     free(a->clipboard);
+    for (int i = 0; i < a->n_history; i++) free(a->history[i]);
+    free(a->history);
     free(a);
 }
 
@@ -213,9 +275,48 @@ static void start_answer(ui_app *a, conv *c) {
     a->changed = true;
 }
 
+/* Whether the conversation with this new message can be answered at all (the
+ * provider refuses one whose last message alone outgrows the context). */
+static int check_message(ui_app *a, conv *c, const char *text, size_t len, llc_err *err) {
+    chat_msg *m;
+    int n;
+    char *t = strndup(text, len);
+    if (!t || conv_chat_msgs(c, &m, &n)) {
+        free(t);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    chat_msg *mm = realloc(m, (size_t)(n + 2) * sizeof *mm);
+    if (!mm) {
+        free(m);
+        free(t);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    if (c->editing && n > 0 && mm[n - 1].role == CHAT_USER) n--; /* the edited message replaces it */
+    else if (!c->editing && c->n_alts > 0) mm[n++] = (chat_msg){CHAT_ASSISTANT, conv_last(c)->text};
+    mm[n++] = (chat_msg){CHAT_USER, t};
+    int rc = prov_check(a->cfg.prov, mm, n, &c->set, err);
+    free(mm);
+    free(t);
+    return rc;
+}
+
 static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
-    if (c->req_id) {
-        ui_app_notice(a, true, "an answer is still coming in this tab (Ctrl-C stops it)");
+    if (c->req_id) { /* one message may wait for the answer to end */
+        if (c->queued) {
+            reject(a, "a message is already waiting for this answer (Ctrl-C stops the answer)");
+            return;
+        }
+        if (!(c->queued = strndup(text, len))) {
+            reject(a, "out of memory");
+            return;
+        }
+        c->queued_len = len;
+        ui_app_notice(a, false, "queued: sent when this answer ends (Ctrl-C ends it now)");
+        return;
+    }
+    llc_err err;
+    if (check_message(a, c, text, len, &err)) {
+        reject(a, "not sent: %s", err.msg);
         return;
     }
     if (c->editing) { /* the edited message becomes a sibling of the old one */
@@ -233,12 +334,26 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         if (t) free(c->title), c->title = t;
     }
     if (conv_add_user(c, text, len)) {
-        ui_app_notice(a, true, "out of memory");
+        reject(a, "out of memory");
         return;
     }
     save_conv(a, c, true, 0); /* stored before the provider sees it */
     set_panel(a, NULL);
     start_answer(a, c);
+}
+
+/* The answer ended: a message queued meanwhile goes now (if it cannot, it
+ * comes back into the input box). */
+static void send_queued(ui_app *a, conv *c) {
+    char *q = c->queued;
+    size_t n = c->queued_len;
+    c->queued = NULL;
+    c->queued_len = 0;
+    a->rejected = false;
+    send_message(a, c, q, n);
+    if (a->rejected && !a->edit_text) a->edit_text = q, q = NULL;
+    a->rejected = false;
+    free(q);
 }
 
 void ui_app_cancel(ui_app *a) {
@@ -250,7 +365,7 @@ void ui_app_cancel(ui_app *a) {
 static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms) {
     if (ev->state == DB_STATE_ERROR && ev->message[0])
         ui_app_notice(a, true, "the answer failed: %s", ev->message);
-    int lo = ev->seq_index < 0 ? 0 : ev->seq_index, hi = ev->seq_index < 0 ? c->n_streaming : ev->seq_index + 1;
+    int lo = ev->seq_index < 0 ? 0 : ev->seq_index, hi = ev->seq_index < 0 ? c->n_alts - c->alt_base : ev->seq_index + 1;
     for (int i = lo; i < hi; i++) {
         int alt = c->alt_base + i;
         if (alt >= c->n_alts || c->alts[alt]->state != DB_STATE_STREAMING) continue;
@@ -263,6 +378,7 @@ static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms)
     if (c->n_streaming <= 0) {
         c->req_id = 0;
         save_conv(a, c, true, now_ms);
+        if (c->queued) send_queued(a, c);
     }
 }
 
@@ -382,7 +498,7 @@ static void cmd_sessions(ui_app *a) {
     int n = 0;
     llc_err err;
     if (!a->db || db_session_list(a->db, false, &s, &n, &err)) {
-        ui_app_notice(a, true, "%s", a->db ? err.msg : a->db_error);
+        reject(a, "%s", a->db ? err.msg : a->db_error);
         return;
     }
     char *text = NULL;
@@ -406,7 +522,7 @@ static void cmd_search(ui_app *a, const char *q, size_t qlen) {
     int n = 0;
     llc_err err;
     if (!query || !a->db || db_search(a->db, query, 20, &h, &n, &err)) {
-        ui_app_notice(a, true, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
+        reject(a, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
         free(query);
         return;
     }
@@ -429,7 +545,7 @@ static void cmd_search(ui_app *a, const char *q, size_t qlen) {
 static void cmd_open(ui_app *a, long long k) {
     int64_t id = k >= 1 && k <= a->n_listed ? a->listed[k - 1] : 0;
     if (!id) {
-        ui_app_notice(a, true, "/open %lld: no such entry in the last /sessions or /search list", k);
+        reject(a, "/open %lld: no such entry in the last /sessions or /search list", k);
         return;
     }
     for (int i = 0; i < a->n_tabs; i++)
@@ -454,7 +570,7 @@ static void cmd_open(ui_app *a, long long k) {
 static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     save_conv(a, c, true, 0);
     if (!a->db || !c->session_id) {
-        ui_app_notice(a, true, "nothing to export yet%s", a->db ? "" : " (no database)");
+        reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
         return;
     }
     char path[1024];
@@ -463,12 +579,12 @@ static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     FILE *f = fopen(path, "w");
     llc_err err;
     if (!f) {
-        ui_app_notice(a, true, "/export: cannot write %s", path);
+        reject(a, "/export: cannot write %s", path);
         return;
     }
     int rc = db_export_markdown(a->db, c->session_id, 0, f, &err);
     if (fclose(f) && !rc) rc = LLC_ERR_IO, snprintf(err.msg, sizeof err.msg, "write failed");
-    if (rc) ui_app_notice(a, true, "/export: %s", err.msg);
+    if (rc) reject(a, "/export: %s", err.msg);
     else ui_app_notice(a, false, "exported to %s", path);
 }
 
@@ -504,11 +620,11 @@ static void cmd_branch(ui_app *a, conv *c) {
 
 static void cmd_alt(ui_app *a, conv *c, long long k) {
     if (c->n_alts < 2) {
-        ui_app_notice(a, true, "there is only one answer here (/regen or /n K make more)");
+        reject(a, "there is only one answer here (/regen or /n K make more)");
         return;
     }
     if (k > c->n_alts) {
-        ui_app_notice(a, true, "/alt %lld: there are %d answers", k, c->n_alts);
+        reject(a, "/alt %lld: there are %d answers", k, c->n_alts);
         return;
     }
     c->alt_cur = k > 0 ? (int)k - 1 : (c->alt_cur + 1) % c->n_alts;
@@ -528,7 +644,7 @@ static void cmd_copy(ui_app *a, conv *c, bool code) {
         if (!code) break;
     }
     if (!text) {
-        ui_app_notice(a, true, code ? "no code block in the answers here" : "no answer to copy yet");
+        reject(a, code ? "no code block in the answers here" : "no answer to copy yet");
         return;
     }
     free(a->clipboard);
@@ -552,7 +668,7 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     case UI_SET_TEMP: s->temperature = (float)cmd->value; break;
     case UI_SET_TOP_P:
         if (cmd->value <= 0) {
-            ui_app_notice(a, true, "/set top_p: must be above 0");
+            reject(a, "/set top_p: must be above 0");
             return;
         }
         s->top_p = (float)cmd->value;
@@ -569,13 +685,14 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
                   s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
 }
 
-void ui_app_input(ui_app *a, const char *text, size_t len) {
+bool ui_app_input(ui_app *a, const char *text, size_t len) {
     conv *c = ui_app_tab(a);
     ui_cmd cmd;
     char err[200];
+    a->rejected = false;
     if (ui_cmd_parse(text, len, &cmd, err, sizeof err)) {
-        ui_app_notice(a, true, "%s", err);
-        return;
+        reject(a, "%s", err);
+        return false;
     }
     a->notice[0] = 0;
     a->close_confirm = NULL;
@@ -609,15 +726,15 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
         break;
     case UI_CMD_ALT: cmd_alt(a, c, cmd.ivalue); break;
     case UI_CMD_REGEN:
-        if (busy) ui_app_notice(a, true, "an answer is still coming (Ctrl-C stops it)");
+        if (busy) reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            ui_app_notice(a, true, "nothing to answer again yet");
+            reject(a, "nothing to answer again yet");
         else start_answer(a, c);
         break;
     case UI_CMD_EDIT:
-        if (busy) ui_app_notice(a, true, "an answer is still coming (Ctrl-C stops it)");
+        if (busy) reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            ui_app_notice(a, true, "no message of yours to edit");
+            reject(a, "no message of yours to edit");
         else {
             free(a->edit_text);
             a->edit_text = strdup(c->msgs[c->n_msgs - 1]->text);
@@ -648,4 +765,5 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_QUIT: a->quit = true; break;
     }
     a->changed = true;
+    return !a->rejected;
 }

@@ -40,6 +40,9 @@ struct ui_app {
     bool quit;
     bool changed;            /* something to redraw */
     char *edit_text;         /* /edit: text the view puts into the input box */
+    bool rejected;           /* the last input was refused */
+    char **history;          /* inputs sent, oldest first (n_history of them) */
+    int n_history;
     char *clipboard;         /* /copy: text the view sends to the terminal's clipboard */
     size_t clipboard_len;
     conv *close_confirm;     /* an unsaved tab whose close was asked once (ask again to lose it) */
@@ -52,8 +55,11 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err);
 void ui_app_free(ui_app *a);
 
 conv *ui_app_tab(const ui_app *a); /* the current tab */
-/* A line of input: a command or a message to send. */
-void ui_app_input(ui_app *a, const char *text, size_t len);
+/* A line of input: a command or a message to send (while the tab's answer
+ * streams, a message waits for it to end: conv.queued). Returns false when the
+ * input was refused (a bad command, a message too long for the context, ...):
+ * the notice says why and the view keeps the text in the input box. */
+bool ui_app_input(ui_app *a, const char *text, size_t len);
 void ui_app_new_tab(ui_app *a);
 void ui_app_close_tab(ui_app *a);
 void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
@@ -71,6 +77,12 @@ void ui_app_session_changed(ui_app *a, int64_t session_id);
  * live in an open tab (the other program stores it). */
 void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
                          size_t len);
+/* The input history kept in the database, per database (oldest first), for
+ * the view's Up/Down; adding one stores it (the last UI_HISTORY_MAX are kept). */
+#define UI_HISTORY_MAX 200
+int ui_app_history_count(const ui_app *a);
+const char *ui_app_history_get(const ui_app *a, int i);
+void ui_app_history_add(ui_app *a, const char *text);
 /* Sets the one-line notice. */
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -502,6 +502,8 @@ static void *worker(void *arg) {
 /* ---- the provider (UI thread) ---- */
 
 static int remote_check(provider *p, const chat_msg *msgs, int n, const conv_settings *s, llc_err *err) {
+    if (s->beam > 0)
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "beam search needs the local engine (/beam 0 turns it off)");
     return 0; /* the server knows its context; it refuses what does not fit */
 }
 

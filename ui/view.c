@@ -35,7 +35,7 @@ typedef struct view {
     bool in_paste;
     char *paste;           /* bytes of a bracketed paste, inserted at its end */
     size_t paste_len, paste_cap;
-    tw_lines panel_wrap, input_wrap;
+    tw_lines panel_wrap, input_wrap, queued_wrap;
     double last_draw;
 } view;
 
@@ -233,6 +233,14 @@ static void draw_transcript(view *v, int top, int height, int W) {
         if (m->error[0]) rows_push(&r, m->error, strlen(m->error), C_ERROR, A_NORMAL, 2);
         rows_push(&r, "", 0, 0, A_NORMAL, 0);
     }
+    if (c->queued) { /* a message waiting for the answer to end */
+        static const char *qh = "You (queued: sent when the answer ends)";
+        rows_push(&r, qh, strlen(qh), C_USER, A_DIM, 0);
+        tw_wrap(c->queued, c->queued_len, width, &v->queued_wrap);
+        for (size_t k = 0; k < v->queued_wrap.n; k++)
+            rows_push(&r, c->queued + v->queued_wrap.v[k].off, v->queued_wrap.v[k].len, 0, A_DIM, 2);
+        rows_push(&r, "", 0, 0, A_NORMAL, 0);
+    }
     if (a->panel) {
         tw_wrap(a->panel, strlen(a->panel), W > 1 ? W - 1 : 1, &v->panel_wrap);
         for (size_t k = 0; k < v->panel_wrap.n; k++)
@@ -361,8 +369,8 @@ static void submit(view *v) {
     char *copy = strndup(text, len);
     if (!copy) return;
     le_history_add(v->le, copy);
-    le_clear(v->le);
-    ui_app_input(v->a, copy, len);
+    ui_app_history_add(v->a, copy);
+    if (ui_app_input(v->a, copy, len)) le_clear(v->le); /* refused: the text stays to be fixed */
     free(copy);
 }
 
@@ -523,6 +531,7 @@ int ui_run(ui_app *a, llc_err *err) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < ui_app_history_count(a); i++) le_history_add(v.le, ui_app_history_get(a, i));
     setup_terminal(&v);
     draw(&v);
     while (!a->quit && !g_stop) {
@@ -564,6 +573,7 @@ int ui_run(ui_app *a, llc_err *err) {
     free(v.paste);
     tw_lines_free(&v.panel_wrap);
     tw_lines_free(&v.input_wrap);
+    tw_lines_free(&v.queued_wrap);
     llc_set_abort_hook(NULL);
     return 0;
 }
