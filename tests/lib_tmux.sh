@@ -31,10 +31,15 @@ wait_for() {
     done
     return 1
 }
-# idle: until no answer on the screen is still streaming
+# idle: until no tab is generating (the tab bar marks one with " *") and no
+# answer on the screen is still streaming
 idle() {
     i=0
-    while [ $i -lt 100 ] && screen | grep -qE -- "^Assistant.* \.\.\.$"; do sleep 0.1; i=$((i + 1)); done
+    while [ $i -lt 150 ] && { screen | head -1 | grep -qE -- ' \*( |$)' ||
+        screen | grep -qE -- "^Assistant \.\.\.( |$)"; }; do
+        sleep 0.1
+        i=$((i + 1))
+    done
 }
 check() { # check NAME PATTERN [SECONDS]
     if wait_for "$2" "$3"; then ok "$1"; else bad "$1" "screen:" "$(screen)"; fi

@@ -107,6 +107,21 @@ static void test_message_while_streaming_is_queued(void) {
     CHECK(c->n_msgs == 3 && !strcmp(c->msgs[1]->text, "Hello"));
     done(2, DB_STATE_DONE, NULL);
     ui_app_poll_events(a, 20);
+    CHECK(c->req_id == 0);
+    /* /n 2 set while an answer streams; the queued message then gets two answers */
+    CHECK(input(a, "third"));
+    CHECK(input(a, "/n 2"));
+    CHECK(input(a, "fourth"));
+    done(3, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 30);
+    CHECK(c->req_id == 4 && c->n_alts == 2 && c->n_streaming == 2);
+    push(prov_event_text(4, 1, "b", 1));
+    push(prov_event_done(4, 1, DB_STATE_DONE, "stop", NULL, NULL));
+    push(prov_event_text(4, 0, "a", 1));
+    push(prov_event_done(4, 0, DB_STATE_DONE, "stop", NULL, NULL));
+    ui_app_poll_events(a, 40);
+    CHECK(c->req_id == 0 && c->n_streaming == 0);
+    CHECK(!strcmp(c->alts[0]->text, "a") && !strcmp(c->alts[1]->text, "b"));
     ui_app_free(a);
 }
 
@@ -129,6 +144,7 @@ static void test_refused_input_is_not_committed(void) {
 
 static void test_streaming_saves_often(void) {
     ui_app *a = open_app();
+    CHECK(input(a, "/new")); /* the tabs of the test before come back: a fresh one */
     CHECK(input(a, "count"));
     int64_t id = ui_app_tab(a)->req_id;
     /* a piece every 20 ms of (simulated) time, the tick after each, as the view does */
@@ -161,6 +177,7 @@ static void test_streaming_saves_often(void) {
 
 static void test_failed_answer_keeps_text_and_reason(void) {
     ui_app *a = open_app();
+    CHECK(input(a, "/new"));
     CHECK(input(a, "hi"));
     conv *c = ui_app_tab(a);
     text(c->req_id, "partial ");
