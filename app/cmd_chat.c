@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/config.h"
@@ -77,6 +78,50 @@ static int run_ui(ui_app_config *ac, const char *notice1, const char *notice2) {
     return status;
 }
 
+/* /model PATH: another model for a tab, with an engine of its own (the same
+ * options as the default model; its own chat template). Runs on the app's
+ * loading thread. */
+typedef struct other_model {
+    llm L;
+    engine *e;
+    char name[256];
+} other_model;
+
+static cli_common g_common; /* the options other models open with */
+
+static void other_model_free(void *p) {
+    other_model *m = p;
+    engine_destroy(m->e);
+    llm_close(&m->L);
+    free(m);
+}
+
+static int open_model(void *ctx, const char *path, provider **out, llc_err *err) {
+    cli_common common = g_common;
+    common.model = path;
+    common.draft = NULL; /* the draft belongs to the default model */
+    common.ngram = false;
+    other_model *m = calloc(1, sizeof *m);
+    if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    chat_tmpl tmpl;
+    int rc = llm_open(&common, &m->L, err);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    if ((rc = llm_chat_template(&m->L, NULL, &tmpl, err)) || (rc = llm_engine_create(&m->L, &common, &m->e, err))) {
+        llm_close(&m->L);
+        free(m);
+        return rc;
+    }
+    snprintf(m->name, sizeof m->name, "%s", strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+    prov_local_config lc = {.e = m->e, .tok = m->L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(m->L.m)->n_ctx_train,
+                            .model_name = m->name, .device_name = m->L.be->name,
+                            .on_destroy = other_model_free, .destroy_ctx = m};
+    if ((rc = prov_local_create(&lc, out, err))) other_model_free(m);
+    return rc;
+}
+
 /* --remote: the same chat, answered by an OpenAI-compatible server. */
 static int chat_remote(const cli_common *common, const char *url) {
     remote_config rc = {.url = url,
@@ -89,7 +134,9 @@ static int chat_remote(const cli_common *common, const char *url) {
         return 1;
     }
     char db_buf[1024];
-    ui_app_config ac = {.prov = p, .db_path = database_path(common, db_buf, sizeof db_buf)};
+    g_common = *common;
+    ui_app_config ac = {.prov = p, .model_path = "", .open_model = open_model,
+                        .db_path = database_path(common, db_buf, sizeof db_buf)};
     int status = run_ui(&ac, g_listen ? "--listen is not served with --remote" : NULL, NULL);
     prov_free(p);
     return status;
@@ -109,7 +156,13 @@ int cmd_chat(int argc, char **argv) {
     if (!common.model_given && cfg.model) common.model = cfg.model;
     if (!g_template && cfg.chat_template) g_template = cfg.chat_template;
     llm L;
-    if (llm_open(&common, &L, &err)) {
+    if (isatty(STDERR_FILENO)) { /* no blank screen while a big model loads */
+        fprintf(stderr, "llmchat: loading %s ...", common.model);
+        fflush(stderr);
+    }
+    int open_rc = llm_open(&common, &L, &err);
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
+    if (open_rc) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         config_free(&cfg);
         return 1;
@@ -135,7 +188,10 @@ int cmd_chat(int argc, char **argv) {
         config_free(&cfg);
         return 1;
     }
-    ui_app_config ac = {.prov = p, .db_path = dbp};
+    g_common = common;
+    char *model_abs = realpath(common.model, NULL); /* how sessions name a model file */
+    ui_app_config ac = {.prov = p, .model_path = model_abs ? model_abs : common.model, .open_model = open_model,
+                        .db_path = dbp};
     srv *server = NULL;
     char srv_error[400] = "";
     if (!g_no_socket) {
@@ -155,6 +211,7 @@ int cmd_chat(int argc, char **argv) {
     int status = run_ui(&ac, srv_error, draft_note);
     srv_stop(server); /* before the engine goes */
     prov_free(p);
+    free(model_abs);
     engine_destroy(e);
     llm_close(&L);
     config_free(&cfg);

@@ -67,9 +67,10 @@ int conv_create(const char *title, conv **out) {
     if (!c) return LLC_ERR_NOMEM;
     c->title = strdup(title ? title : "New chat");
     c->system = strdup("");
+    c->model = strdup("");
     c->set = conv_default_settings();
     c->meta_dirty = true;
-    if (!c->title || !c->system) {
+    if (!c->title || !c->system || !c->model) {
         conv_free(c);
         return LLC_ERR_NOMEM;
     }
@@ -85,6 +86,7 @@ void conv_free(conv *c) {
     free(c->title);
     free(c->system);
     free(c->queued);
+    free(c->model);
     free(c);
 }
 
@@ -150,10 +152,14 @@ int conv_load(db *d, int64_t session_id, conv **out, llc_err *err) {
     free(c->system);
     c->system = strdup(s.system_prompt ? s.system_prompt : "");
     conv_settings_from_json(s.params_json, &c->set);
+    if (s.model && strchr(s.model, '/')) { /* a model file of its own (a bare name is the default's) */
+        free(c->model);
+        c->model = strdup(s.model);
+    }
     c->meta_dirty = false;
     db_message *path = NULL;
     int n = 0;
-    rc = c->system ? db_message_path(d, s.active_leaf, &path, &n, err) : LLC_ERR_NOMEM;
+    rc = c->system && c->model ? db_message_path(d, s.active_leaf, &path, &n, err) : LLC_ERR_NOMEM;
     int64_t last_parent = 0;
     bool last_is_answer = n > 0 && path[n - 1].role == DB_ROLE_ASSISTANT;
     for (int i = 0; !rc && i < n - (last_is_answer ? 1 : 0); i++) {

@@ -66,6 +66,8 @@ typedef struct conv {
     double last_save_ms;
     int64_t leaf_saved;  /* the active leaf last stored (0: unknown) */
     char save_error[320];/* why the last save failed ("" when saved) */
+    char *model;         /* the model file this session answers with ("" : the default) */
+    struct provider *prov; /* the provider answering it now (NULL: the app's default) */
     char *queued;        /* a message sent while the answer streams: it goes when the answer ends */
     size_t queued_len;
     /* view state */

@@ -110,6 +110,29 @@ check "the open tab shows the shell's message live" "^  Then what happened"
 line "/quit"
 check "/quit quits" "EXITED 0"
 
+# /model PATH: this tab switches to another model, loaded in the background,
+# and the session remembers it
+start ui "$TMP/models.db"
+check "starts on the default model" "stories260K.gguf \| cpu"
+line "/set max_tokens 8"
+line "/model $SHARED/models/llama2xs.gguf"
+check "/model PATH loads it and says so" "llama2xs.gguf is ready"
+check "the status line shows the tab's model" "^ llama2xs.gguf \| cpu"
+line "Once upon a time"
+check "and it answers" "^Assistant$"
+idle
+keys C-t
+check "a new tab has the default model" "^ stories260K.gguf \| cpu"
+keys C-q
+check "quits" "EXITED 0"
+start ui "$TMP/models.db"
+keys M-1
+check "after a restart the session's model is loaded again" "^ llama2xs.gguf \| cpu"
+line "/model default"
+check "/model default goes back" "answers with stories260K.gguf again"
+keys C-q
+check "quits" "EXITED 0"
+
 # a corrupt database: the error is shown, the file is left as it was, and
 # chatting goes on in memory
 head -c 8192 /dev/urandom >"$TMP/bad.db"

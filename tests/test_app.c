@@ -55,7 +55,18 @@ static void f_destroy(provider *p) {}
 static const provider_ops f_ops = {f_check, f_submit, f_cancel, f_next, f_fd, f_status,
                                    f_text, f_text, f_name, f_destroy};
 
-static fake g_fake;
+static fake g_fake, g_other;
+static int g_opens;
+
+/* /model PATH: "opens" the second fake after a while, on the app's loading thread */
+static int open_other(void *ctx, const char *path, provider **out, llc_err *err) {
+    usleep(100 * 1000);
+    __atomic_add_fetch(&g_opens, 1, __ATOMIC_SEQ_CST);
+    if (strstr(path, "broken")) return llc_fail(err, LLC_ERR_FORMAT, "not a GGUF file");
+    g_other = (fake){.base.ops = &f_ops, .max_len = 1000, .next_id = 100};
+    *out = &g_other.base;
+    return 0;
+}
 static char g_dir[64], g_db[128];
 
 static void push(prov_event *ev) { g_fake.q[g_fake.nq++] = ev; }
@@ -66,7 +77,7 @@ static void done(int64_t id, int state, const char *why) {
 
 static ui_app *open_app(void) {
     g_fake = (fake){.base.ops = &f_ops, .max_len = 1000};
-    ui_app_config cfg = {.prov = &g_fake.base, .db_path = g_db};
+    ui_app_config cfg = {.prov = &g_fake.base, .db_path = g_db, .open_model = open_other};
     ui_app *a = NULL;
     llc_err err;
     CHECKF(ui_app_create(&cfg, &a, &err) == 0, "%s", err.msg);
@@ -193,6 +204,67 @@ static void test_failed_answer_keeps_text_and_reason(void) {
     ui_app_free(a);
 }
 
+/* Polls until the model loading ends (or 5 s). */
+static void wait_loaded(ui_app *a) {
+    for (int i = 0; i < 500 && a->loader; i++) {
+        usleep(10 * 1000);
+        ui_app_poll_events(a, 0);
+    }
+    CHECK(a->loader == NULL);
+}
+
+static void test_model_switch_in_the_background(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    char other[200], broken[200];
+    snprintf(other, sizeof other, "%s/other.gguf", g_dir);
+    snprintf(broken, sizeof broken, "%s/broken.gguf", g_dir);
+    fclose(fopen(other, "w"));
+    fclose(fopen(broken, "w"));
+    CHECK(!input(a, "/model /no/such/file.gguf")); /* refused at once, stays in the input */
+    g_opens = 0;
+    CHECK(input(a, "/model ") == true); /* shows the panel */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "/model %s", other);
+    CHECK(input(a, cmd));
+    CHECK(a->loader != NULL && strstr(a->notice, "loading other.gguf"));
+    CHECK(!input(a, "too early")); /* the tab's model is not there yet: kept in the input */
+    CHECK(strstr(a->notice, "still loading") != NULL);
+    wait_loaded(a);
+    CHECK(strstr(a->notice, "other.gguf is ready") != NULL);
+    CHECK(c->prov == &g_other.base);
+    CHECK(input(a, "hello other"));
+    CHECK(g_other.n_submits == 1 && g_fake.n_submits == 0 && c->req_id == 101);
+    g_other.q[g_other.nq++] = prov_event_text(101, 0, "from other", 10);
+    g_other.q[g_other.nq++] = prov_event_done(101, 0, DB_STATE_DONE, "stop", NULL, NULL);
+    ui_app_poll_events(a, 0);
+    CHECK(c->req_id == 0 && !strcmp(conv_last(c)->text, "from other"));
+    int64_t sid = c->session_id;
+    db_session s;
+    CHECK(db_session_get(a->db, sid, &s, NULL) == 0);
+    CHECK(strstr(s.model, "/other.gguf") != NULL); /* the session remembers its model */
+    db_session_clear(&s);
+    /* a model that cannot be opened: the tab stays on the default */
+    snprintf(cmd, sizeof cmd, "/model %s", broken);
+    CHECK(input(a, "/new") && input(a, cmd));
+    wait_loaded(a);
+    CHECK(strstr(a->notice, "cannot open broken.gguf: not a GGUF file") != NULL);
+    CHECK(ui_app_tab(a)->prov == NULL && ui_app_tab(a)->model[0] == 0);
+    ui_app_free(a);
+    /* restarting: the tab of that session loads its model by itself */
+    g_opens = 0;
+    a = open_app();
+    CHECK(a->loader != NULL);
+    wait_loaded(a);
+    CHECK(g_opens == 1);
+    bool found = false;
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->session_id == sid) found = a->tabs[i]->prov == &g_other.base;
+    CHECK(found);
+    ui_app_free(a);
+}
+
 static void test_history_is_kept_per_database(void) {
     ui_app *a = open_app();
     int before = ui_app_history_count(a);
@@ -229,6 +301,7 @@ int main(void) {
     RUN(test_refused_input_is_not_committed);
     RUN(test_streaming_saves_often);
     RUN(test_failed_answer_keeps_text_and_reason);
+    RUN(test_model_switch_in_the_background);
     RUN(test_history_is_kept_per_database);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);

@@ -16,6 +16,11 @@ typedef struct ui_app ui_app;
 
 typedef struct ui_app_config {
     provider *prov;          /* where answers come from (the local engine or a server); the caller's */
+    const char *model_path;  /* the file of prov's model ("" when it has none) */
+    /* /model PATH: opens another model for a tab, on a thread of its own (NULL:
+     * not offered). The app frees what it returns. */
+    int (*open_model)(void *ctx, const char *path, provider **out, llc_err *err);
+    void *open_ctx;
     const char *db_path;     /* NULL: no database (memory only) */
     /* another source of work for the main loop (the socket server's notes):
      * while extra_fd is readable, on_extra(extra_ctx, app) is called */
@@ -24,8 +29,16 @@ typedef struct ui_app_config {
     void *extra_ctx;
 } ui_app_config;
 
+typedef struct ui_model {
+    char *path;
+    provider *prov;
+} ui_model;
+
 struct ui_app {
     ui_app_config cfg;
+    ui_model *models;        /* models opened by /model (or for restored sessions) */
+    int n_models;
+    struct ui_loader *loader; /* the model being opened in the background, or NULL */
     db *db;                  /* NULL when it could not be opened */
     char db_error[320];      /* why (shown until it works) */
     conv **tabs;
@@ -68,8 +81,9 @@ void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answ
 void ui_app_poll_events(ui_app *a, double now_ms);
 /* Periodic work: streaming saves, retrying failed saves, metrics. */
 void ui_app_tick(ui_app *a, double now_ms);
-/* The provider's wake fd, for poll(). */
-int ui_app_events_fd(const ui_app *a);
+/* The fds to poll() for (providers' events, a model loading): up to max into
+ * fds; returns how many. */
+int ui_app_fds(const ui_app *a, int *fds, int max);
 /* Another program (the socket server) changed stored session id: a tab showing
  * it and not generating itself reloads it from the database. */
 void ui_app_session_changed(ui_app *a, int64_t session_id);

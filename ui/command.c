@@ -32,7 +32,7 @@ static const cmd_def g_cmds[] = {
     {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
     {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
-    {"model", UI_CMD_MODEL, ARG_NONE, 0, 0},
+    {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
     {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
     {"new", UI_CMD_NEW, ARG_NONE, 0, 0},
     {"close", UI_CMD_CLOSE, ARG_NONE, 0, 0},
@@ -187,6 +187,7 @@ const char *ui_help_text(void) {
            "  /search TEXT       search every session\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"
-           "  /stats  /model  /new  /close  /help  /quit\n"
+           "  /model [PATH]      this tab's model; PATH switches it (loaded in the background)\n"
+           "  /stats  /new  /close  /help  /quit\n"
            "  //text             send a message that starts with '/'";
 }

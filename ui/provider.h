@@ -108,6 +108,9 @@ typedef struct prov_local_config {
     int n_ctx;
     const char *model_name;  /* shown in the status line and stored with sessions */
     const char *device_name; /* "cpu", "cuda" */
+    /* called after the provider is freed (e.g. to free the engine it ran on); may be NULL */
+    void (*on_destroy)(void *ctx);
+    void *destroy_ctx;
 } prov_local_config;
 int prov_local_create(const prov_local_config *cfg, provider **out, llc_err *err);
 

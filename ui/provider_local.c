@@ -140,7 +140,10 @@ static const char *local_model_name(const provider *p) { return ((const prov_loc
 static void local_destroy(provider *p) {
     prov_local *l = (prov_local *)p;
     engine_client_free(l->client); /* cancels what still runs */
+    void (*done)(void *) = l->cfg.on_destroy;
+    void *ctx = l->cfg.destroy_ctx;
     free(l);
+    if (done) done(ctx);
 }
 
 static const provider_ops local_ops = {

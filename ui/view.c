@@ -556,12 +556,15 @@ int ui_run(ui_app *a, llc_err *err) {
         bool streaming = false;
         for (int i = 0; i < a->n_tabs; i++) streaming = streaming || a->tabs[i]->req_id;
         int timeout = streaming || a->changed ? 33 : 500;
-        struct pollfd fds[3] = {{.fd = STDIN_FILENO, .events = POLLIN},
-                                {.fd = ui_app_events_fd(a), .events = POLLIN},
-                                {.fd = a->cfg.on_extra && a->cfg.extra_fd > 0 ? a->cfg.extra_fd : -1,
-                                 .events = POLLIN}};
-        if (poll(fds, 3, timeout) < 0 && errno != EINTR) break;
-        if (fds[2].fd >= 0 && (fds[2].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
+        if (a->loader) timeout = 100; /* the loading progress moves */
+        struct pollfd fds[2 + 16] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                                     {.fd = a->cfg.on_extra && a->cfg.extra_fd > 0 ? a->cfg.extra_fd : -1,
+                                      .events = POLLIN}};
+        int app_fds[16];
+        int n_app = ui_app_fds(a, app_fds, 16);
+        for (int i = 0; i < n_app; i++) fds[2 + i] = (struct pollfd){.fd = app_fds[i], .events = POLLIN};
+        if (poll(fds, (nfds_t)(2 + n_app), timeout) < 0 && errno != EINTR) break;
+        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
         read_keys(&v);
         double t = llc_now_ms();
         ui_app_poll_events(a, t);
