@@ -468,8 +468,7 @@ static void *worker(void *arg) {
         inbox_msg *m = r->inbox;
         r->inbox = r->inbox_tail = NULL;
         pthread_mutex_unlock(&r->mu);
-        if (stop) {
-            handle_inbox(r, NULL);
+        if (stop) { /* what was still asked for is dropped; the transfers close below */
             while (m) {
                 inbox_msg *n = m->next;
                 free(m->bodies_json);
