@@ -35,7 +35,7 @@ wait_for() {
 # answer on the screen is still streaming
 idle() {
     i=0
-    while [ $i -lt 150 ] && { screen | head -1 | grep -qE -- ' \*( |$)' ||
+    while [ $i -lt 600 ] && { screen | head -1 | grep -qE -- ' \*( |$)' ||
         screen | grep -qE -- "^Assistant \.\.\.( |$)"; }; do
         sleep 0.1
         i=$((i + 1))
