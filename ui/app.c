@@ -2,15 +2,12 @@
  * commands, sending turns to the provider and routing its events back, saving. */
 #include "ui/app.h"
 
-#include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ui/app_internal.h"
 #include "ui/command.h"
 #include "ui/markdown.h"
 
@@ -27,8 +24,7 @@ void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
 
 /* Refuses a line of input: the notice says why and the view keeps the text in
  * the input box (ui_app_input returns false). */
-static void reject(ui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(ui_app *a, const char *fmt, ...) {
+void app_reject(ui_app *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(a->notice, sizeof a->notice, fmt, ap);
@@ -38,7 +34,7 @@ static void reject(ui_app *a, const char *fmt, ...) {
     a->changed = true;
 }
 
-static void set_panel(ui_app *a, char *text) {
+void app_set_panel(ui_app *a, char *text) {
     free(a->panel);
     a->panel = text;
     a->changed = true;
@@ -46,14 +42,9 @@ static void set_panel(ui_app *a, char *text) {
 
 conv *ui_app_tab(const ui_app *a) { return a->n_tabs ? a->tabs[a->cur] : NULL; }
 
-static int ui_loader_fd(const struct ui_loader *l);
-static void loader_check(ui_app *a, double now_ms);
+provider *app_tab_prov(const ui_app *a, const conv *c) { return c->prov ? c->prov : a->cfg.prov; }
 
-/* The provider a tab talks to: its own model's, or the default. */
-static provider *tab_prov(const ui_app *a, const conv *c) { return c->prov ? c->prov : a->cfg.prov; }
-
-/* What a session stores as its model: its own model file, or the default's name. */
-static const char *model_name(const ui_app *a, const conv *c) {
+const char *app_model_name(const ui_app *a, const conv *c) {
     return c->model[0] ? c->model : prov_model_name(a->cfg.prov);
 }
 
@@ -61,7 +52,7 @@ int ui_app_fds(const ui_app *a, int *fds, int max) {
     int n = 0;
     if (n < max) fds[n++] = prov_fd(a->cfg.prov);
     for (int i = 0; i < a->n_models && n < max; i++) fds[n++] = prov_fd(a->models[i].prov);
-    if (a->loader && n < max) fds[n++] = ui_loader_fd(a->loader);
+    if (app_models_fd(a) >= 0 && n < max) fds[n++] = app_models_fd(a);
     return n;
 }
 
@@ -90,7 +81,7 @@ static void save_tabs(ui_app *a) {
 /* Saves a tab; a failure becomes the notice (the tab keeps everything). */
 static void save_conv(ui_app *a, conv *c, bool force, double now) {
     bool had_session = c->session_id != 0;
-    if (conv_save(c, a->db, model_name(a, c), force, now) == 0) {
+    if (conv_save(c, a->db, app_model_name(a, c), force, now) == 0) {
         if (!had_session && c->session_id) save_tabs(a);
         return;
     }
@@ -143,131 +134,6 @@ void ui_app_history_add(ui_app *a, const char *text) {
     cJSON_Delete(j);
 }
 
-/* ---- other models (/model PATH), opened on a thread of their own ---- */
-
-struct ui_loader {
-    pthread_t thread;
-    char *path;
-    int fd;             /* eventfd, written when the thread is done */
-    double start_ms;
-    int shown_tenths;   /* the progress last shown */
-    /* set by the thread before it writes fd */
-    int rc;
-    provider *result;
-    llc_err err;
-    int (*open_model)(void *ctx, const char *path, provider **out, llc_err *err);
-    void *open_ctx;
-};
-
-static int ui_loader_fd(const struct ui_loader *l) { return l->fd; }
-
-static void *loader_main(void *arg) {
-    struct ui_loader *l = arg;
-    l->rc = l->open_model(l->open_ctx, l->path, &l->result, &l->err);
-    uint64_t one = 1;
-    if (write(l->fd, &one, sizeof one) < 0) { /* the UI polls the thread on its tick too */
-    }
-    return NULL;
-}
-
-static const char *base_name(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-static provider *find_model(const ui_app *a, const char *path) {
-    for (int i = 0; i < a->n_models; i++)
-        if (!strcmp(a->models[i].path, path)) return a->models[i].prov;
-    return NULL;
-}
-
-/* A tab that wants a model of its own gets it when it is open. */
-static void attach_model(ui_app *a, conv *c) {
-    c->prov = c->model[0] ? find_model(a, c->model) : NULL;
-}
-
-/* Starts opening the first model a tab waits for (one at a time). */
-static void load_next(ui_app *a) {
-    if (a->loader || !a->cfg.open_model) return;
-    const char *want = NULL;
-    for (int i = 0; i < a->n_tabs && !want; i++)
-        if (a->tabs[i]->model[0] && !a->tabs[i]->prov) want = a->tabs[i]->model;
-    if (!want) return;
-    struct ui_loader *l = calloc(1, sizeof *l);
-    if (!l || !(l->path = strdup(want)) || (l->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-        if (l) free(l->path);
-        free(l);
-        ui_app_notice(a, true, "cannot open %s: out of resources", base_name(want));
-        return;
-    }
-    l->open_model = a->cfg.open_model;
-    l->open_ctx = a->cfg.open_ctx;
-    l->start_ms = llc_now_ms();
-    l->shown_tenths = -1;
-    if (pthread_create(&l->thread, NULL, loader_main, l)) {
-        close(l->fd);
-        free(l->path);
-        free(l);
-        ui_app_notice(a, true, "cannot open %s: no thread", base_name(want));
-        return;
-    }
-    a->loader = l;
-    ui_app_notice(a, false, "loading %s ...", base_name(l->path));
-}
-
-/* Waits for the loading thread and frees it; the provider it made (if any) is returned. */
-static provider *loader_join(struct ui_loader *l, int *rc, llc_err *err) {
-    pthread_join(l->thread, NULL);
-    provider *p = l->result;
-    *rc = l->rc;
-    *err = l->err;
-    close(l->fd);
-    free(l->path);
-    free(l);
-    return p;
-}
-
-/* On each poll: shows the progress, and takes the model when it is open. */
-static void loader_check(ui_app *a, double now_ms) {
-    struct ui_loader *l = a->loader;
-    uint64_t v;
-    if (read(l->fd, &v, sizeof v) != (ssize_t)sizeof v) { /* still loading: the time so far */
-        int tenths = (int)((now_ms - l->start_ms) / 100);
-        if (tenths != l->shown_tenths) {
-            l->shown_tenths = tenths;
-            ui_app_notice(a, false, "loading %s ... %.1f s", base_name(l->path), tenths / 10.0);
-        }
-        return;
-    }
-    char *path = strdup(l->path);
-    double secs = (now_ms - l->start_ms) / 1000;
-    int rc;
-    llc_err err;
-    a->loader = NULL;
-    provider *p = loader_join(l, &rc, &err);
-    ui_model *m = rc == 0 && path ? realloc(a->models, (size_t)(a->n_models + 1) * sizeof *m) : NULL;
-    if (m) {
-        a->models = m;
-        a->models[a->n_models++] = (ui_model){path, p};
-        for (int i = 0; i < a->n_tabs; i++)
-            if (!strcmp(a->tabs[i]->model, path)) attach_model(a, a->tabs[i]);
-        ui_app_notice(a, false, "%s is ready (%.1f s); its tabs answer with it", base_name(path), secs);
-    } else { /* the tabs that wanted it go back to the default model */
-        prov_free(p);
-        for (int i = 0; i < a->n_tabs; i++) {
-            conv *c = a->tabs[i];
-            if (!path || strcmp(c->model, path)) continue;
-            c->model[0] = 0;
-            if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, model_name(a, c), NULL);
-        }
-        ui_app_notice(a, true, "cannot open %s: %s (the tab stays on %s)", path ? base_name(path) : "the model",
-                      rc ? err.msg : "out of memory", prov_model_name(a->cfg.prov));
-        free(path);
-    }
-    a->changed = true;
-    load_next(a);
-}
-
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     ui_app *a = calloc(1, sizeof *a);
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
@@ -306,7 +172,7 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     }
     if (!a->cfg.open_model) /* no other models here: every tab uses the default */
         for (int i = 0; i < a->n_tabs; i++) a->tabs[i]->model[0] = 0;
-    load_next(a); /* sessions that remember a model of their own */
+    app_models_load_next(a); /* sessions that remember a model of their own */
     *out = a;
     return 0;
 }
@@ -314,27 +180,18 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
 void ui_app_free(ui_app *a) {
     if (!a) return;
     for (int i = 0; i < a->n_tabs; i++)
-        if (a->tabs[i]->req_id) prov_cancel(tab_prov(a, a->tabs[i]), a->tabs[i]->req_id);
+        if (a->tabs[i]->req_id) prov_cancel(app_tab_prov(a, a->tabs[i]), a->tabs[i]->req_id);
     double now = 0;
     for (int i = 0; i < a->n_tabs; i++) {
         conv *c = a->tabs[i];
         for (int k = 0; k < c->n_alts; k++) /* what streamed so far is kept, marked */
             if (c->alts[k]->state == DB_STATE_STREAMING)
                 conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
-        if (a->db) conv_save(c, a->db, model_name(a, c), true, now);
+        if (a->db) conv_save(c, a->db, app_model_name(a, c), true, now);
     }
     save_tabs(a);
     for (int i = 0; i < a->n_tabs; i++) conv_free(a->tabs[i]);
-    if (a->loader) { /* a model still loading: wait for it, then let it go */
-        int rc;
-        llc_err e;
-        prov_free(loader_join(a->loader, &rc, &e));
-    }
-    for (int i = 0; i < a->n_models; i++) {
-        prov_free(a->models[i].prov);
-        free(a->models[i].path);
-    }
-    free(a->models);
+    app_models_free(a);
     free(a->tabs);
     db_close(a->db);
     free(a->panel);
@@ -353,14 +210,14 @@ void ui_app_new_tab(ui_app *a) {
         ui_app_notice(a, true, "out of memory");
         return;
     }
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
 }
 
 void ui_app_switch(ui_app *a, int index) {
     if (a->n_tabs == 0) return;
     if (index < 0) index = a->n_tabs - 1;
     if (index >= a->n_tabs) index = 0;
-    if (index != a->cur) set_panel(a, NULL);
+    if (index != a->cur) app_set_panel(a, NULL);
     a->close_confirm = NULL;
     a->cur = index;
     a->changed = true;
@@ -371,7 +228,7 @@ void ui_app_close_tab(ui_app *a) {
     conv *c = ui_app_tab(a);
     if (!c) return;
     if (c->req_id) { /* closing keeps the session: let the answer end as cancelled */
-        prov_cancel(tab_prov(a, c), c->req_id);
+        prov_cancel(app_tab_prov(a, c), c->req_id);
         c->req_id = 0;
         for (int k = 0; k < c->n_alts; k++)
             if (c->alts[k]->state == DB_STATE_STREAMING)
@@ -391,7 +248,7 @@ void ui_app_close_tab(ui_app *a) {
     if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
     if (a->n_tabs == 0) ui_app_new_tab(a);
     save_tabs(a);
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
     a->changed = true;
 }
 
@@ -399,7 +256,7 @@ void ui_app_close_tab(ui_app *a) {
 
 static conv *tab_of_request(ui_app *a, const provider *p, int64_t id) {
     for (int i = 0; i < a->n_tabs; i++)
-        if (a->tabs[i]->req_id == id && tab_prov(a, a->tabs[i]) == p) return a->tabs[i];
+        if (a->tabs[i]->req_id == id && app_tab_prov(a, a->tabs[i]) == p) return a->tabs[i];
     return NULL;
 }
 
@@ -414,7 +271,7 @@ static void start_answer(ui_app *a, conv *c) {
     }
     llc_err err;
     prov_started st;
-    int64_t id = prov_submit(tab_prov(a, c), msgs, n, &c->set, &st, &err);
+    int64_t id = prov_submit(app_tab_prov(a, c), msgs, n, &c->set, &st, &err);
     free(msgs);
     if (id < 0) {
         ui_app_notice(a, true, "%s", err.msg);
@@ -423,7 +280,7 @@ static void start_answer(ui_app *a, conv *c) {
     c->dropped_turns = st.n_dropped;
     int first = conv_open_answers(c, st.n_answers);
     if (first < 0) {
-        prov_cancel(tab_prov(a, c), id);
+        prov_cancel(app_tab_prov(a, c), id);
         ui_app_notice(a, true, "out of memory");
         return;
     }
@@ -453,7 +310,7 @@ static int check_message(ui_app *a, conv *c, const char *text, size_t len, llc_e
     if (c->editing && n > 0 && mm[n - 1].role == CHAT_USER) n--; /* the edited message replaces it */
     else if (!c->editing && c->n_alts > 0) mm[n++] = (chat_msg){CHAT_ASSISTANT, conv_last(c)->text};
     mm[n++] = (chat_msg){CHAT_USER, t};
-    int rc = prov_check(tab_prov(a, c), mm, n, &c->set, err);
+    int rc = prov_check(app_tab_prov(a, c), mm, n, &c->set, err);
     free(mm);
     free(t);
     return rc;
@@ -462,11 +319,11 @@ static int check_message(ui_app *a, conv *c, const char *text, size_t len, llc_e
 static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
     if (c->req_id) { /* one message may wait for the answer to end */
         if (c->queued) {
-            reject(a, "a message is already waiting for this answer (Ctrl-C stops the answer)");
+            app_reject(a, "a message is already waiting for this answer (Ctrl-C stops the answer)");
             return;
         }
         if (!(c->queued = strndup(text, len))) {
-            reject(a, "out of memory");
+            app_reject(a, "out of memory");
             return;
         }
         c->queued_len = len;
@@ -474,12 +331,12 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         return;
     }
     if (c->model[0] && !c->prov) {
-        reject(a, "this tab's model (%s) is still loading", base_name(c->model));
+        app_reject(a, "this tab's model (%s) is still loading", app_base_name(c->model));
         return;
     }
     llc_err err;
     if (check_message(a, c, text, len, &err)) {
-        reject(a, "not sent: %s", err.msg);
+        app_reject(a, "not sent: %s", err.msg);
         return;
     }
     if (c->editing) { /* the edited message becomes a sibling of the old one */
@@ -497,11 +354,11 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         if (t) free(c->title), c->title = t;
     }
     if (conv_add_user(c, text, len)) {
-        reject(a, "out of memory");
+        app_reject(a, "out of memory");
         return;
     }
     save_conv(a, c, true, 0); /* stored before the provider sees it */
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
     start_answer(a, c);
 }
 
@@ -521,7 +378,7 @@ static void send_queued(ui_app *a, conv *c) {
 
 void ui_app_cancel(ui_app *a) {
     conv *c = ui_app_tab(a);
-    if (c && c->req_id) prov_cancel(tab_prov(a, c), c->req_id);
+    if (c && c->req_id) prov_cancel(app_tab_prov(a, c), c->req_id);
 }
 
 /* An answer ended (seq_index -1: the whole request failed). */
@@ -564,7 +421,7 @@ static void poll_provider(ui_app *a, provider *p, double now_ms) {
 void ui_app_poll_events(ui_app *a, double now_ms) {
     poll_provider(a, a->cfg.prov, now_ms);
     for (int i = 0; i < a->n_models; i++) poll_provider(a, a->models[i].prov, now_ms);
-    if (a->loader) loader_check(a, now_ms);
+    app_models_poll(a, now_ms);
 }
 
 void ui_app_tick(ui_app *a, double now_ms) {
@@ -584,7 +441,7 @@ void ui_app_tick(ui_app *a, double now_ms) {
         }
     }
     char status[sizeof a->status];
-    prov_status(tab_prov(a, ui_app_tab(a)), status, sizeof status);
+    prov_status(app_tab_prov(a, ui_app_tab(a)), status, sizeof status);
     if (strcmp(status, a->status)) {
         memcpy(a->status, status, sizeof status);
         a->changed = true;
@@ -605,7 +462,7 @@ void ui_app_session_changed(ui_app *a, int64_t session_id) {
         if (conv_load(a->db, session_id, &fresh, NULL)) continue;
         if (!a->cfg.open_model || (a->cfg.model_path && !strcmp(fresh->model, a->cfg.model_path)))
             fresh->model[0] = 0;
-        attach_model(a, fresh);
+        app_models_attach(a, fresh);
         conv_free(c);
         a->tabs[i] = fresh;
         a->changed = true;
@@ -641,8 +498,7 @@ static char *printf_alloc(const char *fmt, ...) {
 }
 
 /* Appends to a growing text. */
-static void cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cat(char **buf, size_t *len, const char *fmt, ...) {
+void app_cat(char **buf, size_t *len, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *piece = NULL;
@@ -670,22 +526,22 @@ static void cmd_sessions(ui_app *a) {
     int n = 0;
     llc_err err;
     if (!a->db || db_session_list(a->db, false, &s, &n, &err)) {
-        reject(a, "%s", a->db ? err.msg : a->db_error);
+        app_reject(a, "%s", a->db ? err.msg : a->db_error);
         return;
     }
     char *text = NULL;
     size_t len = 0;
     int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    cat(&text, &len, "Sessions (/open N reopens one)\n");
+    app_cat(&text, &len, "Sessions (/open N reopens one)\n");
     for (int i = 0; i < n && ids; i++) {
         ids[i] = s[i].id;
-        cat(&text, &len, "%3d  %s\n", i + 1, s[i].title);
+        app_cat(&text, &len, "%3d  %s\n", i + 1, s[i].title);
     }
-    if (n == 0) cat(&text, &len, "  (none yet)\n");
+    if (n == 0) app_cat(&text, &len, "  (none yet)\n");
     if (ids) remember_listed(a, ids, n);
     free(ids);
     db_sessions_free(s, n);
-    set_panel(a, text);
+    app_set_panel(a, text);
 }
 
 static void cmd_search(ui_app *a, const char *q, size_t qlen) {
@@ -694,30 +550,30 @@ static void cmd_search(ui_app *a, const char *q, size_t qlen) {
     int n = 0;
     llc_err err;
     if (!query || !a->db || db_search(a->db, query, 20, &h, &n, &err)) {
-        reject(a, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
+        app_reject(a, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
         free(query);
         return;
     }
     char *text = NULL;
     size_t len = 0;
     int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
+    app_cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
     for (int i = 0; i < n && ids; i++) {
         ids[i] = h[i].session_id;
-        cat(&text, &len, "%3d  %s: %s\n", i + 1, h[i].title, h[i].snippet);
+        app_cat(&text, &len, "%3d  %s: %s\n", i + 1, h[i].title, h[i].snippet);
     }
-    if (n == 0) cat(&text, &len, "  no message contains that\n");
+    if (n == 0) app_cat(&text, &len, "  no message contains that\n");
     if (ids) remember_listed(a, ids, n);
     free(ids);
     db_hits_free(h, n);
     free(query);
-    set_panel(a, text);
+    app_set_panel(a, text);
 }
 
 static void cmd_open(ui_app *a, long long k) {
     int64_t id = k >= 1 && k <= a->n_listed ? a->listed[k - 1] : 0;
     if (!id) {
-        reject(a, "/open %lld: no such entry in the last /sessions or /search list", k);
+        app_reject(a, "/open %lld: no such entry in the last /sessions or /search list", k);
         return;
     }
     for (int i = 0; i < a->n_tabs; i++)
@@ -733,20 +589,20 @@ static void cmd_open(ui_app *a, long long k) {
     }
     if (!a->cfg.open_model) c->model[0] = 0;
     if (a->cfg.model_path && !strcmp(c->model, a->cfg.model_path)) c->model[0] = 0;
-    attach_model(a, c);
+    app_models_attach(a, c);
     if (add_tab(a, c)) {
         conv_free(c);
         return;
     }
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
     save_tabs(a);
-    load_next(a);
+    app_models_load_next(a);
 }
 
 static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     save_conv(a, c, true, 0);
     if (!a->db || !c->session_id) {
-        reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
+        app_reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
         return;
     }
     char path[1024];
@@ -755,12 +611,12 @@ static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     FILE *f = fopen(path, "w");
     llc_err err;
     if (!f) {
-        reject(a, "/export: cannot write %s", path);
+        app_reject(a, "/export: cannot write %s", path);
         return;
     }
     int rc = db_export_markdown(a->db, c->session_id, 0, f, &err);
     if (fclose(f) && !rc) rc = LLC_ERR_IO, snprintf(err.msg, sizeof err.msg, "write failed");
-    if (rc) reject(a, "/export: %s", err.msg);
+    if (rc) app_reject(a, "/export: %s", err.msg);
     else ui_app_notice(a, false, "exported to %s", path);
 }
 
@@ -799,11 +655,11 @@ static void cmd_branch(ui_app *a, conv *c) {
 
 static void cmd_alt(ui_app *a, conv *c, long long k) {
     if (c->n_alts < 2) {
-        reject(a, "there is only one answer here (/regen or /n K make more)");
+        app_reject(a, "there is only one answer here (/regen or /n K make more)");
         return;
     }
     if (k > c->n_alts) {
-        reject(a, "/alt %lld: there are %d answers", k, c->n_alts);
+        app_reject(a, "/alt %lld: there are %d answers", k, c->n_alts);
         return;
     }
     c->alt_cur = k > 0 ? (int)k - 1 : (c->alt_cur + 1) % c->n_alts;
@@ -823,7 +679,7 @@ static void cmd_copy(ui_app *a, conv *c, bool code) {
         if (!code) break;
     }
     if (!text) {
-        reject(a, code ? "no code block in the answers here" : "no answer to copy yet");
+        app_reject(a, code ? "no code block in the answers here" : "no answer to copy yet");
         return;
     }
     free(a->clipboard);
@@ -833,68 +689,7 @@ static void cmd_copy(ui_app *a, conv *c, bool code) {
                   len);
 }
 
-static void cmd_stats(ui_app *a) { set_panel(a, prov_stats(tab_prov(a, ui_app_tab(a)))); }
-
-static void cmd_model(ui_app *a, conv *c, const char *arg, size_t len) {
-    if (!len) {
-        char *about = prov_about(tab_prov(a, c));
-        char *text = NULL;
-        size_t tl = 0;
-        cat(&text, &tl, "%s\n  database %s\n", about ? about : "", a->db ? db_path(a->db) : a->db_error);
-        free(about);
-        if (a->cfg.open_model) {
-            cat(&text, &tl, "Models (/model PATH switches this tab; /model default goes back)\n  %s%s\n",
-                prov_model_name(a->cfg.prov), c->prov || c->model[0] ? "" : "  (this tab)");
-            for (int i = 0; i < a->n_models; i++)
-                cat(&text, &tl, "  %s%s\n", a->models[i].path, c->prov == a->models[i].prov ? "  (this tab)" : "");
-            if (a->loader) cat(&text, &tl, "  %s  (loading)\n", a->loader->path);
-        }
-        set_panel(a, text);
-        return;
-    }
-    if (!a->cfg.open_model) {
-        reject(a, "/model PATH: this chat cannot open other models");
-        return;
-    }
-    if (c->req_id) {
-        reject(a, "an answer is still coming (Ctrl-C stops it)");
-        return;
-    }
-    char path[PATH_MAX];
-    if (len >= sizeof path) {
-        reject(a, "/model: the path is too long");
-        return;
-    }
-    memcpy(path, arg, len);
-    path[len] = 0;
-    bool to_default = !strcmp(path, "default") || (a->cfg.model_path && !strcmp(path, a->cfg.model_path));
-    char abs[PATH_MAX];
-    if (!to_default && (access(path, R_OK) || !realpath(path, abs))) {
-        reject(a, "/model: cannot read %s", path);
-        return;
-    }
-    if (!to_default) { /* sessions remember the model by its absolute path */
-        snprintf(path, sizeof path, "%s", abs);
-        to_default = a->cfg.model_path && !strcmp(path, a->cfg.model_path);
-    }
-    if (!to_default && a->loader && strcmp(a->loader->path, path)) {
-        reject(a, "%s is still loading: one model at a time", base_name(a->loader->path));
-        return;
-    }
-    char *m = strdup(to_default ? "" : path);
-    if (!m) {
-        reject(a, "out of memory");
-        return;
-    }
-    free(c->model);
-    c->model = m;
-    attach_model(a, c);
-    if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, model_name(a, c), NULL);
-    set_panel(a, NULL);
-    if (to_default) ui_app_notice(a, false, "this tab answers with %s again", prov_model_name(a->cfg.prov));
-    else if (c->prov) ui_app_notice(a, false, "this tab answers with %s", base_name(path));
-    else load_next(a);
-}
+static void cmd_stats(ui_app *a) { app_set_panel(a, prov_stats(app_tab_prov(a, ui_app_tab(a)))); }
 
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     conv_settings *s = &c->set;
@@ -902,7 +697,7 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     case UI_SET_TEMP: s->temperature = (float)cmd->value; break;
     case UI_SET_TOP_P:
         if (cmd->value <= 0) {
-            reject(a, "/set top_p: must be above 0");
+            app_reject(a, "/set top_p: must be above 0");
             return;
         }
         s->top_p = (float)cmd->value;
@@ -925,7 +720,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     char err[200];
     a->rejected = false;
     if (ui_cmd_parse(text, len, &cmd, err, sizeof err)) {
-        reject(a, "%s", err);
+        app_reject(a, "%s", err);
         return false;
     }
     a->notice[0] = 0;
@@ -960,15 +755,15 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
         break;
     case UI_CMD_ALT: cmd_alt(a, c, cmd.ivalue); break;
     case UI_CMD_REGEN:
-        if (busy) reject(a, "an answer is still coming (Ctrl-C stops it)");
+        if (busy) app_reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            reject(a, "nothing to answer again yet");
+            app_reject(a, "nothing to answer again yet");
         else start_answer(a, c);
         break;
     case UI_CMD_EDIT:
-        if (busy) reject(a, "an answer is still coming (Ctrl-C stops it)");
+        if (busy) app_reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            reject(a, "no message of yours to edit");
+            app_reject(a, "no message of yours to edit");
         else {
             free(a->edit_text);
             a->edit_text = strdup(c->msgs[c->n_msgs - 1]->text);
@@ -991,11 +786,11 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_SEARCH: cmd_search(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_EXPORT: cmd_export(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
-    case UI_CMD_MODEL: cmd_model(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
-    case UI_CMD_HELP: set_panel(a, strdup(ui_help_text())); break;
+    case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;
     case UI_CMD_QUIT: a->quit = true; break;
     }
     a->changed = true;
