@@ -18,6 +18,7 @@
 
 #include "kernels/common.h"
 #include "engine/chat.h"
+#include "engine/engine.h"
 #include "storage/db.h"
 #include "storage/conv.h"
 
