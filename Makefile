@@ -9,9 +9,9 @@
 
 CC      ?= cc
 BUILD   := build
-PKGS    := libcjson libpcre2-8 libxxhash sqlite3 ncursesw libmicrohttpd
+PKGS    := libcjson libpcre2-8 libxxhash sqlite3 ncursesw libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lxxhash -lsqlite3 -lncursesw -lmicrohttpd)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lpcre2-8 -lxxhash -lsqlite3 -lncursesw -lmicrohttpd -lcurl)
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
@@ -76,11 +76,11 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
 
 # Unit tests run under AddressSanitizer + UBSan.
-$(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libllmchat_asan.a
+$(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h tests/fake_openai.h $(BUILD)/libllmchat_asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_asan.a $(LDLIBS)
 
-$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libllmchat.a
+$(BUILD)/tools/%: tests/tools/%.c tests/fake_openai.h $(BUILD)/libllmchat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
 

@@ -2,19 +2,24 @@
  * engine. Opens the model (-m, else the config file's `model =`, else the
  * default), the database (--db, else the XDG data dir), serves the engine and
  * the sessions on the local socket (so `llmchat ask` and editors share them;
- * what they do to an open session shows live), and runs the UI. */
+ * what they do to an open session shows live), and runs the UI.
+ * With --remote URL (or LLMCHAT_REMOTE) the answers come from an
+ * OpenAI-compatible server instead: no model is loaded and nothing is served. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "app/config.h"
 #include "app/llm.h"
 #include "app/server/srv.h"
 #include "ui/app.h"
+#include "ui/remote.h"
 #include "ui/view.h"
 
 static const char *g_template, *g_listen, *g_api_key;
+static const char *g_remote, *g_remote_model, *g_remote_key;
 static bool g_no_socket;
 
 static const cli_opt g_opts[] = {
@@ -22,6 +27,12 @@ static const cli_opt g_opts[] = {
     {"listen", 0, CLI_STR, &g_listen, "HOST:PORT", "also serve editors on TCP (see llmchat serve)", 0, 0, NULL},
     {"api-key", 0, CLI_STR, &g_api_key, "KEY", "key TCP clients must give (Bearer)", 0, 0, NULL},
     {"no-socket", 0, CLI_FLAG, &g_no_socket, NULL, "do not serve the local socket", 0, 0, NULL},
+    {"remote", 0, CLI_STR, &g_remote, "URL",
+     "answer with an OpenAI-compatible server (or LLMCHAT_REMOTE), e.g. http://host:8000/v1", 0, 0, NULL},
+    {"remote-model", 0, CLI_STR, &g_remote_model, "NAME",
+     "the server's model (or LLMCHAT_REMOTE_MODEL; default: the first it lists)", 0, 0, NULL},
+    {"remote-api-key", 0, CLI_STR, &g_remote_key, "KEY", "Bearer key for --remote (or LLMCHAT_REMOTE_API_KEY)", 0, 0,
+     NULL},
     {0},
 };
 
@@ -37,14 +48,105 @@ static void on_server_notes(void *ctx, ui_app *a) {
 
 const cli_cmd cli_chat = {
     .name = "chat",
-    .usage = "[-m MODEL] [--db PATH] [--socket PATH | --no-socket] [--listen HOST:PORT] [--chat-template NAME]",
+    .usage = "[-m MODEL | --remote URL [--remote-model NAME]] [--db PATH] [--socket PATH | --no-socket] "
+             "[--listen HOST:PORT] [--chat-template NAME]",
     .summary = "the chat UI: tabs, sessions kept in SQLite (the default command)",
     .opts = g_opts,
 };
 
+/* The database path: --db, else the XDG data dir (NULL when there is none). */
+static const char *database_path(const cli_common *common, char *buf, size_t n) {
+    if (common->db) return common->db;
+    llc_err derr;
+    return db_default_path(buf, n, &derr) == 0 ? buf : NULL;
+}
+
+/* Runs the UI on a provider; 0 when it ended normally. */
+static int run_ui(ui_app_config *ac, const char *notice1, const char *notice2) {
+    ui_app *app;
+    llc_err err;
+    int status = 1;
+    if (ui_app_create(ac, &app, &err) == 0) {
+        if (notice1 && notice1[0]) ui_app_notice(app, true, "%s", notice1);
+        if (notice2 && notice2[0]) ui_app_notice(app, true, "%s", notice2);
+        if (ui_run(app, &err) == 0) status = 0;
+        else fprintf(stderr, "llmchat: %s\n", err.msg);
+        ui_app_free(app);
+    } else {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+    }
+    return status;
+}
+
+/* /model PATH: another model for a tab, with an engine of its own (the same
+ * options as the default model; its own chat template). Runs on the app's
+ * loading thread. */
+typedef struct other_model {
+    llm L;
+    engine *e;
+    char name[256];
+} other_model;
+
+static cli_common g_common; /* the options other models open with */
+
+static void other_model_free(void *p) {
+    other_model *m = p;
+    engine_destroy(m->e);
+    llm_close(&m->L);
+    free(m);
+}
+
+static int open_model(void *ctx, const char *path, provider **out, llc_err *err) {
+    cli_common common = g_common;
+    common.model = path;
+    common.draft = NULL; /* the draft belongs to the default model */
+    common.ngram = false;
+    other_model *m = calloc(1, sizeof *m);
+    if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    chat_tmpl tmpl;
+    int rc = llm_open(&common, &m->L, err);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    if ((rc = llm_chat_template(&m->L, NULL, &tmpl, err)) || (rc = llm_engine_create(&m->L, &common, &m->e, err))) {
+        llm_close(&m->L);
+        free(m);
+        return rc;
+    }
+    snprintf(m->name, sizeof m->name, "%s", strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+    prov_local_config lc = {.e = m->e, .tok = m->L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(m->L.m)->n_ctx_train,
+                            .model_name = m->name, .device_name = m->L.be->name,
+                            .on_destroy = other_model_free, .destroy_ctx = m};
+    if ((rc = prov_local_create(&lc, out, err))) other_model_free(m);
+    return rc;
+}
+
+/* --remote: the same chat, answered by an OpenAI-compatible server. */
+static int chat_remote(const cli_common *common, const char *url) {
+    remote_config rc = {.url = url,
+                        .model = g_remote_model ? g_remote_model : getenv("LLMCHAT_REMOTE_MODEL"),
+                        .api_key = g_remote_key ? g_remote_key : getenv("LLMCHAT_REMOTE_API_KEY")};
+    provider *p;
+    llc_err err;
+    if (remote_create(&rc, &p, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
+    char db_buf[1024];
+    g_common = *common;
+    ui_app_config ac = {.prov = p, .model_path = "", .open_model = open_model,
+                        .db_path = database_path(common, db_buf, sizeof db_buf)};
+    int status = run_ui(&ac, g_listen ? "--listen is not served with --remote" : NULL, NULL);
+    prov_free(p);
+    return status;
+}
+
 int cmd_chat(int argc, char **argv) {
     cli_common common = {0};
     cli_parse(&cli_chat, &common, argc, argv, NULL, 0);
+    const char *remote = g_remote ? g_remote : getenv("LLMCHAT_REMOTE");
+    if (remote && remote[0]) return chat_remote(&common, remote);
     config cfg;
     llc_err err;
     if (config_load(&cfg, &err)) {
@@ -54,7 +156,13 @@ int cmd_chat(int argc, char **argv) {
     if (!common.model_given && cfg.model) common.model = cfg.model;
     if (!g_template && cfg.chat_template) g_template = cfg.chat_template;
     llm L;
-    if (llm_open(&common, &L, &err)) {
+    if (isatty(STDERR_FILENO)) { /* no blank screen while a big model loads */
+        fprintf(stderr, "llmchat: loading %s ...", common.model);
+        fflush(stderr);
+    }
+    int open_rc = llm_open(&common, &L, &err);
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
+    if (open_rc) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         config_free(&cfg);
         return 1;
@@ -67,15 +175,22 @@ int cmd_chat(int argc, char **argv) {
         config_free(&cfg);
         return 1;
     }
-    char db_path[1024];
-    const char *dbp = common.db;
-    if (!dbp) {
-        llc_err derr;
-        dbp = db_default_path(db_path, sizeof db_path, &derr) == 0 ? db_path : NULL;
-    }
+    char db_buf[1024];
+    const char *dbp = database_path(&common, db_buf, sizeof db_buf);
     const char *slash = strrchr(common.model, '/');
-    ui_app_config ac = {.e = e, .tok = L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(L.m)->n_ctx_train,
-                        .model_name = slash ? slash + 1 : common.model, .device_name = L.be->name,
+    prov_local_config lc = {.e = e, .tok = L.tok, .tmpl = tmpl, .n_ctx = model_hparams_of(L.m)->n_ctx_train,
+                            .model_name = slash ? slash + 1 : common.model, .device_name = L.be->name};
+    provider *p = NULL;
+    if (prov_local_create(&lc, &p, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        engine_destroy(e);
+        llm_close(&L);
+        config_free(&cfg);
+        return 1;
+    }
+    g_common = common;
+    char *model_abs = realpath(common.model, NULL); /* how sessions name a model file */
+    ui_app_config ac = {.prov = p, .model_path = model_abs ? model_abs : common.model, .open_model = open_model,
                         .db_path = dbp};
     srv *server = NULL;
     char srv_error[400] = "";
@@ -91,18 +206,12 @@ int cmd_chat(int argc, char **argv) {
             snprintf(srv_error, sizeof srv_error, "not serving editors: %.300s", serr.msg);
         }
     }
-    ui_app *app;
-    int status = 1;
-    if (ui_app_create(&ac, &app, &err) == 0) {
-        if (srv_error[0]) ui_app_notice(app, true, "%s", srv_error);
-        if (L.draft_error[0]) ui_app_notice(app, true, "%s; going on without speculation", L.draft_error);
-        if (ui_run(app, &err) == 0) status = 0;
-        else fprintf(stderr, "llmchat: %s\n", err.msg);
-        ui_app_free(app);
-    } else {
-        fprintf(stderr, "llmchat: %s\n", err.msg);
-    }
+    char draft_note[400] = "";
+    if (L.draft_error[0]) snprintf(draft_note, sizeof draft_note, "%.300s; going on without speculation", L.draft_error);
+    int status = run_ui(&ac, srv_error, draft_note);
     srv_stop(server); /* before the engine goes */
+    prov_free(p);
+    free(model_abs);
     engine_destroy(e);
     llm_close(&L);
     config_free(&cfg);

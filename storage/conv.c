@@ -20,6 +20,7 @@ static void msg_free(conv_msg *m) {
     if (!m) return;
     free(m->text);
     free(m->wrap.v); /* the UI's wrap cache */
+    if (m->view_free) m->view_free(m->view);
     free(m);
 }
 
@@ -66,9 +67,10 @@ int conv_create(const char *title, conv **out) {
     if (!c) return LLC_ERR_NOMEM;
     c->title = strdup(title ? title : "New chat");
     c->system = strdup("");
+    c->model = strdup("");
     c->set = conv_default_settings();
     c->meta_dirty = true;
-    if (!c->title || !c->system) {
+    if (!c->title || !c->system || !c->model) {
         conv_free(c);
         return LLC_ERR_NOMEM;
     }
@@ -83,6 +85,8 @@ void conv_free(conv *c) {
     alts_clear(c, NULL);
     free(c->title);
     free(c->system);
+    free(c->queued);
+    free(c->model);
     free(c);
 }
 
@@ -148,10 +152,14 @@ int conv_load(db *d, int64_t session_id, conv **out, llc_err *err) {
     free(c->system);
     c->system = strdup(s.system_prompt ? s.system_prompt : "");
     conv_settings_from_json(s.params_json, &c->set);
+    if (s.model && strchr(s.model, '/')) { /* a model file of its own (a bare name is the default's) */
+        free(c->model);
+        c->model = strdup(s.model);
+    }
     c->meta_dirty = false;
     db_message *path = NULL;
     int n = 0;
-    rc = c->system ? db_message_path(d, s.active_leaf, &path, &n, err) : LLC_ERR_NOMEM;
+    rc = c->system && c->model ? db_message_path(d, s.active_leaf, &path, &n, err) : LLC_ERR_NOMEM;
     int64_t last_parent = 0;
     bool last_is_answer = n > 0 && path[n - 1].role == DB_ROLE_ASSISTANT;
     for (int i = 0; !rc && i < n - (last_is_answer ? 1 : 0); i++) {
@@ -277,15 +285,16 @@ bool conv_unsaved(const conv *c) {
 }
 
 /* Stores one message whose parent is `parent` (0 = root). */
-static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, double now_ms,
+static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, double now_ms, bool *added,
                     llc_err *err) {
     if (!m->dirty) return 0;
+    if (m->id == 0 && added) *added = true;
     if (m->id == 0)
         return db_message_add(d, c->session_id, parent, m->role, m->text, m->len, m->state, &m->id, err)
                    ? -1
                    : (m->dirty = m->state == DB_STATE_STREAMING && m->len > 0, 0);
     if (m->state == DB_STATE_STREAMING) {
-        if (!force && now_ms - c->last_save_ms < 1000) return 0;
+        if (!force && now_ms - c->last_save_ms < CONV_STREAM_SAVE_MS) return 0;
         if (db_message_set_content(d, m->id, m->text, m->len, m->state, err)) return -1;
     } else if (db_message_finish(d, m->id, m->text, m->len, m->state, &m->usage, m->finish, err)) {
         return -1;
@@ -312,20 +321,24 @@ int conv_save(conv *c, db *d, const char *model_name, bool force, double now_ms)
         free(params);
         if (!rc) c->meta_dirty = false;
     }
-    bool streaming_saved = false;
+    bool streaming_saved = false, added = false;
     int64_t parent = 0;
     for (int i = 0; !rc && i < c->n_msgs; i++) {
-        rc = save_msg(c, d, c->msgs[i], parent, force, now_ms, &err);
+        rc = save_msg(c, d, c->msgs[i], parent, force, now_ms, &added, &err);
         parent = c->msgs[i]->id;
     }
     for (int i = 0; !rc && i < c->n_alts; i++) {
         bool was_streaming = c->alts[i]->state == DB_STATE_STREAMING && c->alts[i]->dirty;
-        rc = save_msg(c, d, c->alts[i], parent, force, now_ms, &err);
+        rc = save_msg(c, d, c->alts[i], parent, force, now_ms, &added, &err);
         if (!rc && was_streaming && !c->alts[i]->dirty) streaming_saved = true;
     }
-    /* the active path ends at the alternative shown */
-    if (!rc && c->n_alts > 0 && c->alts[c->alt_cur]->id)
+    /* the active path ends at the alternative shown (adding a message moves the
+     * stored one: set it again then; a streaming save is one UPDATE) */
+    if (!rc && c->n_alts > 0 && c->alts[c->alt_cur]->id &&
+        (added || c->alts[c->alt_cur]->id != c->leaf_saved)) {
         rc = db_session_set_active_leaf(d, c->session_id, c->alts[c->alt_cur]->id, &err);
+        if (!rc) c->leaf_saved = c->alts[c->alt_cur]->id;
+    }
     if (streaming_saved) c->last_save_ms = now_ms;
     if (rc) {
         snprintf(c->save_error, sizeof c->save_error, "%.300s", err.msg[0] ? err.msg : "save failed");

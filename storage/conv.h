@@ -32,10 +32,13 @@ typedef struct conv_msg {
     bool dirty;          /* text or state changed since the last save */
     db_usage usage;
     char finish[16];     /* "stop", "length", "cancelled", "error", "" */
+    char error[256];     /* why it failed, when it did (shown, not stored) */
     /* the view's wrap cache */
     tw_lines wrap;
     int wrap_width;
     size_t wrap_len;
+    void *view;                 /* the view's own cache (laid-out Markdown), freed with view_free */
+    void (*view_free)(void *);
 } conv_msg;
 
 typedef struct conv_settings {
@@ -61,7 +64,12 @@ typedef struct conv {
     int n_streaming;
     int dropped_turns;   /* turns left out of the last prompt to fit the context */
     double last_save_ms;
+    int64_t leaf_saved;  /* the active leaf last stored (0: unknown) */
     char save_error[320];/* why the last save failed ("" when saved) */
+    char *model;         /* the model file this session answers with ("" : the default) */
+    struct provider *prov; /* the provider answering it now (NULL: the app's default) */
+    char *queued;        /* a message sent while the answer streams: it goes when the answer ends */
+    size_t queued_len;
     /* view state */
     int scroll;          /* lines up from the bottom */
     bool editing;        /* /edit: the next message replaces the last user message */
@@ -99,8 +107,11 @@ void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage
  * edited message becomes a sibling of it). Returns the parent id it had. */
 int64_t conv_drop_last_user(conv *c);
 
+/* A streaming answer is stored at most this often (a crash loses at most about
+ * this much of it, plus one UI tick). */
+#define CONV_STREAM_SAVE_MS 250
 /* Stores what is not stored yet. force: also streaming text that changed less
- * than a second ago. Returns 0, or a negative code with c->save_error set. */
+ * than CONV_STREAM_SAVE_MS ago. Returns 0, or a negative code with c->save_error set. */
 int conv_save(conv *c, db *d, const char *model_name, bool force, double now_ms);
 /* True while something is not stored. */
 bool conv_unsaved(const conv *c);

@@ -5,44 +5,13 @@
 # terminal, and bad commands.
 . tests/lib_cli.sh
 
-if ! command -v tmux >/dev/null 2>&1; then
-    bad "tmux is needed for the UI tests (make deps installs it)"
-    finish
-    exit 1
-fi
-RUNS=0
-T="tmux -L llmchat-test-$$-0"
-trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+. tests/lib_tmux.sh
 mkdir -p "$TMP/cfg"
 
-# start NAME DB [WIDTH HEIGHT]: the UI in a detached tmux session
+# start NAME DB [WIDTH HEIGHT]: the UI on the default model
 start() {
-    $T kill-server 2>/dev/null
-    RUNS=$((RUNS + 1))
-    T="tmux -L llmchat-test-$$-$RUNS" # a fresh server each time: no race with the old one
-    $T new-session -d -s ui -x "${3:-100}" -y "${4:-30}" \
-        "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $2 --socket $TMP/ui.sock; echo EXITED \$?; sleep 600"
-}
-screen() { $T capture-pane -t ui -p 2>/dev/null; }
-keys() { $T send-keys -t ui "$@"; }
-line() { $T send-keys -t ui -l "$1"; $T send-keys -t ui Enter; }
-# wait_for PATTERN [SECONDS]: until the screen matches (grep -E)
-wait_for() {
-    i=0
-    while [ $i -lt $((${2:-10} * 10)) ]; do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-# idle: until no answer on the screen is still streaming
-idle() {
-    i=0
-    while [ $i -lt 100 ] && screen | grep -qE -- "^Assistant.* \.\.\.$"; do sleep 0.1; i=$((i + 1)); done
-}
-check() { # check NAME PATTERN [SECONDS]
-    if wait_for "$2" "$3"; then ok "$1"; else bad "$1" "screen:" "$(screen)"; fi
+    start_cmd "${3:-100}" "${4:-30}" \
+        "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $2 --socket $TMP/ui.sock"
 }
 
 DB="$TMP/chat.db"
@@ -87,6 +56,7 @@ line "A red ball"
 check "/n 2 gives two answers" "answer 1 of 2"
 line "/alt"
 check "/alt shows the other" "answer 2 of 2"
+idle
 line "/regen"
 check "/regen adds two more answers (n is 2)" "answer 3 of 4"
 idle
@@ -111,8 +81,11 @@ if grep -q '\*\*User\*\*' "$TMP/out.md" 2>/dev/null && grep -q "A blue ball" "$T
 else bad "the export is Markdown with the messages" "$(cat "$TMP/out.md" 2>&1 | head -20)"; fi
 line "/frobnicate"
 check "an unknown command is a one-line error" "unknown command '/frobnicate'"
+check "a refused command stays in the input to be fixed" "^> /frobnicate"
+keys C-u
 line "/set temp hot"
 check "a bad value is a one-line error" "not a number"
+keys C-u
 line "/help"
 check "/help lists the keys" "Ctrl-PgUp"
 keys C-q
@@ -136,6 +109,29 @@ else bad "ask --session" "$(cat "$TMP/askerr")"; fi
 check "the open tab shows the shell's message live" "^  Then what happened"
 line "/quit"
 check "/quit quits" "EXITED 0"
+
+# /model PATH: this tab switches to another model, loaded in the background,
+# and the session remembers it
+start ui "$TMP/models.db"
+check "starts on the default model" "stories260K.gguf \| cpu"
+line "/set max_tokens 8"
+line "/model $SHARED/models/llama2xs.gguf"
+check "/model PATH loads it and says so" "llama2xs.gguf is ready"
+check "the status line shows the tab's model" "^ llama2xs.gguf \| cpu"
+line "Once upon a time"
+check "and it answers" "^Assistant$"
+idle
+keys C-t
+check "a new tab has the default model" "^ stories260K.gguf \| cpu"
+keys C-q
+check "quits" "EXITED 0"
+start ui "$TMP/models.db"
+keys M-1
+check "after a restart the session's model is loaded again" "^ llama2xs.gguf \| cpu"
+line "/model default"
+check "/model default goes back" "answers with stories260K.gguf again"
+keys C-q
+check "quits" "EXITED 0"
 
 # a corrupt database: the error is shown, the file is left as it was, and
 # chatting goes on in memory

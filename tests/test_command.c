@@ -37,6 +37,8 @@ static void test_commands_with_values(void) {
     CHECK(parse("/export /tmp/x.md", &c, err) == 0 && c.arg_len == 9);
     CHECK(parse("/search red ball", &c, err) == 0 && c.kind == UI_CMD_SEARCH && c.arg_len == 8);
     CHECK(parse("/open 12", &c, err) == 0 && c.kind == UI_CMD_OPEN && c.ivalue == 12);
+    CHECK(parse("/copy", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 0);
+    CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4);
     const char *plain[] = {"/regen", "/edit", "/branch", "/sessions", "/stats", "/model", "/new",
                            "/close", "/help", "/quit"};
     ui_cmd_kind kinds[] = {UI_CMD_REGEN, UI_CMD_EDIT, UI_CMD_BRANCH, UI_CMD_SESSIONS, UI_CMD_STATS,
@@ -49,6 +51,7 @@ static void test_errors(void) {
     char err[128];
     struct { const char *in, *want; } bad[] = {
         {"/frobnicate", "unknown command"},
+        {"/copy everything", "/copy code"},
         {"/set temp hot", "not a number"},
         {"/set temp -1", "not a number"},
         {"/set top_p 1.5", "not a number"},

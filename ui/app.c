@@ -1,5 +1,5 @@
 /* app.c — the chat application's state and actions (see app.h): tabs,
- * commands, sending turns to the engine and routing its events back, saving. */
+ * commands, sending turns to the provider and routing its events back, saving. */
 #include "ui/app.h"
 
 #include <stdarg.h>
@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prompt.h"
+#include "ui/app_internal.h"
 #include "ui/command.h"
+#include "ui/markdown.h"
+
+#include <cjson/cJSON.h>
 
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     va_list ap;
@@ -19,7 +22,19 @@ void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     a->changed = true;
 }
 
-static void set_panel(ui_app *a, char *text) {
+/* Refuses a line of input: the notice says why and the view keeps the text in
+ * the input box (ui_app_input returns false). */
+void app_reject(ui_app *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    va_end(ap);
+    a->notice_error = true;
+    a->rejected = true;
+    a->changed = true;
+}
+
+void app_set_panel(ui_app *a, char *text) {
     free(a->panel);
     a->panel = text;
     a->changed = true;
@@ -27,7 +42,19 @@ static void set_panel(ui_app *a, char *text) {
 
 conv *ui_app_tab(const ui_app *a) { return a->n_tabs ? a->tabs[a->cur] : NULL; }
 
-int ui_app_engine_fd(const ui_app *a) { return engine_client_fd(a->client); }
+provider *app_tab_prov(const ui_app *a, const conv *c) { return c->prov ? c->prov : a->cfg.prov; }
+
+const char *app_model_name(const ui_app *a, const conv *c) {
+    return c->model[0] ? c->model : prov_model_name(a->cfg.prov);
+}
+
+int ui_app_fds(const ui_app *a, int *fds, int max) {
+    int n = 0;
+    if (n < max) fds[n++] = prov_fd(a->cfg.prov);
+    for (int i = 0; i < a->n_models && n < max; i++) fds[n++] = prov_fd(a->models[i].prov);
+    if (app_models_fd(a) >= 0 && n < max) fds[n++] = app_models_fd(a);
+    return n;
+}
 
 static int add_tab(ui_app *a, conv *c) {
     conv **t = realloc(a->tabs, (size_t)(a->n_tabs + 1) * sizeof *t);
@@ -54,7 +81,7 @@ static void save_tabs(ui_app *a) {
 /* Saves a tab; a failure becomes the notice (the tab keeps everything). */
 static void save_conv(ui_app *a, conv *c, bool force, double now) {
     bool had_session = c->session_id != 0;
-    if (conv_save(c, a->db, a->cfg.model_name, force, now) == 0) {
+    if (conv_save(c, a->db, app_model_name(a, c), force, now) == 0) {
         if (!had_session && c->session_id) save_tabs(a);
         return;
     }
@@ -63,14 +90,55 @@ static void save_conv(ui_app *a, conv *c, bool force, double now) {
                       a->db ? c->save_error : a->db_error);
 }
 
+/* ---- input history (a settings row of the database: a JSON list) ---- */
+
+static const char HISTORY_KEY[] = "input_history";
+
+int ui_app_history_count(const ui_app *a) { return a->n_history; }
+const char *ui_app_history_get(const ui_app *a, int i) { return i >= 0 && i < a->n_history ? a->history[i] : NULL; }
+
+static void history_push(ui_app *a, const char *text) {
+    if (a->n_history == UI_HISTORY_MAX) {
+        free(a->history[0]);
+        memmove(a->history, a->history + 1, (size_t)(--a->n_history) * sizeof *a->history);
+    }
+    char *t = strdup(text);
+    char **h = t ? realloc(a->history, (size_t)(a->n_history + 1) * sizeof *h) : NULL;
+    if (!h) {
+        free(t);
+        return;
+    }
+    a->history = h;
+    a->history[a->n_history++] = t;
+}
+
+static void history_load(ui_app *a) {
+    char *json = NULL;
+    if (!a->db || db_setting_get(a->db, HISTORY_KEY, &json, NULL) || !json) return;
+    cJSON *j = cJSON_Parse(json);
+    const cJSON *e;
+    if (cJSON_IsArray(j))
+        cJSON_ArrayForEach(e, j) if (cJSON_IsString(e)) history_push(a, e->valuestring); /* else skipped */
+    cJSON_Delete(j);
+    free(json);
+}
+
+void ui_app_history_add(ui_app *a, const char *text) {
+    if (a->n_history && !strcmp(a->history[a->n_history - 1], text)) return;
+    history_push(a, text);
+    if (!a->db) return;
+    cJSON *j = cJSON_CreateStringArray((const char *const *)a->history, a->n_history);
+    char *json = j ? cJSON_PrintUnformatted(j) : NULL;
+    if (json) db_setting_set(a->db, HISTORY_KEY, json, NULL); /* a failure only loses history */
+    free(json);
+    cJSON_Delete(j);
+}
+
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     ui_app *a = calloc(1, sizeof *a);
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     a->cfg = *cfg;
-    if (engine_client_create(cfg->e, &a->client)) {
-        free(a);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    }
+    prov_status(cfg->prov, a->status, sizeof a->status);
     llc_err dberr = {{0}};
     if (!cfg->db_path)
         snprintf(a->db_error, sizeof a->db_error, "no database: conversations are not saved");
@@ -87,6 +155,9 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
             }
         free(ids);
         if (active >= 0 && active < a->n_tabs) a->cur = active;
+        history_load(a);
+        for (int i = 0; i < a->n_tabs; i++) /* a default model given by name is the default */
+            if (a->cfg.model_path && !strcmp(a->tabs[i]->model, a->cfg.model_path)) a->tabs[i]->model[0] = 0;
         int interrupted = db_interrupted_at_open(a->db);
         if (interrupted > 0)
             ui_app_notice(a, false, "%d answer%s cut short last time (marked interrupted)",
@@ -99,6 +170,9 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
         ui_app_free(a);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
+    if (!a->cfg.open_model) /* no other models here: every tab uses the default */
+        for (int i = 0; i < a->n_tabs; i++) a->tabs[i]->model[0] = 0;
+    app_models_load_next(a); /* sessions that remember a model of their own */
     *out = a;
     return 0;
 }
@@ -106,23 +180,26 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
 void ui_app_free(ui_app *a) {
     if (!a) return;
     for (int i = 0; i < a->n_tabs; i++)
-        if (a->tabs[i]->req_id) engine_cancel(a->cfg.e, a->tabs[i]->req_id);
-    engine_client_free(a->client); /* the engine ends those requests by itself */
+        if (a->tabs[i]->req_id) prov_cancel(app_tab_prov(a, a->tabs[i]), a->tabs[i]->req_id);
     double now = 0;
     for (int i = 0; i < a->n_tabs; i++) {
         conv *c = a->tabs[i];
         for (int k = 0; k < c->n_alts; k++) /* what streamed so far is kept, marked */
             if (c->alts[k]->state == DB_STATE_STREAMING)
                 conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
-        if (a->db) conv_save(c, a->db, a->cfg.model_name, true, now);
+        if (a->db) conv_save(c, a->db, app_model_name(a, c), true, now);
     }
     save_tabs(a);
     for (int i = 0; i < a->n_tabs; i++) conv_free(a->tabs[i]);
+    app_models_free(a);
     free(a->tabs);
     db_close(a->db);
     free(a->panel);
     free(a->listed);
     free(a->edit_text);
+    free(a->clipboard);
+    for (int i = 0; i < a->n_history; i++) free(a->history[i]);
+    free(a->history);
     free(a);
 }
 
@@ -133,14 +210,14 @@ void ui_app_new_tab(ui_app *a) {
         ui_app_notice(a, true, "out of memory");
         return;
     }
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
 }
 
 void ui_app_switch(ui_app *a, int index) {
     if (a->n_tabs == 0) return;
     if (index < 0) index = a->n_tabs - 1;
     if (index >= a->n_tabs) index = 0;
-    if (index != a->cur) set_panel(a, NULL);
+    if (index != a->cur) app_set_panel(a, NULL);
     a->close_confirm = NULL;
     a->cur = index;
     a->changed = true;
@@ -151,7 +228,7 @@ void ui_app_close_tab(ui_app *a) {
     conv *c = ui_app_tab(a);
     if (!c) return;
     if (c->req_id) { /* closing keeps the session: let the answer end as cancelled */
-        engine_cancel(a->cfg.e, c->req_id);
+        prov_cancel(app_tab_prov(a, c), c->req_id);
         c->req_id = 0;
         for (int k = 0; k < c->n_alts; k++)
             if (c->alts[k]->state == DB_STATE_STREAMING)
@@ -171,19 +248,19 @@ void ui_app_close_tab(ui_app *a) {
     if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
     if (a->n_tabs == 0) ui_app_new_tab(a);
     save_tabs(a);
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
     a->changed = true;
 }
 
 /* ---- generating ---- */
 
-static conv *tab_of_request(ui_app *a, int64_t id) {
+static conv *tab_of_request(ui_app *a, const provider *p, int64_t id) {
     for (int i = 0; i < a->n_tabs; i++)
-        if (a->tabs[i]->req_id == id) return a->tabs[i];
+        if (a->tabs[i]->req_id == id && app_tab_prov(a, a->tabs[i]) == p) return a->tabs[i];
     return NULL;
 }
 
-/* Sends the conversation up to its last user message to the engine; the
+/* Sends the conversation up to its last user message to the provider; the
  * answers stream into new alternatives. */
 static void start_answer(ui_app *a, conv *c) {
     chat_msg *msgs;
@@ -192,50 +269,74 @@ static void start_answer(ui_app *a, conv *c) {
         ui_app_notice(a, true, "out of memory");
         return;
     }
-    prompt p;
     llc_err err;
-    int rc = prompt_build(a->cfg.tok, a->cfg.tmpl, msgs, n, prompt_budget(a->cfg.n_ctx, c->set.max_tokens),
-                          &p, &err);
+    prov_started st;
+    int64_t id = prov_submit(app_tab_prov(a, c), msgs, n, &c->set, &st, &err);
     free(msgs);
-    if (rc) {
-        ui_app_notice(a, true, "%s", err.msg);
-        return;
-    }
-    c->dropped_turns = p.n_dropped;
-    int k = c->set.beam > 0 ? 1 : c->set.n;
-    gen_request r = {.prompt = p.ids, .n_prompt = p.n_ids, .n = k, .beam_width = c->set.beam,
-                     .max_tokens = c->set.max_tokens};
-    r.sampling = sampler_params_default();
-    r.sampling.temperature = c->set.temperature;
-    r.sampling.top_p = c->set.top_p;
-    r.sampling.top_k = c->set.top_k;
-    r.sampling.min_p = c->set.min_p;
-    r.sampling.seed = c->set.seed;
-    const char *const *stops = chat_stop_strings(a->cfg.tmpl);
-    for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
-    r.stop = stops;
-    int64_t id = engine_submit(a->cfg.e, a->client, &r, &err);
-    free(p.ids);
     if (id < 0) {
         ui_app_notice(a, true, "%s", err.msg);
         return;
     }
-    int first = conv_open_answers(c, k);
+    c->dropped_turns = st.n_dropped;
+    int first = conv_open_answers(c, st.n_answers);
     if (first < 0) {
-        engine_cancel(a->cfg.e, id);
+        prov_cancel(app_tab_prov(a, c), id);
         ui_app_notice(a, true, "out of memory");
         return;
     }
     c->req_id = id;
     c->alt_base = first;
-    c->n_streaming = k;
+    c->n_streaming = st.n_answers;
     c->scroll = 0;
     a->changed = true;
 }
 
+/* Whether the conversation with this new message can be answered at all (the
+ * provider refuses one whose last message alone outgrows the context). */
+static int check_message(ui_app *a, conv *c, const char *text, size_t len, llc_err *err) {
+    chat_msg *m;
+    int n;
+    char *t = strndup(text, len);
+    if (!t || conv_chat_msgs(c, &m, &n)) {
+        free(t);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    chat_msg *mm = realloc(m, (size_t)(n + 2) * sizeof *mm);
+    if (!mm) {
+        free(m);
+        free(t);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    if (c->editing && n > 0 && mm[n - 1].role == CHAT_USER) n--; /* the edited message replaces it */
+    else if (!c->editing && c->n_alts > 0) mm[n++] = (chat_msg){CHAT_ASSISTANT, conv_last(c)->text};
+    mm[n++] = (chat_msg){CHAT_USER, t};
+    int rc = prov_check(app_tab_prov(a, c), mm, n, &c->set, err);
+    free(mm);
+    free(t);
+    return rc;
+}
+
 static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
-    if (c->req_id) {
-        ui_app_notice(a, true, "an answer is still coming in this tab (Ctrl-C stops it)");
+    if (c->req_id) { /* one message may wait for the answer to end */
+        if (c->queued) {
+            app_reject(a, "a message is already waiting for this answer (Ctrl-C stops the answer)");
+            return;
+        }
+        if (!(c->queued = strndup(text, len))) {
+            app_reject(a, "out of memory");
+            return;
+        }
+        c->queued_len = len;
+        ui_app_notice(a, false, "queued: sent when this answer ends (Ctrl-C ends it now)");
+        return;
+    }
+    if (c->model[0] && !c->prov) {
+        app_reject(a, "this tab's model (%s) is still loading", app_base_name(c->model));
+        return;
+    }
+    llc_err err;
+    if (check_message(a, c, text, len, &err)) {
+        app_reject(a, "not sent: %s", err.msg);
         return;
     }
     if (c->editing) { /* the edited message becomes a sibling of the old one */
@@ -253,46 +354,74 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         if (t) free(c->title), c->title = t;
     }
     if (conv_add_user(c, text, len)) {
-        ui_app_notice(a, true, "out of memory");
+        app_reject(a, "out of memory");
         return;
     }
-    save_conv(a, c, true, 0); /* stored before the engine sees it */
-    set_panel(a, NULL);
+    save_conv(a, c, true, 0); /* stored before the provider sees it */
+    app_set_panel(a, NULL);
     start_answer(a, c);
+}
+
+/* The answer ended: a message queued meanwhile goes now (if it cannot, it
+ * comes back into the input box). */
+static void send_queued(ui_app *a, conv *c) {
+    char *q = c->queued;
+    size_t n = c->queued_len;
+    c->queued = NULL;
+    c->queued_len = 0;
+    a->rejected = false;
+    send_message(a, c, q, n);
+    if (a->rejected && !a->edit_text) a->edit_text = q, q = NULL;
+    a->rejected = false;
+    free(q);
 }
 
 void ui_app_cancel(ui_app *a) {
     conv *c = ui_app_tab(a);
-    if (c && c->req_id) engine_cancel(a->cfg.e, c->req_id);
+    if (c && c->req_id) prov_cancel(app_tab_prov(a, c), c->req_id);
 }
 
-void ui_app_poll_engine(ui_app *a, double now_ms) {
-    engine_event *ev;
-    while ((ev = engine_client_next(a->client))) {
-        conv *c = tab_of_request(a, ev->request_id);
+/* An answer ended (seq_index -1: the whole request failed). */
+static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms) {
+    if (ev->state == DB_STATE_ERROR && ev->message[0])
+        ui_app_notice(a, true, "the answer failed: %s", ev->message);
+    int lo = ev->seq_index < 0 ? 0 : ev->seq_index, hi = ev->seq_index < 0 ? c->n_alts - c->alt_base : ev->seq_index + 1;
+    for (int i = lo; i < hi; i++) {
+        int alt = c->alt_base + i;
+        if (alt >= c->n_alts || c->alts[alt]->state != DB_STATE_STREAMING) continue;
+        conv_finish(c, alt, ev->state, ev->finish, ev->seq_index < 0 ? NULL : &ev->usage);
+        snprintf(c->alts[alt]->error, sizeof c->alts[alt]->error, "%s",
+                 ev->state == DB_STATE_ERROR ? ev->message : "");
+        c->n_streaming--;
+    }
+    if (ev->seq_index < 0) c->n_streaming = 0;
+    if (c->n_streaming <= 0) {
+        c->req_id = 0;
+        save_conv(a, c, true, now_ms);
+        if (c->queued) send_queued(a, c);
+    }
+}
+
+static void poll_provider(ui_app *a, provider *p, double now_ms) {
+    prov_event *ev;
+    while ((ev = prov_next(p))) {
+        conv *c = tab_of_request(a, p, ev->request_id);
         if (c) {
-            int alt = c->alt_base + ev->seq_index;
-            if (ev->kind == EV_TOKEN) {
-                if (ev->text_len) conv_append(c, alt, ev->text, ev->text_len);
-            } else if (ev->kind == EV_DONE) {
-                static const char *names[] = {"", "stop", "length", "cancelled", "error"};
-                int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
-                            : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
-                                                           : DB_STATE_DONE;
-                db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens,
-                              ev->ttft_ms, ev->tpot_ms};
-                conv_finish(c, alt, state, names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u);
-                if (--c->n_streaming <= 0) {
-                    c->req_id = 0;
-                    save_conv(a, c, true, now_ms);
-                }
+            if (ev->kind == PROV_TEXT) {
+                if (ev->text_len) conv_append(c, c->alt_base + ev->seq_index, ev->text, ev->text_len);
             } else {
-                ui_app_notice(a, true, "generation failed: %s", ev->message);
+                answer_done(a, c, ev, now_ms);
             }
             a->changed = true;
         }
-        engine_event_free(ev);
+        prov_event_free(ev);
     }
+}
+
+void ui_app_poll_events(ui_app *a, double now_ms) {
+    poll_provider(a, a->cfg.prov, now_ms);
+    for (int i = 0; i < a->n_models; i++) poll_provider(a, a->models[i].prov, now_ms);
+    app_models_poll(a, now_ms);
 }
 
 void ui_app_tick(ui_app *a, double now_ms) {
@@ -311,10 +440,10 @@ void ui_app_tick(ui_app *a, double now_ms) {
             ui_app_notice(a, false, "database open again: saving");
         }
     }
-    engine_metrics m;
-    engine_get_metrics(a->cfg.e, &m);
-    if (memcmp(&m, &a->metrics, sizeof m)) {
-        a->metrics = m;
+    char status[sizeof a->status];
+    prov_status(app_tab_prov(a, ui_app_tab(a)), status, sizeof status);
+    if (strcmp(status, a->status)) {
+        memcpy(a->status, status, sizeof status);
         a->changed = true;
     }
     bool all_saved = true;
@@ -331,6 +460,9 @@ void ui_app_session_changed(ui_app *a, int64_t session_id) {
         if (c->session_id != session_id || c->req_id || conv_unsaved(c)) continue;
         conv *fresh;
         if (conv_load(a->db, session_id, &fresh, NULL)) continue;
+        if (!a->cfg.open_model || (a->cfg.model_path && !strcmp(fresh->model, a->cfg.model_path)))
+            fresh->model[0] = 0;
+        app_models_attach(a, fresh);
         conv_free(c);
         a->tabs[i] = fresh;
         a->changed = true;
@@ -366,8 +498,7 @@ static char *printf_alloc(const char *fmt, ...) {
 }
 
 /* Appends to a growing text. */
-static void cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cat(char **buf, size_t *len, const char *fmt, ...) {
+void app_cat(char **buf, size_t *len, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *piece = NULL;
@@ -395,22 +526,22 @@ static void cmd_sessions(ui_app *a) {
     int n = 0;
     llc_err err;
     if (!a->db || db_session_list(a->db, false, &s, &n, &err)) {
-        ui_app_notice(a, true, "%s", a->db ? err.msg : a->db_error);
+        app_reject(a, "%s", a->db ? err.msg : a->db_error);
         return;
     }
     char *text = NULL;
     size_t len = 0;
     int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    cat(&text, &len, "Sessions (/open N reopens one)\n");
+    app_cat(&text, &len, "Sessions (/open N reopens one)\n");
     for (int i = 0; i < n && ids; i++) {
         ids[i] = s[i].id;
-        cat(&text, &len, "%3d  %s\n", i + 1, s[i].title);
+        app_cat(&text, &len, "%3d  %s\n", i + 1, s[i].title);
     }
-    if (n == 0) cat(&text, &len, "  (none yet)\n");
+    if (n == 0) app_cat(&text, &len, "  (none yet)\n");
     if (ids) remember_listed(a, ids, n);
     free(ids);
     db_sessions_free(s, n);
-    set_panel(a, text);
+    app_set_panel(a, text);
 }
 
 static void cmd_search(ui_app *a, const char *q, size_t qlen) {
@@ -419,30 +550,30 @@ static void cmd_search(ui_app *a, const char *q, size_t qlen) {
     int n = 0;
     llc_err err;
     if (!query || !a->db || db_search(a->db, query, 20, &h, &n, &err)) {
-        ui_app_notice(a, true, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
+        app_reject(a, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
         free(query);
         return;
     }
     char *text = NULL;
     size_t len = 0;
     int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
+    app_cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
     for (int i = 0; i < n && ids; i++) {
         ids[i] = h[i].session_id;
-        cat(&text, &len, "%3d  %s: %s\n", i + 1, h[i].title, h[i].snippet);
+        app_cat(&text, &len, "%3d  %s: %s\n", i + 1, h[i].title, h[i].snippet);
     }
-    if (n == 0) cat(&text, &len, "  no message contains that\n");
+    if (n == 0) app_cat(&text, &len, "  no message contains that\n");
     if (ids) remember_listed(a, ids, n);
     free(ids);
     db_hits_free(h, n);
     free(query);
-    set_panel(a, text);
+    app_set_panel(a, text);
 }
 
 static void cmd_open(ui_app *a, long long k) {
     int64_t id = k >= 1 && k <= a->n_listed ? a->listed[k - 1] : 0;
     if (!id) {
-        ui_app_notice(a, true, "/open %lld: no such entry in the last /sessions or /search list", k);
+        app_reject(a, "/open %lld: no such entry in the last /sessions or /search list", k);
         return;
     }
     for (int i = 0; i < a->n_tabs; i++)
@@ -456,18 +587,22 @@ static void cmd_open(ui_app *a, long long k) {
         ui_app_notice(a, true, "%s", a->db ? err.msg : a->db_error);
         return;
     }
+    if (!a->cfg.open_model) c->model[0] = 0;
+    if (a->cfg.model_path && !strcmp(c->model, a->cfg.model_path)) c->model[0] = 0;
+    app_models_attach(a, c);
     if (add_tab(a, c)) {
         conv_free(c);
         return;
     }
-    set_panel(a, NULL);
+    app_set_panel(a, NULL);
     save_tabs(a);
+    app_models_load_next(a);
 }
 
 static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     save_conv(a, c, true, 0);
     if (!a->db || !c->session_id) {
-        ui_app_notice(a, true, "nothing to export yet%s", a->db ? "" : " (no database)");
+        app_reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
         return;
     }
     char path[1024];
@@ -476,12 +611,12 @@ static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     FILE *f = fopen(path, "w");
     llc_err err;
     if (!f) {
-        ui_app_notice(a, true, "/export: cannot write %s", path);
+        app_reject(a, "/export: cannot write %s", path);
         return;
     }
     int rc = db_export_markdown(a->db, c->session_id, 0, f, &err);
     if (fclose(f) && !rc) rc = LLC_ERR_IO, snprintf(err.msg, sizeof err.msg, "write failed");
-    if (rc) ui_app_notice(a, true, "/export: %s", err.msg);
+    if (rc) app_reject(a, "/export: %s", err.msg);
     else ui_app_notice(a, false, "exported to %s", path);
 }
 
@@ -496,6 +631,9 @@ static void cmd_branch(ui_app *a, conv *c) {
     free(title);
     free(b->system);
     b->system = strdup(c->system);
+    free(b->model);
+    b->model = strdup(c->model);
+    b->prov = c->prov;
     b->set = c->set;
     for (int i = 0; i < conv_n_shown(c); i++) { /* copies of the shown messages */
         conv_msg *m = conv_shown(c, i);
@@ -506,7 +644,7 @@ static void cmd_branch(ui_app *a, conv *c) {
             conv_finish(b, b->n_alts - 1, m->state, m->finish, &m->usage);
         }
     }
-    if (!b->system || add_tab(a, b)) {
+    if (!b->system || !b->model || add_tab(a, b)) {
         conv_free(b);
         ui_app_notice(a, true, "out of memory");
         return;
@@ -517,11 +655,11 @@ static void cmd_branch(ui_app *a, conv *c) {
 
 static void cmd_alt(ui_app *a, conv *c, long long k) {
     if (c->n_alts < 2) {
-        ui_app_notice(a, true, "there is only one answer here (/regen or /n K make more)");
+        app_reject(a, "there is only one answer here (/regen or /n K make more)");
         return;
     }
     if (k > c->n_alts) {
-        ui_app_notice(a, true, "/alt %lld: there are %d answers", k, c->n_alts);
+        app_reject(a, "/alt %lld: there are %d answers", k, c->n_alts);
         return;
     }
     c->alt_cur = k > 0 ? (int)k - 1 : (c->alt_cur + 1) % c->n_alts;
@@ -529,27 +667,29 @@ static void cmd_alt(ui_app *a, conv *c, long long k) {
     save_conv(a, c, true, 0); /* remembers the branch shown as the active path */
 }
 
-static void cmd_stats(ui_app *a) {
-    const engine_metrics *m = &a->metrics;
-    double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
-    set_panel(a, printf_alloc(
-                     "Engine\n"
-                     "  running %d, waiting %d, %lld steps, %lld preemptions\n"
-                     "  KV blocks: %d used, %d cached, %d free of %d (peak %d)\n"
-                     "  prompt tokens: %lld, %lld from the prefix cache (%.0f%%)\n"
-                     "  generated %lld tokens; now %.1f tokens/s\n"
-                     "  TTFT ms p50 %.0f p90 %.0f p99 %.0f; TPOT ms p50 %.1f p90 %.1f p99 %.1f\n"
-                     "  speculation: %lld of %lld drafted tokens accepted, %.2f tokens per check, "
-                     "%.0f%% of step time drafting",
-                     m->running, m->waiting, (long long)m->steps, (long long)m->preemptions,
-                     m->kv_used, m->kv_cached, m->kv_free, m->kv_total, m->peak_kv_used,
-                     (long long)m->prompt_tokens, (long long)m->cached_tokens, hit,
-                     (long long)m->generated_tokens, m->gen_tokens_per_s, m->ttft_ms_p50,
-                     m->ttft_ms_p90, m->ttft_ms_p99, m->tpot_ms_p50, m->tpot_ms_p90, m->tpot_ms_p99,
-                     (long long)m->spec_accepted, (long long)m->spec_drafted,
-                     m->spec_verifies ? (double)(m->spec_accepted + m->spec_verifies) / (double)m->spec_verifies : 0,
-                     m->step_ms > 0 ? 100 * m->draft_ms / m->step_ms : 0));
+/* /copy: the last answer shown, or (code) the last code block of the answers. */
+static void cmd_copy(ui_app *a, conv *c, bool code) {
+    char *text = NULL;
+    size_t len = 0;
+    for (int i = conv_n_shown(c) - 1; i >= 0 && !text; i--) {
+        conv_msg *m = conv_shown(c, i);
+        if (m->role != DB_ROLE_ASSISTANT || !m->len) continue;
+        if (code) text = md_last_code_block(m->text, m->len, &len);
+        else if ((text = malloc(m->len + 1))) memcpy(text, m->text, m->len + 1), len = m->len;
+        if (!code) break;
+    }
+    if (!text) {
+        app_reject(a, code ? "no code block in the answers here" : "no answer to copy yet");
+        return;
+    }
+    free(a->clipboard);
+    a->clipboard = text;
+    a->clipboard_len = len;
+    ui_app_notice(a, false, "copied %s (%zu bytes) to the clipboard", code ? "the last code block" : "the last answer",
+                  len);
 }
+
+static void cmd_stats(ui_app *a) { app_set_panel(a, prov_stats(app_tab_prov(a, ui_app_tab(a)))); }
 
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     conv_settings *s = &c->set;
@@ -557,7 +697,7 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     case UI_SET_TEMP: s->temperature = (float)cmd->value; break;
     case UI_SET_TOP_P:
         if (cmd->value <= 0) {
-            ui_app_notice(a, true, "/set top_p: must be above 0");
+            app_reject(a, "/set top_p: must be above 0");
             return;
         }
         s->top_p = (float)cmd->value;
@@ -574,13 +714,14 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
                   s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
 }
 
-void ui_app_input(ui_app *a, const char *text, size_t len) {
+bool ui_app_input(ui_app *a, const char *text, size_t len) {
     conv *c = ui_app_tab(a);
     ui_cmd cmd;
     char err[200];
+    a->rejected = false;
     if (ui_cmd_parse(text, len, &cmd, err, sizeof err)) {
-        ui_app_notice(a, true, "%s", err);
-        return;
+        app_reject(a, "%s", err);
+        return false;
     }
     a->notice[0] = 0;
     a->close_confirm = NULL;
@@ -614,15 +755,15 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
         break;
     case UI_CMD_ALT: cmd_alt(a, c, cmd.ivalue); break;
     case UI_CMD_REGEN:
-        if (busy) ui_app_notice(a, true, "an answer is still coming (Ctrl-C stops it)");
+        if (busy) app_reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            ui_app_notice(a, true, "nothing to answer again yet");
+            app_reject(a, "nothing to answer again yet");
         else start_answer(a, c);
         break;
     case UI_CMD_EDIT:
-        if (busy) ui_app_notice(a, true, "an answer is still coming (Ctrl-C stops it)");
+        if (busy) app_reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            ui_app_notice(a, true, "no message of yours to edit");
+            app_reject(a, "no message of yours to edit");
         else {
             free(a->edit_text);
             a->edit_text = strdup(c->msgs[c->n_msgs - 1]->text);
@@ -645,17 +786,13 @@ void ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_SEARCH: cmd_search(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_EXPORT: cmd_export(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
-    case UI_CMD_MODEL:
-        set_panel(a, printf_alloc("Model\n  %s\n  context %d tokens, vocabulary %d, template %s, device %s\n"
-                                  "  database %s",
-                                  a->cfg.model_name, a->cfg.n_ctx, tok_n_vocab(a->cfg.tok),
-                                  chat_tmpl_name(a->cfg.tmpl), a->cfg.device_name,
-                                  a->db ? db_path(a->db) : a->db_error));
-        break;
+    case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
-    case UI_CMD_HELP: set_panel(a, strdup(ui_help_text())); break;
+    case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;
     case UI_CMD_QUIT: a->quit = true; break;
     }
     a->changed = true;
+    return !a->rejected;
 }

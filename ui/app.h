@@ -1,26 +1,26 @@
 /* app.h — the chat application's state and actions, apart from the terminal:
- * the open tabs (conversations), the engine client every tab generates
- * through, the database connection (which may be missing or failing: chatting
- * goes on in memory and saving is retried), commands, and the engine's events.
+ * the open tabs (conversations), the provider every tab generates through
+ * (the local engine or a remote server, one interface: ui/provider.h), the
+ * database connection (which may be missing or failing: chatting goes on in
+ * memory and saving is retried), commands, and the provider's events.
  * view.c draws this state and turns keys into these calls; tests can drive it
  * without a terminal. Only the UI thread touches it. */
 #ifndef LLC_UI_APP_H
 #define LLC_UI_APP_H
 
-#include "engine/chat.h"
-#include "engine/engine.h"
 #include "storage/db.h"
 #include "storage/conv.h"
+#include "ui/provider.h"
 
 typedef struct ui_app ui_app;
 
 typedef struct ui_app_config {
-    engine *e;
-    const tokenizer *tok;
-    chat_tmpl tmpl;
-    int n_ctx;
-    const char *model_name;  /* shown in the status line and stored with sessions */
-    const char *device_name; /* "cpu", "cuda" */
+    provider *prov;          /* where answers come from (the local engine or a server); the caller's */
+    const char *model_path;  /* the file of prov's model ("" when it has none) */
+    /* /model PATH: opens another model for a tab, on a thread of its own (NULL:
+     * not offered). The app frees what it returns. */
+    int (*open_model)(void *ctx, const char *path, provider **out, llc_err *err);
+    void *open_ctx;
     const char *db_path;     /* NULL: no database (memory only) */
     /* another source of work for the main loop (the socket server's notes):
      * while extra_fd is readable, on_extra(extra_ctx, app) is called */
@@ -29,9 +29,16 @@ typedef struct ui_app_config {
     void *extra_ctx;
 } ui_app_config;
 
+typedef struct ui_model {
+    char *path;
+    provider *prov;
+} ui_model;
+
 struct ui_app {
     ui_app_config cfg;
-    engine_client *client;
+    ui_model *models;        /* models opened by /model (or for restored sessions) */
+    int n_models;
+    struct ui_loader *loader; /* the model being opened in the background, or NULL */
     db *db;                  /* NULL when it could not be opened */
     char db_error[320];      /* why (shown until it works) */
     conv **tabs;
@@ -41,11 +48,16 @@ struct ui_app {
     char *panel;             /* help / sessions / search / stats text shown under the chat */
     int64_t *listed;         /* sessions numbered in the last /sessions or /search */
     int n_listed;
-    engine_metrics metrics;
+    char status[320];        /* the provider's status line */
     double last_retry_ms;
     bool quit;
     bool changed;            /* something to redraw */
     char *edit_text;         /* /edit: text the view puts into the input box */
+    bool rejected;           /* the last input was refused */
+    char **history;          /* inputs sent, oldest first (n_history of them) */
+    int n_history;
+    char *clipboard;         /* /copy: text the view sends to the terminal's clipboard */
+    size_t clipboard_len;
     conv *close_confirm;     /* an unsaved tab whose close was asked once (ask again to lose it) */
 };
 
@@ -56,18 +68,22 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err);
 void ui_app_free(ui_app *a);
 
 conv *ui_app_tab(const ui_app *a); /* the current tab */
-/* A line of input: a command or a message to send. */
-void ui_app_input(ui_app *a, const char *text, size_t len);
+/* A line of input: a command or a message to send (while the tab's answer
+ * streams, a message waits for it to end: conv.queued). Returns false when the
+ * input was refused (a bad command, a message too long for the context, ...):
+ * the notice says why and the view keeps the text in the input box. */
+bool ui_app_input(ui_app *a, const char *text, size_t len);
 void ui_app_new_tab(ui_app *a);
 void ui_app_close_tab(ui_app *a);
 void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
 void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answer */
-/* Drains the engine's events into the tabs. */
-void ui_app_poll_engine(ui_app *a, double now_ms);
+/* Drains the provider's events into the tabs. */
+void ui_app_poll_events(ui_app *a, double now_ms);
 /* Periodic work: streaming saves, retrying failed saves, metrics. */
 void ui_app_tick(ui_app *a, double now_ms);
-/* The engine client's wake fd, for poll(). */
-int ui_app_engine_fd(const ui_app *a);
+/* The fds to poll() for (providers' events, a model loading): up to max into
+ * fds; returns how many. */
+int ui_app_fds(const ui_app *a, int *fds, int max);
 /* Another program (the socket server) changed stored session id: a tab showing
  * it and not generating itself reloads it from the database. */
 void ui_app_session_changed(ui_app *a, int64_t session_id);
@@ -75,6 +91,12 @@ void ui_app_session_changed(ui_app *a, int64_t session_id);
  * live in an open tab (the other program stores it). */
 void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
                          size_t len);
+/* The input history kept in the database, per database (oldest first), for
+ * the view's Up/Down; adding one stores it (the last UI_HISTORY_MAX are kept). */
+#define UI_HISTORY_MAX 200
+int ui_app_history_count(const ui_app *a);
+const char *ui_app_history_get(const ui_app *a, int i);
+void ui_app_history_add(ui_app *a, const char *text);
 /* Sets the one-line notice. */
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -32,7 +32,8 @@ static const cmd_def g_cmds[] = {
     {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
     {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
-    {"model", UI_CMD_MODEL, ARG_NONE, 0, 0},
+    {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
+    {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
     {"new", UI_CMD_NEW, ARG_NONE, 0, 0},
     {"close", UI_CMD_CLOSE, ARG_NONE, 0, 0},
     {"help", UI_CMD_HELP, ARG_NONE, 0, 0},
@@ -147,6 +148,8 @@ int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t er
     case ARG_TEXT:
         out->arg = p;
         out->arg_len = arg_len;
+        if (d->kind == UI_CMD_COPY && arg_len && (arg_len != 4 || memcmp(p, "code", 4)))
+            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block");
         return 0;
     case ARG_INT_OPTIONAL:
         if (!arg_len) return 0;
@@ -171,6 +174,7 @@ const char *ui_help_text(void) {
            "  Ctrl-PgUp/PgDn, Alt-1..9   switch tabs      PgUp/PgDn   scroll\n"
            "  Ctrl-C  stop the answer    Ctrl-Q  quit     Up/Down     input history\n"
            "  Ctrl-A/E line start/end, Ctrl-K/U kill, Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
+           "  Alt-C   copy the last answer     Alt-K  copy the last code block (OSC 52)\n"
            "Commands\n"
            "  /system TEXT       system prompt of this session (empty: none)\n"
            "  /set temp|top_p|top_k|min_p|max_tokens|seed VALUE\n"
@@ -182,6 +186,8 @@ const char *ui_help_text(void) {
            "  /rename TITLE      /sessions  list    /open N  reopen one\n"
            "  /search TEXT       search every session\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
-           "  /stats  /model  /new  /close  /help  /quit\n"
+           "  /copy [code]       the last answer (or code block) to the clipboard\n"
+           "  /model [PATH]      this tab's model; PATH switches it (loaded in the background)\n"
+           "  /stats  /new  /close  /help  /quit\n"
            "  //text             send a message that starts with '/'";
 }

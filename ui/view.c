@@ -14,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ui/clipboard.h"
 #include "ui/lineedit.h"
+#include "ui/markdown.h"
 #include "ui/textwrap.h"
 
 enum {
@@ -24,7 +26,7 @@ enum {
     K_CTRL_PGDN,
 };
 
-enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB };
+enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE };
 
 typedef struct view {
     ui_app *a;
@@ -33,7 +35,7 @@ typedef struct view {
     bool in_paste;
     char *paste;           /* bytes of a bracketed paste, inserted at its end */
     size_t paste_len, paste_cap;
-    tw_lines panel_wrap, input_wrap;
+    tw_lines panel_wrap, input_wrap, queued_wrap;
     double last_draw;
 } view;
 
@@ -71,13 +73,16 @@ static void rewrap(conv_msg *m, int width) {
     m->wrap_len = m->len;
 }
 
-/* One line of the transcript, as a description to draw later. */
+/* One line of the transcript, as a description to draw later: plain text in
+ * one style, or a row of laid-out Markdown. */
 typedef struct tline {
     const char *text;
     size_t len;
     int pair;
     attr_t attr;
     int indent;
+    const md_doc *md;    /* non-NULL: draw row md_row of it */
+    size_t md_row;
 } tline;
 
 typedef struct rows {
@@ -93,7 +98,71 @@ static void rows_push(rows *r, const char *text, size_t len, int pair, attr_t at
         r->v = p;
         r->cap = cap;
     }
-    r->v[r->n++] = (tline){text, len, pair, attr, indent};
+    r->v[r->n++] = (tline){text, len, pair, attr, indent, NULL, 0};
+}
+
+static void rows_push_md(rows *r, const md_doc *d, size_t k, int indent) {
+    size_t n = r->n;
+    rows_push(r, "", 0, 0, A_NORMAL, indent);
+    if (r->n > n) r->v[n].md = d, r->v[n].md_row = k;
+}
+
+static void md_free_cache(void *p) {
+    md_doc_free(p);
+    free(p);
+}
+
+/* An answer laid out as Markdown at width, redone only when its text or the width changed. */
+static const md_doc *markdown_of(conv_msg *m, int width) {
+    md_doc *d = m->view;
+    if (!d) {
+        if (!(d = calloc(1, sizeof *d))) return NULL;
+        m->view = d;
+        m->view_free = md_free_cache;
+        d->src_len = (size_t)-1;
+    }
+    if (d->src_len != m->len || d->width != width) md_layout(m->text, m->len, width, d);
+    return d;
+}
+
+/* Curses attributes for a Markdown style. */
+static attr_t md_attr(const view *v, unsigned st, int *pair) {
+    attr_t a = A_NORMAL;
+    *pair = 0;
+    if (st & MD_BOLD) a |= A_BOLD;
+#ifdef A_ITALIC
+    if (st & MD_ITALIC) a |= A_ITALIC;
+#else
+    if (st & MD_ITALIC) a |= A_UNDERLINE;
+#endif
+    if (st & MD_STRIKE) a |= A_DIM;
+    if (st & MD_LINK) a |= A_UNDERLINE, *pair = C_LINK;
+    if (st & MD_URL) a |= A_DIM;
+    if (st & MD_QUOTE) *pair = C_QUOTE;
+    if (st & MD_HEADING) *pair = C_HEADING;
+    if (st & MD_CODE) *pair = C_CODE;
+    if (st & MD_CODEBLOCK) *pair = C_CODEBLOCK;
+    if ((st & MD_MARK) && !(st & MD_CODEBLOCK)) a |= A_DIM;
+    if (!v->color && (st & (MD_CODE | MD_CODEBLOCK)) && !(st & MD_MARK)) a |= A_BOLD;
+    return a;
+}
+
+static void draw_md_row(view *v, int y, int x, int W, const md_doc *d, size_t ri) {
+    const md_row *row = &d->rows[ri];
+    for (uint32_t k = 0; k < row->n_seg && x < W; k++) {
+        const md_seg *sg = &d->segs[row->seg + k];
+        int pair;
+        attr_t a = md_attr(v, sg->style, &pair);
+        if (row->kind == MD_ROW_HEADING && row->level <= 2) a |= A_UNDERLINE;
+        style(v, pair, a);
+        put(y, x, d->text + sg->off, sg->len, W - x);
+        x += tw_str_width(d->text + sg->off, sg->len);
+    }
+    if (v->color && (row->kind == MD_ROW_CODE || row->kind == MD_ROW_CODE_TOP || row->kind == MD_ROW_CODE_END)) {
+        style(v, C_CODEBLOCK, A_NORMAL); /* the code's background runs to the edge */
+        for (; x < W; x++) mvaddch(y, x, ' ');
+    }
+    attrset(A_NORMAL);
 }
 
 static void draw_tabs(view *v, int W) {
@@ -153,9 +222,23 @@ static void draw_transcript(view *v, int top, int height, int W) {
             h = alt_header;
         }
         rows_push(&r, h, strlen(h), user ? C_USER : C_BOT, A_BOLD, 0);
-        rewrap(m, width);
-        for (size_t k = 0; k < m->wrap.n; k++)
-            rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
+        const md_doc *md = user ? NULL : markdown_of(m, width);
+        if (md && (md->n_rows || !m->len)) {
+            for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2);
+        } else {
+            rewrap(m, width);
+            for (size_t k = 0; k < m->wrap.n; k++)
+                rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
+        }
+        if (m->error[0]) rows_push(&r, m->error, strlen(m->error), C_ERROR, A_NORMAL, 2);
+        rows_push(&r, "", 0, 0, A_NORMAL, 0);
+    }
+    if (c->queued) { /* a message waiting for the answer to end */
+        static const char *qh = "You (queued: sent when the answer ends)";
+        rows_push(&r, qh, strlen(qh), C_USER, A_DIM, 0);
+        tw_wrap(c->queued, c->queued_len, width, &v->queued_wrap);
+        for (size_t k = 0; k < v->queued_wrap.n; k++)
+            rows_push(&r, c->queued + v->queued_wrap.v[k].off, v->queued_wrap.v[k].len, 0, A_DIM, 2);
         rows_push(&r, "", 0, 0, A_NORMAL, 0);
     }
     if (a->panel) {
@@ -176,6 +259,10 @@ static void draw_transcript(view *v, int top, int height, int W) {
         int idx = first + y;
         if (idx >= total) continue;
         tline *rw = &r.v[idx];
+        if (rw->md) {
+            draw_md_row(v, top + y, rw->indent, W, rw->md, rw->md_row);
+            continue;
+        }
         style(v, rw->pair, rw->attr);
         put(top + y, rw->indent, rw->text, rw->len, W - rw->indent);
         attrset(A_NORMAL);
@@ -192,20 +279,10 @@ static void draw_transcript(view *v, int top, int height, int W) {
 }
 
 static void draw_status(view *v, int y, int W) {
-    ui_app *a = v->a;
-    const engine_metrics *m = &a->metrics;
-    char s[320];
-    double hit = m->prompt_tokens ? 100.0 * (double)m->cached_tokens / (double)m->prompt_tokens : 0;
-    char spec[48] = "";
-    if (m->spec_drafted > 0)
-        snprintf(spec, sizeof spec, " | draft %.0f%%", 100.0 * (double)m->spec_accepted / (double)m->spec_drafted);
-    snprintf(s, sizeof s, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%% | KV %d/%d | run %d%s ",
-             a->cfg.model_name, a->cfg.device_name, m->gen_tokens_per_s, m->ttft_ms_p50, hit,
-             m->kv_used, m->kv_total, m->running, spec);
     move(y, 0);
     style(v, C_DIM, A_REVERSE);
     hline(' ', W);
-    put(y, 0, s, strlen(s), W);
+    put(y, 0, v->a->status, strlen(v->a->status), W);
     attrset(A_NORMAL);
 }
 
@@ -292,8 +369,8 @@ static void submit(view *v) {
     char *copy = strndup(text, len);
     if (!copy) return;
     le_history_add(v->le, copy);
-    le_clear(v->le);
-    ui_app_input(v->a, copy, len);
+    ui_app_history_add(v->a, copy);
+    if (ui_app_input(v->a, copy, len)) le_clear(v->le); /* refused: the text stays to be fixed */
     free(copy);
 }
 
@@ -308,6 +385,8 @@ static void on_alt_key(view *v, wint_t ch) {
     ui_app *a = v->a;
     if (ch >= '1' && ch <= '9') ui_app_switch(a, (int)(ch - '1') < a->n_tabs ? (int)(ch - '1') : a->cur);
     else if (ch == '\r' || ch == '\n') le_newline(v->le);
+    else if (ch == 'c') ui_app_input(a, "/copy", 5);
+    else if (ch == 'k') ui_app_input(a, "/copy code", 10);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
     else if (ch == 127 || ch == KEY_BACKSPACE || ch == 8) le_kill_word_back(v->le);
@@ -427,6 +506,11 @@ static void setup_terminal(view *v) {
         init_pair(C_ERROR, COLOR_RED, -1);
         init_pair(C_DIM, COLOR_YELLOW, -1);
         init_pair(C_TAB, COLOR_BLACK, COLOR_CYAN);
+        init_pair(C_CODE, COLOR_YELLOW, -1);
+        init_pair(C_CODEBLOCK, COLORS >= 256 ? 252 : COLOR_WHITE, COLORS >= 256 ? 236 : COLOR_BLUE);
+        init_pair(C_HEADING, COLOR_MAGENTA, -1);
+        init_pair(C_LINK, COLOR_CYAN, -1);
+        init_pair(C_QUOTE, COLOR_YELLOW, -1);
     }
     define_key("\033[200~", K_PASTE_BEGIN);
     define_key("\033[201~", K_PASTE_END);
@@ -447,6 +531,7 @@ int ui_run(ui_app *a, llc_err *err) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < ui_app_history_count(a); i++) le_history_add(v.le, ui_app_history_get(a, i));
     setup_terminal(&v);
     draw(&v);
     while (!a->quit && !g_stop) {
@@ -455,18 +540,34 @@ int ui_run(ui_app *a, llc_err *err) {
             free(a->edit_text);
             a->edit_text = NULL;
         }
+        if (a->clipboard) { /* /copy: OSC 52 straight to the terminal, around curses */
+            size_t n;
+            int cut;
+            char *seq = clip_osc52(a->clipboard, a->clipboard_len, &n, &cut);
+            if (seq) {
+                fwrite(seq, 1, n, stdout);
+                fflush(stdout);
+                if (cut) ui_app_notice(a, true, "copied only the first %d KB (terminals refuse more)", CLIP_MAX_BYTES / 1024);
+            }
+            free(seq);
+            free(a->clipboard);
+            a->clipboard = NULL;
+        }
         bool streaming = false;
         for (int i = 0; i < a->n_tabs; i++) streaming = streaming || a->tabs[i]->req_id;
         int timeout = streaming || a->changed ? 33 : 500;
-        struct pollfd fds[3] = {{.fd = STDIN_FILENO, .events = POLLIN},
-                                {.fd = ui_app_engine_fd(a), .events = POLLIN},
-                                {.fd = a->cfg.on_extra && a->cfg.extra_fd > 0 ? a->cfg.extra_fd : -1,
-                                 .events = POLLIN}};
-        if (poll(fds, 3, timeout) < 0 && errno != EINTR) break;
-        if (fds[2].fd >= 0 && (fds[2].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
+        if (a->loader) timeout = 100; /* the loading progress moves */
+        struct pollfd fds[2 + 16] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                                     {.fd = a->cfg.on_extra && a->cfg.extra_fd > 0 ? a->cfg.extra_fd : -1,
+                                      .events = POLLIN}};
+        int app_fds[16];
+        int n_app = ui_app_fds(a, app_fds, 16);
+        for (int i = 0; i < n_app; i++) fds[2 + i] = (struct pollfd){.fd = app_fds[i], .events = POLLIN};
+        if (poll(fds, (nfds_t)(2 + n_app), timeout) < 0 && errno != EINTR) break;
+        if (fds[1].fd >= 0 && (fds[1].revents & POLLIN)) a->cfg.on_extra(a->cfg.extra_ctx, a);
         read_keys(&v);
         double t = llc_now_ms();
-        ui_app_poll_engine(a, t);
+        ui_app_poll_events(a, t);
         ui_app_tick(a, t);
         if (a->changed && t - v.last_draw >= 33) draw(&v); /* at most ~30 frames a second */
     }
@@ -475,6 +576,7 @@ int ui_run(ui_app *a, llc_err *err) {
     free(v.paste);
     tw_lines_free(&v.panel_wrap);
     tw_lines_free(&v.input_wrap);
+    tw_lines_free(&v.queued_wrap);
     llc_set_abort_hook(NULL);
     return 0;
 }

@@ -1,0 +1,311 @@
+/* test_app.c — the chat application (ui/app) without a terminal, on a scripted
+ * provider: nothing the user typed is lost (a message sent while an answer
+ * streams waits and goes after it; a refused command or a message too long for
+ * the context is not committed and stays in the input), the streaming answer
+ * reaches the database at least every CONV_STREAM_SAVE_MS of its arrival, the
+ * input history is kept per database, and a failed answer keeps its text with
+ * the reason. */
+#include <unistd.h>
+
+#include "tests/test.h"
+#include "ui/app.h"
+
+/* ---- a provider the test drives by hand ---- */
+
+typedef struct fake {
+    provider base;
+    int64_t next_id;
+    int n_submits;
+    char last_user[256];   /* the last message of the last submit */
+    int n_msgs;
+    prov_event *q[256];
+    int nq;
+    int max_len;           /* check refuses a last message longer than this */
+} fake;
+
+static int f_check(provider *p, const chat_msg *m, int n, const conv_settings *s, llc_err *err) {
+    fake *f = (fake *)p;
+    if ((int)strlen(m[n - 1].content) > f->max_len)
+        return llc_fail(err, LLC_ERR_RANGE, "the message is %zu tokens; the context holds %d",
+                        strlen(m[n - 1].content), f->max_len);
+    return 0;
+}
+static int64_t f_submit(provider *p, const chat_msg *m, int n, const conv_settings *s, prov_started *out,
+                        llc_err *err) {
+    fake *f = (fake *)p;
+    f->n_submits++;
+    f->n_msgs = n;
+    snprintf(f->last_user, sizeof f->last_user, "%s", m[n - 1].content);
+    *out = (prov_started){.n_answers = s->n, .n_dropped = 0};
+    return ++f->next_id;
+}
+static void f_cancel(provider *p, int64_t id) {}
+static prov_event *f_next(provider *p) {
+    fake *f = (fake *)p;
+    if (!f->nq) return NULL;
+    prov_event *ev = f->q[0];
+    memmove(f->q, f->q + 1, (size_t)--f->nq * sizeof *f->q);
+    return ev;
+}
+static int f_fd(const provider *p) { return -1; }
+static void f_status(provider *p, char *buf, size_t n) { snprintf(buf, n, " fake "); }
+static char *f_text(provider *p) { return strdup("fake"); }
+static const char *f_name(const provider *p) { return "fake-model"; }
+static void f_destroy(provider *p) {}
+static const provider_ops f_ops = {f_check, f_submit, f_cancel, f_next, f_fd, f_status,
+                                   f_text, f_text, f_name, f_destroy};
+
+static fake g_fake, g_other;
+static int g_opens;
+
+/* /model PATH: "opens" the second fake after a while, on the app's loading thread */
+static int open_other(void *ctx, const char *path, provider **out, llc_err *err) {
+    usleep(100 * 1000);
+    __atomic_add_fetch(&g_opens, 1, __ATOMIC_SEQ_CST);
+    if (strstr(path, "broken")) return llc_fail(err, LLC_ERR_FORMAT, "not a GGUF file");
+    g_other = (fake){.base.ops = &f_ops, .max_len = 1000, .next_id = 100};
+    *out = &g_other.base;
+    return 0;
+}
+static char g_dir[64], g_db[128];
+
+static void push(prov_event *ev) { g_fake.q[g_fake.nq++] = ev; }
+static void text(int64_t id, const char *t) { push(prov_event_text(id, 0, t, strlen(t))); }
+static void done(int64_t id, int state, const char *why) {
+    push(prov_event_done(id, 0, state, state == DB_STATE_ERROR ? "error" : "stop", NULL, why));
+}
+
+static ui_app *open_app(void) {
+    g_fake = (fake){.base.ops = &f_ops, .max_len = 1000};
+    ui_app_config cfg = {.prov = &g_fake.base, .db_path = g_db, .open_model = open_other};
+    ui_app *a = NULL;
+    llc_err err;
+    CHECKF(ui_app_create(&cfg, &a, &err) == 0, "%s", err.msg);
+    return a;
+}
+
+static bool input(ui_app *a, const char *s) { return ui_app_input(a, s, strlen(s)); }
+
+/* The stored content of the newest message (the answer). */
+static char *stored_answer(ui_app *a) {
+    conv *c = ui_app_tab(a);
+    db_message m;
+    if (!c->n_alts || !c->alts[c->alt_cur]->id || db_message_get(a->db, c->alts[c->alt_cur]->id, &m, NULL))
+        return strdup("");
+    char *s = strdup(m.content);
+    db_message_clear(&m);
+    return s;
+}
+
+static void test_message_while_streaming_is_queued(void) {
+    ui_app *a = open_app();
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "first"));
+    CHECK(g_fake.n_submits == 1 && c->req_id == 1);
+    text(1, "Hel");
+    ui_app_poll_events(a, 0);
+    CHECK(input(a, "second, typed while it streams")); /* taken: it waits */
+    CHECK(c->queued && !strcmp(c->queued, "second, typed while it streams"));
+    CHECK(g_fake.n_submits == 1);
+    CHECK(!input(a, "third")); /* only one waits: this one stays in the input */
+    CHECK(strstr(a->notice, "already waiting") != NULL);
+    text(1, "lo");
+    done(1, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 10);
+    CHECK(g_fake.n_submits == 2 && !strcmp(g_fake.last_user, "second, typed while it streams"));
+    CHECK(g_fake.n_msgs == 3); /* first, its answer "Hello", second */
+    CHECK(!c->queued && c->req_id == 2);
+    CHECK(c->n_msgs == 3 && !strcmp(c->msgs[1]->text, "Hello"));
+    done(2, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 20);
+    CHECK(c->req_id == 0);
+    /* /n 2 set while an answer streams; the queued message then gets two answers */
+    CHECK(input(a, "third"));
+    CHECK(input(a, "/n 2"));
+    CHECK(input(a, "fourth"));
+    done(3, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 30);
+    CHECK(c->req_id == 4 && c->n_alts == 2 && c->n_streaming == 2);
+    push(prov_event_text(4, 1, "b", 1));
+    push(prov_event_done(4, 1, DB_STATE_DONE, "stop", NULL, NULL));
+    push(prov_event_text(4, 0, "a", 1));
+    push(prov_event_done(4, 0, DB_STATE_DONE, "stop", NULL, NULL));
+    ui_app_poll_events(a, 40);
+    CHECK(c->req_id == 0 && c->n_streaming == 0);
+    CHECK(!strcmp(c->alts[0]->text, "a") && !strcmp(c->alts[1]->text, "b"));
+    ui_app_free(a);
+}
+
+static void test_refused_input_is_not_committed(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    CHECK(!input(a, "/frobnicate"));
+    CHECK(!input(a, "/alt 3"));
+    CHECK(!input(a, "/regen"));
+    CHECK(input(a, "/set temp 0.5") && input(a, "/help"));
+    char big[1200];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    CHECK(!input(a, big)); /* too long for the context: refused before it is stored */
+    CHECK(strstr(a->notice, "not sent") && strstr(a->notice, "context holds 1000"));
+    CHECK(c->n_msgs == 0 && c->session_id == 0 && g_fake.n_submits == 0);
+    ui_app_free(a);
+}
+
+static void test_streaming_saves_often(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new")); /* the tabs of the test before come back: a fresh one */
+    CHECK(input(a, "count"));
+    int64_t id = ui_app_tab(a)->req_id;
+    /* a piece every 20 ms of (simulated) time, the tick after each, as the view does */
+    char want[4096] = "";
+    double worst_lag = 0, last_saved_at = 0;
+    size_t saved_len = 0;
+    for (int i = 0; i < 100; i++) {
+        double t = 1000 + 20.0 * i;
+        char piece[16];
+        snprintf(piece, sizeof piece, "w%d ", i);
+        strcat(want, piece);
+        text(id, piece);
+        ui_app_poll_events(a, t);
+        ui_app_tick(a, t);
+        char *s = stored_answer(a);
+        if (strlen(s) > saved_len) saved_len = strlen(s), last_saved_at = t;
+        if (t - last_saved_at > worst_lag) worst_lag = t - last_saved_at;
+        CHECK(!strncmp(s, want, strlen(s))); /* what is stored is a prefix of what came */
+        free(s);
+    }
+    CHECKF(worst_lag <= CONV_STREAM_SAVE_MS, "the stored answer lagged %.0f ms", worst_lag);
+    CHECK(CONV_STREAM_SAVE_MS <= 450); /* with one 33 ms tick, within 0.5 s */
+    done(id, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 5000);
+    char *s = stored_answer(a);
+    CHECK(!strcmp(s, want));
+    free(s);
+    ui_app_free(a);
+}
+
+static void test_failed_answer_keeps_text_and_reason(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    CHECK(input(a, "hi"));
+    conv *c = ui_app_tab(a);
+    text(c->req_id, "partial ");
+    done(c->req_id, DB_STATE_ERROR, "the connection broke off mid-answer");
+    ui_app_poll_events(a, 0);
+    conv_msg *m = conv_last(c);
+    CHECK(m->state == DB_STATE_ERROR && !strcmp(m->text, "partial "));
+    CHECK(!strcmp(m->error, "the connection broke off mid-answer"));
+    CHECK(c->req_id == 0 && strstr(a->notice, "broke off"));
+    char *s = stored_answer(a);
+    CHECK(!strcmp(s, "partial "));
+    free(s);
+    ui_app_free(a);
+}
+
+/* Polls until the model loading ends (or 5 s). */
+static void wait_loaded(ui_app *a) {
+    for (int i = 0; i < 500 && a->loader; i++) {
+        usleep(10 * 1000);
+        ui_app_poll_events(a, 0);
+    }
+    CHECK(a->loader == NULL);
+}
+
+static void test_model_switch_in_the_background(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    char other[200], broken[200];
+    snprintf(other, sizeof other, "%s/other.gguf", g_dir);
+    snprintf(broken, sizeof broken, "%s/broken.gguf", g_dir);
+    fclose(fopen(other, "w"));
+    fclose(fopen(broken, "w"));
+    CHECK(!input(a, "/model /no/such/file.gguf")); /* refused at once, stays in the input */
+    g_opens = 0;
+    CHECK(input(a, "/model ") == true); /* shows the panel */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "/model %s", other);
+    CHECK(input(a, cmd));
+    CHECK(a->loader != NULL && strstr(a->notice, "loading other.gguf"));
+    CHECK(!input(a, "too early")); /* the tab's model is not there yet: kept in the input */
+    CHECK(strstr(a->notice, "still loading") != NULL);
+    wait_loaded(a);
+    CHECK(strstr(a->notice, "other.gguf is ready") != NULL);
+    CHECK(c->prov == &g_other.base);
+    CHECK(input(a, "hello other"));
+    CHECK(g_other.n_submits == 1 && g_fake.n_submits == 0 && c->req_id == 101);
+    g_other.q[g_other.nq++] = prov_event_text(101, 0, "from other", 10);
+    g_other.q[g_other.nq++] = prov_event_done(101, 0, DB_STATE_DONE, "stop", NULL, NULL);
+    ui_app_poll_events(a, 0);
+    CHECK(c->req_id == 0 && !strcmp(conv_last(c)->text, "from other"));
+    int64_t sid = c->session_id;
+    db_session s;
+    CHECK(db_session_get(a->db, sid, &s, NULL) == 0);
+    CHECK(strstr(s.model, "/other.gguf") != NULL); /* the session remembers its model */
+    db_session_clear(&s);
+    /* a model that cannot be opened: the tab stays on the default */
+    snprintf(cmd, sizeof cmd, "/model %s", broken);
+    CHECK(input(a, "/new") && input(a, cmd));
+    wait_loaded(a);
+    CHECK(strstr(a->notice, "cannot open broken.gguf: not a GGUF file") != NULL);
+    CHECK(ui_app_tab(a)->prov == NULL && ui_app_tab(a)->model[0] == 0);
+    ui_app_free(a);
+    /* restarting: the tab of that session loads its model by itself */
+    g_opens = 0;
+    a = open_app();
+    CHECK(a->loader != NULL);
+    wait_loaded(a);
+    CHECK(g_opens == 1);
+    bool found = false;
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->session_id == sid) found = a->tabs[i]->prov == &g_other.base;
+    CHECK(found);
+    ui_app_free(a);
+}
+
+static void test_history_is_kept_per_database(void) {
+    ui_app *a = open_app();
+    int before = ui_app_history_count(a);
+    ui_app_history_add(a, "remember me");
+    ui_app_history_add(a, "/set temp 0");
+    ui_app_history_add(a, "/set temp 0"); /* a repeat is kept once */
+    ui_app_free(a);
+    a = open_app();
+    CHECK(ui_app_history_count(a) == before + 2);
+    CHECK(!strcmp(ui_app_history_get(a, ui_app_history_count(a) - 1), "/set temp 0"));
+    CHECK(!strcmp(ui_app_history_get(a, ui_app_history_count(a) - 2), "remember me"));
+    for (int i = 0; i < UI_HISTORY_MAX + 5; i++) {
+        char s[32];
+        snprintf(s, sizeof s, "line %d", i);
+        ui_app_history_add(a, s);
+    }
+    CHECK(ui_app_history_count(a) == UI_HISTORY_MAX);
+    ui_app_free(a);
+    /* another database has its own */
+    char other[160];
+    snprintf(other, sizeof other, "%s/other.db", g_dir);
+    g_fake = (fake){.base.ops = &f_ops, .max_len = 1000};
+    ui_app_config cfg = {.prov = &g_fake.base, .db_path = other};
+    CHECK(ui_app_create(&cfg, &a, NULL) == 0);
+    CHECK(ui_app_history_count(a) == 0);
+    ui_app_free(a);
+}
+
+int main(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/llc_test_app_XXXXXX");
+    if (!mkdtemp(g_dir)) return 1;
+    snprintf(g_db, sizeof g_db, "%s/chat.db", g_dir);
+    RUN(test_message_while_streaming_is_queued);
+    RUN(test_refused_input_is_not_committed);
+    RUN(test_streaming_saves_often);
+    RUN(test_failed_answer_keeps_text_and_reason);
+    RUN(test_model_switch_in_the_background);
+    RUN(test_history_is_kept_per_database);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    if (system(cmd)) {
+    }
+    return t_summary();
+}

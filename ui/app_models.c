@@ -1,0 +1,210 @@
+/* app_models.c — models other than the default (see app_internal.h): /model
+ * PATH, opening a model on a thread of its own with the time so far shown, and
+ * the tabs that wait for one (also sessions that remember a model at start). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ui/app_internal.h"
+
+struct ui_loader {
+    pthread_t thread;
+    char *path;
+    int fd;             /* eventfd, written when the thread is done */
+    double start_ms;
+    int shown_tenths;   /* the progress last shown */
+    /* set by the thread before it writes fd */
+    int rc;
+    provider *result;
+    llc_err err;
+    int (*open_model)(void *ctx, const char *path, provider **out, llc_err *err);
+    void *open_ctx;
+};
+
+int app_models_fd(const ui_app *a) { return a->loader ? a->loader->fd : -1; }
+
+static void *loader_main(void *arg) {
+    struct ui_loader *l = arg;
+    l->rc = l->open_model(l->open_ctx, l->path, &l->result, &l->err);
+    uint64_t one = 1;
+    if (write(l->fd, &one, sizeof one) < 0) { /* the UI polls the thread on its tick too */
+    }
+    return NULL;
+}
+
+const char *app_base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static provider *find_model(const ui_app *a, const char *path) {
+    for (int i = 0; i < a->n_models; i++)
+        if (!strcmp(a->models[i].path, path)) return a->models[i].prov;
+    return NULL;
+}
+
+void app_models_attach(ui_app *a, conv *c) {
+    c->prov = c->model[0] ? find_model(a, c->model) : NULL;
+}
+
+void app_models_load_next(ui_app *a) {
+    if (a->loader || !a->cfg.open_model) return;
+    const char *want = NULL;
+    for (int i = 0; i < a->n_tabs && !want; i++)
+        if (a->tabs[i]->model[0] && !a->tabs[i]->prov) want = a->tabs[i]->model;
+    if (!want) return;
+    struct ui_loader *l = calloc(1, sizeof *l);
+    if (!l || !(l->path = strdup(want)) || (l->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        if (l) free(l->path);
+        free(l);
+        ui_app_notice(a, true, "cannot open %s: out of resources", app_base_name(want));
+        return;
+    }
+    l->open_model = a->cfg.open_model;
+    l->open_ctx = a->cfg.open_ctx;
+    l->start_ms = llc_now_ms();
+    l->shown_tenths = -1;
+    if (pthread_create(&l->thread, NULL, loader_main, l)) {
+        close(l->fd);
+        free(l->path);
+        free(l);
+        ui_app_notice(a, true, "cannot open %s: no thread", app_base_name(want));
+        return;
+    }
+    a->loader = l;
+    ui_app_notice(a, false, "loading %s ...", app_base_name(l->path));
+}
+
+/* Waits for the loading thread and frees it; the provider it made (if any) is returned. */
+static provider *loader_join(struct ui_loader *l, int *rc, llc_err *err) {
+    pthread_join(l->thread, NULL);
+    provider *p = l->result;
+    *rc = l->rc;
+    *err = l->err;
+    close(l->fd);
+    free(l->path);
+    free(l);
+    return p;
+}
+
+void app_models_poll(ui_app *a, double now_ms) {
+    struct ui_loader *l = a->loader;
+    if (!l) return;
+    uint64_t v;
+    if (read(l->fd, &v, sizeof v) != (ssize_t)sizeof v) { /* still loading: the time so far */
+        int tenths = (int)((now_ms - l->start_ms) / 100);
+        if (tenths != l->shown_tenths) {
+            l->shown_tenths = tenths;
+            ui_app_notice(a, false, "loading %s ... %.1f s", app_base_name(l->path), tenths / 10.0);
+        }
+        return;
+    }
+    char *path = strdup(l->path);
+    double secs = (now_ms - l->start_ms) / 1000;
+    int rc;
+    llc_err err;
+    a->loader = NULL;
+    provider *p = loader_join(l, &rc, &err);
+    ui_model *m = rc == 0 && path ? realloc(a->models, (size_t)(a->n_models + 1) * sizeof *m) : NULL;
+    if (m) {
+        a->models = m;
+        a->models[a->n_models++] = (ui_model){path, p};
+        for (int i = 0; i < a->n_tabs; i++)
+            if (!strcmp(a->tabs[i]->model, path)) app_models_attach(a, a->tabs[i]);
+        ui_app_notice(a, false, "%s is ready (%.1f s); its tabs answer with it", app_base_name(path), secs);
+    } else { /* the tabs that wanted it go back to the default model */
+        prov_free(p);
+        for (int i = 0; i < a->n_tabs; i++) {
+            conv *c = a->tabs[i];
+            if (!path || strcmp(c->model, path)) continue;
+            c->model[0] = 0;
+            if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, app_model_name(a, c), NULL);
+        }
+        ui_app_notice(a, true, "cannot open %s: %s (the tab stays on %s)", path ? app_base_name(path) : "the model",
+                      rc ? err.msg : "out of memory", prov_model_name(a->cfg.prov));
+        free(path);
+    }
+    a->changed = true;
+    app_models_load_next(a);
+}
+
+void app_models_free(ui_app *a) {
+    if (a->loader) { /* a model still loading: wait for it, then let it go */
+        int rc;
+        llc_err e;
+        prov_free(loader_join(a->loader, &rc, &e));
+        a->loader = NULL;
+    }
+    for (int i = 0; i < a->n_models; i++) {
+        prov_free(a->models[i].prov);
+        free(a->models[i].path);
+    }
+    free(a->models);
+    a->models = NULL;
+    a->n_models = 0;
+}
+
+void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len) {
+    if (!len) {
+        char *about = prov_about(app_tab_prov(a, c));
+        char *text = NULL;
+        size_t tl = 0;
+        app_cat(&text, &tl, "%s\n  database %s\n", about ? about : "", a->db ? db_path(a->db) : a->db_error);
+        free(about);
+        if (a->cfg.open_model) {
+            app_cat(&text, &tl, "Models (/model PATH switches this tab; /model default goes back)\n  %s%s\n",
+                prov_model_name(a->cfg.prov), c->prov || c->model[0] ? "" : "  (this tab)");
+            for (int i = 0; i < a->n_models; i++)
+                app_cat(&text, &tl, "  %s%s\n", a->models[i].path, c->prov == a->models[i].prov ? "  (this tab)" : "");
+            if (a->loader) app_cat(&text, &tl, "  %s  (loading)\n", a->loader->path);
+        }
+        app_set_panel(a, text);
+        return;
+    }
+    if (!a->cfg.open_model) {
+        app_reject(a, "/model PATH: this chat cannot open other models");
+        return;
+    }
+    if (c->req_id) {
+        app_reject(a, "an answer is still coming (Ctrl-C stops it)");
+        return;
+    }
+    char path[PATH_MAX];
+    if (len >= sizeof path) {
+        app_reject(a, "/model: the path is too long");
+        return;
+    }
+    memcpy(path, arg, len);
+    path[len] = 0;
+    bool to_default = !strcmp(path, "default") || (a->cfg.model_path && !strcmp(path, a->cfg.model_path));
+    char abs[PATH_MAX];
+    if (!to_default && (access(path, R_OK) || !realpath(path, abs))) {
+        app_reject(a, "/model: cannot read %s", path);
+        return;
+    }
+    if (!to_default) { /* sessions remember the model by its absolute path */
+        snprintf(path, sizeof path, "%s", abs);
+        to_default = a->cfg.model_path && !strcmp(path, a->cfg.model_path);
+    }
+    if (!to_default && a->loader && strcmp(a->loader->path, path)) {
+        app_reject(a, "%s is still loading: one model at a time", app_base_name(a->loader->path));
+        return;
+    }
+    char *m = strdup(to_default ? "" : path);
+    if (!m) {
+        app_reject(a, "out of memory");
+        return;
+    }
+    free(c->model);
+    c->model = m;
+    app_models_attach(a, c);
+    if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, app_model_name(a, c), NULL);
+    app_set_panel(a, NULL);
+    if (to_default) ui_app_notice(a, false, "this tab answers with %s again", prov_model_name(a->cfg.prov));
+    else if (c->prov) ui_app_notice(a, false, "this tab answers with %s", app_base_name(path));
+    else app_models_load_next(a);
+}
