@@ -39,14 +39,15 @@ check "status: prompt cache hits" '"prompt_cache_hit_rate":0\.[0-9]*[1-9]' "$out
 big='{"id":1,"method":"complete","prompt":"Once upon a time","max_tokens":480,"n":8,"logprobs":20,"temperature":1}'
 printf '%s\n%s\n%s\n%s\n' "$big" "$(echo "$big" | sed 's/"id":1/"id":2/')" \
     "$(echo "$big" | sed 's/"id":1/"id":3/')" "$(echo "$big" | sed 's/"id":1/"id":4/')" |
-    $C --stall 6 "$S" >"$TMP/stall.txt" &
+    $C --stall 15 "$S" >"$TMP/stall.txt" &
 STALL=$!
 sleep 1
-t0=$(date +%s)
 out=$(req "$S" '{"id":1,"method":"complete","prompt":"Once upon a time","max_tokens":48,"temperature":0}')
-t1=$(date +%s)
+stalled_alive=$(kill -0 $STALL 2>/dev/null && echo alive || echo gone)
 check "while one client does not read, another is answered" '"id":1,"event":"done"' "$out"
-check "... without waiting for it (< 4 s while it sleeps 6)" '^[0-3]$' "$((t1 - t0))"
+# (an order, not a time: the answer is complete while the stalled client still
+# holds its connection, so it did not wait for that client to go)
+check "... without waiting for it (the stalled client is still connected)" '^alive$' "$stalled_alive"
 wait $STALL
 check "the client that never read is dropped" '^dropped after [0-9]+ bytes' "$(cat "$TMP/stall.txt")"
 sleep 0.3
