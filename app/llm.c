@@ -65,6 +65,24 @@ static void open_draft(const char *path, llm *l) {
     l->draft = NULL, l->draft_tok = NULL, l->draft_file = NULL;
 }
 
+/* Compiles the model's tokenizer.chat_template, if any, with its BOS/EOS texts. */
+static void open_chat(llm *l) {
+    gguf_str src = {0};
+    l->chat_fallback = CHAT_FMT_RAW;
+    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) != 0) return;
+    char *copy = strndup(src.ptr, src.len);
+    l->chat_fallback = copy ? chat_detect(copy) : CHAT_FMT_CHATML;
+    free(copy);
+    int32_t bos = tok_bos(l->tok), eos = tok_eos(l->tok);
+    const char *bt = bos >= 0 ? tok_text(l->tok, bos) : "", *et = eos >= 0 ? tok_text(l->tok, eos) : "";
+    llc_err e = {{0}};
+    if (chat_template_from_jinja(src.ptr, src.len, bt ? bt : "", et ? et : "", tok_add_bos(l->tok), &l->chat,
+                                 &e))
+        snprintf(l->chat_error, sizeof l->chat_error,
+                 "the model's chat template cannot be used (%s); using the built-in %s format", e.msg,
+                 chat_format_name(l->chat_fallback));
+}
+
 int llm_open(const cli_common *common, llm *out, llc_err *err) {
     memset(out, 0, sizeof *out);
     int rc = gguf_open(common->model, &out->file, err);
@@ -75,11 +93,13 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
         rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",
                       tok_n_vocab(out->tok), model_hparams_of(out->m)->n_vocab);
     if (rc) llm_close(out);
+    if (!rc) open_chat(out);
     if (!rc && common->draft) open_draft(common->draft, out);
     return rc;
 }
 
 void llm_close(llm *l) {
+    chat_template_free(l->chat);
     model_free(l->draft);
     tok_free(l->draft_tok);
     gguf_free(l->draft_file);
@@ -121,16 +141,15 @@ int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, l
         if (id < 0)
             return llc_fail(err, LLC_ERR_RANGE, "unknown chat template '%s' (known: %s)",
                             template_name, chat_tmpl_names());
-        *out = (chat_tmpl)id;
+        *out = chat_builtin(id);
         return 0;
     }
-    gguf_str src = {0};
-    char *jinja = NULL;
-    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0 &&
-        (jinja = strndup(src.ptr, src.len)) == NULL)
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    *out = chat_detect(jinja);
-    free(jinja);
+    if (l->chat) {
+        *out = l->chat;
+        return 0;
+    }
+    if (l->chat_error[0]) fprintf(stderr, "llmchat: %s\n", l->chat_error);
+    *out = chat_builtin(l->chat_fallback);
     return 0;
 }
 
