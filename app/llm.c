@@ -1,5 +1,6 @@
 /* llm.c — opening a model for a subcommand. */
 #include "app/llm.h"
+#include "app/fileio.h"
 
 #ifdef LLC_CUDA
 #include "kernels/cuda/backend_cuda.h"
@@ -65,22 +66,39 @@ static void open_draft(const char *path, llm *l) {
     l->draft = NULL, l->draft_tok = NULL, l->draft_file = NULL;
 }
 
-/* Compiles the model's tokenizer.chat_template, if any, with its BOS/EOS texts. */
-static void open_chat(llm *l) {
-    gguf_str src = {0};
-    l->chat_fallback = CHAT_FMT_RAW;
-    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) != 0) return;
-    char *copy = strndup(src.ptr, src.len);
+/* Compiles a Jinja chat template with the model's BOS/EOS texts into l->chat;
+ * `whose` names it in the message when it cannot be used. */
+static void compile_chat(llm *l, const char *src, size_t len, const char *whose) {
+    chat_template_free(l->chat);
+    l->chat = NULL;
+    l->chat_error[0] = 0;
+    char *copy = strndup(src, len);
     l->chat_fallback = copy ? chat_detect(copy) : CHAT_FMT_CHATML;
     free(copy);
     int32_t bos = tok_bos(l->tok), eos = tok_eos(l->tok);
     const char *bt = bos >= 0 ? tok_text(l->tok, bos) : "", *et = eos >= 0 ? tok_text(l->tok, eos) : "";
     llc_err e = {{0}};
-    if (chat_template_from_jinja(src.ptr, src.len, bt ? bt : "", et ? et : "", tok_add_bos(l->tok), &l->chat,
-                                 &e))
-        snprintf(l->chat_error, sizeof l->chat_error,
-                 "the model's chat template cannot be used (%s); using the built-in %s format", e.msg,
-                 chat_format_name(l->chat_fallback));
+    if (chat_template_from_jinja(src, len, bt ? bt : "", et ? et : "", tok_add_bos(l->tok), &l->chat, &e))
+        snprintf(l->chat_error, sizeof l->chat_error, "%s chat template cannot be used (%s); using the built-in %s format",
+                 whose, e.msg, chat_format_name(l->chat_fallback));
+}
+
+static void open_chat(llm *l) {
+    gguf_str src = {0};
+    l->chat_fallback = CHAT_FMT_RAW;
+    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0)
+        compile_chat(l, src.ptr, src.len, "the model's");
+}
+
+int llm_chat_template_file(llm *l, const char *path, llc_err *err) {
+    size_t len = 0;
+    char *src = file_read_all(path, &len, err);
+    if (!src) return LLC_ERR_IO;
+    char whose[300];
+    snprintf(whose, sizeof whose, "the %s", path);
+    compile_chat(l, src, len, whose);
+    free(src);
+    return 0;
 }
 
 int llm_open(const cli_common *common, llm *out, llc_err *err) {

@@ -55,6 +55,12 @@ int llm_render_chat(const llm *l, const char *template_name, const char *system,
  * why and which built-in format is used instead. */
 int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, llc_err *err);
 
+/* --chat-template-file: the Jinja template in `path` is used instead of the
+ * model's own (a template that cannot be used is reported by
+ * llm_chat_template and its detected built-in format used, as for the
+ * model's). Error (err set): the file cannot be read. */
+int llm_chat_template_file(llm *l, const char *path, llc_err *err);
+
 /* The default KV budget: this many sequences of the model's full context (a
  * context counted as at most LLM_DEFAULT_CONTEXT tokens), within half of the memory
  * available. More sequences than this still run: they share cached prefixes and

@@ -14,6 +14,8 @@ struct chat_jinja {
     bool system_role;  /* the template shows a system message's text */
     bool object_args;  /* the probe saw arguments wanted as objects (informational) */
     bool tool_responses; /* reads message.tool_responses: tool answers go on the assistant turn */
+    bool thinking_off;   /* Apertus: llama.cpp renders it with enable_thinking = false */
+    bool keep_thinking;  /* DeepSeek V4: llama.cpp keeps earlier reasoning (drop_thinking = false) */
 };
 
 static const char *SYS_NEEDLE = "<System Needle>";
@@ -112,6 +114,10 @@ int chat_jinja_create(const char *src, size_t len, const char *bos, const char *
     }
     probe(cj);
     cj->tool_responses = memmem(src, len, "tool_responses']", 16) || memmem(src, len, ".tool_responses", 15);
+    /* Families llama.cpp renders with their own variables (its per-format
+     * handlers), recognised by their markers as llama.cpp recognises them. */
+    cj->thinking_off = memmem(src, len, "<|developer_start|>", 19) && memmem(src, len, "Deliberation: ", 14);
+    cj->keep_thinking = memmem(src, len, "drop_thinking", 13) && memmem(src, len, "DSML", 4);
     *out = cj;
     return 0;
 }
@@ -294,7 +300,8 @@ int chat_jinja_apply(const chat_jinja *cj, const cJSON *messages, const cJSON *t
     cJSON_AddBoolToObject(vars, "add_generation_prompt", add_generation_prompt);
     cJSON_AddStringToObject(vars, "bos_token", cj->bos);
     cJSON_AddStringToObject(vars, "eos_token", cj->eos);
-    cJSON_AddBoolToObject(vars, "enable_thinking", true);
+    cJSON_AddBoolToObject(vars, "enable_thinking", !cj->thinking_off);
+    if (cj->keep_thinking) cJSON_AddBoolToObject(vars, "drop_thinking", false);
     struct tm tm;
     localtime_r(&now, &tm);
     char buf[64];

@@ -14,7 +14,9 @@
  *   - arguments given as a JSON string are parsed to an object when the
  *     template wants objects;
  *   - variables: messages, tools (only when given), add_generation_prompt,
- *     bos_token, eos_token, enable_thinking = true, date_string ("%d %b %Y")
+ *     bos_token, eos_token, enable_thinking = true (false for Apertus, and
+ *     drop_thinking = false for DeepSeek V4, as llama.cpp's handlers for
+ *     those formats render them), date_string ("%d %b %Y")
  *     and datetime ("%b %d %Y") of `now`, and strftime_now(fmt);
  *   - strip_bos removes one leading bos_token from the result (the tokenizer
  *     adds BOS itself).

@@ -14,7 +14,7 @@
 #include "engine/jinja_internal.h"
 
 #define MAX_CALL_DEPTH 64     /* macro calls inside macro calls */
-#define MAX_EVAL_DEPTH 400    /* recursion of the evaluator */
+#define MAX_EVAL_DEPTH 1000   /* recursion of the evaluator (bounds the C stack) */
 #define MAX_RANGE 1000000     /* items range() makes */
 
 typedef struct scope scope;
@@ -1140,6 +1140,13 @@ static bool call_method(jctx *x, jv obj, const char *name, const jargs *a, jv *o
             jv *c = arg(a, 2, "count");
             *out = str_replace(x, s, want_str(x, *a0, "replace"), want_str(x, *a1, "replace"),
                                c ? want_int(x, *c, "replace") : -1);
+        } else if (IS("removeprefix") || IS("removesuffix")) {
+            const jstr *pfx = want_str(x, a0 ? *a0 : JV_UNDEF_V, name);
+            bool pre = IS("removeprefix");
+            if (pfx->n <= s->n && memcmp(pre ? s->p : s->p + s->n - pfx->n, pfx->p, pfx->n) == 0)
+                *out = jv_strn(x, pre ? s->p + pfx->n : s->p, s->n - pfx->n);
+            else
+                *out = obj;
         } else if (IS("upper")) *out = case_map(x, s, 1);
         else if (IS("lower")) *out = case_map(x, s, 2);
         else if (IS("title")) *out = case_map(x, s, 3);

@@ -2,6 +2,7 @@
  * and errors on hostile templates, and every real chat template in
  * ../shared/reference/templates rendered byte for byte as llama.cpp renders it. */
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +288,78 @@ static int run_reference(int *n_cases, int *n_templates, int *n_templates_ok, bo
     return failed;
 }
 
+
+/* Fuzz-ish: every reference template with random bytes changed, cut short or
+ * duplicated, parsed and rendered: it renders or fails with one line, never
+ * crashes (this binary runs under AddressSanitizer). */
+static void test_mutated_templates(void) {
+    DIR *d = opendir(REF_DIR);
+    CHECK(d != NULL);
+    if (!d) return;
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+#define NEXT() (rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17, rng)
+    static const char tokens[][8] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]", "'", "\"",
+                                     "|", ".", "if", "for", "end", " ", "\n", "\\", "\xff", "loop", "0"};
+    const char *vars = "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", "
+                       "\"content\": \"u\"}, {\"role\": \"assistant\", \"content\": \"a\"}], "
+                       "\"add_generation_prompt\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}";
+    cJSON *v = cJSON_Parse(vars);
+    int runs = 0, rendered = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 6, ".jinja") != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", REF_DIR, e->d_name);
+        size_t n = 0;
+        char *src = slurp(path, &n);
+        if (!src) continue;
+        char *buf = malloc(2 * n + 64);
+        for (int k = 0; k < 24; k++) {
+            memcpy(buf, src, n);
+            size_t m = n;
+            int edits = 1 + (int)(NEXT() % 4);
+            for (int j = 0; j < edits && m > 0; j++) {
+                size_t at = NEXT() % m;
+                switch (NEXT() % 4) {
+                case 0: buf[at] = (char)(NEXT() & 0xff); break;                         /* change a byte */
+                case 1: m = at; break;                                                  /* cut short */
+                case 2: memmove(buf + at, buf + at + 1, m - at - 1), m--; break;        /* delete */
+                default: {                                                              /* insert a token */
+                    const char *t = tokens[NEXT() % LLC_ARRAY_LEN(tokens)];
+                    size_t tl = strlen(t);
+                    if (m + tl > 2 * n + 32) break;
+                    memmove(buf + at + tl, buf + at, m - at);
+                    memcpy(buf + at, t, tl);
+                    m += tl;
+                }
+                }
+            }
+            jinja_tpl *t = NULL;
+            llc_err err = {{0}};
+            char *out = NULL;
+            runs++;
+            int rc = jinja_parse(buf, m, &t, &err);
+            if (rc == 0) {
+                jinja_opts o = {.max_steps = 200000, .max_output = 1 << 20, .max_memory = 64 << 20};
+                rc = jinja_render(t, v, &o, &out, NULL, &err);
+                rendered += rc == 0;
+            }
+            CHECKF(rc == 0 || (err.msg[0] && !strchr(err.msg, '\n')), "%s mutation %d: bad error [%s]",
+                   e->d_name, k, err.msg);
+            free(out);
+            jinja_free(t);
+        }
+        free(buf);
+        free(src);
+    }
+#undef NEXT
+    closedir(d);
+    cJSON_Delete(v);
+    CHECK(runs >= 40 * 24);
+    printf("     %d mutated templates: %d rendered, the rest failed cleanly\n", runs, rendered);
+}
+
 static void test_reference_templates(void) {
     int n_cases = 0, n_t = 0, n_ok = 0;
     int failed = run_reference(&n_cases, &n_t, &n_ok, getenv("JINJA_VERBOSE") != NULL);
@@ -303,6 +376,7 @@ int main(void) {
     RUN(test_filters_tests_methods);
     RUN(test_errors_are_one_line);
     RUN(test_limits);
+    RUN(test_mutated_templates);
     RUN(test_reference_templates);
     return t_summary();
 }
