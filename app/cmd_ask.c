@@ -20,7 +20,7 @@
 #include "app/llm.h"
 #include "app/server/srv.h"
 
-static const char *g_session, *g_system, *g_template;
+static const char *g_session, *g_system, *g_template, *g_template_file;
 static bool g_new, g_local;
 static float g_temp = -1;
 static int g_max_tokens, g_seed = -2;
@@ -34,6 +34,7 @@ static const cli_opt g_opts[] = {
     {"max-tokens", 'n', CLI_INT, &g_max_tokens, "N", "tokens to generate at most", 1, 1 << 24, NULL},
     {"seed", 0, CLI_INT, &g_seed, "N", "random seed (default: the session's, else random)", -1, 2147483647, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "with --local: override the model's chat template", 0, 0, NULL},
+    {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
     {0},
 };
 
@@ -300,7 +301,9 @@ int cmd_ask(int argc, char **argv) {
         }
         snprintf(sock, sizeof sock, "%s/s.sock", dir);
         srv_config cfg = {.socket_path = sock, .db_path = g_session || g_new ? common.db : "", .model_name = name};
-        if (llm_open(&common, &L, &err) || llm_chat_template(&L, g_template, &t, &err) ||
+        if (llm_open(&common, &L, &err) ||
+            (g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
+            llm_chat_template(&L, g_template, &t, &err) ||
             llm_engine_create(&L, &common, &e, &err) || srv_start(e, &L, t, &cfg, &s, &err)) {
             fprintf(stderr, "llmchat: %s\n", err.msg);
             goto out;

@@ -18,12 +18,13 @@
 #include "ui/remote.h"
 #include "ui/view.h"
 
-static const char *g_template, *g_listen, *g_api_key;
+static const char *g_template, *g_template_file, *g_listen, *g_api_key;
 static const char *g_remote, *g_remote_model, *g_remote_key;
 static bool g_no_socket;
 
 static const cli_opt g_opts[] = {
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "chat template (default: the model's own)", 0, 0, NULL},
+    {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
     {"listen", 0, CLI_STR, &g_listen, "HOST:PORT", "also serve editors on TCP (see llmchat serve)", 0, 0, NULL},
     {"api-key", 0, CLI_STR, &g_api_key, "KEY", "key TCP clients must give (Bearer)", 0, 0, NULL},
     {"no-socket", 0, CLI_FLAG, &g_no_socket, NULL, "do not serve the local socket", 0, 0, NULL},
@@ -49,7 +50,7 @@ static void on_server_notes(void *ctx, ui_app *a) {
 const cli_cmd cli_chat = {
     .name = "chat",
     .usage = "[-m MODEL | --remote URL [--remote-model NAME]] [--db PATH] [--socket PATH | --no-socket] "
-             "[--listen HOST:PORT] [--chat-template NAME]",
+             "[--listen HOST:PORT] [--chat-template NAME | --chat-template-file FILE]",
     .summary = "the chat UI: tabs, sessions kept in SQLite (the default command)",
     .opts = g_opts,
 };
@@ -154,7 +155,7 @@ int cmd_chat(int argc, char **argv) {
         return 1;
     }
     if (!common.model_given && cfg.model) common.model = cfg.model;
-    if (!g_template && cfg.chat_template) g_template = cfg.chat_template;
+    if (!g_template && !g_template_file && cfg.chat_template) g_template = cfg.chat_template;
     llm L;
     if (isatty(STDERR_FILENO)) { /* no blank screen while a big model loads */
         fprintf(stderr, "llmchat: loading %s ...", common.model);
@@ -169,7 +170,8 @@ int cmd_chat(int argc, char **argv) {
     }
     chat_tmpl tmpl;
     engine *e = NULL;
-    if (llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
+    if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
+        llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         llm_close(&L);
         config_free(&cfg);

@@ -19,7 +19,7 @@
 
 #define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
 
-static const char *g_prompt, *g_template, *g_system;
+static const char *g_prompt, *g_template, *g_template_file, *g_system;
 static bool g_chat;
 static int g_n = 128, g_logprobs;
 static bool g_json, g_special;
@@ -40,6 +40,7 @@ static const cli_opt g_opts[] = {
     {"logprobs", 0, CLI_INT, &g_logprobs, "N", "report the top-N log-probabilities (with --json)", 0, SAMPLER_MAX_LOGPROBS, NULL},
     {"chat", 0, CLI_FLAG, &g_chat, NULL, "send the prompt as a user turn through the chat template", 0, 0, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template (implies --chat)", 0, 0, NULL},
+    {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
     {"system", 0, CLI_STR, &g_system, "TEXT", "system message (implies --chat)", 0, 0, NULL},
     {"special", 0, CLI_FLAG, &g_special, NULL, "parse special-token text in the prompt, print special tokens", 0, 0, NULL},
     {"json", 0, CLI_FLAG, &g_json, NULL, "print a JSON summary on the last line", 0, 0, NULL},
@@ -177,7 +178,7 @@ int cmd_generate(int argc, char **argv) {
     if (g_template && chat_tmpl_from_name(g_template) < 0)
         cli_usage_error(&cli_generate, "--chat-template: '%s' is not one of %s", g_template,
                         chat_tmpl_names());
-    if (g_template || g_system) g_chat = true;
+    if (g_template || g_template_file || g_system) g_chat = true;
     g_sp.seed = g_seed < 0 ? SAMPLER_SEED_RANDOM : (uint64_t)g_seed;
     g_sp.n_logprobs = g_logprobs;
     llc_err err;
@@ -205,7 +206,8 @@ int cmd_generate(int argc, char **argv) {
     char *rendered = NULL;
     const char *prompt_text = g_prompt;
     if (g_chat) {
-        if (llm_render_chat(&L, g_template, g_system, g_prompt, &rendered, &err)) {
+        if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
+            llm_render_chat(&L, g_template, g_system, g_prompt, &rendered, &err)) {
             fprintf(stderr, "llmchat: %s\n", err.msg);
             goto out;
         }

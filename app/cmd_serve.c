@@ -10,7 +10,7 @@
 #include "app/llm.h"
 #include "app/server/srv.h"
 
-static const char *g_listen, *g_api_key, *g_template;
+static const char *g_listen, *g_api_key, *g_template, *g_template_file;
 static int g_max_clients = 256, g_request_timeout = 5;
 static int64_t g_client_buffer, g_max_body;
 
@@ -20,6 +20,7 @@ static const cli_opt g_opts[] = {
     {"api-key", 0, CLI_STR, &g_api_key, "KEY",
      "key TCP clients must give (Bearer); needed for a non-loopback --listen (or LLMCHAT_API_KEY)", 0, 0, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template", 0, 0, NULL},
+    {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
     {"max-clients", 0, CLI_INT, &g_max_clients, "N",
      "open connections per listener (Unix socket, TCP) at most (default 256)", 1, 100000, NULL},
     {"request-timeout", 0, CLI_INT, &g_request_timeout, "S",
@@ -68,7 +69,8 @@ int cmd_serve(int argc, char **argv) {
                       .max_outbuf = (size_t)g_client_buffer, .max_body = (size_t)g_max_body,
                       .request_timeout_ms = g_request_timeout * 1000};
     int status = 1;
-    if (llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
+    if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
+        llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         goto out;
     }

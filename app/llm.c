@@ -1,5 +1,6 @@
 /* llm.c — opening a model for a subcommand. */
 #include "app/llm.h"
+#include "app/fileio.h"
 
 #ifdef LLC_CUDA
 #include "kernels/cuda/backend_cuda.h"
@@ -65,6 +66,41 @@ static void open_draft(const char *path, llm *l) {
     l->draft = NULL, l->draft_tok = NULL, l->draft_file = NULL;
 }
 
+/* Compiles a Jinja chat template with the model's BOS/EOS texts into l->chat;
+ * `whose` names it in the message when it cannot be used. */
+static void compile_chat(llm *l, const char *src, size_t len, const char *whose) {
+    chat_template_free(l->chat);
+    l->chat = NULL;
+    l->chat_error[0] = 0;
+    char *copy = strndup(src, len);
+    l->chat_fallback = copy ? chat_detect(copy) : CHAT_FMT_CHATML;
+    free(copy);
+    int32_t bos = tok_bos(l->tok), eos = tok_eos(l->tok);
+    const char *bt = bos >= 0 ? tok_text(l->tok, bos) : "", *et = eos >= 0 ? tok_text(l->tok, eos) : "";
+    llc_err e = {{0}};
+    if (chat_template_from_jinja(src, len, bt ? bt : "", et ? et : "", tok_add_bos(l->tok), &l->chat, &e))
+        snprintf(l->chat_error, sizeof l->chat_error, "%s chat template cannot be used (%s); using the built-in %s format",
+                 whose, e.msg, chat_format_name(l->chat_fallback));
+}
+
+static void open_chat(llm *l) {
+    gguf_str src = {0};
+    l->chat_fallback = CHAT_FMT_RAW;
+    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0)
+        compile_chat(l, src.ptr, src.len, "the model's");
+}
+
+int llm_chat_template_file(llm *l, const char *path, llc_err *err) {
+    size_t len = 0;
+    char *src = file_read_all(path, &len, err);
+    if (!src) return LLC_ERR_IO;
+    char whose[300];
+    snprintf(whose, sizeof whose, "the %s", path);
+    compile_chat(l, src, len, whose);
+    free(src);
+    return 0;
+}
+
 int llm_open(const cli_common *common, llm *out, llc_err *err) {
     memset(out, 0, sizeof *out);
     int rc = gguf_open(common->model, &out->file, err);
@@ -75,11 +111,13 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
         rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",
                       tok_n_vocab(out->tok), model_hparams_of(out->m)->n_vocab);
     if (rc) llm_close(out);
+    if (!rc) open_chat(out);
     if (!rc && common->draft) open_draft(common->draft, out);
     return rc;
 }
 
 void llm_close(llm *l) {
+    chat_template_free(l->chat);
     model_free(l->draft);
     tok_free(l->draft_tok);
     gguf_free(l->draft_file);
@@ -121,16 +159,15 @@ int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, l
         if (id < 0)
             return llc_fail(err, LLC_ERR_RANGE, "unknown chat template '%s' (known: %s)",
                             template_name, chat_tmpl_names());
-        *out = (chat_tmpl)id;
+        *out = chat_builtin(id);
         return 0;
     }
-    gguf_str src = {0};
-    char *jinja = NULL;
-    if (gguf_get_str(l->file, "tokenizer.chat_template", &src, NULL) == 0 &&
-        (jinja = strndup(src.ptr, src.len)) == NULL)
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    *out = chat_detect(jinja);
-    free(jinja);
+    if (l->chat) {
+        *out = l->chat;
+        return 0;
+    }
+    if (l->chat_error[0]) fprintf(stderr, "llmchat: %s\n", l->chat_error);
+    *out = chat_builtin(l->chat_fallback);
     return 0;
 }
 

@@ -21,6 +21,12 @@ typedef struct llm {
     tokenizer *draft_tok;
     model *draft;
     char draft_error[320]; /* why --draft is not used ("" when it is, or not asked) */
+    /* the model's own Jinja chat template, compiled at open; NULL when it has
+     * none or it cannot be used (chat_error says why, chat_fallback is the
+     * built-in format used instead) */
+    chat_template *chat;
+    chat_format chat_fallback;
+    char chat_error[400];
 } llm;
 
 /* Opens common->model on the backend common->device asks for. On failure prints
@@ -42,9 +48,18 @@ int llm_tokenize(const tokenizer *tok, const char *text, size_t len, bool add_bo
 int llm_render_chat(const llm *l, const char *template_name, const char *system, const char *user,
                     char **out, llc_err *err);
 
-/* The chat template: the one named (error if unknown), else the model's own
- * (tokenizer.chat_template, detected), else raw for base models. */
+/* The chat template: the built-in format named (error if unknown), else the
+ * model's own Jinja template (tokenizer.chat_template, owned by l), else raw
+ * for base models. When the model's template cannot be used (a syntax error,
+ * or it fails on a sample conversation) this prints one line to stderr saying
+ * why and which built-in format is used instead. */
 int llm_chat_template(const llm *l, const char *template_name, chat_tmpl *out, llc_err *err);
+
+/* --chat-template-file: the Jinja template in `path` is used instead of the
+ * model's own (a template that cannot be used is reported by
+ * llm_chat_template and its detected built-in format used, as for the
+ * model's). Error (err set): the file cannot be read. */
+int llm_chat_template_file(llm *l, const char *path, llc_err *err);
 
 /* The default KV budget: this many sequences of the model's full context (a
  * context counted as at most LLM_DEFAULT_CONTEXT tokens), within half of the memory

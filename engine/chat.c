@@ -4,10 +4,16 @@
  * chat.h; each is one row of the table below, rendered by one loop. */
 #include "engine/chat.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/chat_jinja.h"
 
 /* DeepSeek's markers use U+FF5C (fullwidth vertical line) and U+2581 (lower
  * one-eighth block), written here as UTF-8 bytes. */
@@ -127,22 +133,22 @@ typedef struct fmt {
     const char *stop[3]; /* stop strings, NULL-terminated */
 } fmt;
 
-static const fmt FMTS[CHAT_TMPL_COUNT] = {
-    [CHAT_TMPL_RAW] = {
+static const fmt FMTS[CHAT_FMT_COUNT] = {
+    [CHAT_FMT_RAW] = {
         .name = "raw",
         .pre = {"", "User: ", "Assistant: "},
         .suf = {"\n\n", "\n", "\n"},
         .gen = "Assistant:",
         .stop = {"\nUser:"},
     },
-    [CHAT_TMPL_CHATML] = {
+    [CHAT_FMT_CHATML] = {
         .name = "chatml",
         .pre = {"<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n"},
         .suf = {"<|im_end|>\n", "<|im_end|>\n", "<|im_end|>\n"},
         .gen = "<|im_start|>assistant\n",
         .stop = {"<|im_end|>"},
     },
-    [CHAT_TMPL_LLAMA2] = {
+    [CHAT_FMT_LLAMA2] = {
         .name = "llama2",
         .pre = {"", "[INST] ", " "},
         .suf = {"", " [/INST]", " </s>"},
@@ -154,7 +160,7 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .user_sep = "<s>",
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_LLAMA3] = {
+    [CHAT_FMT_LLAMA3] = {
         .name = "llama3",
         .pre = {L3_HEADER("system"), L3_HEADER("user"), L3_HEADER("assistant")},
         .suf = {"<|eot_id|>", "<|eot_id|>", "<|eot_id|>"},
@@ -162,7 +168,7 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .gen = L3_HEADER("assistant"),
         .stop = {"<|eot_id|>"},
     },
-    [CHAT_TMPL_LLAMA31] = {
+    [CHAT_FMT_LLAMA31] = {
         .name = "llama3.1",
         .pre = {L3_HEADER("system"), L3_HEADER("user"), L3_HEADER("assistant")},
         .suf = {"<|eot_id|>", "<|eot_id|>", "<|eot_id|>"},
@@ -171,7 +177,7 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .sys = SYS_LLAMA31,
         .stop = {"<|eot_id|>"},
     },
-    [CHAT_TMPL_MISTRAL_V1] = {
+    [CHAT_FMT_MISTRAL_V1] = {
         .name = "mistral-v1",
         .pre = {"", " [INST] ", " "},
         .suf = {"", " [/INST]", "</s>"},
@@ -179,7 +185,7 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .sys = SYS_FOLD_NEXT,
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_MISTRAL_V3] = {
+    [CHAT_FMT_MISTRAL_V3] = {
         .name = "mistral-v3",
         .pre = {"", "[INST] ", " "},
         .suf = {"", "[/INST]", "</s>"},
@@ -188,7 +194,7 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .sys = SYS_FOLD_LAST,
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_MISTRAL_V3_TEKKEN] = {
+    [CHAT_FMT_MISTRAL_V3_TEKKEN] = {
         .name = "mistral-v3-tekken",
         .pre = {"", "[INST]", ""},
         .suf = {"", "[/INST]", "</s>"},
@@ -196,35 +202,35 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .sys = SYS_FOLD_LAST,
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_MISTRAL_V7] = {
+    [CHAT_FMT_MISTRAL_V7] = {
         .name = "mistral-v7",
         .pre = {"[SYSTEM_PROMPT] ", "[INST] ", " "},
         .suf = {"[/SYSTEM_PROMPT]", "[/INST]", "</s>"},
         .gen = "",
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_MISTRAL_V7_TEKKEN] = {
+    [CHAT_FMT_MISTRAL_V7_TEKKEN] = {
         .name = "mistral-v7-tekken",
         .pre = {"[SYSTEM_PROMPT]", "[INST]", ""},
         .suf = {"[/SYSTEM_PROMPT]", "[/INST]", "</s>"},
         .gen = "",
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_ZEPHYR] = {
+    [CHAT_FMT_ZEPHYR] = {
         .name = "zephyr",
         .pre = {"<|system|>\n", "<|user|>\n", "<|assistant|>\n"},
         .suf = {"</s>\n", "</s>\n", "</s>\n"},
         .gen = "<|assistant|>\n",
         .stop = {"</s>"},
     },
-    [CHAT_TMPL_PHI3] = {
+    [CHAT_FMT_PHI3] = {
         .name = "phi3",
         .pre = {"<|system|>\n", "<|user|>\n", "<|assistant|>\n"},
         .suf = {"<|end|>\n", "<|end|>\n", "<|end|>\n"},
         .gen = "<|assistant|>\n",
         .stop = {"<|end|>", "<|endoftext|>"},
     },
-    [CHAT_TMPL_PHI4] = {
+    [CHAT_FMT_PHI4] = {
         .name = "phi4",
         .pre = {"<|im_start|>system<|im_sep|>", "<|im_start|>user<|im_sep|>",
                 "<|im_start|>assistant<|im_sep|>"},
@@ -232,7 +238,7 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .gen = "<|im_start|>assistant<|im_sep|>",
         .stop = {"<|im_end|>"},
     },
-    [CHAT_TMPL_GEMMA] = {
+    [CHAT_FMT_GEMMA] = {
         .name = "gemma",
         .pre = {"", "<start_of_turn>user\n", "<start_of_turn>model\n"},
         .suf = {"", "<end_of_turn>\n", "<end_of_turn>\n"},
@@ -241,21 +247,21 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
         .sys = SYS_FOLD_NEXT,
         .stop = {"<end_of_turn>"},
     },
-    [CHAT_TMPL_DEEPSEEK] = {
+    [CHAT_FMT_DEEPSEEK] = {
         .name = "deepseek",
         .pre = {"", "### Instruction:\n", "### Response:\n"},
         .suf = {"", "\n", "\n<|EOT|>\n"},
         .gen = "### Response:\n",
         .stop = {"<|EOT|>"},
     },
-    [CHAT_TMPL_DEEPSEEK2] = {
+    [CHAT_FMT_DEEPSEEK2] = {
         .name = "deepseek2",
         .pre = {"", "User: ", "Assistant: "},
         .suf = {"\n\n", "\n\n", DS_EOS},
         .gen = "Assistant:",
         .stop = {DS_EOS},
     },
-    [CHAT_TMPL_DEEPSEEK3] = {
+    [CHAT_FMT_DEEPSEEK3] = {
         .name = "deepseek3",
         .pre = {"", DS_USER, DS_ASSISTANT},
         .suf = {"", "", DS_EOS},
@@ -265,19 +271,71 @@ static const fmt FMTS[CHAT_TMPL_COUNT] = {
     },
 };
 
-static bool tmpl_ok(chat_tmpl t) { return (int)t >= 0 && (int)t < CHAT_TMPL_COUNT; }
+static bool tmpl_ok(int t) { return t >= 0 && t < CHAT_FMT_COUNT; }
+
+/* ---- template objects ---- */
+
+struct chat_template {
+    chat_format fmt;    /* the built-in format, or a Jinja template's fallback */
+    chat_jinja *jinja;  /* NULL for a built-in format */
+    bool strip_bos;
+    atomic_int fallbacks;   /* renders that failed and used fmt */
+    atomic_flag noted;      /* first_error written */
+    char first_error[320];
+};
+
+static chat_template BUILTIN[CHAT_FMT_COUNT];
+static atomic_flag builtin_init_started = ATOMIC_FLAG_INIT;
+static atomic_bool builtin_ready;
+
+chat_tmpl chat_builtin(int f) {
+    if (!tmpl_ok(f)) return NULL;
+    if (!atomic_load(&builtin_ready)) {
+        if (!atomic_flag_test_and_set(&builtin_init_started)) {
+            for (int i = 0; i < CHAT_FMT_COUNT; i++) BUILTIN[i].fmt = (chat_format)i;
+            atomic_store(&builtin_ready, true);
+        } else {
+            while (!atomic_load(&builtin_ready)) {
+            }
+        }
+    }
+    return &BUILTIN[f];
+}
+
+chat_format chat_tmpl_format(chat_tmpl t) { return t ? t->fmt : CHAT_FMT_UNKNOWN; }
+bool chat_tmpl_is_jinja(chat_tmpl t) { return t && t->jinja; }
+
+int chat_tmpl_fallbacks(chat_tmpl t, char *first_error, size_t cap) {
+    if (first_error && cap) first_error[0] = 0;
+    if (!t || !t->jinja) return 0;
+    int n = atomic_load(&((chat_template *)t)->fallbacks);
+    if (n > 0 && first_error && cap) snprintf(first_error, cap, "%s", t->first_error);
+    return n;
+}
+
+void chat_template_free(chat_tmpl t) {
+    if (!t || !t->jinja) return;
+    chat_template *m = (chat_template *)t; /* created by malloc in chat_template_from_jinja */
+    chat_jinja_free(m->jinja);
+    free(m);
+}
 
 /* ---- names ---- */
 
 int chat_tmpl_from_name(const char *name) {
-    if (!name) return CHAT_TMPL_UNKNOWN;
-    for (int t = 0; t < CHAT_TMPL_COUNT; t++)
+    if (!name) return CHAT_FMT_UNKNOWN;
+    for (int t = 0; t < CHAT_FMT_COUNT; t++)
         if (strcasecmp(name, FMTS[t].name) == 0) return t;
-    if (strcasecmp(name, "mistral") == 0) return CHAT_TMPL_MISTRAL_V1;
-    return CHAT_TMPL_UNKNOWN;
+    if (strcasecmp(name, "mistral") == 0) return CHAT_FMT_MISTRAL_V1;
+    return CHAT_FMT_UNKNOWN;
 }
 
-const char *chat_tmpl_name(chat_tmpl t) { return tmpl_ok(t) ? FMTS[t].name : "unknown"; }
+const char *chat_format_name(int f) { return tmpl_ok(f) ? FMTS[f].name : "unknown"; }
+
+const char *chat_tmpl_name(chat_tmpl t) {
+    if (!t) return "unknown";
+    return t->jinja ? "jinja" : chat_format_name(t->fmt);
+}
 
 const char *chat_tmpl_names(void) {
     /* Kept in enum order; tests/test_chat.c checks it against the table. */
@@ -288,44 +346,44 @@ const char *chat_tmpl_names(void) {
 
 const char *const *chat_stop_strings(chat_tmpl t) {
     static const char *const none[1] = {NULL};
-    return tmpl_ok(t) ? FMTS[t].stop : none;
+    return t && tmpl_ok(t->fmt) ? FMTS[t->fmt].stop : none;
 }
 
 /* ---- detection ---- */
 
-chat_tmpl chat_detect(const char *src) {
-    if (!src) return CHAT_TMPL_RAW;
+chat_format chat_detect(const char *src) {
+    if (!src) return CHAT_FMT_RAW;
     const char *s = src;
     while (*s == ' ' || (*s >= '\t' && *s <= '\r')) s++;
-    if (!*s) return CHAT_TMPL_RAW;
+    if (!*s) return CHAT_FMT_RAW;
 
     int named = chat_tmpl_from_name(src);
-    if (named >= 0) return (chat_tmpl)named;
+    if (named >= 0) return (chat_format)named;
 
 #define HAS(x) (strstr(src, (x)) != NULL)
-    if (HAS("<|im_start|>")) return HAS("<|im_sep|>") ? CHAT_TMPL_PHI4 : CHAT_TMPL_CHATML;
+    if (HAS("<|im_start|>")) return HAS("<|im_sep|>") ? CHAT_FMT_PHI4 : CHAT_FMT_CHATML;
     if (HAS("[SYSTEM_PROMPT]"))
-        return HAS("[SYSTEM_PROMPT] ") || HAS("[INST] ") ? CHAT_TMPL_MISTRAL_V7
-                                                           : CHAT_TMPL_MISTRAL_V7_TEKKEN;
+        return HAS("[SYSTEM_PROMPT] ") || HAS("[INST] ") ? CHAT_FMT_MISTRAL_V7
+                                                           : CHAT_FMT_MISTRAL_V7_TEKKEN;
     if (HAS("[INST]")) {
-        if (HAS("<<SYS>>")) return CHAT_TMPL_LLAMA2;
+        if (HAS("<<SYS>>")) return CHAT_FMT_LLAMA2;
         /* v1 writes ' [INST] ' with a leading space; v3 and v3-tekken are the
          * templates with tool-call markers, tekken without the spaces. The
          * pre-2024 Mistral/Mixtral template has neither and renders as v1. */
         if (!HAS(" [INST]") && (HAS("[AVAILABLE_TOOLS]") || HAS("[TOOL_CALLS]")))
-            return HAS("[INST] ") ? CHAT_TMPL_MISTRAL_V3 : CHAT_TMPL_MISTRAL_V3_TEKKEN;
-        return CHAT_TMPL_MISTRAL_V1;
+            return HAS("[INST] ") ? CHAT_FMT_MISTRAL_V3 : CHAT_FMT_MISTRAL_V3_TEKKEN;
+        return CHAT_FMT_MISTRAL_V1;
     }
     if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>"))
-        return HAS("Cutting Knowledge Date") ? CHAT_TMPL_LLAMA31 : CHAT_TMPL_LLAMA3;
-    if (HAS("<start_of_turn>")) return CHAT_TMPL_GEMMA;
-    if (HAS("<|assistant|>") && HAS("<|end|>")) return CHAT_TMPL_PHI3;
-    if (HAS("<|assistant|>") && HAS("<|user|>")) return CHAT_TMPL_ZEPHYR;
-    if (HAS("### Instruction:") && HAS("<|EOT|>")) return CHAT_TMPL_DEEPSEEK;
-    if (HAS(DS_USER) && HAS(DS_ASSISTANT)) return CHAT_TMPL_DEEPSEEK3;
-    if (HAS("'Assistant: ' + message['content'] + eos_token")) return CHAT_TMPL_DEEPSEEK2;
+        return HAS("Cutting Knowledge Date") ? CHAT_FMT_LLAMA31 : CHAT_FMT_LLAMA3;
+    if (HAS("<start_of_turn>")) return CHAT_FMT_GEMMA;
+    if (HAS("<|assistant|>") && HAS("<|end|>")) return CHAT_FMT_PHI3;
+    if (HAS("<|assistant|>") && HAS("<|user|>")) return CHAT_FMT_ZEPHYR;
+    if (HAS("### Instruction:") && HAS("<|EOT|>")) return CHAT_FMT_DEEPSEEK;
+    if (HAS(DS_USER) && HAS(DS_ASSISTANT)) return CHAT_FMT_DEEPSEEK3;
+    if (HAS("'Assistant: ' + message['content'] + eos_token")) return CHAT_FMT_DEEPSEEK2;
 #undef HAS
-    return CHAT_TMPL_CHATML;
+    return CHAT_FMT_CHATML;
 }
 
 /* ---- rendering ---- */
@@ -446,11 +504,7 @@ static void render(sbuf *o, const fmt *f, const chat_msg *m, int n, bool add) {
     if (add) sb_puts(o, f->gen);
 }
 
-int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_prompt,
-                char **out, llc_err *err) {
-    if (!out) return llc_fail(err, LLC_ERR_RANGE, "chat_render: no output pointer");
-    *out = NULL;
-    if (!tmpl_ok(t)) return llc_fail(err, LLC_ERR_RANGE, "chat template %d does not exist", (int)t);
+static int check_msgs(const chat_msg *msgs, int n, llc_err *err) {
     if (n < 0) return llc_fail(err, LLC_ERR_RANGE, "negative message count %d", n);
     if (n > 0 && !msgs) return llc_fail(err, LLC_ERR_RANGE, "%d messages but no array", n);
     for (int i = 0; i < n; i++) {
@@ -461,8 +515,12 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_pro
         if (!msgs[i].content)
             return llc_fail(err, LLC_ERR_FORMAT, "message %d: content is missing (NULL)", i);
     }
+    return 0;
+}
+
+static int render_builtin(chat_format f, const chat_msg *msgs, int n, bool add, char **out, llc_err *err) {
     sbuf o = {0};
-    render(&o, &FMTS[t], msgs, n, add_assistant_prompt);
+    render(&o, &FMTS[f], msgs, n, add);
     if (!o.oom && !o.p) { /* nothing was written: an empty string */
         o.p = calloc(1, 1);
         o.oom = !o.p;
@@ -473,4 +531,145 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_pro
     }
     *out = o.p;
     return LLC_OK;
+}
+
+static const char *ROLE_NAMES[3] = {"system", "user", "assistant"};
+
+static cJSON *msgs_to_json(const chat_msg *msgs, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        if (!m || !cJSON_AddStringToObject(m, "role", ROLE_NAMES[msgs[i].role]) ||
+            !cJSON_AddStringToObject(m, "content", msgs[i].content)) {
+            cJSON_Delete(m);
+            cJSON_Delete(a);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, m);
+    }
+    return a;
+}
+
+/* Continuing a partial answer (add == false, the last message the
+ * assistant's): the render is cut right after that message's content, so the
+ * model goes on writing it (as Hugging Face's continue_final_message). */
+static void cut_after_last(char *text, const char *content) {
+    const char *c = content;
+    size_t n = strlen(c), len = strlen(text);
+    strip_span(&c, &n);
+    if (n == 0 || n > len) return;
+    for (size_t i = len - n + 1; i-- > 0;)
+        if (memcmp(text + i, c, n) == 0) {
+            text[i + n] = 0;
+            return;
+        }
+}
+
+static int render_jinja(chat_tmpl t, const cJSON *messages, const cJSON *tools, bool add, char **out,
+                        llc_err *err) {
+    return chat_jinja_apply(t->jinja, messages, tools, add, t->strip_bos, 0, out, err);
+}
+
+int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_prompt,
+                char **out, llc_err *err) {
+    if (!out) return llc_fail(err, LLC_ERR_RANGE, "chat_render: no output pointer");
+    *out = NULL;
+    if (!t || !tmpl_ok(t->fmt)) return llc_fail(err, LLC_ERR_RANGE, "chat template does not exist");
+    int rc = check_msgs(msgs, n, err);
+    if (rc) return rc;
+    if (t->jinja) {
+        cJSON *j = msgs_to_json(msgs, n);
+        if (!j) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        llc_err jerr = {{0}};
+        rc = render_jinja(t, j, NULL, add_assistant_prompt, out, &jerr);
+        cJSON_Delete(j);
+        if (rc == 0) {
+            if (!add_assistant_prompt && n > 0 && msgs[n - 1].role == CHAT_ASSISTANT)
+                cut_after_last(*out, msgs[n - 1].content);
+            return 0;
+        }
+        if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "%s", jerr.msg);
+        chat_template *m = (chat_template *)t; /* a Jinja template is heap-made, not const */
+        if (!atomic_flag_test_and_set(&m->noted)) snprintf(m->first_error, sizeof m->first_error, "%s", jerr.msg);
+        atomic_fetch_add(&m->fallbacks, 1);
+    }
+    return render_builtin(t->fmt, msgs, n, add_assistant_prompt, out, err);
+}
+
+int chat_apply_json(chat_tmpl t, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                    char **out, llc_err *err) {
+    if (!out) return llc_fail(err, LLC_ERR_RANGE, "chat_apply_json: no output pointer");
+    *out = NULL;
+    if (!t || !tmpl_ok(t->fmt)) return llc_fail(err, LLC_ERR_RANGE, "chat template does not exist");
+    if (!cJSON_IsArray(messages)) return llc_fail(err, LLC_ERR_FORMAT, "messages must be an array");
+    if (t->jinja) return render_jinja(t, messages, tools, add_generation_prompt, out, err);
+    if (tools && cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0)
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "the %s chat format has no tools", FMTS[t->fmt].name);
+    int n = cJSON_GetArraySize(messages);
+    chat_msg *m = calloc((size_t)(n ? n : 1), sizeof *m);
+    if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    int i = 0, rc = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, messages) {
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "role"));
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content");
+        int r = -1;
+        for (int k = 0; k < 3 && role; k++)
+            if (strcmp(role, ROLE_NAMES[k]) == 0) r = k;
+        if (role && strcmp(role, "developer") == 0) r = CHAT_SYSTEM;
+        if (r < 0) {
+            rc = llc_fail(err, LLC_ERR_UNSUPPORTED, "message %d: role '%s' is not system, user or assistant",
+                          i, role ? role : "(none)");
+            break;
+        }
+        if (!cJSON_IsString(c) && !cJSON_IsNull(c) && c) {
+            rc = llc_fail(err, LLC_ERR_UNSUPPORTED, "message %d: content must be a string", i);
+            break;
+        }
+        m[i++] = (chat_msg){(chat_role)r, cJSON_IsString(c) ? c->valuestring : ""};
+    }
+    if (rc == 0) rc = render_builtin(t->fmt, m, i, add_generation_prompt, out, err);
+    free(m);
+    return rc;
+}
+
+int chat_template_from_jinja(const char *src, size_t len, const char *bos, const char *eos,
+                             bool strip_bos, chat_template **out, llc_err *err) {
+    *out = NULL;
+    chat_template *t = calloc(1, sizeof *t);
+    if (!t) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    atomic_init(&t->fallbacks, 0);
+    atomic_flag_clear(&t->noted);
+    t->strip_bos = strip_bos;
+    char *copy = strndup(src ? src : "", len);
+    if (!copy) {
+        free(t);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    t->fmt = chat_detect(copy);
+    free(copy);
+    int rc = chat_jinja_create(src, len, bos, eos, &t->jinja, err);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    /* the sample conversation every chat template must render */
+    static const chat_msg sample[] = {{CHAT_SYSTEM, "You are helpful."}, {CHAT_USER, "Hi"},
+                                      {CHAT_ASSISTANT, "Hello."}, {CHAT_USER, "Bye"}};
+    cJSON *j = msgs_to_json(sample, 4);
+    char *text = NULL;
+    rc = j ? render_jinja(t, j, NULL, true, &text, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    if (rc) { /* without a system message, for templates that refuse one */
+        cJSON_Delete(j);
+        j = msgs_to_json(sample + 1, 3);
+        rc = j ? render_jinja(t, j, NULL, true, &text, err) : LLC_ERR_NOMEM;
+    }
+    cJSON_Delete(j);
+    free(text);
+    if (rc) {
+        chat_template_free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
 }

@@ -105,6 +105,21 @@ if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "generate --chat-template cha
 else bad "generate --chat-template chatml" "want: $want" "got:  $got"; fi
 expect_fail "unknown --chat-template" 2 "--chat-template: 'nope' is not one of" \
     $LLMCHAT generate --chat-template nope -p x
+# --chat-template-file: a Jinja template from a file (the BOS it writes is removed:
+# the tokenizer adds its own), one line and the built-in format for a broken one
+printf '{{ bos_token }}{%% for m in messages %%}[{{ m.role | upper }}] {{ m.content }}\n{%% endfor %%}{%% if add_generation_prompt %%}[ASSISTANT]{%% endif %%}' >"$TMP/t.jinja"
+printf '[SYSTEM] Be kind.\n[USER] Hi\n[ASSISTANT]' >"$TMP/t.txt"
+want=$($LLMCHAT tokenize -f "$TMP/t.txt")
+got=$($LLMCHAT generate --chat-template-file "$TMP/t.jinja" --system "Be kind." -p "Hi" -n 1 --json 2>/dev/null | tail -n 1 |
+      python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["prompt_tokens"])))')
+if [ -n "$want" ] && [ "$got" = "$want" ]; then ok "generate --chat-template-file renders the Jinja template"
+else bad "generate --chat-template-file" "want: $want" "got:  $got"; fi
+printf '{%% for m in messages %%}{{ m.content }' >"$TMP/bad.jinja"
+expect_grep "a broken --chat-template-file is reported in one line" \
+    "chat template cannot be used .template line 1: unclosed tag.; using the built-in chatml format" \
+    sh -c "$LLMCHAT generate --chat-template-file $TMP/bad.jinja -p Hi -n 1 2>&1"
+expect_fail "missing --chat-template-file" 1 "^llmchat: /no/t.jinja: No such file" \
+    $LLMCHAT generate --chat-template-file /no/t.jinja -p x
 
 # the shared engine through bench: every token arrives even when a tiny KV budget
 # forces preemption, and shared prefixes come from the cache

@@ -2,7 +2,11 @@
  * real Hugging Face `tokenizer.chat_template` strings, names, stop strings and
  * edge cases (empty, system-only, same-role runs, continuation, bad input). */
 #include "engine/chat.h"
+#include "engine/gguf.h"
+#include "engine/tokenizer.h"
 #include "tests/test.h"
+
+#include <cjson/cJSON.h>
 
 #include <stdint.h>
 
@@ -224,7 +228,7 @@ static void test_render_trimming(void) {
 }
 
 /* Every template has a test above: a new enum value must get one too. */
-static void test_render_covers_all(void) { CHECK(CHAT_TMPL_COUNT == 17); }
+static void test_render_covers_all(void) { CHECK(CHAT_FMT_COUNT == 17); }
 
 /* ---- cross-check with llama.cpp's tests/test-chat-template.cpp ----
  * Its conversation and the outputs it expects (from its built-in renderer, or
@@ -273,7 +277,7 @@ static void test_render_matches_llama_cpp(void) {
 typedef struct det_case {
     const char *model;
     const char *src;
-    chat_tmpl want;
+    chat_format want;
 } det_case;
 
 static const det_case DETECT[] = {
@@ -283,7 +287,7 @@ static const det_case DETECT[] = {
      "trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% "
      "endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
      "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
-     CHAT_TMPL_LLAMA3},
+     CHAT_FMT_LLAMA3},
     {"meta-llama/Llama-3.1-8B-Instruct (excerpt)",
      "{{- bos_token }}\n{%- if not date_string is defined %}\n    {%- set date_string = \"26 Jul "
      "2024\" %}\n{%- endif %}\n{%- if messages[0]['role'] == 'system' %}\n    {%- set "
@@ -295,14 +299,14 @@ static const det_case DETECT[] = {
      "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | "
      "trim + '<|eot_id|>' }}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- "
      "'<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}\n{%- endif %}\n",
-     CHAT_TMPL_LLAMA31},
+     CHAT_FMT_LLAMA31},
     {"Qwen/Qwen2-7B-Instruct",
      "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ "
      "'<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif "
      "%}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + "
      "'\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif "
      "%}",
-     CHAT_TMPL_CHATML},
+     CHAT_FMT_CHATML},
     {"meta-llama/Llama-2-7b-chat-hf",
      "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set "
      "system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% "
@@ -314,7 +318,7 @@ static const det_case DETECT[] = {
      "%}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() "
      "+ ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + "
      "eos_token }}{% endif %}{% endfor %}",
-     CHAT_TMPL_LLAMA2},
+     CHAT_FMT_LLAMA2},
     {"mistralai/Mistral-7B-Instruct-v0.1 (current, 'v1')",
      "{%- if messages[0]['role'] == 'system' %}\n    {%- set system_message = "
      "messages[0]['content'] %}\n    {%- set loop_messages = messages[1:] %}\n{%- else %}\n    "
@@ -325,7 +329,7 @@ static const det_case DETECT[] = {
      "message['content'] + ' [/INST]' }}\n        {%- endif %}\n    {%- elif message['role'] == "
      "'assistant' %}\n        {{- ' ' + message['content'] + eos_token}}\n    {%- endif %}\n{%- "
      "endfor %}\n",
-     CHAT_TMPL_MISTRAL_V1},
+     CHAT_FMT_MISTRAL_V1},
     {"mistralai/Mistral-7B-Instruct-v0.1 (original, pre-2024)",
      "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != "
      "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
@@ -333,7 +337,7 @@ static const det_case DETECT[] = {
      "'[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ "
      "message['content'] + eos_token + ' ' }}{% else %}{{ raise_exception('Only user and "
      "assistant roles are supported!') }}{% endif %}{% endfor %}",
-     CHAT_TMPL_MISTRAL_V1},
+     CHAT_FMT_MISTRAL_V1},
     {"mistralai/Mistral-7B-Instruct-v0.3 (excerpt)",
      "{%- if messages[0][\"role\"] == \"system\" %}\n    {%- set system_message = "
      "messages[0][\"content\"] %}\n    {%- set loop_messages = messages[1:] %}\n{%- endif %}\n{{- "
@@ -345,7 +349,7 @@ static const det_case DETECT[] = {
      "message[\"content\"] + \"[/INST]\" }}\n        {%- endif %}\n    {%- elif message[\"role\"] "
      "== \"assistant\" %}\n        {{- \" \" + message[\"content\"]|trim + eos_token}}\n    {%- "
      "endif %}\n{%- endfor %}\n",
-     CHAT_TMPL_MISTRAL_V3},
+     CHAT_FMT_MISTRAL_V3},
     {"mistralai/Mistral-Nemo-Instruct-2407 (excerpt)",
      "{{- bos_token }}\n{%- for message in loop_messages %}\n    {%- if message[\"role\"] == "
      "\"user\" %}\n        {%- if tools is not none and (message == user_messages[-1]) %}\n      "
@@ -356,7 +360,7 @@ static const det_case DETECT[] = {
      "(message.tool_calls is defined and message.tool_calls is not none) %}\n        {{- "
      "\"[TOOL_CALLS][\" }}\n    {%- elif message[\"role\"] == \"assistant\" %}\n        {{- "
      "message[\"content\"] + eos_token}}\n    {%- endif %}\n{%- endfor %}\n",
-     CHAT_TMPL_MISTRAL_V3_TEKKEN},
+     CHAT_FMT_MISTRAL_V3_TEKKEN},
     {"mistralai/Mistral-Large-Instruct-2411",
      "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' "
      "+ message['content'] + '[/INST]' }}{% elif message['role'] == 'system' %}{{ "
@@ -364,7 +368,7 @@ static const det_case DETECT[] = {
      "'assistant' %}{{ ' ' + message['content'] + eos_token }}{% else %}{{ "
      "raise_exception('Only user, system and assistant roles are supported!') }}{% endif %}{% "
      "endfor %}",
-     CHAT_TMPL_MISTRAL_V7},
+     CHAT_FMT_MISTRAL_V7},
     {"mistralai/Mistral-Small-24B-Instruct-2501 (excerpt)",
      "{{- bos_token }}\n{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}\n{%- for "
      "message in loop_messages %}\n    {%- if message['role'] == 'user' %}\n        {{- '[INST]' "
@@ -372,7 +376,7 @@ static const det_case DETECT[] = {
      "{{- '[SYSTEM_PROMPT]' + message['content'] + '[/SYSTEM_PROMPT]' }}\n    {%- elif "
      "message['role'] == 'assistant' %}\n        {{- message['content'] + eos_token }}\n    {%- "
      "endif %}\n{%- endfor %}",
-     CHAT_TMPL_MISTRAL_V7_TEKKEN},
+     CHAT_FMT_MISTRAL_V7_TEKKEN},
     {"HuggingFaceH4/zephyr-7b-beta",
      "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + "
      "message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ "
@@ -380,7 +384,7 @@ static const det_case DETECT[] = {
      "'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% "
      "if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor "
      "%}",
-     CHAT_TMPL_ZEPHYR},
+     CHAT_FMT_ZEPHYR},
     {"TinyLlama/TinyLlama-1.1B-Chat-v1.0",
      "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\\n' + "
      "message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ "
@@ -388,21 +392,21 @@ static const det_case DETECT[] = {
      "'assistant' %}\n{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n{% endif "
      "%}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% "
      "endfor %}",
-     CHAT_TMPL_ZEPHYR},
+     CHAT_FMT_ZEPHYR},
     {"microsoft/Phi-3-mini-4k-instruct",
      "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\\n' + "
      "message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\\n' + "
      "message['content'] + '<|end|>\\n'}}{% elif message['role'] == 'assistant' "
      "%}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}{% endif %}{% endfor %}{% if "
      "add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}",
-     CHAT_TMPL_PHI3},
+     CHAT_FMT_PHI3},
     {"microsoft/phi-4",
      "{% for message in messages %}{% if (message['role'] == 'system') "
      "%}{{'<|im_start|>system<|im_sep|>' + message['content'] + '<|im_end|>'}}{% elif "
      "(message['role'] == 'user') %}{{'<|im_start|>user<|im_sep|>' + message['content'] + "
      "'<|im_end|><|im_start|>assistant<|im_sep|>'}}{% elif (message['role'] == 'assistant') "
      "%}{{message['content'] + '<|im_end|>'}}{% endif %}{% endfor %}",
-     CHAT_TMPL_PHI4},
+     CHAT_FMT_PHI4},
     {"google/gemma-2-9b-it",
      "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role "
      "not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == "
@@ -411,7 +415,7 @@ static const det_case DETECT[] = {
      "%}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ "
      "'<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% "
      "endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}",
-     CHAT_TMPL_GEMMA},
+     CHAT_FMT_GEMMA},
     {"google/gemma-3-1b-it (excerpt)",
      "{{ bos_token }}\n{%- if messages[0]['role'] == 'system' -%}\n    {%- set first_user_prefix "
      "= messages[0]['content'] + '\\n\\n' -%}\n    {%- set loop_messages = messages[1:] -%}\n{%- "
@@ -420,7 +424,7 @@ static const det_case DETECT[] = {
      "'\\n' + (first_user_prefix if loop.first else \"\") }}\n    {{ message['content'] | trim "
      "}}\n    {{ '<end_of_turn>\\n' }}\n{%- endfor -%}\n{%- if add_generation_prompt -%}\n    "
      "{{'<start_of_turn>model\\n'}}\n{%- endif -%}\n",
-     CHAT_TMPL_GEMMA},
+     CHAT_FMT_GEMMA},
     {"deepseek-ai/deepseek-coder-33b-instruct",
      "{% if not add_generation_prompt is defined %}\n{% set add_generation_prompt = false %}\n{% "
      "endif %}\n{%- set ns = namespace(found=false) -%}\n{%- for message in messages -%}\n    {%- "
@@ -433,7 +437,7 @@ static const det_case DETECT[] = {
      "message['content'] + '\\n'}}\n        {%- else %}\n{{'### Response:\\n' + "
      "message['content'] + '\\n<|EOT|>\\n'}}\n        {%- endif %}\n    {%- endif %}\n{%- endfor "
      "%}\n{% if add_generation_prompt %}\n{{'### Response:'}}\n{% endif %}",
-     CHAT_TMPL_DEEPSEEK},
+     CHAT_FMT_DEEPSEEK},
     {"deepseek-ai/deepseek-llm-7b-chat",
      "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% "
      "endif %}{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ "
@@ -441,7 +445,7 @@ static const det_case DETECT[] = {
      "'Assistant: ' + message['content'] + eos_token }}{% elif message['role'] == 'system' %}{{ "
      "message['content'] + '\\n\\n' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ "
      "'Assistant:' }}{% endif %}",
-     CHAT_TMPL_DEEPSEEK2},
+     CHAT_FMT_DEEPSEEK2},
     {"deepseek-ai/DeepSeek-V3 (excerpt)",
      "{% if not add_generation_prompt is defined %}{% set add_generation_prompt = false %}{% "
      "endif %}{% set ns = namespace(is_first=false, is_tool=false, is_output_first=true, "
@@ -455,60 +459,62 @@ static const det_case DETECT[] = {
      "message['content'] is not none %}{{'<｜Assistant｜>' + message['content'] + "
      "'<｜end▁of▁sentence｜>'}}{%- endif %}{%- endfor -%}{% if add_generation_prompt and not "
      "ns.is_tool %}{{'<｜Assistant｜>'}}{% endif %}",
-     CHAT_TMPL_DEEPSEEK3},
+     CHAT_FMT_DEEPSEEK3},
     /* documented fallbacks */
     {"unrecognised template", "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}",
-     CHAT_TMPL_CHATML},
-    {"empty", "", CHAT_TMPL_RAW},
-    {"whitespace only", " \n\t ", CHAT_TMPL_RAW},
-    {"a template name", "gemma", CHAT_TMPL_GEMMA},
-    {"a template name, other case", "Llama3", CHAT_TMPL_LLAMA3},
+     CHAT_FMT_CHATML},
+    {"empty", "", CHAT_FMT_RAW},
+    {"whitespace only", " \n\t ", CHAT_FMT_RAW},
+    {"a template name", "gemma", CHAT_FMT_GEMMA},
+    {"a template name, other case", "Llama3", CHAT_FMT_LLAMA3},
 };
 
 static void test_detect(void) {
     for (size_t i = 0; i < LLC_ARRAY_LEN(DETECT); i++) {
-        chat_tmpl got = chat_detect(DETECT[i].src);
+        chat_format got = chat_detect(DETECT[i].src);
         CHECKF(got == DETECT[i].want, "%s: detected %s, want %s", DETECT[i].model,
-               chat_tmpl_name(got), chat_tmpl_name(DETECT[i].want));
+               chat_format_name(got), chat_format_name(DETECT[i].want));
     }
-    CHECK(chat_detect(NULL) == CHAT_TMPL_RAW);
+    CHECK(chat_detect(NULL) == CHAT_FMT_RAW);
     /* every canonical name is detected as itself */
-    for (int t = 0; t < CHAT_TMPL_COUNT; t++)
-        CHECKF(chat_detect(chat_tmpl_name((chat_tmpl)t)) == (chat_tmpl)t, "name %s",
-               chat_tmpl_name((chat_tmpl)t));
+    for (int t = 0; t < CHAT_FMT_COUNT; t++)
+        CHECKF(chat_detect(chat_format_name(t)) == (chat_format)t, "name %s", chat_format_name(t));
 }
 
 /* ---- names ---- */
 
 static void test_names(void) {
     char joined[1024] = "";
-    for (int t = 0; t < CHAT_TMPL_COUNT; t++) {
-        const char *name = chat_tmpl_name((chat_tmpl)t);
+    for (int t = 0; t < CHAT_FMT_COUNT; t++) {
+        const char *name = chat_tmpl_name(chat_builtin(t));
         CHECKF(name && strcmp(name, "unknown") != 0, "template %d has no name", t);
         CHECKF(chat_tmpl_from_name(name) == t, "%s does not round-trip", name);
         for (int u = 0; u < t; u++)
-            CHECKF(strcmp(name, chat_tmpl_name((chat_tmpl)u)) != 0, "duplicate name %s", name);
+            CHECKF(strcmp(name, chat_tmpl_name(chat_builtin(u))) != 0, "duplicate name %s", name);
         if (t) strcat(joined, ", ");
         strcat(joined, name);
     }
     CHECKF(strcmp(chat_tmpl_names(), joined) == 0, "chat_tmpl_names() = \"%s\", table gives \"%s\"",
            chat_tmpl_names(), joined);
-    CHECK(chat_tmpl_from_name("chatml") == CHAT_TMPL_CHATML);
-    CHECK(chat_tmpl_from_name("llama2") == CHAT_TMPL_LLAMA2);
-    CHECK(chat_tmpl_from_name("llama3") == CHAT_TMPL_LLAMA3);
-    CHECK(chat_tmpl_from_name("zephyr") == CHAT_TMPL_ZEPHYR);
-    CHECK(chat_tmpl_from_name("phi3") == CHAT_TMPL_PHI3);
-    CHECK(chat_tmpl_from_name("gemma") == CHAT_TMPL_GEMMA);
-    CHECK(chat_tmpl_from_name("raw") == CHAT_TMPL_RAW);
-    CHECK(chat_tmpl_from_name("ChatML") == CHAT_TMPL_CHATML);
-    CHECK(chat_tmpl_from_name("mistral") == CHAT_TMPL_MISTRAL_V1);
+    CHECK(chat_tmpl_from_name("chatml") == CHAT_FMT_CHATML);
+    CHECK(chat_tmpl_from_name("llama2") == CHAT_FMT_LLAMA2);
+    CHECK(chat_tmpl_from_name("llama3") == CHAT_FMT_LLAMA3);
+    CHECK(chat_tmpl_from_name("zephyr") == CHAT_FMT_ZEPHYR);
+    CHECK(chat_tmpl_from_name("phi3") == CHAT_FMT_PHI3);
+    CHECK(chat_tmpl_from_name("gemma") == CHAT_FMT_GEMMA);
+    CHECK(chat_tmpl_from_name("raw") == CHAT_FMT_RAW);
+    CHECK(chat_tmpl_from_name("ChatML") == CHAT_FMT_CHATML);
+    CHECK(chat_tmpl_from_name("mistral") == CHAT_FMT_MISTRAL_V1);
     CHECK(chat_tmpl_from_name("nonesuch") == -1);
     CHECK(chat_tmpl_from_name("chatml ") == -1);
     CHECK(chat_tmpl_from_name("") == -1);
     CHECK(chat_tmpl_from_name(NULL) == -1);
-    CHECK(strcmp(chat_tmpl_name(CHAT_TMPL_UNKNOWN), "unknown") == 0);
-    CHECK(strcmp(chat_tmpl_name(CHAT_TMPL_COUNT), "unknown") == 0);
-    CHECK(strcmp(chat_tmpl_name((chat_tmpl)1000), "unknown") == 0);
+    CHECK(strcmp(chat_format_name(CHAT_FMT_UNKNOWN), "unknown") == 0);
+    CHECK(strcmp(chat_format_name(CHAT_FMT_COUNT), "unknown") == 0);
+    CHECK(strcmp(chat_format_name(1000), "unknown") == 0);
+    CHECK(strcmp(chat_tmpl_name(NULL), "unknown") == 0);
+    CHECK(chat_builtin(-1) == NULL && chat_builtin(CHAT_FMT_COUNT) == NULL);
+    CHECK(strcmp(chat_tmpl_name(CHAT_TMPL_GEMMA), "gemma") == 0);
 }
 
 /* ---- stop strings ---- */
@@ -517,18 +523,18 @@ static void test_stop_strings(void) {
     /* Each template's first stop string appears in its own rendering of a
      * finished assistant turn, right after the assistant's text. */
     static const chat_msg c[] = {{CHAT_USER, "u"}, {CHAT_ASSISTANT, "reply"}, {CHAT_USER, "v"}};
-    for (int t = 0; t < CHAT_TMPL_COUNT; t++) {
-        const char *const *s = chat_stop_strings((chat_tmpl)t);
-        CHECKF(s && s[0] && s[0][0], "%s has no stop string", chat_tmpl_name((chat_tmpl)t));
+    for (int t = 0; t < CHAT_FMT_COUNT; t++) {
+        const char *const *s = chat_stop_strings(chat_builtin(t));
+        CHECKF(s && s[0] && s[0][0], "%s has no stop string", chat_tmpl_name(chat_builtin(t)));
         if (!s || !s[0]) continue;
-        char *out = render_ok((chat_tmpl)t, c, 3, false);
+        char *out = render_ok(chat_builtin(t), c, 3, false);
         const char *r = out ? strstr(out, "reply") : NULL;
         size_t k = strlen(s[0]);
         /* right after the text, or after the one space / newline some add */
         bool follows = r && (strncmp(r + 5, s[0], k) == 0 ||
                              ((r[5] == ' ' || r[5] == '\n') && strncmp(r + 6, s[0], k) == 0));
         CHECKF(follows, "%s: \"%s\" does not follow the assistant text",
-               chat_tmpl_name((chat_tmpl)t), s[0]);
+               chat_tmpl_name(chat_builtin(t)), s[0]);
         free(out);
     }
     CHECK(strcmp(chat_stop_strings(CHAT_TMPL_CHATML)[0], "<|im_end|>") == 0);
@@ -541,9 +547,8 @@ static void test_stop_strings(void) {
     CHECK(strcmp(chat_stop_strings(CHAT_TMPL_PHI3)[1], "<|endoftext|>") == 0);
     CHECK(chat_stop_strings(CHAT_TMPL_PHI3)[2] == NULL);
     CHECK(strcmp(chat_stop_strings(CHAT_TMPL_DEEPSEEK3)[0], "<｜end▁of▁sentence｜>") == 0);
-    CHECK(chat_stop_strings(CHAT_TMPL_UNKNOWN) != NULL);
-    CHECK(chat_stop_strings(CHAT_TMPL_UNKNOWN)[0] == NULL);
-    CHECK(chat_stop_strings(CHAT_TMPL_COUNT)[0] == NULL);
+    CHECK(chat_stop_strings(NULL) != NULL);
+    CHECK(chat_stop_strings(NULL)[0] == NULL);
 }
 
 /* ---- BOS is never written at the start ---- */
@@ -551,14 +556,14 @@ static void test_stop_strings(void) {
 static void test_no_leading_bos(void) {
     static const char *const bos[] = {"<s>", "<|begin_of_text|>", "<bos>",
                                       "<｜begin▁of▁sentence｜>", "<|startoftext|>"};
-    for (int t = 0; t < CHAT_TMPL_COUNT; t++) {
+    for (int t = 0; t < CHAT_FMT_COUNT; t++) {
         for (int with_sys = 0; with_sys < 2; with_sys++) {
-            char *out = render_ok((chat_tmpl)t, CONV + (with_sys ? 0 : 1), NCONV - (with_sys ? 0 : 1),
+            char *out = render_ok(chat_builtin(t), CONV + (with_sys ? 0 : 1), NCONV - (with_sys ? 0 : 1),
                                   true);
             if (!out) continue;
             for (size_t b = 0; b < LLC_ARRAY_LEN(bos); b++)
                 CHECKF(strncmp(out, bos[b], strlen(bos[b])) != 0, "%s starts with %s",
-                       chat_tmpl_name((chat_tmpl)t), bos[b]);
+                       chat_tmpl_name(chat_builtin(t)), bos[b]);
             free(out);
         }
     }
@@ -729,9 +734,8 @@ static void test_bad_input(void) {
     CHECK(chat_render(CHAT_TMPL_CHATML, CONV, -1, true, &out, &err) == LLC_ERR_RANGE);
     CHECK(out == NULL);
     CHECK(chat_render(CHAT_TMPL_CHATML, NULL, 2, true, &out, &err) == LLC_ERR_RANGE);
-    CHECK(chat_render(CHAT_TMPL_UNKNOWN, CONV, NCONV, true, &out, &err) == LLC_ERR_RANGE);
-    CHECK(chat_render(CHAT_TMPL_COUNT, CONV, NCONV, true, &out, &err) == LLC_ERR_RANGE);
-    CHECK(chat_render((chat_tmpl)12345, CONV, NCONV, true, &out, NULL) == LLC_ERR_RANGE);
+    CHECK(chat_render(NULL, CONV, NCONV, true, &out, &err) == LLC_ERR_RANGE);
+    CHECK(chat_render(chat_builtin(CHAT_FMT_COUNT), CONV, NCONV, true, &out, NULL) == LLC_ERR_RANGE);
     CHECK(out == NULL);
     CHECK(chat_render(CHAT_TMPL_CHATML, CONV, NCONV, true, NULL, &err) == LLC_ERR_RANGE);
     CHECK(err.msg[0] != 0);
@@ -761,6 +765,175 @@ static void test_long_conversation(void) {
     free(big);
 }
 
+
+/* ---- the model's own Jinja template ---- */
+
+static chat_template *jinja_ok(const char *src, const char *bos, bool strip) {
+    chat_template *t = NULL;
+    llc_err err = {{0}};
+    int rc = chat_template_from_jinja(src, strlen(src), bos, "</s>", strip, &t, &err);
+    CHECKF(rc == 0 && t, "chat_template_from_jinja: %s", err.msg);
+    return t;
+}
+
+/* A chatml Jinja template renders what the built-in chatml writes; the
+ * template's own BOS is removed when the tokenizer adds it. */
+static void test_jinja_matches_builtin(void) {
+    static const char *src =
+        "{{ bos_token }}{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + "
+        "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+    chat_template *t = jinja_ok(src, "<s>", true);
+    if (!t) return;
+    CHECK(chat_tmpl_is_jinja(t));
+    CHECK(strcmp(chat_tmpl_name(t), "jinja") == 0);
+    CHECK(chat_tmpl_format(t) == CHAT_FMT_CHATML);
+    CHECK(strcmp(chat_stop_strings(t)[0], "<|im_end|>") == 0);
+    char *a = render_ok(t, CONV, NCONV, true), *b = render_ok(CHAT_TMPL_CHATML, CONV, NCONV, true);
+    CHECKF(a && b && strcmp(a, b) == 0, "jinja [%s] vs built-in [%s]", a ? a : "", b ? b : "");
+    free(a);
+    free(b);
+    chat_template_free(t);
+    t = jinja_ok(src, "<s>", false); /* a tokenizer that does not add BOS: kept */
+    a = t ? render_ok(t, CONV, NCONV, true) : NULL;
+    CHECK(a && strncmp(a, "<s><|im_start|>system", 21) == 0);
+    free(a);
+    chat_template_free(t);
+}
+
+/* A template that refuses a conversation (raise_exception) falls back to the
+ * built-in format for it, counted, with the first reason kept. */
+static void test_jinja_falls_back(void) {
+    static const char *src =
+        "{% for m in messages %}{% if m['content'] == 'boom' %}{{ raise_exception('no booms here') }}{% endif %}"
+        "<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] | trim }}"
+        "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}";
+    chat_template *t = jinja_ok(src, "<bos>", true);
+    if (!t) return;
+    CHECK(chat_tmpl_format(t) == CHAT_FMT_GEMMA);
+    char why[320];
+    CHECK(chat_tmpl_fallbacks(t, why, sizeof why) == 0 && why[0] == 0);
+    static const chat_msg boom[] = {{CHAT_USER, "boom"}};
+    char *a = render_ok(t, boom, 1, true), *b = render_ok(CHAT_TMPL_GEMMA, boom, 1, true);
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(chat_tmpl_fallbacks(t, why, sizeof why) == 1);
+    CHECKF(strstr(why, "no booms here") != NULL, "first error: %s", why);
+    free(a);
+    free(b);
+    chat_template_free(t);
+}
+
+/* Templates that cannot work are refused at creation with one clear line. */
+static void test_jinja_refused(void) {
+    static const char *bad[] = {
+        "{% for m in messages %}{{ m['content'] }",              /* unclosed tag */
+        "{% if true %}never closed",                              /* missing endif */
+        "{{ raise_exception('This template is broken') }}",       /* fails on everything */
+        "{% for m in messages %}{{ m.content | nosuch }}{% endfor %}",
+    };
+    for (size_t i = 0; i < LLC_ARRAY_LEN(bad); i++) {
+        chat_template *t = NULL;
+        llc_err err = {{0}};
+        int rc = chat_template_from_jinja(bad[i], strlen(bad[i]), "<s>", "</s>", true, &t, &err);
+        CHECKF(rc < 0 && t == NULL, "%s was accepted", bad[i]);
+        CHECKF(err.msg[0] && strchr(err.msg, '\n') == NULL && strstr(err.msg, "template line"),
+               "message: %s", err.msg);
+    }
+    chat_template_free(NULL);
+    chat_template_free(CHAT_TMPL_CHATML); /* built-in: ignored */
+    CHECK(chat_tmpl_format(CHAT_TMPL_CHATML) == CHAT_FMT_CHATML);
+}
+
+/* Continuing a partial answer: the render stops after the assistant's text. */
+static void test_jinja_continue(void) {
+    chat_template *t = jinja_ok("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+                                "{% if add_generation_prompt %}<|assistant|>{% endif %}",
+                                "", true);
+    if (!t) return;
+    static const chat_msg c[] = {{CHAT_USER, "hi"}, {CHAT_ASSISTANT, "Once upon"}};
+    char *out = render_ok(t, c, 2, false);
+    CHECKF(out && strcmp(out, "<|user|>hi<|end|><|assistant|>Once upon") == 0, "got %s", out ? out : "");
+    free(out);
+    chat_template_free(t);
+}
+
+/* OpenAI-shaped messages with tools, as POST /apply-template takes them. */
+static void test_apply_json(void) {
+    chat_template *t = jinja_ok(
+        "{% if tools %}[{% for t in tools %}{{ t.function.name }}{% endfor %}]{% endif %}"
+        "{% for m in messages %}{{ m.role }}:{{ m.content }}"
+        "{% for c in m.tool_calls | default([]) %}<call {{ c.function.name }} {{ c.function.arguments | tojson }}>"
+        "{% endfor %};{% endfor %}",
+        "", true);
+    if (!t) return;
+    cJSON *msgs = cJSON_Parse(
+        "[{\"role\":\"user\",\"content\":\"w?\"},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+        "[{\"id\":\"1\",\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":\"{\\\"a\\\": 1}\"}}]},"
+        "{\"role\":\"tool\",\"tool_call_id\":\"1\",\"content\":\"ok\"}]");
+    cJSON *tools = cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"get\"}}]");
+    char *out = NULL;
+    llc_err err = {{0}};
+    CHECK(chat_apply_json(t, msgs, tools, true, &out, &err) == 0);
+    CHECKF(out && strcmp(out, "[get]user:w?;assistant:<call get {\"a\": 1}>;tool:ok;") == 0, "got %s",
+           out ? out : err.msg);
+    free(out);
+    out = NULL;
+    /* built-in formats take plain conversations only */
+    CHECK(chat_apply_json(CHAT_TMPL_CHATML, msgs, NULL, true, &out, &err) == LLC_ERR_UNSUPPORTED);
+    CHECK(chat_apply_json(CHAT_TMPL_CHATML, msgs, tools, true, &out, &err) == LLC_ERR_UNSUPPORTED);
+    cJSON *plain = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
+    CHECK(chat_apply_json(CHAT_TMPL_CHATML, plain, NULL, true, &out, &err) == 0);
+    CHECK(out && strcmp(out, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n") == 0);
+    free(out);
+    CHECK(chat_apply_json(t, tools, NULL, true, &out, &err) == LLC_ERR_FORMAT); /* not messages */
+    cJSON_Delete(plain);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    chat_template_free(t);
+}
+
+/* The templates that ship in the vocabulary GGUFs compile and render; the
+ * Qwen2 one (chatml) agrees with the built-in format for a conversation with
+ * a system message. */
+static void test_vocab_templates(void) {
+    static const char *files[] = {"qwen2", "qwen35", "phi-3", "gemma-4", "command-r"};
+    int rendered = 0;
+    for (size_t i = 0; i < LLC_ARRAY_LEN(files); i++) {
+        char path[256];
+        snprintf(path, sizeof path, "../shared/vocab/ggml-vocab-%s.gguf", files[i]);
+        gguf *g = NULL;
+        tokenizer *tok = NULL;
+        llc_err err = {{0}};
+        if (gguf_open(path, &g, &err)) {
+            CHECKF(0, "%s: %s", path, err.msg);
+            continue;
+        }
+        if (tok_load(g, &tok, &err)) tok = NULL; /* a vocabulary not supported yet: no BOS/EOS texts */
+        gguf_str src = {0};
+        CHECKF(gguf_get_str(g, "tokenizer.chat_template", &src, NULL) == 0, "%s has no template", path);
+        int32_t bos = tok ? tok_bos(tok) : -1, eos = tok ? tok_eos(tok) : -1;
+        chat_template *t = NULL;
+        int rc = chat_template_from_jinja(src.ptr, src.len, bos >= 0 ? tok_text(tok, bos) : "",
+                                          eos >= 0 ? tok_text(tok, eos) : "", tok && tok_add_bos(tok), &t, &err);
+        CHECKF(rc == 0, "%s: %s", files[i], err.msg);
+        char *out = t ? render_ok(t, CONV, NCONV, true) : NULL;
+        if (out) {
+            rendered++;
+            CHECKF(strstr(out, "Who are you?") != NULL, "%s: %s", files[i], out);
+            CHECK(chat_tmpl_fallbacks(t, NULL, 0) == 0);
+        }
+        if (out && strcmp(files[i], "qwen2") == 0) {
+            char *b = render_ok(CHAT_TMPL_CHATML, CONV, NCONV, true);
+            CHECKF(b && strcmp(out, b) == 0, "qwen2 [%s] vs chatml [%s]", out, b ? b : "");
+            free(b);
+        }
+        free(out);
+        chat_template_free(t);
+        tok_free(tok);
+        gguf_free(g);
+    }
+    CHECK(rendered == (int)LLC_ARRAY_LEN(files));
+}
+
 int main(void) {
     RUN(test_render_raw);
     RUN(test_render_chatml);
@@ -788,5 +961,11 @@ int main(void) {
     RUN(test_trim_is_python_strip);
     RUN(test_bad_input);
     RUN(test_long_conversation);
+    RUN(test_jinja_matches_builtin);
+    RUN(test_jinja_falls_back);
+    RUN(test_jinja_refused);
+    RUN(test_jinja_continue);
+    RUN(test_apply_json);
+    RUN(test_vocab_templates);
     return t_summary();
 }
