@@ -112,7 +112,8 @@ test-asan: $(BUILD)/asan/llmchat $(TEST_BIN) $(TOOL_BIN)
 
 # test-tsan: everything that runs more than one thread — the engine thread and
 # its clients, the CPU worker pool under the kernels and the model, the server
-# and the UI (through the CLI scripts on a TSan-built program).
+# and the UI (through the CLI scripts on a TSan-built program). The SIMD-level
+# repeats of `make test` are left out: the threads are the same.
 TSAN_FLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_OBJ   := $(LIB_SRC:%.c=$(BUILD)/tsan/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 TSAN_APP_OBJ := $(APP_SRC:%.c=$(BUILD)/tsan/%.o)
@@ -137,7 +138,7 @@ $(BUILD)/tsan/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libll
 	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_tsan.a $(LDLIBS)
 
 test-tsan: $(BUILD)/tsan/llmchat $(TSAN_TEST_BIN) $(TOOL_BIN)
-	@LLMCHAT=$(BUILD)/tsan/llmchat LLC_CLI_SCRIPTS="$(TSAN_SCRIPTS)" \
+	@LLMCHAT=$(BUILD)/tsan/llmchat LLC_CLI_SCRIPTS="$(TSAN_SCRIPTS)" LLC_NO_SIMD_RERUN=1 \
 	    sh tests/run_san.sh tsan $(BUILD)/tsan/logs $(TSAN_TEST_BIN)
 
 # ---- fuzzing (clang + libFuzzer; not part of `make test`) ----

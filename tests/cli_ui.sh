@@ -26,10 +26,13 @@ start() {
 screen() { $T capture-pane -t ui -p 2>/dev/null; }
 keys() { $T send-keys -t ui "$@"; }
 line() { $T send-keys -t ui -l "$1"; $T send-keys -t ui Enter; }
+# Waits end as soon as the screen is ready; LLC_TEST_SLOW multiplies their limits
+# (sanitizer builds run several times slower: tests/run_san.sh sets it).
+SLOW=${LLC_TEST_SLOW:-1}
 # wait_for PATTERN [SECONDS]: until the screen matches (grep -E)
 wait_for() {
     i=0
-    while [ $i -lt $((${2:-10} * 10)) ]; do
+    while [ $i -lt $((${2:-10} * 10 * SLOW)) ]; do
         screen | grep -qE -- "$1" && return 0
         sleep 0.1
         i=$((i + 1))
@@ -39,7 +42,7 @@ wait_for() {
 # idle: until no answer on the screen is still streaming
 idle() {
     i=0
-    while [ $i -lt 100 ] && screen | grep -qE -- "^Assistant.* \.\.\.$"; do sleep 0.1; i=$((i + 1)); done
+    while [ $i -lt $((100 * SLOW)) ] && screen | grep -qE -- "^Assistant.* \.\.\.$"; do sleep 0.1; i=$((i + 1)); done
 }
 check() { # check NAME PATTERN [SECONDS]
     if wait_for "$2" "$3"; then ok "$1"; else bad "$1" "screen:" "$(screen)"; fi

@@ -4,7 +4,9 @@
 # Sanitizer reports go to files under LOGDIR (the CLI scripts capture the
 # program's stderr, so a report there could go unseen); after the run every
 # report is printed and the run fails if there is one, whatever the tests said.
-# The environment (LLMCHAT, LLC_CLI_SCRIPTS...) passes through to run.sh.
+# The environment (LLMCHAT, LLC_CLI_SCRIPTS...) passes through to run.sh;
+# LLC_TEST_SLOW (how much longer the UI script may wait for the screen) is set
+# for the slower sanitized program.
 kind=$1 logs=$2
 shift 2
 rm -rf "$logs"
@@ -12,9 +14,11 @@ mkdir -p "$logs"
 logs=$(cd "$logs" && pwd) # absolute: the scripts change directory
 case "$kind" in
     asan)
+        export LLC_TEST_SLOW=${LLC_TEST_SLOW:-4}
         export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
         export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" ;;
     tsan)
+        export LLC_TEST_SLOW=${LLC_TEST_SLOW:-8}
         export TSAN_OPTIONS="log_path=$logs/tsan:second_deadlock_stack=1:halt_on_error=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
     *) echo "run_san.sh: unknown sanitizer '$kind'" >&2; exit 2 ;;
 esac
