@@ -13,13 +13,14 @@ rm -rf "$logs"
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd) # absolute: the scripts change directory
 case "$kind" in
-    asan)
+    asan) # (allocator_may_return_null, here and for tsan: the tests check that a KV budget too big for
+          # memory is a clear error, which needs malloc to return NULL, not abort)
         export LLC_TEST_SLOW=${LLC_TEST_SLOW:-4}
-        export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+        export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
         export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" ;;
     tsan)
         export LLC_TEST_SLOW=${LLC_TEST_SLOW:-8}
-        export TSAN_OPTIONS="log_path=$logs/tsan:second_deadlock_stack=1:halt_on_error=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
+        export TSAN_OPTIONS="log_path=$logs/tsan:second_deadlock_stack=1:halt_on_error=0:allocator_may_return_null=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
     *) echo "run_san.sh: unknown sanitizer '$kind'" >&2; exit 2 ;;
 esac
 sh tests/run.sh "$@"
