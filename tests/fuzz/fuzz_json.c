@@ -6,14 +6,14 @@
  * same calls the server makes (srv_gen_params, then srv_gen_chat, srv_gen_text
  * or srv_gen_infill). Each must accept or refuse with a negative code and a
  * message; an accepted request must have a prompt of in-vocabulary ids. It
- * calls the server's parsing functions through app/srv_internal.h and links the
+ * calls the server's parsing functions through app/server/srv_internal.h and links the
  * app objects (not main). Built by `make fuzz`. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/srv_internal.h"
+#include "app/server/srv_internal.h"
 
 static srv_model g_models[2];
 
