@@ -3,6 +3,11 @@
 #   make            build/llmchat
 #   make test       every test that needs no GPU; ends with "N passed, N failed"
 #   make test-cuda  CUDA parity tests (needs a GPU)
+#   make test-asan  the whole suite with the program itself built with ASan + UBSan
+#   make test-tsan  ThreadSanitizer: the engine and kernel tests, the server and the
+#                   UI driven through a TSan-built program
+#   make fuzz       libFuzzer targets (clang) for the GGUF reader, the server's JSON
+#                   requests and the tokenizer, each for FUZZ_SECONDS (default 60)
 #   make CUDA=0     force a CPU-only build even when nvcc is present
 # Library code is built twice: optimised for the program, and with
 # AddressSanitizer + UBSan for the unit tests (build/asan/).
@@ -49,7 +54,7 @@ APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps test test-cuda test-arm clean
+.PHONY: all deps test test-asan test-tsan fuzz test-cuda test-arm clean
 all: $(BUILD)/llmchat
 
 $(BUILD)/libllmchat.a: $(LIB_OBJ)
@@ -92,6 +97,89 @@ $(BUILD)/tools/srv_%: tests/tools/srv_%.c $(APP_LIB_OBJ) $(BUILD)/libllmchat.a
 
 test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN)
 	@sh tests/run.sh $(TEST_BIN)
+
+# ---- sanitizer builds ----
+# test-asan: the unit tests are ASan + UBSan already; the program the CLI scripts
+# drive is built the same way (build/asan/llmchat). Reports go to log files that
+# tests/run_san.sh prints (a report fails the run even where a script would have
+# swallowed the program's stderr).
+ASAN_APP_OBJ := $(APP_SRC:%.c=$(BUILD)/asan/%.o)
+$(BUILD)/asan/llmchat: $(ASAN_APP_OBJ) $(BUILD)/libllmchat_asan.a
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+# cli_server_load.sh is left out: its checks race wall-clock limits (a stream
+# still running after N ms) that a sanitized program on a busy machine misses.
+ASAN_SCRIPTS := $(filter-out tests/cli_server_load.sh,$(wildcard tests/cli_*.sh))
+test-asan: $(BUILD)/asan/llmchat $(TEST_BIN) $(TOOL_BIN)
+	@LLMCHAT=$(BUILD)/asan/llmchat LLC_CLI_SCRIPTS="$(ASAN_SCRIPTS)" \
+	    sh tests/run_san.sh asan $(BUILD)/asan/logs $(TEST_BIN)
+
+# test-tsan: everything that runs more than one thread — the engine thread and
+# its clients, the CPU worker pool under the kernels and the model, the server
+# and the UI (through the CLI scripts on a TSan-built program). The SIMD-level
+# repeats of `make test` are left out: the threads are the same.
+TSAN_FLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+TSAN_OBJ   := $(LIB_SRC:%.c=$(BUILD)/tsan/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+TSAN_APP_OBJ := $(APP_SRC:%.c=$(BUILD)/tsan/%.o)
+TSAN_TESTS := test_engine test_engine_beam test_engine_spec test_model test_matmul \
+              test_attention test_elementwise
+TSAN_TEST_BIN := $(TSAN_TESTS:%=$(BUILD)/tsan/tests/%)
+TSAN_SCRIPTS := tests/cli_model.sh tests/cli_server.sh tests/cli_spec.sh tests/cli_ui.sh
+
+$(BUILD)/tsan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/libllmchat_tsan.a: $(TSAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tsan/llmchat: $(TSAN_APP_OBJ) $(BUILD)/libllmchat_tsan.a
+	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tsan/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libllmchat_tsan.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_tsan.a $(LDLIBS)
+
+test-tsan: $(BUILD)/tsan/llmchat $(TSAN_TEST_BIN) $(TOOL_BIN)
+	@LLMCHAT=$(BUILD)/tsan/llmchat LLC_CLI_SCRIPTS="$(TSAN_SCRIPTS)" LLC_NO_SIMD_RERUN=1 \
+	    sh tests/run_san.sh tsan $(BUILD)/tsan/logs $(TSAN_TEST_BIN)
+
+# ---- fuzzing (clang + libFuzzer; not part of `make test`) ----
+# The library and app objects are rebuilt with clang, ASan + UBSan and fuzzer
+# coverage under build/fuzz/; each target runs FUZZ_SECONDS on a corpus seeded
+# by tests/fuzz/seeds.c. Crashes are kept in build/fuzz/artifacts/.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_OBJ     := $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o) $(filter-out $(BUILD)/fuzz/app/main.o,$(APP_SRC:%.c=$(BUILD)/fuzz/%.o)) \
+                $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+FUZZ_TARGETS := gguf tokenizer json
+FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(ALL_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+# The CPU kernels pick instruction sets with #pragma GCC target, which clang
+# ignores: they are built by $(CC), uninstrumented (the targets reach them little).
+$(BUILD)/fuzz/kernels/cpu/%.o: kernels/cpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libllmchat_fuzz.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libllmchat_fuzz.a
+	$(FUZZ_CC) $(ALL_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libllmchat_fuzz.a $(LDLIBS)
+
+$(BUILD)/fuzz/seeds: tests/fuzz/seeds.c $(BUILD)/libllmchat.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
+
+fuzz: $(FUZZ_BIN) $(BUILD)/fuzz/seeds
+	@sh tests/fuzz/run.sh $(BUILD)/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # CUDA parity tests: only with a GPU (tests/cuda/*.c link the optimised library).
 $(BUILD)/tests/cuda/%: tests/cuda/%.c tests/test.h $(BUILD)/libllmchat.a

@@ -1,6 +1,8 @@
 /* engine_internal.h — the engine thread's own types (requests, sequences, the
- * engine) and the helpers that engine.c shares with engine_beam.c. Not a public
- * interface: only the engine's files include it. */
+ * engine) and the functions the engine's files share: engine.c (thread, step
+ * runner), engine_sched.c (scheduler), engine_request.c (request and sequence
+ * lifecycles), engine_client.c (event queues), engine_beam.c, engine_spec.c.
+ * Not a public interface: only the engine's files include it. */
 #ifndef LLC_ENGINE_INTERNAL_H
 #define LLC_ENGINE_INTERNAL_H
 
@@ -130,24 +132,56 @@ struct engine {
     int64_t admit_counter;
 };
 
+/* engine_client.c */
+/* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text). */
 void eng_client_push(engine_client *c, const engine_event *ev);
+/* Frees c and the events still queued. */
+void eng_client_destroy(engine_client *c);
+/* One request of c has ended; frees c if its owner let it go. */
+void eng_client_release(engine *e, engine_client *c);
+
+/* engine_request.c */
+/* Queues a message for the engine thread and wakes it. */
+void eng_inbox_post(engine *e, inbox_msg *msg);
+/* Takes the inbox: submits join the request list, cancels (and clients gone)
+ * end their requests; *stop reports engine_destroy. */
+void eng_drain_inbox(engine *e, bool *stop);
+void eng_request_free(request *r);
+/* Ends one sample: done event, blocks back to the pool (full ones stay cached). */
+void eng_seq_finish(engine *e, seq *s, engine_finish finish);
+/* Sends an error event and ends every sample of r. */
+void eng_request_error(engine *e, request *r, const char *msg);
+/* Ends every sample of r with FINISH_CANCELLED. */
+void eng_cancel_request(engine *e, request *r);
+/* Frees finished requests (and clients let go whose last request ended). */
+void eng_reap_requests(engine *e);
+/* After the prompt of a request with n > 1: forks samples 1..n-1 off sample 0. */
+int eng_fork_samples(engine *e, request *r);
 /* A sequence of request r; copies from's tokens (or the prompt when from is
  * NULL). Sampling requests get a sampler (seed + index), detokenizer and stop
  * matcher; beam requests need none. */
 int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out);
 void eng_seq_free(seq *s);
 int eng_seq_push_token(seq *s, int32_t tok);
-int eng_running_add(engine *e, seq *s);
-void eng_running_remove(engine *e, seq *s);
 void eng_text_add(char **buf, size_t *len, const char *src, size_t n);
 
 /* The text token `tok` adds to a stream: the detokenizer's piece through the
  * stop matcher, and at_end also what they still hold. *text (malloc'd, never
  * NULL on success) and *len grow. Returns true when a stop string matched. */
 bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len);
-/* engine.c, for engine_spec.c: streams one sampled token (false while the
- * sample goes on). */
+/* Streams one sampled token (false while the sample goes on). */
 bool eng_emit_token(engine *e, seq *s, const sample_result *res);
+
+/* engine_sched.c */
+/* The running list (admission order is kept for preemption). */
+int eng_running_add(engine *e, seq *s);
+void eng_running_remove(engine *e, seq *s);
+/* The next waiting sequence: highest priority, then oldest request; or NULL. */
+seq *eng_next_waiting(engine *e);
+/* Chooses this step's rows (decode first, then prefill chunks within the token
+ * budget; admits waiting sequences; preempts when blocks run out) and lays out
+ * the batch. Returns the number of rows, or a negative code. */
+int eng_plan_step(engine *e);
 
 /* engine_spec.c */
 /* Before planning a step: proposes draft tokens for the sequences in decode that

@@ -49,8 +49,11 @@ typedef struct wtensor {
     const void *data;
 } wtensor;
 
+#define MAX_ALIGN 4096
+
 struct gguf_writer {
     uint32_t version;
+    uint32_t align;     /* data alignment (32 unless set) */
     uint64_t n_kv;
     bytebuf kv; /* encoded key/value pairs */
     wtensor *tensors;
@@ -61,6 +64,7 @@ int gguf_writer_create(gguf_writer **out) {
     *out = calloc(1, sizeof **out);
     if (!*out) return LLC_ERR_NOMEM;
     (*out)->version = 3;
+    (*out)->align = 32;
     return 0;
 }
 
@@ -73,6 +77,12 @@ void gguf_writer_free(gguf_writer *w) {
 }
 
 void gguf_writer_set_version(gguf_writer *w, uint32_t version) { w->version = version; }
+
+int gguf_writer_set_alignment(gguf_writer *w, uint32_t align) {
+    if (align == 0 || align > MAX_ALIGN || (align & (align - 1))) return LLC_ERR_RANGE;
+    w->align = align;
+    return gguf_w_u32(w, "general.alignment", align);
+}
 
 static void put_key(gguf_writer *w, const char *key, gguf_type t) {
     bb_str(&w->kv, key, strlen(key));
@@ -186,9 +196,7 @@ int gguf_w_tensor(gguf_writer *w, const char *name, uint32_t n_dims, const int64
     return 0;
 }
 
-#define ALIGN 32
-
-static uint64_t align_up(uint64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+static uint64_t align_up(uint64_t x, uint32_t a) { return (x + a - 1) / a * a; }
 
 /* Header, metadata and tensor infos, padded to the data section. */
 static int encode_head(gguf_writer *w, bytebuf *h) {
@@ -206,21 +214,21 @@ static int encode_head(gguf_writer *w, bytebuf *h) {
         bb_u32(h, t->type);
         t->offset = off;
         bb_u64(h, off);
-        off = align_up(off + t->n_bytes);
+        off = align_up(off + t->n_bytes, w->align);
     }
-    static const uint8_t zeros[ALIGN];
-    if (w->n_tensors) bb_put(h, zeros, align_up(h->len) - h->len);
+    static const uint8_t zeros[MAX_ALIGN];
+    if (w->n_tensors) bb_put(h, zeros, align_up(h->len, w->align) - h->len);
     return h->oom ? LLC_ERR_NOMEM : 0;
 }
 
 int gguf_writer_to_memory(gguf_writer *w, uint8_t **buf, size_t *size, llc_err *err) {
     bytebuf h = {0};
     int rc = encode_head(w, &h);
-    static const uint8_t zeros[ALIGN];
+    static const uint8_t zeros[MAX_ALIGN];
     for (uint64_t i = 0; !rc && i < w->n_tensors; i++) {
         const wtensor *t = &w->tensors[i];
         bb_put(&h, t->data, t->n_bytes);
-        if (i + 1 < w->n_tensors) bb_put(&h, zeros, align_up(t->n_bytes) - t->n_bytes);
+        if (i + 1 < w->n_tensors) bb_put(&h, zeros, align_up(t->n_bytes, w->align) - t->n_bytes);
         if (h.oom) rc = LLC_ERR_NOMEM;
     }
     if (rc) {
@@ -244,13 +252,13 @@ int gguf_writer_write(gguf_writer *w, const char *path, llc_err *err) {
         free(h.p);
         return llc_fail(err, LLC_ERR_IO, "%s: %s", path, strerror(errno));
     }
-    static const uint8_t zeros[ALIGN];
+    static const uint8_t zeros[MAX_ALIGN];
     bool ok = fwrite(h.p, 1, h.len, f) == h.len;
     free(h.p);
     for (uint64_t i = 0; ok && i < w->n_tensors; i++) {
         const wtensor *t = &w->tensors[i];
         ok = fwrite(t->data, 1, t->n_bytes, f) == t->n_bytes;
-        uint64_t pad = align_up(t->n_bytes) - t->n_bytes;
+        uint64_t pad = align_up(t->n_bytes, w->align) - t->n_bytes;
         if (ok && pad && i + 1 < w->n_tensors) ok = fwrite(zeros, 1, pad, f) == pad;
     }
     if (fclose(f) != 0) ok = false;

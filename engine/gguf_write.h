@@ -31,7 +31,11 @@ int gguf_w_copy(gguf_writer *w, const gguf *src, const char *key);
 int gguf_w_tensor(gguf_writer *w, const char *name, uint32_t n_dims, const int64_t *ne,
                   uint32_t type, const void *data);
 
-/* Writes the file (alignment 32). Returns 0 or a negative code with err set. */
+/* Data alignment: a power of two up to 4096 (default 32). Also writes the
+ * general.alignment key (do not copy that key from another file as well). */
+int gguf_writer_set_alignment(gguf_writer *w, uint32_t align);
+
+/* Writes the file (alignment 32 unless set). Returns 0 or a negative code with err set. */
 int gguf_writer_write(gguf_writer *w, const char *path, llc_err *err);
 /* The same into a malloc'd buffer. */
 int gguf_writer_to_memory(gguf_writer *w, uint8_t **buf, size_t *size, llc_err *err);

@@ -21,10 +21,13 @@ start_cmd() {
 screen() { $T capture-pane -t ui -p 2>/dev/null; }
 keys() { $T send-keys -t ui "$@"; }
 line() { $T send-keys -t ui -l "$1"; $T send-keys -t ui Enter; }
+# Waits end as soon as the screen is ready; LLC_TEST_SLOW multiplies their limits
+# (sanitizer builds run several times slower: tests/run_san.sh sets it).
+SLOW=${LLC_TEST_SLOW:-1}
 # wait_for PATTERN [SECONDS]: until the screen matches (grep -E)
 wait_for() {
     i=0
-    while [ $i -lt $((${2:-10} * 10)) ]; do
+    while [ $i -lt $((${2:-10} * 10 * SLOW)) ]; do
         screen | grep -qE -- "$1" && return 0
         sleep 0.1
         i=$((i + 1))
@@ -35,7 +38,7 @@ wait_for() {
 # answer on the screen is still streaming
 idle() {
     i=0
-    while [ $i -lt 600 ] && { screen | head -1 | grep -qE -- ' \*( |$)' ||
+    while [ $i -lt $((600 * SLOW)) ] && { screen | head -1 | grep -qE -- ' \*( |$)' ||
         screen | grep -qE -- "^Assistant \.\.\.( |$)"; }; do
         sleep 0.1
         i=$((i + 1))

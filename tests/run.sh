@@ -2,7 +2,7 @@
 # run.sh — runs every test binary given as argument and every tests/cli_*.sh
 # script, prints their output, and ends with the totals "N passed, N failed".
 # Each test program ends its output with its own "N passed, N failed" line.
-# LLC_NO_CLI=1 leaves the scripts out.
+# LLC_NO_CLI=1 leaves the scripts out; LLC_CLI_SCRIPTS="a.sh b.sh" runs only those.
 # The engine and model tests run again with the SIMD level capped (LLC_SIMD=avx2,
 # scalar), so a kernel path that breaks "batched == alone" fails on any machine
 # (LLC_SIMD only lowers the level: on a machine without AVX-512 the avx2 run
@@ -14,7 +14,7 @@ limit=${LLC_TEST_TIMEOUT:-600}
 total_pass=0
 total_fail=0
 log=$(mktemp)
-scripts=tests/cli_*.sh
+scripts=${LLC_CLI_SCRIPTS:-tests/cli_*.sh}
 [ -n "$LLC_NO_CLI" ] && scripts="" # (make test-cuda: the test programs only)
 simd_tests=""
 [ -n "$LLC_NO_SIMD_RERUN" ] || for t in "$@"; do

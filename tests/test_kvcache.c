@@ -4,7 +4,11 @@
  * sequences, and a randomized run against a shadow model: a simulated device
  * (token id per slot) that receives the reported copies and every computed token
  * through the block tables, so any sharing or copy-on-write mistake shows up as a
- * sequence reading someone else's tokens. kv_pool_validate runs after every step. */
+ * sequence reading someone else's tokens. Its operations: new requests with
+ * prefix lookups, forks, appends, steps (copies, compute, commit), truncation,
+ * frees, and preemption with re-admission through the prefix cache.
+ * kv_pool_validate runs after every operation, and an outside check that the
+ * blocks in use are exactly those the block tables reference. */
 #include "engine/kvcache.h"
 #include "tests/test.h"
 
@@ -601,8 +605,50 @@ typedef struct rstate {
     shadow sh[R_MAXSEQ];
     int n;
     int32_t dev[R_BLOCKS * R_BS]; /* simulated device: the token whose K/V is in each slot */
-    int copies, no_space, hits, steps;
+    int copies, no_space, hits, steps, preempts;
 } rstate;
+
+/* Checks the pool from outside, without kv_pool_validate: every block id in a
+ * live block table is in range, and the blocks in use are exactly the distinct
+ * ids the tables hold (a leak or an early free would show as a difference). */
+static void r_check_refs(rstate *r) {
+    bool seen[R_BLOCKS] = {0};
+    int distinct = 0;
+    for (int k = 0; k < r->n; k++) {
+        int nb;
+        const int32_t *b = kv_seq_blocks(r->sh[k].s, &nb);
+        for (int i = 0; i < nb; i++) {
+            CHECKF(b[i] >= 0 && b[i] < R_BLOCKS, "block id %d out of range", b[i]);
+            if (b[i] < 0 || b[i] >= R_BLOCKS) return;
+            if (!seen[b[i]]) seen[b[i]] = true, distinct++;
+        }
+    }
+    kv_stats st;
+    kv_pool_stats(r->p, &st);
+    CHECKF(st.used == distinct, "%d blocks in use, %d referenced", st.used, distinct);
+}
+
+/* The engine's preemption: the sequence's blocks go back to the pool, and it is
+ * re-admitted later through the prefix cache (its full computed blocks usually
+ * survive), with the rest appended again (which may find no space: it then
+ * holds what was re-admitted so far). */
+static void r_append(rstate *r, shadow *x, const int32_t *t, int n);
+static void r_preempt(rstate *r, shadow *x) {
+    int32_t t[R_MAXLEN + 16];
+    int n = x->len;
+    memcpy(t, x->tok, sizeof t);
+    kv_seq_free(x->s);
+    x->s = mk_seq(r->p);
+    x->len = 0;
+    r->preempts++;
+    if (n == 0) return;
+    int got = kv_seq_match_prefix(x->s, t, n);
+    CHECKF(got >= 0 && got % R_BS == 0 && got <= n - 1, "re-admission matched %d of %d", got, n);
+    if (got < 0) got = 0;
+    r->hits += got;
+    x->len = got;
+    r_append(r, x, t + got, n - got);
+}
 
 /* Appends through the shadow; checks blocks_needed against the outcome and that
  * KV_NO_SPACE changes nothing. */
@@ -728,8 +774,10 @@ static void r_run(uint64_t seed, int iters) {
             n = 1 + (int)rnd(6);
             for (int i = 0; i < n; i++) t[i] = (int32_t)rnd(3);
             r_append(r, x, t, n);
-        } else if (op < 68) {
+        } else if (op < 63) {
             r_step(r);
+        } else if (op < 68) {
+            r_preempt(r, &r->sh[rnd((uint32_t)r->n)]);
         } else if (op < 78) {
             shadow *x = &r->sh[rnd((uint32_t)r->n)];
             int to = rnd(3) ? x->len - (int)rnd(6) : (int)rnd((uint32_t)x->len + 1);
@@ -762,6 +810,7 @@ static void r_run(uint64_t seed, int iters) {
         kv_stats st;
         kv_pool_stats(r->p, &st);
         CHECK(st.used + st.cached + st.free + st.pinned == R_BLOCKS && st.n_seqs == r->n);
+        r_check_refs(r);
         llc_err err = {{0}};
         int rc = kv_pool_validate(r->p, &err);
         CHECKF(rc == 0, "seed %llu op %d (kind %d): %s", (unsigned long long)seed, it, op,
@@ -774,9 +823,9 @@ static void r_run(uint64_t seed, int iters) {
     CHECK(st.used == 0 && st.pinned == 0 && st.n_seqs == 0 && st.cached + st.free == R_BLOCKS);
     valid(r->p);
     /* The run must have exercised the interesting paths. */
-    CHECKF(r->copies > 0 && r->no_space > 0 && r->hits > 0 && st.cached > 0,
-           "copies %d, no space %d, hit tokens %d, cached %d", r->copies, r->no_space, r->hits,
-           st.cached);
+    CHECKF(r->copies > 0 && r->no_space > 0 && r->hits > 0 && st.cached > 0 && r->preempts > 0,
+           "copies %d, no space %d, hit tokens %d, cached %d, preemptions %d", r->copies, r->no_space,
+           r->hits, st.cached, r->preempts);
     kv_pool_free(r->p);
     free(r);
 }

@@ -554,6 +554,90 @@ static void test_unsupported_named(void) {
     CHECK(load_variant("arch/phi3.gguf", NULL, NULL, NULL, NULL, &err) == 0);
 }
 
+/* Logits of the last of n prompt tokens, in one prefill step. */
+static int prefill_logits(model *m, const int32_t *toks, int n, float *logits) {
+    int n_blocks = (n + 15) / 16;
+    int32_t blocks[16];
+    for (int i = 0; i < n_blocks; i++) blocks[i] = i;
+    model_kv *kv;
+    batch *b;
+    llc_err err;
+    int rc = model_kv_create(m, n_blocks, 16, &kv, &err);
+    if (rc) return rc;
+    batch_create(n_blocks, 16, &b);
+    batch_add(b, toks, n, 0, blocks, n_blocks, BATCH_OUT_LAST);
+    rc = model_forward(m, kv, batch_view(b), logits, &err);
+    batch_free(b);
+    model_kv_free(kv);
+    return rc;
+}
+
+/* general.alignment = 1 is legal GGUF: tensor data may then start at any byte.
+ * Such a model loads and computes the same logits as the aligned file (no
+ * misaligned loads: UBSan, which the unit tests run under, would abort). */
+static void test_alignment_1(void) {
+    char src[512];
+    snprintf(src, sizeof src, "%s/models/stories260K.gguf", t_shared());
+    loaded L;
+    if (load(src, 2, &L)) {
+        CHECK(0);
+        return;
+    }
+    static const int32_t toks[] = {1, 403, 407, 261, 378, 434, 297, 306, 372, 442, 446, 269};
+    const int n = (int)LLC_ARRAY_LEN(toks), n_vocab = model_hparams_of(L.m)->n_vocab;
+    float *want = malloc((size_t)n_vocab * sizeof *want), *got = malloc((size_t)n_vocab * sizeof *got);
+    CHECK(prefill_logits(L.m, toks, n, want) == 0);
+    bool misaligned = false;
+    /* a padding key of 0..3 bytes moves the data section: take a length that puts
+     * the first tensor at an odd address */
+    for (int pad = 0; pad < 4 && !misaligned; pad++) {
+        gguf_writer *w;
+        gguf_writer_create(&w);
+        CHECK(gguf_writer_set_alignment(w, 1) == 0);
+        char padstr[4] = {0};
+        memset(padstr, 'x', (size_t)pad);
+        gguf_w_str(w, "test.pad", padstr);
+        for (int64_t i = 0; i < gguf_n_kv(L.g); i++)
+            if (strcmp(gguf_kv_key(L.g, i), "general.alignment")) gguf_w_copy(w, L.g, gguf_kv_key(L.g, i));
+        for (int64_t i = 0; i < gguf_n_tensors(L.g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(L.g, i);
+            gguf_w_tensor(w, t->name, t->n_dims, t->ne, t->type, t->data);
+        }
+        uint8_t *buf;
+        size_t size;
+        llc_err err;
+        CHECK(gguf_writer_to_memory(w, &buf, &size, &err) == 0);
+        gguf_writer_free(w);
+        gguf *g2 = NULL;
+        CHECKF(gguf_open_memory(buf, size, &g2, &err) == 0, "%s", err.msg);
+        if (!g2) {
+            free(buf);
+            break;
+        }
+        CHECK(gguf_alignment(g2) == 1);
+        if ((uintptr_t)gguf_tensor_at(g2, 0)->data % 2) {
+            misaligned = true;
+            backend *be;
+            model *m = NULL;
+            CHECK(backend_cpu_create(2, &be, &err) == 0);
+            int rc = model_load(g2, be, &m, &err);
+            CHECKF(rc == 0, "load with alignment 1: %s", err.msg);
+            if (!rc) {
+                CHECK(prefill_logits(m, toks, n, got) == 0);
+                CHECK(memcmp(want, got, (size_t)n_vocab * sizeof *got) == 0);
+            }
+            model_free(m);
+            backend_free(be);
+        }
+        gguf_free(g2);
+        free(buf);
+    }
+    CHECK(misaligned);
+    free(want);
+    free(got);
+    unload(&L);
+}
+
 int main(void) {
     RUN(test_reference_stories);
     RUN(test_reference_llama2xs);
@@ -571,5 +655,6 @@ int main(void) {
     RUN(test_bad_batches);
     RUN(test_shape_mismatch);
     RUN(test_unsupported_named);
+    RUN(test_alignment_1);
     return t_summary();
 }

@@ -875,12 +875,12 @@ static void test_all_pretokenizers(void) {
     gguf_free(src);
 }
 
-static void test_free_all(void) {
+/* Not a test: frees what test_load_all loaded (LeakSanitizer checks the rest). */
+static void free_all(void) {
     for (int i = 0; i < N_VOCABS; i++) {
         tok_free(g_tok[i]);
         g_tok[i] = NULL;
     }
-    CHECK(1);
 }
 
 int main(void) {
@@ -900,6 +900,6 @@ int main(void) {
     RUN(test_parse_special);
     RUN(test_hostile);
     RUN(test_all_pretokenizers);
-    RUN(test_free_all);
+    free_all();
     return t_summary();
 }

@@ -428,10 +428,10 @@ int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, c
         int n_suf = ts.n < room_suf ? ts.n : (room_suf > 0 ? room_suf : 0);
         int room_ex = avail - n_pre - n_suf - tm.n;
         int n_ex = ex.n < room_ex ? ex.n : (room_ex > 0 ? room_ex : 0);
-        iv_push(&out, ex.v + ex.n - n_ex, n_ex);
+        if (n_ex) iv_push(&out, ex.v + ex.n - n_ex, n_ex); /* ex.v is NULL when empty */
         if (tok_add_bos(tok) && bos >= 0) iv_push(&out, &bos, 1);
         iv_push(&out, &pre, 1);
-        iv_push(&out, tp.v + tp.n - n_pre, n_pre);
+        if (n_pre) iv_push(&out, tp.v + tp.n - n_pre, n_pre);
         iv_push(&out, tm.v, tm.n);
         iv_push(&out, &suf, 1);
         iv_push(&out, ts.v, n_suf);

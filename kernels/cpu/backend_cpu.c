@@ -22,6 +22,9 @@ typedef struct cpu_ctx {
     cpu_packed_w **packs; /* each its own allocation: weights point at them */
     int n_packs, cap_packs;
     size_t packed_bytes, pack_budget;
+    /* aligned copies of weights the file left misaligned (general.alignment < 4) */
+    void **copies;
+    int n_copies, cap_copies;
 } cpu_ctx;
 
 /* ---- memory ---- */
@@ -33,6 +36,8 @@ static void cpu_destroy(void *ctx_) {
         free(ctx->packs[i]);
     }
     free(ctx->packs);
+    for (int i = 0; i < ctx->n_copies; i++) free(ctx->copies[i]);
+    free(ctx->copies);
     cpu_pool_free(ctx->pool);
     free(ctx);
 }
@@ -79,15 +84,40 @@ static void maybe_pack(cpu_ctx *ctx, const bk_tensor *t, bk_weight *w) {
     if (t->droppable && cpu_matmul_packed_suffices(w->type)) drop_pages(t->data, t->n_bytes);
 }
 
-static int cpu_weight_load(void *ctx, const bk_tensor *t, bk_weight *out, llc_err *err) {
+/* A GGUF file with general.alignment 1 or 2 may put a tensor at any byte; the
+ * ops read floats and fp16 scales in place, so such a tensor is copied to
+ * aligned memory (kept until the backend goes). *t becomes a view of the copy. */
+static int align_tensor(cpu_ctx *ctx, bk_tensor *t, llc_err *err) {
+    if ((uintptr_t)t->data % 4 == 0) return 0;
+    if (ctx->n_copies == ctx->cap_copies) {
+        int cap = ctx->cap_copies ? 2 * ctx->cap_copies : 16;
+        void **c = realloc(ctx->copies, (size_t)cap * sizeof *c);
+        if (!c) return llc_fail(err, LLC_ERR_NOMEM, "out of memory for tensor '%s'", t->name);
+        ctx->copies = c;
+        ctx->cap_copies = cap;
+    }
+    void *copy = aligned_alloc(64, (t->n_bytes + 63) / 64 * 64);
+    if (!copy) return llc_fail(err, LLC_ERR_NOMEM, "out of memory for tensor '%s'", t->name);
+    memcpy(copy, t->data, t->n_bytes);
+    ctx->copies[ctx->n_copies++] = copy;
+    t->data = copy;
+    t->droppable = false;
+    return 0;
+}
+
+static int cpu_weight_load(void *ctx_, const bk_tensor *t_in, bk_weight *out, llc_err *err) {
+    cpu_ctx *ctx = ctx_;
+    bk_tensor view = *t_in, *t = &view;
     const qtype_info *qi = qtype_get(t->type);
     if (!qi || !qi->supported)
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "tensor '%s' has type %s, which llmchat does not support",
                         t->name, qtype_name(t->type));
+    int rc = align_tensor(ctx, t, err);
+    if (rc) return rc;
     out->type = t->type;
     out->n_in = t->n_in;
     out->n_out = t->n_out;
-    out->data = t->data; /* zero-copy: the weights stay in the mmapped file */
+    out->data = t->data; /* zero-copy: the weights stay in the mmapped file (unless misaligned) */
     out->aux = NULL;
     maybe_pack(ctx, t, out); /* quantized matrices only */
     return 0;

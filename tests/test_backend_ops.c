@@ -1,0 +1,252 @@
+/* test_backend_ops.c — the CPU backend's row ops that have no SIMD variants of
+ * their own (the matmul, attention and elementwise ops have theirs, tested per
+ * SIMD level in test_matmul, test_attention, test_elementwise): embedding rows
+ * (F32, F16), RMS norm, RoPE (both styles, partial rotation, frequency factors
+ * and scaling), the KV store through the slot mapping, bias add, block copies
+ * and the gathering of output rows. Each runs through the backend's op table on
+ * random inputs of odd shapes against a plain double-precision reference, with
+ * 1 and 3 worker threads (the results must be bitwise equal), and leaves memory
+ * it should not write untouched. */
+#include "kernels/backend.h"
+#include "kernels/quant.h"
+#include "tests/test.h"
+
+static uint64_t g_rng = 0x2545F4914F6CDD1DULL;
+static uint32_t rnd(uint32_t n) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)((g_rng >> 11) % n);
+}
+static float frand(void) { return (float)rnd(2000001) / 1000000.0f - 1.0f; } /* [-1, 1] */
+
+static backend *g_be[2]; /* 1 and 3 threads */
+#define OPS(i) g_be[i]->ops
+#define CTX(i) g_be[i]->ctx
+
+static float *frands(size_t n) {
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = frand();
+    return p;
+}
+
+/* A one-sequence batch of T rows with the given positions, slots and out rows. */
+typedef struct tbatch {
+    bk_batch b;
+    int32_t tokens[64], positions[64], slots[64], out_rows[64], seq_start[2], kv_len[1], table[1];
+} tbatch;
+
+static void mk_batch(tbatch *t, int T) {
+    memset(t, 0, sizeof *t);
+    t->seq_start[1] = T;
+    t->kv_len[0] = T;
+    t->b = (bk_batch){.n_tokens = T, .tokens = t->tokens, .positions = t->positions, .n_seqs = 1,
+                      .seq_start = t->seq_start, .kv_len = t->kv_len, .block_table = t->table,
+                      .max_blocks = 1, .slots = t->slots, .n_out = 0, .out_rows = t->out_rows};
+}
+
+static void begin_all(const tbatch *t) {
+    llc_err err;
+    for (int i = 0; i < 2; i++) CHECK(OPS(i)->begin(CTX(i), &t->b, &err) == 0);
+}
+
+static void test_rmsnorm(void) {
+    static const int shapes[][2] = {{1, 1}, {1, 7}, {3, 33}, {5, 288}, {2, 4099}, {17, 513}};
+    for (size_t c = 0; c < LLC_ARRAY_LEN(shapes); c++) {
+        int rows = shapes[c][0], dim = shapes[c][1];
+        float eps = c % 2 ? 1e-5f : 1e-6f;
+        float *x = frands((size_t)rows * dim), *w = frands((size_t)dim);
+        float *out[2] = {malloc((size_t)rows * dim * 4), malloc((size_t)rows * dim * 4)};
+        bk_weight bw = {.type = QT_F32, .n_in = dim, .n_out = 1, .data = w};
+        for (int i = 0; i < 2; i++) OPS(i)->rmsnorm(CTX(i), x, &bw, out[i], rows, dim, eps);
+        double worst = 0;
+        for (int r = 0; r < rows; r++) {
+            double ss = 0;
+            for (int k = 0; k < dim; k++) ss += (double)x[(size_t)r * dim + k] * x[(size_t)r * dim + k];
+            double scale = 1.0 / sqrt(ss / dim + eps);
+            for (int k = 0; k < dim; k++) {
+                double want = x[(size_t)r * dim + k] * scale * w[k];
+                double e = fabs(out[0][(size_t)r * dim + k] - want) / (fabs(want) + 1e-3);
+                if (e > worst) worst = e;
+            }
+        }
+        CHECKF(worst < 1e-5, "rows %d dim %d: relative error %g", rows, dim, worst);
+        CHECKF(!memcmp(out[0], out[1], (size_t)rows * dim * 4), "rows %d dim %d: threads differ", rows, dim);
+        /* in place (out == x) gives the same */
+        float *y = malloc((size_t)rows * dim * 4);
+        memcpy(y, x, (size_t)rows * dim * 4);
+        OPS(1)->rmsnorm(CTX(1), y, &bw, y, rows, dim, eps);
+        CHECK(!memcmp(y, out[0], (size_t)rows * dim * 4));
+        free(y);
+        free(x), free(w), free(out[0]), free(out[1]);
+    }
+}
+
+static void check_rope(bk_rope_style style, int T, int n_heads, int head_dim, int n_rot, float base,
+                       float freq_scale, bool factors) {
+    tbatch tb;
+    mk_batch(&tb, T);
+    for (int r = 0; r < T; r++) tb.positions[r] = (int32_t)rnd(r % 3 ? 4096 : 8);
+    begin_all(&tb);
+    float ff[128];
+    for (int i = 0; i < n_rot / 2; i++) ff[i] = 1.0f + (float)rnd(40) / 10.0f;
+    bk_rope rp = {.style = style, .n_rot = n_rot, .freq_base = base, .freq_scale = freq_scale,
+                  .freq_factors = factors ? ff : NULL};
+    size_t n = (size_t)T * n_heads * head_dim;
+    float *x = frands(n);
+    float *y[2] = {malloc(n * 4), malloc(n * 4)};
+    for (int i = 0; i < 2; i++) {
+        memcpy(y[i], x, n * 4);
+        OPS(i)->rope(CTX(i), y[i], n_heads, head_dim, &rp);
+    }
+    double worst = 0;
+    bool untouched = true;
+    int half = n_rot / 2;
+    for (int r = 0; r < T; r++)
+        for (int h = 0; h < n_heads; h++) {
+            const float *v = x + ((size_t)r * n_heads + h) * head_dim;
+            const float *got = y[0] + ((size_t)r * n_heads + h) * head_dim;
+            for (int i = 0; i < half; i++) {
+                double theta = (double)tb.positions[r] * freq_scale * pow(base, -2.0 * i / n_rot);
+                if (factors) theta /= ff[i];
+                int a = style == BK_ROPE_NEOX ? i : 2 * i, b = style == BK_ROPE_NEOX ? i + half : 2 * i + 1;
+                double w0 = v[a] * cos(theta) - v[b] * sin(theta), w1 = v[a] * sin(theta) + v[b] * cos(theta);
+                /* the float angle carries a few ulps of pos * freq: allow for it */
+                double tol = 6e-7 * (1 + fabs(theta));
+                double e = fmax(fabs(got[a] - w0), fabs(got[b] - w1)) / tol;
+                if (e > worst) worst = e;
+            }
+            for (int k = n_rot; k < head_dim; k++) untouched &= got[k] == v[k];
+        }
+    CHECKF(worst <= 1, "style %d T %d heads %d dim %d rot %d: error %g x tolerance", style, T, n_heads,
+           head_dim, n_rot, worst);
+    if (getenv("LLC_TEST_VERBOSE")) printf("  rope error %.3g x tolerance\n", worst);
+    CHECKF(untouched, "dims past n_rot %d were written", n_rot);
+    CHECK(!memcmp(y[0], y[1], n * 4));
+    free(x), free(y[0]), free(y[1]);
+}
+
+static void test_rope(void) {
+    check_rope(BK_ROPE_NORMAL, 5, 3, 16, 16, 10000, 1, false);
+    check_rope(BK_ROPE_NEOX, 7, 2, 64, 64, 1000000, 1, false);
+    check_rope(BK_ROPE_NORMAL, 9, 4, 10, 6, 10000, 0.25f, true); /* partial rotation, scaling */
+    check_rope(BK_ROPE_NEOX, 33, 5, 24, 12, 500000, 1, true);    /* llama3-style factors */
+    check_rope(BK_ROPE_NEOX, 1, 1, 2, 2, 10000, 1, false);
+}
+
+static void test_embed(void) {
+    const int vocab = 37, dim = 19, T = 23;
+    float *table = frands((size_t)vocab * dim);
+    uint16_t *t16 = malloc((size_t)vocab * dim * 2);
+    for (int i = 0; i < vocab * dim; i++) t16[i] = f32_to_fp16(table[i]);
+    tbatch tb;
+    mk_batch(&tb, T);
+    for (int r = 0; r < T; r++) tb.tokens[r] = (int32_t)rnd(vocab);
+    tb.tokens[0] = vocab - 1;
+    begin_all(&tb);
+    for (int f16 = 0; f16 < 2; f16++) {
+        bk_weight w = {.type = f16 ? QT_F16 : QT_F32, .n_in = dim, .n_out = vocab,
+                       .data = f16 ? (const void *)t16 : table};
+        float *x[2] = {malloc((size_t)T * dim * 4), malloc((size_t)T * dim * 4)};
+        for (int i = 0; i < 2; i++) OPS(i)->embed(CTX(i), &w, x[i]);
+        bool ok = true;
+        for (int r = 0; r < T; r++)
+            for (int k = 0; k < dim; k++) {
+                float v = table[(size_t)tb.tokens[r] * dim + k];
+                float want = f16 ? fp16_to_f32(t16[(size_t)tb.tokens[r] * dim + k]) : v;
+                ok &= x[0][(size_t)r * dim + k] == want && fabsf(want - v) <= 1e-3f;
+            }
+        CHECKF(ok, "%s embedding rows differ", f16 ? "F16" : "F32");
+        CHECK(!memcmp(x[0], x[1], (size_t)T * dim * 4));
+        free(x[0]), free(x[1]);
+    }
+    free(table), free(t16);
+}
+
+static void test_kv_store(void) {
+    const int T = 13, kv_dim = 21, n_slots = 50;
+    tbatch tb;
+    mk_batch(&tb, T);
+    bool used[50] = {0};
+    for (int r = 0; r < T; r++) {
+        int s;
+        do s = (int)rnd(n_slots); while (used[s]);
+        used[s] = true;
+        tb.slots[r] = s;
+    }
+    begin_all(&tb);
+    float *k = frands((size_t)T * kv_dim), *v = frands((size_t)T * kv_dim);
+    float *kc = malloc((size_t)n_slots * kv_dim * 4), *vc = malloc((size_t)n_slots * kv_dim * 4);
+    for (int i = 0; i < n_slots * kv_dim; i++) kc[i] = vc[i] = -7.0f;
+    OPS(1)->kv_store(CTX(1), kc, vc, k, v, kv_dim);
+    bool ok = true;
+    for (int r = 0; r < T; r++)
+        ok &= !memcmp(kc + (size_t)tb.slots[r] * kv_dim, k + (size_t)r * kv_dim, (size_t)kv_dim * 4) &&
+              !memcmp(vc + (size_t)tb.slots[r] * kv_dim, v + (size_t)r * kv_dim, (size_t)kv_dim * 4);
+    CHECKF(ok, "a row is not at its slot");
+    for (int s = 0; s < n_slots; s++)
+        if (!used[s])
+            for (int i = 0; i < kv_dim; i++) ok &= kc[(size_t)s * kv_dim + i] == -7.0f && vc[(size_t)s * kv_dim + i] == -7.0f;
+    CHECKF(ok, "a slot outside the mapping was written");
+    free(k), free(v), free(kc), free(vc);
+}
+
+static void test_bias_copies_gather(void) {
+    /* bias */
+    const int rows = 6, n = 29;
+    float *y = frands((size_t)rows * n), *b = frands((size_t)n), *want = malloc((size_t)rows * n * 4);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) want[(size_t)r * n + i] = y[(size_t)r * n + i] + b[i];
+    bk_weight bw = {.type = QT_F32, .n_in = n, .n_out = 1, .data = b};
+    OPS(1)->add_bias(CTX(1), y, &bw, rows);
+    CHECK(!memcmp(y, want, (size_t)rows * n * 4));
+    free(y), free(b), free(want);
+
+    /* block copies: independent, as the KV manager issues them */
+    const int nb = 12;
+    const size_t bf = 37;
+    float *cache = frands(nb * bf), *orig = malloc(nb * bf * 4);
+    memcpy(orig, cache, nb * bf * 4);
+    const int32_t src[] = {0, 3, 3, 11}, dst[] = {5, 1, 7, 2};
+    OPS(1)->copy_blocks(CTX(1), cache, src, dst, 4, bf);
+    bool ok = true;
+    for (int blk = 0; blk < nb; blk++) {
+        int from = blk;
+        for (int i = 0; i < 4; i++)
+            if (dst[i] == blk) from = src[i];
+        ok &= !memcmp(cache + blk * bf, orig + from * bf, bf * 4);
+    }
+    CHECKF(ok, "block copies wrong");
+    free(cache), free(orig);
+
+    /* output rows */
+    tbatch tb;
+    mk_batch(&tb, 9);
+    tb.b.n_out = 4;
+    const int32_t rows_out[] = {8, 0, 4, 5};
+    memcpy(tb.out_rows, rows_out, sizeof rows_out);
+    begin_all(&tb);
+    const int dim = 11;
+    float *x = frands(9 * dim), *out = malloc(4 * dim * 4);
+    OPS(1)->gather_out_rows(CTX(1), x, dim, out);
+    ok = true;
+    for (int k = 0; k < 4; k++) ok &= !memcmp(out + k * dim, x + rows_out[k] * dim, dim * 4);
+    CHECKF(ok, "gathered rows wrong");
+    free(x), free(out);
+}
+
+int main(void) {
+    llc_err err;
+    if (backend_cpu_create(1, &g_be[0], &err) || backend_cpu_create(3, &g_be[1], &err)) {
+        fprintf(stderr, "backend: %s\n", err.msg);
+        return 1;
+    }
+    RUN(test_rmsnorm);
+    RUN(test_rope);
+    RUN(test_embed);
+    RUN(test_kv_store);
+    RUN(test_bias_copies_gather);
+    backend_free(g_be[0]);
+    backend_free(g_be[1]);
+    return t_summary();
+}
