@@ -217,7 +217,7 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
 static int gemm_rows_prepacked(uint32_t type, int64_t T) {
     const int64_t min_t = type == QT_Q8_0 || type == QT_Q4_0 ? 1 : 2;
     /* 32: chunks of whole panel pairs for the few-row kernel */
-    return mm_type_is_quant(type) && T >= min_t ? 32 : gemm_rows(type, T);
+    return mm_type_has_gemmq(type) && T >= min_t ? 32 : gemm_rows(type, T);
 }
 
 const mm_impl mm_impl_avx512 = {
