@@ -820,12 +820,14 @@ static void quant_q3_K(const float *x, uint8_t *b, int64_t nb) {
     }
 }
 
-/* Index of the IQ4_NL level nearest to v (0 for NaN). */
+/* Index of the IQ4_NL level nearest to v (the lower one on a tie; 0 for NaN): the
+ * number of midpoints between neighbouring levels that v lies above. */
 static int iq4_nearest(float v) {
-    int best = 0;
-    for (int k = 1; k < 16; k++)
-        if (fabsf(v - (float)iq4nl_values[k]) < fabsf(v - (float)iq4nl_values[best])) best = k;
-    return best;
+    static const float mid[15] = {-115.5f, -93.5f, -74.0f, -57.0f, -42.0f, -28.5f, -16.0f, -4.5f,
+                                  7.0f,    19.0f,  31.5f,  45.5f,  61.0f,  79.0f,  101.0f};
+    int k = 0;
+    for (int i = 0; i < 15; i++) k += v > mid[i];
+    return k;
 }
 
 /* Best scale s for x ~ s * iq4nl_values[u] over n elements: tries grids mapping the
