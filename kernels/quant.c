@@ -4,8 +4,9 @@
  * Block layouts and dequantization follow ggml (ggml-common.h, ggml-quants.c)
  * exactly, since these decode GGUF files written by llama.cpp's quantizer.
  * Blocks are read and written byte-wise (little-endian), so rows may sit at any
- * address. The quantizers follow ggml's reference algorithms but quantize against
- * the fp16-rounded scales actually stored, so they are not bit-identical to ggml. */
+ * address. The quantizers follow ggml's reference algorithms (IQ4_NL / IQ4_XS: a
+ * small search for the best-fitting scale) but quantize against the fp16-rounded
+ * scales actually stored, so they are not bit-identical to ggml. */
 #include "quant.h"
 
 #include "common.h"
