@@ -6,8 +6,8 @@
  *   dot_u8s8(u, s)  Σ over 4-byte groups of u8 × s8 → 8 int32 lanes (maddubs+madd
  *                   on AVX2, vpdpbusd with AVX-512 VNNI); dot_u8s8_acc(acc, u, s)
  *                   the same added to acc;
- *   MM_DOT_Q4_K, MM_DOT_Q6_K  the Q4_K / Q6_K row dot to use (the AVX-512 file
- *                   substitutes 512-bit versions).
+ *   MM_DOT_Q4_K, MM_DOT_Q5_K, MM_DOT_Q6_K  the Q4_K / Q5_K / Q6_K row dot to use
+ *                   (the AVX-512 file substitutes 512-bit versions).
  * Weight rows are prefetched MM_PF_DIST bytes ahead into L2: with the hardware
  * prefetcher alone one core streams at ~60% of its bandwidth (measured on the
  * 2-core Xeon this was tuned on: 4 KB ahead into L2 beat 1-2 KB and L1 targets). */
