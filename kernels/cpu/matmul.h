@@ -3,7 +3,8 @@
  *
  * Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
  * IQ4_NL, IQ4_XS) are multiplied with integer dot products: the activations are
- * first quantized to int8 in blocks of 32 (one f32 scale per block), once per call. Float weights (F32, F16, BF16) use f32 FMA.
+ * first quantized to int8 in blocks of 32 (one f32 scale per block), once per call.
+ * Float weights (F32, F16, BF16) use f32 FMA.
  * At T == 1 each weight row is streamed once (GEMV, memory bound, prefetched); for
  * small T the same dot kernels reuse each 16-row block of weights from cache for
  * every activation row; above (T >= 3..6 depending on the type, AVX-512 only, and
