@@ -4,8 +4,9 @@
  * Block layouts and dequantization follow ggml (ggml-common.h, ggml-quants.c)
  * exactly, since these decode GGUF files written by llama.cpp's quantizer.
  * Blocks are read and written byte-wise (little-endian), so rows may sit at any
- * address. The quantizers follow ggml's reference algorithms but quantize against
- * the fp16-rounded scales actually stored, so they are not bit-identical to ggml. */
+ * address. The quantizers follow ggml's reference algorithms (IQ4_NL / IQ4_XS: a
+ * small search for the best-fitting scale) but quantize against the fp16-rounded
+ * scales actually stored, so they are not bit-identical to ggml. */
 #include "quant.h"
 
 #include "common.h"
@@ -20,25 +21,25 @@ static const qtype_info g_types[QT_COUNT] = {
     T(QT_F32, "F32", 1, 4, true),
     T(QT_F16, "F16", 1, 2, true),
     T(QT_Q4_0, "Q4_0", 32, 18, true),
-    T(QT_Q4_1, "Q4_1", 32, 20, false),
-    T(QT_Q5_0, "Q5_0", 32, 22, false),
-    T(QT_Q5_1, "Q5_1", 32, 24, false),
+    T(QT_Q4_1, "Q4_1", 32, 20, true),
+    T(QT_Q5_0, "Q5_0", 32, 22, true),
+    T(QT_Q5_1, "Q5_1", 32, 24, true),
     T(QT_Q8_0, "Q8_0", 32, 34, true),
     T(QT_Q8_1, "Q8_1", 32, 36, false),
-    T(QT_Q2_K, "Q2_K", 256, 84, false),
-    T(QT_Q3_K, "Q3_K", 256, 110, false),
+    T(QT_Q2_K, "Q2_K", 256, 84, true),
+    T(QT_Q3_K, "Q3_K", 256, 110, true),
     T(QT_Q4_K, "Q4_K", 256, 144, true),
-    T(QT_Q5_K, "Q5_K", 256, 176, false),
+    T(QT_Q5_K, "Q5_K", 256, 176, true),
     T(QT_Q6_K, "Q6_K", 256, 210, true),
     T(QT_Q8_K, "Q8_K", 256, 292, false),
     T(QT_IQ2_XXS, "IQ2_XXS", 256, 66, false),
     T(QT_IQ2_XS, "IQ2_XS", 256, 74, false),
     T(QT_IQ3_XXS, "IQ3_XXS", 256, 98, false),
     T(QT_IQ1_S, "IQ1_S", 256, 50, false),
-    T(QT_IQ4_NL, "IQ4_NL", 32, 18, false),
+    T(QT_IQ4_NL, "IQ4_NL", 32, 18, true),
     T(QT_IQ3_S, "IQ3_S", 256, 114, false),
     T(QT_IQ2_S, "IQ2_S", 256, 82, false),
-    T(QT_IQ4_XS, "IQ4_XS", 256, 136, false),
+    T(QT_IQ4_XS, "IQ4_XS", 256, 136, true),
     T(QT_I8, "I8", 1, 1, false),
     T(QT_I16, "I16", 1, 2, false),
     T(QT_I32, "I32", 1, 4, false),
@@ -56,6 +57,16 @@ _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 layout");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 layout");
 _Static_assert(sizeof(block_q4_K) == 144, "block_q4_K layout");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K layout");
+_Static_assert(sizeof(block_q4_1) == 20, "block_q4_1 layout");
+_Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 layout");
+_Static_assert(sizeof(block_q5_1) == 24, "block_q5_1 layout");
+_Static_assert(sizeof(block_q2_K) == 84, "block_q2_K layout");
+_Static_assert(sizeof(block_q3_K) == 110, "block_q3_K layout");
+_Static_assert(sizeof(block_q5_K) == 176, "block_q5_K layout");
+_Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl layout");
+_Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs layout");
+
+const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 const qtype_info *qtype_get(uint32_t type) {
     if (type >= QT_COUNT || !g_types[type].name) return NULL;
@@ -172,7 +183,24 @@ enum {
     Q4_K_SC = offsetof(block_q4_K, scales), Q4_K_QS = offsetof(block_q4_K, qs),
     Q6_K_QL = offsetof(block_q6_K, ql), Q6_K_QH = offsetof(block_q6_K, qh),
     Q6_K_SC = offsetof(block_q6_K, scales), Q6_K_D = offsetof(block_q6_K, d),
+    Q4_1_D = offsetof(block_q4_1, d), Q4_1_M = offsetof(block_q4_1, m), Q4_1_QS = offsetof(block_q4_1, qs),
+    Q5_0_D = offsetof(block_q5_0, d), Q5_0_QH = offsetof(block_q5_0, qh), Q5_0_QS = offsetof(block_q5_0, qs),
+    Q5_1_D = offsetof(block_q5_1, d), Q5_1_M = offsetof(block_q5_1, m),
+    Q5_1_QH = offsetof(block_q5_1, qh), Q5_1_QS = offsetof(block_q5_1, qs),
+    Q2_K_SC = offsetof(block_q2_K, scales), Q2_K_QS = offsetof(block_q2_K, qs),
+    Q2_K_D = offsetof(block_q2_K, d), Q2_K_DMIN = offsetof(block_q2_K, dmin),
+    Q3_K_HM = offsetof(block_q3_K, hmask), Q3_K_QS = offsetof(block_q3_K, qs),
+    Q3_K_SC = offsetof(block_q3_K, scales), Q3_K_D = offsetof(block_q3_K, d),
+    Q5_K_D = offsetof(block_q5_K, d), Q5_K_DMIN = offsetof(block_q5_K, dmin),
+    Q5_K_SC = offsetof(block_q5_K, scales), Q5_K_QH = offsetof(block_q5_K, qh), Q5_K_QS = offsetof(block_q5_K, qs),
+    IQ4_NL_D = offsetof(block_iq4_nl, d), IQ4_NL_QS = offsetof(block_iq4_nl, qs),
+    IQ4_XS_D = offsetof(block_iq4_xs, d), IQ4_XS_SH = offsetof(block_iq4_xs, scales_h),
+    IQ4_XS_SL = offsetof(block_iq4_xs, scales_l), IQ4_XS_QS = offsetof(block_iq4_xs, qs),
 };
+
+static inline uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 /* ---- dequantization ------------------------------------------------------------ */
 
@@ -258,6 +286,130 @@ static void dequant_q6_K(const uint8_t *b, float *y, int64_t nb) {
     }
 }
 
+/* Q4_1: as Q4_0's nibble order; value = d*u + m. */
+static void dequant_q4_1(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q4_1), y += QK4_1) {
+        const float d = rdf16(b + Q4_1_D), m = rdf16(b + Q4_1_M);
+        const uint8_t *qs = b + Q4_1_QS;
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)(qs[j] & 0xf) + m;
+            y[j + 16] = d * (float)(qs[j] >> 4) + m;
+        }
+    }
+}
+
+/* Q5_0 / Q5_1: as Q4_0 / Q4_1 plus a fifth bit, bit j of the 32-bit qh for element j;
+ * value = d*(u - 16) (Q5_0) or d*u + m (Q5_1). */
+static void dequant_q5(const uint8_t *b, float *y, int64_t nb, int with_min) {
+    const size_t bb = with_min ? sizeof(block_q5_1) : sizeof(block_q5_0);
+    const int qh_off = with_min ? Q5_1_QH : Q5_0_QH, qs_off = with_min ? Q5_1_QS : Q5_0_QS;
+    for (int64_t i = 0; i < nb; i++, b += bb, y += 32) {
+        const float d = rdf16(b);
+        const float m = with_min ? rdf16(b + Q5_1_M) : -16.0f * d;
+        const uint32_t qh = rd32(b + qh_off);
+        const uint8_t *qs = b + qs_off;
+        for (int j = 0; j < 16; j++) {
+            const int u0 = (qs[j] & 0xf) | (int)((qh >> j) & 1) << 4;
+            const int u1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            if (with_min) {
+                y[j] = d * (float)u0 + m;
+                y[j + 16] = d * (float)u1 + m;
+            } else {
+                y[j] = d * (float)(u0 - 16);
+                y[j + 16] = d * (float)(u1 - 16);
+            }
+        }
+    }
+}
+
+/* Q2_K: element e of the super-block, with n = e/128, j = (e%128)/32, l = e%32, is
+ * bits 2j..2j+1 of qs[32n + l]; group g = e/16 has scale byte (min << 4 | scale).
+ * value = d*scale*u - dmin*min. */
+static void dequant_q2_K(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q2_K), y += QK_K) {
+        const float d = rdf16(b + Q2_K_D), dmin = rdf16(b + Q2_K_DMIN);
+        const uint8_t *sc = b + Q2_K_SC, *qs = b + Q2_K_QS;
+        for (int e = 0; e < QK_K; e++) {
+            const int n = e / 128, j = (e % 128) / 32, l = e % 32, g = e / 16;
+            const int u = (qs[32 * n + l] >> (2 * j)) & 3;
+            y[e] = d * (float)(sc[g] & 0xf) * (float)u - dmin * (float)(sc[g] >> 4);
+        }
+    }
+}
+
+/* Q3_K's 12 scale bytes → 16 six-bit scales (stored + 32): low 4 bits of scale i are
+ * byte i's low nibble (i < 8) or byte i-8's high nibble; its high 2 bits are bits
+ * 2(i/4)..2(i/4)+1 of byte 8 + i%4. */
+static inline int q3k_scale(const uint8_t *s, int i) {
+    const int lo = i < 8 ? s[i] & 0xf : s[i - 8] >> 4;
+    return lo | ((s[8 + i % 4] >> (2 * (i / 4))) & 3) << 4;
+}
+
+/* Q3_K: as Q2_K's 2-bit layout, plus the third bit of element e in hmask[l], bit
+ * 4n + j; value = d*(scale - 32)*(u - 4). */
+static void dequant_q3_K(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q3_K), y += QK_K) {
+        const float d = rdf16(b + Q3_K_D);
+        const uint8_t *hm = b + Q3_K_HM, *qs = b + Q3_K_QS, *sc = b + Q3_K_SC;
+        for (int e = 0; e < QK_K; e++) {
+            const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+            const int u = ((qs[32 * n + l] >> (2 * j)) & 3) | ((hm[l] >> (4 * n + j)) & 1) << 2;
+            y[e] = d * (float)(q3k_scale(sc, e / 16) - 32) * (float)(u - 4);
+        }
+    }
+}
+
+/* Q5_K: Q4_K's scales and nibbles, plus the fifth bit of element 32j + l in qh[l], bit j. */
+static void dequant_q5_K(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_q5_K)) {
+        const float d = rdf16(b + Q5_K_D), dmin = rdf16(b + Q5_K_DMIN);
+        const uint8_t *sc = b + Q5_K_SC, *qh = b + Q5_K_QH, *qs = b + Q5_K_QS;
+        for (int j = 0; j < 8; j++) {
+            int s, m;
+            q4k_scale_min(j, sc, &s, &m);
+            const float dj = d * (float)s, mj = dmin * (float)m;
+            const uint8_t *q = qs + 32 * (j / 2);
+            for (int l = 0; l < 32; l++) {
+                const int u = ((q[l] >> (4 * (j & 1))) & 0xf) | ((qh[l] >> j) & 1) << 4;
+                *y++ = dj * (float)u - mj;
+            }
+        }
+    }
+}
+
+/* IQ4_NL: Q4_0's nibble order, value = d * iq4nl_values[u]. */
+static void dequant_iq4_nl(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_iq4_nl), y += QK4_NL) {
+        const float d = rdf16(b + IQ4_NL_D);
+        const uint8_t *qs = b + IQ4_NL_QS;
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)iq4nl_values[qs[j] & 0xf];
+            y[j + 16] = d * (float)iq4nl_values[qs[j] >> 4];
+        }
+    }
+}
+
+/* IQ4_XS's six-bit scale of sub-block j (stored + 32). */
+static inline int iq4xs_scale(const uint8_t *b, int j) {
+    return ((b[IQ4_XS_SL + j / 2] >> (4 * (j & 1))) & 0xf) | ((rd16(b + IQ4_XS_SH) >> (2 * j)) & 3) << 4;
+}
+
+/* IQ4_XS: 8 sub-blocks of 32, each laid out as an IQ4_NL block without its own d;
+ * value = d*(scale - 32)*iq4nl_values[u]. */
+static void dequant_iq4_xs(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_iq4_xs)) {
+        const float d = rdf16(b + IQ4_XS_D);
+        for (int j = 0; j < 8; j++, y += 32) {
+            const float dl = d * (float)(iq4xs_scale(b, j) - 32);
+            const uint8_t *qs = b + IQ4_XS_QS + 16 * j;
+            for (int l = 0; l < 16; l++) {
+                y[l] = dl * (float)iq4nl_values[qs[l] & 0xf];
+                y[l + 16] = dl * (float)iq4nl_values[qs[l] >> 4];
+            }
+        }
+    }
+}
+
 int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     const qtype_info *t = qtype_get(type);
     if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
@@ -272,6 +424,14 @@ int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     case QT_Q4_0: dequant_q4_0(b, dst, nb); return 0;
     case QT_Q4_K: dequant_q4_K(b, dst, nb); return 0;
     case QT_Q6_K: dequant_q6_K(b, dst, nb); return 0;
+    case QT_Q4_1: dequant_q4_1(b, dst, nb); return 0;
+    case QT_Q5_0: dequant_q5(b, dst, nb, 0); return 0;
+    case QT_Q5_1: dequant_q5(b, dst, nb, 1); return 0;
+    case QT_Q2_K: dequant_q2_K(b, dst, nb); return 0;
+    case QT_Q3_K: dequant_q3_K(b, dst, nb); return 0;
+    case QT_Q5_K: dequant_q5_K(b, dst, nb); return 0;
+    case QT_IQ4_NL: dequant_iq4_nl(b, dst, nb); return 0;
+    case QT_IQ4_XS: dequant_iq4_xs(b, dst, nb); return 0;
     default: return LLC_ERR_UNSUPPORTED;
     }
 }
@@ -371,56 +531,78 @@ static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t
     return scale;
 }
 
-/* Q4_K: per 32-element sub-block an affine fit (weights rms + |x| as in ggml), then
- * the 8 scales and 8 mins quantized to 6 bits against fp16 super-scales, then every
- * element re-rounded against the stored grid. */
+/* Q4_K / Q5_K's common part: per 32-element sub-block an affine fit with levels
+ * 0..nmax (weights rms + |x| as in ggml), then the 8 scales and 8 mins quantized to
+ * 6 bits against fp16 super-scales, written into the header at b (d, dmin, the 12
+ * scale bytes), then every element re-rounded against the stored grid into L. */
+static void fit_k_affine(const float *x, uint8_t *b, int nmax, uint8_t L[QK_K]) {
+    float w[32], scales[8], mins[8];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; j++) {
+        const float *xs = x + 32 * j;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
+        const float av_x = sqrtf(sum_x2 / 32);
+        for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
+        scales[j] = fit_affine(32, nmax, xs, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20);
+        max_scale = fmaxf(max_scale, scales[j]);
+        max_min = fmaxf(max_min, mins[j]);
+    }
+    /* 6-bit scales and mins, rounded against the fp16 super-scales as stored */
+    const float d = store_f16(b, max_scale / 63.0f);
+    const float dmin = store_f16(b + 2, max_min / 63.0f);
+    const float inv_scale = d > 0 ? 1.0f / d : 0.0f;
+    const float inv_min = dmin > 0 ? 1.0f / dmin : 0.0f;
+    uint8_t *sc = b + 4;
+    memset(sc, 0, K_SCALE_SIZE);
+    for (int j = 0; j < 8; j++) {
+        const int ls = round_clamp(inv_scale * scales[j], 0, 63);
+        const int lm = round_clamp(inv_min * mins[j], 0, 63);
+        if (j < 4) {
+            sc[j] = (uint8_t)ls;
+            sc[j + 4] = (uint8_t)lm;
+        } else {
+            sc[j + 4] = (uint8_t)((ls & 0xf) | ((lm & 0xf) << 4));
+            sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+            sc[j] |= (uint8_t)((lm >> 4) << 6);
+        }
+    }
+    for (int j = 0; j < 8; j++) {
+        int s, m;
+        q4k_scale_min(j, sc, &s, &m);
+        const float ds = d * (float)s;
+        if (ds == 0) continue;
+        const float dm = dmin * (float)m;
+        for (int l = 0; l < 32; l++)
+            L[32 * j + l] = (uint8_t)round_clamp((x[32 * j + l] + dm) / ds, 0, nmax);
+    }
+}
+
+/* Q4_K: the 4-bit fit; runs r of 32 bytes hold sub-block 2r low, 2r+1 high. */
 static void quant_q4_K(const float *x, uint8_t *b, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_q4_K)) {
         uint8_t L[QK_K];
-        float w[32], scales[8], mins[8];
-        float max_scale = 0, max_min = 0;
-        for (int j = 0; j < 8; j++) {
-            const float *xs = x + 32 * j;
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
-            const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
-            scales[j] = fit_affine(32, 15, xs, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20);
-            max_scale = fmaxf(max_scale, scales[j]);
-            max_min = fmaxf(max_min, mins[j]);
-        }
-        /* 6-bit scales and mins, rounded against the fp16 super-scales as stored */
-        const float d = store_f16(b + Q4_K_D, max_scale / 63.0f);
-        const float dmin = store_f16(b + Q4_K_DMIN, max_min / 63.0f);
-        const float inv_scale = d > 0 ? 1.0f / d : 0.0f;
-        const float inv_min = dmin > 0 ? 1.0f / dmin : 0.0f;
-        uint8_t *sc = b + Q4_K_SC;
-        memset(sc, 0, K_SCALE_SIZE);
-        for (int j = 0; j < 8; j++) {
-            const int ls = round_clamp(inv_scale * scales[j], 0, 63);
-            const int lm = round_clamp(inv_min * mins[j], 0, 63);
-            if (j < 4) {
-                sc[j] = (uint8_t)ls;
-                sc[j + 4] = (uint8_t)lm;
-            } else {
-                sc[j + 4] = (uint8_t)((ls & 0xf) | ((lm & 0xf) << 4));
-                sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
-                sc[j] |= (uint8_t)((lm >> 4) << 6);
-            }
-        }
-        for (int j = 0; j < 8; j++) {
-            int s, m;
-            q4k_scale_min(j, sc, &s, &m);
-            const float ds = d * (float)s;
-            if (ds == 0) continue;
-            const float dm = dmin * (float)m;
-            for (int l = 0; l < 32; l++)
-                L[32 * j + l] = (uint8_t)round_clamp((x[32 * j + l] + dm) / ds, 0, 15);
-        }
+        fit_k_affine(x, b, 15, L);
         uint8_t *q = b + Q4_K_QS;
         for (int r = 0; r < 4; r++, q += 32)
             for (int l = 0; l < 32; l++)
                 q[l] = (uint8_t)(L[64 * r + l] | (L[64 * r + 32 + l] << 4));
+    }
+}
+
+/* Q5_K: the 5-bit fit; Q4_K's nibble layout plus the fifth bits in qh. */
+static void quant_q5_K(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_q5_K)) {
+        uint8_t L[QK_K];
+        fit_k_affine(x, b, 31, L);
+        uint8_t *q = b + Q5_K_QS, *qh = b + Q5_K_QH;
+        memset(qh, 0, QK_K / 8);
+        for (int r = 0; r < 4; r++, q += 32)
+            for (int l = 0; l < 32; l++) {
+                const int lo = L[64 * r + l], hi = L[64 * r + 32 + l];
+                q[l] = (uint8_t)((lo & 0xf) | ((hi & 0xf) << 4));
+                qh[l] |= (uint8_t)(((lo >> 4) << (2 * r)) | ((hi >> 4) << (2 * r + 1)));
+            }
     }
 }
 
@@ -521,6 +703,209 @@ static void quant_q6_K(const float *x, uint8_t *b, int64_t nb) {
     }
 }
 
+/* Q5_0: as Q4_0 with 32 levels: the largest-magnitude element maps to -16. */
+static void quant_q5_0(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK5_0, b += sizeof(block_q5_0)) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < QK5_0; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const float d = store_f16(b + Q5_0_D, max / -16.0f);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; j++) {
+            const int q0 = round_clamp(x[j] * id, -16, 15) + 16;
+            const int q1 = round_clamp(x[j + 16] * id, -16, 15) + 16;
+            b[Q5_0_QS + j] = (uint8_t)((q0 & 0xf) | ((q1 & 0xf) << 4));
+            qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
+        }
+        for (int k = 0; k < 4; k++) b[Q5_0_QH + k] = (uint8_t)(qh >> (8 * k));
+    }
+}
+
+/* Q4_1 / Q5_1: min and max of the block span levels 0..nmax; the min is stored as
+ * fp16 and the elements rounded against the stored min and scale. */
+static void quant_affine32(const float *x, uint8_t *b, int64_t nb, int nmax) {
+    const size_t bb = nmax == 15 ? sizeof(block_q4_1) : sizeof(block_q5_1);
+    for (int64_t i = 0; i < nb; i++, x += 32, b += bb) {
+        float mn = x[0], mx = x[0];
+        for (int j = 1; j < 32; j++) {
+            mn = fminf(mn, x[j]);
+            mx = fmaxf(mx, x[j]);
+        }
+        const float d = store_f16(b, (mx - mn) / (float)nmax);
+        wr16(b + 2, f32_to_fp16(mn));
+        const float m = rdf16(b + 2);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        uint8_t L[32];
+        for (int j = 0; j < 32; j++) L[j] = (uint8_t)round_clamp((x[j] - m) * id, 0, nmax);
+        uint8_t *qs = b + (nmax == 15 ? Q4_1_QS : Q5_1_QS);
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; j++) {
+            qs[j] = (uint8_t)((L[j] & 0xf) | ((L[j + 16] & 0xf) << 4));
+            qh |= (uint32_t)(L[j] >> 4) << j | (uint32_t)(L[j + 16] >> 4) << (j + 16);
+        }
+        if (nmax == 31)
+            for (int k = 0; k < 4; k++) b[Q5_1_QH + k] = (uint8_t)(qh >> (8 * k));
+    }
+}
+
+/* Q2_K: per 16-element group an affine fit with levels 0..3 (weights |x|, as ggml),
+ * group scales and mins quantized to 4 bits against fp16 super-scales, elements
+ * re-rounded against the stored grid. */
+static void quant_q2_K(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_q2_K)) {
+        uint8_t L[QK_K];
+        float w[16], scales[16], mins[16], max_scale = 0, max_min = 0;
+        for (int g = 0; g < 16; g++) {
+            const float *xs = x + 16 * g;
+            for (int l = 0; l < 16; l++) w[l] = fabsf(xs[l]);
+            scales[g] = fit_affine(16, 3, xs, w, L + 16 * g, &mins[g], -0.5f, 0.1f, 15);
+            max_scale = fmaxf(max_scale, scales[g]);
+            max_min = fmaxf(max_min, mins[g]);
+        }
+        const float d = store_f16(b + Q2_K_D, max_scale / 15.0f);
+        const float dmin = store_f16(b + Q2_K_DMIN, max_min / 15.0f);
+        const float inv_scale = d > 0 ? 1.0f / d : 0.0f, inv_min = dmin > 0 ? 1.0f / dmin : 0.0f;
+        for (int g = 0; g < 16; g++) {
+            const int ls = round_clamp(inv_scale * scales[g], 0, 15);
+            const int lm = round_clamp(inv_min * mins[g], 0, 15);
+            b[Q2_K_SC + g] = (uint8_t)(ls | (lm << 4));
+            const float ds = d * (float)ls, dm = dmin * (float)lm;
+            if (ds == 0) continue;
+            for (int l = 0; l < 16; l++)
+                L[16 * g + l] = (uint8_t)round_clamp((x[16 * g + l] + dm) / ds, 0, 3);
+        }
+        uint8_t *qs = b + Q2_K_QS;
+        memset(qs, 0, QK_K / 4);
+        for (int e = 0; e < QK_K; e++)
+            qs[32 * (e / 128) + e % 32] |= (uint8_t)((L[e] & 3) << (2 * ((e % 128) / 32)));
+    }
+}
+
+/* Q3_K: per 16-element group a symmetric fit with levels -4..3, the group scales
+ * quantized to 6 bits (-32..31) against an fp16 super-scale (the largest-magnitude
+ * scale maps to -32), elements re-rounded against the stored grid. */
+static void quant_q3_K(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_q3_K)) {
+        int8_t Ls[QK_K];
+        float scales[16], max_scale = 0, max_abs = 0;
+        for (int g = 0; g < 16; g++) {
+            scales[g] = fit_symmetric(16, 4, x + 16 * g, Ls + 16 * g);
+            if (fabsf(scales[g]) > max_abs) {
+                max_abs = fabsf(scales[g]);
+                max_scale = scales[g];
+            }
+        }
+        memset(b, 0, sizeof(block_q3_K));
+        const float d = max_abs >= 1e-15f ? store_f16(b + Q3_K_D, max_scale / -32.0f) : 0.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        uint8_t *sc = b + Q3_K_SC, *qs = b + Q3_K_QS, *hm = b + Q3_K_HM;
+        for (int g = 0; g < 16; g++) {
+            const int ls = round_clamp(scales[g] * id, -32, 31);
+            const int v = ls + 32;
+            if (g < 8) sc[g] |= (uint8_t)(v & 0xf);
+            else sc[g - 8] |= (uint8_t)((v & 0xf) << 4);
+            sc[8 + g % 4] |= (uint8_t)((v >> 4) << (2 * (g / 4)));
+            const float dl = d * (float)ls;
+            for (int l = 0; l < 16; l++) {
+                const int e = 16 * g + l;
+                const int u = dl != 0 ? round_clamp(x[e] / dl, -4, 3) + 4 : 4;
+                const int n = e / 128, j = (e % 128) / 32, k = e % 32;
+                qs[32 * n + k] |= (uint8_t)((u & 3) << (2 * j));
+                hm[k] |= (uint8_t)((u >> 2) << (4 * n + j));
+            }
+        }
+    }
+}
+
+/* Index of the IQ4_NL level nearest to v (the lower one on a tie; 0 for NaN): the
+ * number of midpoints between neighbouring levels that v lies above. */
+static int iq4_nearest(float v) {
+    static const float mid[15] = {-115.5f, -93.5f, -74.0f, -57.0f, -42.0f, -28.5f, -16.0f, -4.5f,
+                                  7.0f,    19.0f,  31.5f,  45.5f,  61.0f,  79.0f,  101.0f};
+    int k = 0;
+    for (int i = 0; i < 15; i++) k += v > mid[i];
+    return k;
+}
+
+/* Best scale s for x ~ s * iq4nl_values[u] over n elements: tries grids mapping the
+ * largest-magnitude element near the outermost level and keeps the least-squares
+ * scale of the one with the smallest squared error. 0 for an all-zero (or non-finite)
+ * block. */
+static float fit_iq4(const float *x, int n) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    if (!(amax >= 1e-15f) || isinf(amax)) return 0;
+    float best_s = max / (float)iq4nl_values[0], best_err = INFINITY;
+    for (int k = -8; k <= 8; k++) {
+        const float id = ((float)iq4nl_values[0] + (float)k) / max;
+        double sxl = 0, sll = 0, sxx = 0;
+        for (int i = 0; i < n; i++) {
+            const float l = (float)iq4nl_values[iq4_nearest(x[i] * id)];
+            sxl += (double)x[i] * l;
+            sll += (double)l * l;
+            sxx += (double)x[i] * x[i];
+        }
+        if (!(sll > 0)) continue;
+        const double s = sxl / sll, err = sxx - s * sxl;
+        if (err < best_err) {
+            best_err = (float)err;
+            best_s = (float)s;
+        }
+    }
+    return best_s;
+}
+
+/* IQ4_NL: the best-fit scale stored as fp16, each element the nearest level under it. */
+static void quant_iq4_nl(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK4_NL, b += sizeof(block_iq4_nl)) {
+        wr16(b + IQ4_NL_D, f32_to_fp16(fit_iq4(x, QK4_NL)));
+        const float d = rdf16(b + IQ4_NL_D);
+        const float id = d != 0 && isfinite(d) ? 1.0f / d : 0.0f;
+        for (int j = 0; j < 16; j++)
+            b[IQ4_NL_QS + j] = (uint8_t)(iq4_nearest(x[j] * id) | iq4_nearest(x[j + 16] * id) << 4);
+    }
+}
+
+/* IQ4_XS: a best-fit scale per 32-element sub-block, quantized to 6 bits (-32..31)
+ * against an fp16 super-scale, each element the nearest level under the stored scale. */
+static void quant_iq4_xs(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_K, b += sizeof(block_iq4_xs)) {
+        float scales[8], max_scale = 0, max_abs = 0;
+        for (int j = 0; j < 8; j++) {
+            scales[j] = fit_iq4(x + 32 * j, 32);
+            if (fabsf(scales[j]) > max_abs) {
+                max_abs = fabsf(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        memset(b, 0, sizeof(block_iq4_xs));
+        const float d = max_abs > 0 ? store_f16(b + IQ4_XS_D, max_scale / -32.0f) : 0.0f;
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        uint16_t sh = 0;
+        for (int j = 0; j < 8; j++) {
+            const int ls = round_clamp(scales[j] * id, -32, 31);
+            const int v = ls + 32;
+            b[IQ4_XS_SL + j / 2] |= (uint8_t)((v & 0xf) << (4 * (j & 1)));
+            sh |= (uint16_t)((v >> 4) << (2 * j));
+            const float dl = d * (float)ls;
+            const float il = dl != 0 && isfinite(dl) ? 1.0f / dl : 0.0f;
+            const float *xs = x + 32 * j;
+            uint8_t *qs = b + IQ4_XS_QS + 16 * j;
+            for (int l = 0; l < 16; l++)
+                qs[l] = (uint8_t)(iq4_nearest(xs[l] * il) | iq4_nearest(xs[l + 16] * il) << 4);
+        }
+        wr16(b + IQ4_XS_SH, sh);
+    }
+}
+
 int quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     const qtype_info *t = qtype_get(type);
     if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
@@ -535,6 +920,14 @@ int quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     case QT_Q4_0: quant_q4_0(src, b, nb); return 0;
     case QT_Q4_K: quant_q4_K(src, b, nb); return 0;
     case QT_Q6_K: quant_q6_K(src, b, nb); return 0;
+    case QT_Q4_1: quant_affine32(src, b, nb, 15); return 0;
+    case QT_Q5_0: quant_q5_0(src, b, nb); return 0;
+    case QT_Q5_1: quant_affine32(src, b, nb, 31); return 0;
+    case QT_Q2_K: quant_q2_K(src, b, nb); return 0;
+    case QT_Q3_K: quant_q3_K(src, b, nb); return 0;
+    case QT_Q5_K: quant_q5_K(src, b, nb); return 0;
+    case QT_IQ4_NL: quant_iq4_nl(src, b, nb); return 0;
+    case QT_IQ4_XS: quant_iq4_xs(src, b, nb); return 0;
     default: return LLC_ERR_UNSUPPORTED;
     }
 }

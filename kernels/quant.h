@@ -70,6 +70,46 @@ typedef struct {                     /* 210 bytes */
     uint16_t d;                      /* super-block scale */
 } block_q6_K;
 
+/* The other common types (ggml-common.h). "u" below is the stored unsigned quant. */
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK4_NL 32
+typedef struct { uint16_t d, m; uint8_t qs[QK4_1 / 2]; } block_q4_1;  /* 20 bytes: d*u + m */
+typedef struct {                     /* 22 bytes: d*(u - 16), u 5 bits */
+    uint16_t d;
+    uint8_t qh[4];                   /* bit j: high bit of element j */
+    uint8_t qs[QK5_0 / 2];           /* low nibbles: elements 0-15, high: 16-31 */
+} block_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } block_q5_1; /* 24: d*u + m */
+typedef struct {                     /* 84 bytes: 16 groups of 16, d*sc*u - dmin*m, u 2 bits */
+    uint8_t scales[QK_K / 16];       /* low nibble scale, high nibble min, per group */
+    uint8_t qs[QK_K / 4];            /* 2-bit quants */
+    uint16_t d, dmin;
+} block_q2_K;
+typedef struct {                     /* 110 bytes: 16 groups of 16, d*(sc - 32)*(u - 4), u 3 bits */
+    uint8_t hmask[QK_K / 8];         /* high bits */
+    uint8_t qs[QK_K / 4];            /* low 2 bits */
+    uint8_t scales[12];              /* 16 six-bit scales */
+    uint16_t d;
+} block_q3_K;
+typedef struct {                     /* 176 bytes: as Q4_K with 5-bit quants */
+    uint16_t d, dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qh[QK_K / 8];            /* byte l bit j: high bit of element 32j + l */
+    uint8_t qs[QK_K / 2];
+} block_q5_K;
+typedef struct { uint16_t d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl; /* 18 bytes: d*kv[u] */
+typedef struct {                     /* 136 bytes: 8 sub-blocks of 32, d*(ls - 32)*kv[u] */
+    uint16_t d;
+    uint16_t scales_h;               /* high 2 bits of the 8 six-bit scales */
+    uint8_t scales_l[QK_K / 64];     /* low 4 bits, two per byte */
+    uint8_t qs[QK_K / 2];            /* as IQ4_NL, 16 bytes per sub-block */
+} block_iq4_xs;
+
+/* IQ4_NL / IQ4_XS's 16 non-uniform levels. */
+extern const int8_t iq4nl_values[16];
+
 typedef struct qtype_info {
     const char *name;     /* "Q4_K"; NULL for ids ggml never assigned */
     uint32_t block_elems; /* elements per block */
@@ -99,7 +139,8 @@ uint16_t f32_to_bf16(float f);
 int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
 
 /* Reference quantization of n floats into `dst` (qtype_row_bytes(type, n) bytes).
- * Supported for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K. Returns 0 or negative. */
+ * Supported for every type dequantize_row supports (the float types, Q8_0, Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS). Returns 0 or negative. */
 int quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
 
 #endif

@@ -1,5 +1,6 @@
 # cli_model.sh — running models from the command line: generate reproduces the
-# reference continuations, perplexity matches the reference within 0.5%, --json is
+# reference continuations, perplexity matches the reference within 0.5% (1% for each
+# of the 17 types of ../shared/models/quant), --json is
 # well-formed, sampling is reproducible by seed, bench reports, and bad inputs fail
 # cleanly.
 . tests/lib_cli.sh
@@ -86,6 +87,23 @@ check_ppl() {
 }
 check_ppl stories260K 11.7919
 check_ppl llama2xs 5.8832
+
+# every common GGUF type: one trained model in 17 types, each within 1% of the
+# reference perplexity in its README (a wrong kernel or block layout is off by far
+# more); at the best SIMD level and at AVX2 (the scalar level: test_matmul)
+QDIR="$SHARED/models/quant"
+sed -n 's/^| \([A-Z0-9_]*\) | \([0-9.]*\) |$/\1 \2/p' "$QDIR/README.md" >"$TMP/qppl"
+n_types=$(wc -l <"$TMP/qppl")
+if [ "$n_types" -eq 17 ]; then ok "quant README lists 17 types"; else bad "quant README" "found $n_types types"; fi
+while read -r qt want; do
+    for simd in "" avx2; do
+        got=$(LLC_SIMD=$simd $LLMCHAT perplexity -m "$QDIR/stories260K-w256-$qt.gguf" -f "$REF/ppl_text.txt" --ctx 128 2>"$TMP/qppl.err" |
+              sed -n 's/^PPL = //p')
+        if [ -n "$got" ] && python3 -c "import sys; g=float('$got'); w=$want; sys.exit(0 if abs(g-w)/w < 0.01 else 1)"; then
+            ok "perplexity $qt${simd:+ ($simd)} = $got (reference $want)"
+        else bad "perplexity $qt${simd:+ ($simd)}" "got '$got', reference $want" "$(head -c 300 "$TMP/qppl.err")"; fi
+    done
+done <"$TMP/qppl"
 
 expect_grep "bench --json reports speeds and bandwidth" '"gen_tok_s":[0-9]' \
     $LLMCHAT bench -p 16 -n 4 -r 1 --json

@@ -44,10 +44,17 @@ static float rnd_val(void) {
     return v;
 }
 
-static const uint32_t g_types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0,   QT_Q4_1,  QT_Q5_0, QT_Q5_1,
+                                   QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
+
+/* types the AVX-512 level multiplies with a blocked GEMM when T > 1 */
+static int has_avx512_gemm(uint32_t type) {
+    return type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0 || type == QT_Q4_0 ||
+           type == QT_Q4_K || type == QT_Q6_K;
+}
 
 static int is_quant(uint32_t type) {
-    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+    return type != QT_F32 && type != QT_F16 && type != QT_BF16;
 }
 
 typedef struct problem {
@@ -159,7 +166,7 @@ static cpu_pool *g_pool1, *g_pool2;
 static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SIMD_AVX512};
 
 /* weights packed ahead (the CPU backend's few-row GEMM path): every quantized
- * type, row counts around the thresholds (the two-panel kernel's register and L1
+ * type (those without a GEMM are left unpacked and must still come out right), row counts around the thresholds (the two-panel kernel's register and L1
  * sums, 4-row subgroups, two row groups), n_out not a multiple of the panel pair,
  * and n_in over the K-slice so the last slice is short; 1 and 2 threads agree bit
  * for bit */
@@ -175,7 +182,11 @@ static void test_prepacked(void) {
                 if (problem_make(&p, type, shapes[si][0], shapes[si][1], Ts[k])) continue;
                 cpu_packed_w pk;
                 CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), p.n_in, p.n_out, &pk) == 0);
-                CHECK(pk.data != NULL || cpu_matmul_max_level() < CPU_SIMD_AVX512);
+                /* the blocked GEMM packs these four; the other types use the dot
+                 * kernels at every T and are never packed */
+                const int packs = type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+                CHECKF((pk.data != NULL) == (packs && cpu_matmul_max_level() == CPU_SIMD_AVX512),
+                       "%s: packed %d", qtype_name(type), pk.data != NULL);
                 problem_check_packed(&p, g_pool2, &pk, "prepacked");
                 const size_t ny = (size_t)(p.n_out * p.T);
                 float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
@@ -270,7 +281,9 @@ static void test_large(void) {
  * both use the same int8-quantized activations, so only the order of the f32 sums
  * around the exact integer block sums may differ. Tolerance: 1e-5 of the row's max |y|
  * plus a tiny absolute epsilon — far below the quantization error the reference test
- * allows, so a scale, min or offset handled differently by one path shows up. */
+ * allows, so a scale, min or offset handled differently by one path shows up. Where
+ * one dot kernel serves both (scalar and AVX2 levels, and the types without an
+ * AVX-512 GEMM) the results must be identical bit for bit. */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
     const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
@@ -300,12 +313,14 @@ static void test_batch_vs_single(void) {
                                 for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
                                 /* scalar and AVX2 (NEON) compute every pair the same way
                                  * at any T: bit for bit, as the engine's parallel samples
-                                 * on those machines need; the AVX-512 GEMM may round
-                                 * differently from its one-row path */
-                                const double tol = g_levels[li] <= CPU_SIMD_AVX2 ? 0 : 1e-5 * amax + 1e-7;
+                                 * on those machines need; so does AVX-512 for the types
+                                 * without a GEMM (the same dot kernel serves both); the
+                                 * AVX-512 GEMM may round differently from its one-row path */
+                                const int exact = g_levels[li] <= CPU_SIMD_AVX2 || !has_avx512_gemm(type);
+                                const double tol = exact ? 0 : 1e-5 * amax + 1e-7;
                                 for (int64_t o = 0; o < n_out && !bad; o++) {
                                     const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
-                                    if (!(d <= tol)) {
+                                    if (!(d <= tol) || (exact && memcmp(&Yb[t * n_out + o], &Y1[o], 4))) {
                                         bad = 1;
                                         CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld: row %lld o=%lld "
                                                "batched %.7g vs single %.7g (diff %.3g, row max %.3g)",
@@ -365,12 +380,13 @@ static void test_errors(void) {
     float X[64] = {0}, Y[4] = {0};
     uint8_t W[1024] = {0};
     /* types we do not compute with, and ids that do not exist */
-    CHECK(cpu_matmul(g_pool2, QT_Q4_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
-    CHECK(cpu_matmul(g_pool2, QT_Q5_K, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, QT_Q8_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, QT_IQ2_XXS, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, QT_Q8_K, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     CHECK(cpu_matmul(g_pool2, QT_I8, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     CHECK(cpu_matmul(g_pool2, 4, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     CHECK(cpu_matmul(g_pool2, 9999, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
-    CHECK(cpu_matmul_ref(QT_Q4_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul_ref(QT_Q8_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     /* n_in not a multiple of the block */
     CHECK(cpu_matmul(g_pool2, QT_Q8_0, W, 48, 1, X, 1, Y) == LLC_ERR_RANGE);
     CHECK(cpu_matmul(g_pool2, QT_Q4_K, W, 32, 1, X, 1, Y) == LLC_ERR_RANGE);

@@ -239,16 +239,16 @@ static void test_type_table(void) {
     /* block sizes from ggml-common.h's static_asserts */
     static const struct { uint32_t id; const char *name; uint32_t elems, bytes; bool sup; } want[] = {
         {QT_F32, "F32", 1, 4, true},         {QT_F16, "F16", 1, 2, true},
-        {QT_Q4_0, "Q4_0", 32, 18, true},     {QT_Q4_1, "Q4_1", 32, 20, false},
-        {QT_Q5_0, "Q5_0", 32, 22, false},    {QT_Q5_1, "Q5_1", 32, 24, false},
+        {QT_Q4_0, "Q4_0", 32, 18, true},     {QT_Q4_1, "Q4_1", 32, 20, true},
+        {QT_Q5_0, "Q5_0", 32, 22, true},    {QT_Q5_1, "Q5_1", 32, 24, true},
         {QT_Q8_0, "Q8_0", 32, 34, true},     {QT_Q8_1, "Q8_1", 32, 36, false},
-        {QT_Q2_K, "Q2_K", 256, 84, false},   {QT_Q3_K, "Q3_K", 256, 110, false},
-        {QT_Q4_K, "Q4_K", 256, 144, true},   {QT_Q5_K, "Q5_K", 256, 176, false},
+        {QT_Q2_K, "Q2_K", 256, 84, true},   {QT_Q3_K, "Q3_K", 256, 110, true},
+        {QT_Q4_K, "Q4_K", 256, 144, true},   {QT_Q5_K, "Q5_K", 256, 176, true},
         {QT_Q6_K, "Q6_K", 256, 210, true},   {QT_Q8_K, "Q8_K", 256, 292, false},
         {QT_IQ2_XXS, "IQ2_XXS", 256, 66, false}, {QT_IQ2_XS, "IQ2_XS", 256, 74, false},
         {QT_IQ3_XXS, "IQ3_XXS", 256, 98, false}, {QT_IQ1_S, "IQ1_S", 256, 50, false},
-        {QT_IQ4_NL, "IQ4_NL", 32, 18, false},    {QT_IQ3_S, "IQ3_S", 256, 114, false},
-        {QT_IQ2_S, "IQ2_S", 256, 82, false},     {QT_IQ4_XS, "IQ4_XS", 256, 136, false},
+        {QT_IQ4_NL, "IQ4_NL", 32, 18, true},    {QT_IQ3_S, "IQ3_S", 256, 114, false},
+        {QT_IQ2_S, "IQ2_S", 256, 82, false},     {QT_IQ4_XS, "IQ4_XS", 256, 136, true},
         {QT_I8, "I8", 1, 1, false},          {QT_I16, "I16", 1, 2, false},
         {QT_I32, "I32", 1, 4, false},        {QT_I64, "I64", 1, 8, false},
         {QT_F64, "F64", 1, 8, false},        {QT_IQ1_M, "IQ1_M", 256, 56, false},
@@ -310,9 +310,9 @@ static void test_unsupported(void) {
     float out[256], in[256];
     uint8_t blk[256 * 4] = {0};
     for (int i = 0; i < 256; i++) in[i] = (float)i;
-    static const uint32_t unsup[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_1, QT_Q2_K, QT_Q3_K,
-                                     QT_Q5_K, QT_Q8_K, QT_IQ2_XXS, QT_IQ4_NL, QT_IQ4_XS,
-                                     QT_I8, QT_I32, QT_F64, QT_TQ2_0, QT_MXFP4};
+    static const uint32_t unsup[] = {QT_Q8_1, QT_Q8_K, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ3_XXS, QT_IQ1_S,
+                                     QT_IQ3_S, QT_IQ2_S, QT_IQ1_M, QT_I8, QT_I32, QT_F64,
+                                     QT_TQ1_0, QT_TQ2_0, QT_MXFP4};
     for (size_t i = 0; i < LLC_ARRAY_LEN(unsup); i++) {
         CHECKF(dequantize_row(unsup[i], blk, out, 256) == LLC_ERR_UNSUPPORTED, "%s",
                qtype_name(unsup[i]));
@@ -481,6 +481,200 @@ static void test_q6_K_blocks(void) {
     CHECK(z[229] == -480.0f); /* 0 - 32, group 14 scale 15 */
     CHECK(z[1] == -32.0f && z[16] == 64.0f && z[255] == 512.0f); /* all-zero quants */
     free(buf);
+}
+
+/* ---- the other common types: blocks of random bytes with fixed scales, decoded by
+ * the test's own transcription of ggml's dequantization loops ----------------------- */
+
+static void t_q4k_scale_min(const uint8_t *q, int j, int *sc, int *mn);
+
+static const int t_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* Expected values of nb blocks of `type` at b, following ggml-quants.c's loops. */
+static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
+    for (int i = 0; i < nb; i++) {
+        switch (type) {
+        case QT_Q4_1: { /* d, m, qs[16] */
+            const uint8_t *p = b + 20 * i;
+            double d = half_value(get16(p)), m = half_value(get16(p + 2));
+            for (int j = 0; j < 16; j++) {
+                *(y + 32 * i + j) = (p[4 + j] & 0x0F) * d + m;
+                *(y + 32 * i + j + 16) = (p[4 + j] >> 4) * d + m;
+            }
+            break;
+        }
+        case QT_Q5_0:
+        case QT_Q5_1: { /* d, [m], qh[4], qs[16] */
+            const int one = type == QT_Q5_1, bs = one ? 24 : 22;
+            const uint8_t *p = b + bs * i, *qhp = p + (one ? 4 : 2), *qs = qhp + 4;
+            double d = half_value(get16(p)), m = one ? half_value(get16(p + 2)) : 0;
+            uint32_t qh = (uint32_t)qhp[0] | (uint32_t)qhp[1] << 8 | (uint32_t)qhp[2] << 16 | (uint32_t)qhp[3] << 24;
+            for (int j = 0; j < 16; j++) {
+                int xh0 = ((qh >> (j + 0)) << 4) & 0x10;
+                int xh1 = ((qh >> (j + 12))) & 0x10;
+                int x0 = (qs[j] & 0x0F) | xh0, x1 = (qs[j] >> 4) | xh1;
+                if (!one) x0 -= 16, x1 -= 16;
+                y[32 * i + j] = x0 * d + m;
+                y[32 * i + j + 16] = x1 * d + m;
+            }
+            break;
+        }
+        case QT_Q2_K: { /* scales[16], qs[64], d, dmin */
+            const uint8_t *p = b + 84 * i, *q = p + 16;
+            double d = half_value(get16(p + 80)), mn = half_value(get16(p + 82));
+            double *yy = y + 256 * i;
+            int is = 0;
+            for (int n = 0; n < 256; n += 128, q += 32)
+                for (int shift = 0; shift < 8; shift += 2) {
+                    int sc = p[is++];
+                    for (int l = 0; l < 16; ++l) *yy++ = d * (sc & 0xF) * ((q[l] >> shift) & 3) - mn * (sc >> 4);
+                    sc = p[is++];
+                    for (int l = 0; l < 16; ++l) *yy++ = d * (sc & 0xF) * ((q[l + 16] >> shift) & 3) - mn * (sc >> 4);
+                }
+            break;
+        }
+        case QT_Q3_K: { /* hmask[32], qs[64], scales[12], d */
+            const uint8_t *p = b + 110 * i, *hm = p, *q = p + 32, *s = p + 96;
+            double d = half_value(get16(p + 108));
+            int sc[16];
+            for (int k = 0; k < 16; k++) {
+                int lo = k < 8 ? s[k] & 0xF : s[k - 8] >> 4;
+                int hi = k < 4 ? s[k + 8] & 3 : k < 8 ? (s[k + 4] >> 2) & 3 : k < 12 ? (s[k] >> 4) & 3 : (s[k - 4] >> 6) & 3;
+                sc[k] = (lo | hi << 4) - 32;
+            }
+            double *yy = y + 256 * i;
+            int is = 0, m = 1;
+            for (int n = 0; n < 256; n += 128, q += 32)
+                for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+                    double dl = d * sc[is++];
+                    for (int l = 0; l < 16; ++l) *yy++ = dl * (((q[l] >> shift) & 3) - ((hm[l] & m) ? 0 : 4));
+                    dl = d * sc[is++];
+                    for (int l = 0; l < 16; ++l) *yy++ = dl * (((q[l + 16] >> shift) & 3) - ((hm[l + 16] & m) ? 0 : 4));
+                }
+            break;
+        }
+        case QT_Q5_K: { /* d, dmin, scales[12], qh[32], qs[128] */
+            const uint8_t *p = b + 176 * i, *ql = p + 48, *qh = p + 16;
+            double d = half_value(get16(p)), mn = half_value(get16(p + 2));
+            double *yy = y + 256 * i;
+            int is = 0, u1 = 1, u2 = 2;
+            for (int j = 0; j < 256; j += 64, ql += 32, is += 2, u1 <<= 2, u2 <<= 2) {
+                int sc, m;
+                t_q4k_scale_min(p + 4, is, &sc, &m);
+                double d1 = d * sc, m1 = mn * m;
+                t_q4k_scale_min(p + 4, is + 1, &sc, &m);
+                double d2 = d * sc, m2 = mn * m;
+                for (int l = 0; l < 32; ++l) *yy++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+                for (int l = 0; l < 32; ++l) *yy++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+            }
+            break;
+        }
+        case QT_IQ4_NL: { /* d, qs[16] */
+            const uint8_t *p = b + 18 * i;
+            double d = half_value(get16(p));
+            for (int j = 0; j < 16; ++j) {
+                y[32 * i + j] = d * t_iq4nl[p[2 + j] & 0xf];
+                y[32 * i + j + 16] = d * t_iq4nl[p[2 + j] >> 4];
+            }
+            break;
+        }
+        case QT_IQ4_XS: { /* d, scales_h, scales_l[4], qs[128] */
+            const uint8_t *p = b + 136 * i, *qs = p + 8;
+            double d = half_value(get16(p));
+            int sh = get16(p + 2);
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ++ib, qs += 16, yy += 32) {
+                int ls = ((p[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((sh >> 2 * ib) & 3) << 4);
+                double dl = d * (ls - 32);
+                for (int j = 0; j < 16; ++j) {
+                    yy[j] = dl * t_iq4nl[qs[j] & 0xf];
+                    yy[j + 16] = dl * t_iq4nl[qs[j] >> 4];
+                }
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+/* Each type: three blocks of random bytes at an odd address, their fp16 scale
+ * fields set to small powers of two (so every product is exact and a wrong element
+ * cannot hide in rounding), must decode exactly as ggml's loops do; and literal
+ * spot values pin what a shared misreading of the layout could not. */
+static void test_more_blocks(void) {
+    static const uint32_t types[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_IQ4_NL, QT_IQ4_XS};
+    enum { NB = 3 };
+    for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
+        const uint32_t type = types[t];
+        const qtype_info *qi = qtype_get(type);
+        const int bb = (int)qi->block_bytes, be = (int)qi->block_elems;
+        uint8_t *buf = malloc((size_t)(bb * NB + 1)), *b = buf + 1;
+        float *y = malloc(sizeof(float) * (size_t)(be * NB));
+        double *want = malloc(sizeof(double) * (size_t)(be * NB));
+        for (int rep = 0; rep < 4; rep++) {
+            for (int i = 0; i < bb * NB; i++) b[i] = (uint8_t)rng_next();
+            for (int k = 0; k < NB; k++) {
+                uint8_t *p = b + bb * k;
+                const uint16_t h1 = (uint16_t)(0x3000 + 0x400 * (rng_next() % 8)), h2 = (uint16_t)(0x2c00 + 0x400 * (rng_next() % 4));
+                switch (type) { /* (sign bits random too) */
+                case QT_Q2_K: put16(p + 80, h1 | (rep & 1) << 15), put16(p + 82, h2); break;
+                case QT_Q3_K: put16(p + 108, h1 | (rep & 1) << 15); break;
+                case QT_Q4_1: case QT_Q5_1: case QT_Q5_K: put16(p, h1), put16(p + 2, h2 | (rep & 2) << 14); break;
+                default: put16(p, h1 | (rep & 1) << 15); break;
+                }
+            }
+            CHECK(dequantize_row(type, b, y, be * NB) == 0);
+            t_decode(type, b, NB, want);
+            int bad = 0;
+            for (int e = 0; e < be * NB; e++)
+                if ((double)y[e] != want[e] && bad++ < 3)
+                    CHECKF(0, "%s elem %d: %g, want %g", qi->name, e, y[e], want[e]);
+            CHECKF(bad == 0, "%s: %d elements wrong", qi->name, bad);
+        }
+        free(buf);
+        free(y);
+        free(want);
+    }
+
+    /* literal spot checks, one block each */
+    uint8_t blk[256] = {0};
+    float y[256];
+    /* Q5_0: d = 0.5, qh bit 3 and bit 20 set; qs[3] = 0x21, qs[4] = 0x0f */
+    memset(blk, 0, sizeof blk);
+    put16(blk, 0x3800);
+    blk[2] = 0x08, blk[2 + 2] = 0x10;
+    blk[6 + 3] = 0x21, blk[6 + 4] = 0x0f;
+    CHECK(dequantize_row(QT_Q5_0, blk, y, 32) == 0);
+    CHECK(y[3] == (17 - 16) * 0.5f && y[19] == (2 - 16) * 0.5f && y[4] == (15 - 16) * 0.5f &&
+          y[20] == (16 - 16) * 0.5f && y[0] == -8.0f);
+    /* Q2_K: d = 1, dmin = 0.5; group 5 (elements 80-95: half 0, shift 4, bytes 16-31)
+     * has scale 3, min 2; qs[16] = 0x30 → element 80 is u = 3 */
+    memset(blk, 0, sizeof blk);
+    put16(blk + 80, 0x3c00), put16(blk + 82, 0x3800);
+    blk[5] = 0x23;
+    blk[16 + 16] = 0x30;
+    CHECK(dequantize_row(QT_Q2_K, blk, y, 256) == 0);
+    CHECK(y[80] == 3 * 3 - 1.0f && y[81] == -1.0f && y[79] == 0.0f && y[96] == 0.0f);
+    /* Q3_K: d = 1; scale 9 (elements 144-159: half 1, shift 0, bytes 16-31 of the
+     * half's qs, hmask bit 4) = 0x25 - 32 = 5: low nibble 5 in the high nibble of
+     * byte 1, high bits 2 in bits 4-5 of byte 9; element 144 has u = 2 | hbit 1 → 6 */
+    memset(blk, 0, sizeof blk);
+    put16(blk + 108, 0x3c00);
+    blk[96 + 1] = 0x50, blk[96 + 9] = 0x20;
+    blk[32 + 32 + 16] = 0x02;
+    blk[16] = 0x10;
+    CHECK(dequantize_row(QT_Q3_K, blk, y, 256) == 0);
+    CHECK(y[144] == 5 * (6 - 4) && y[145] == 5 * -4 && y[0] == -32 * -4);
+    /* IQ4_XS: d = 0.25; sub-block 5 scale = 0x2a - 32 = 10 (low nibble a in the high
+     * nibble of scales_l[2], high bits 2 at bits 10-11 of scales_h); qs[80] = 0xf0 */
+    memset(blk, 0, sizeof blk);
+    put16(blk, 0x3400);
+    put16(blk + 2, 2 << 10);
+    blk[4 + 2] = 0xa0;
+    blk[8 + 80] = 0xf0;
+    CHECK(dequantize_row(QT_IQ4_XS, blk, y, 256) == 0);
+    CHECK(y[160] == 0.25f * 10 * -127 && y[176] == 0.25f * 10 * 113 && y[0] == 0.25f * -32 * -127);
 }
 
 /* ---- round trips --------------------------------------------------------------------------- */
@@ -724,9 +918,66 @@ static void check_k(uint32_t type) {
 static void test_round_trip_q4_K(void) { check_k(QT_Q4_K); }
 static void test_round_trip_q6_K(void) { check_k(QT_Q6_K); }
 
+/* The other quantizers (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS), on the
+ * first eight distributions: the squared error stays within a factor of what plain
+ * rounding on each group's own naive grid would give, (step²/12 per element) with
+ *   Q4_1 / Q5_1: step = (max - min) / 15 or 31 over each 32-block;
+ *   Q5_0:        step = absmax / 16 (levels -16..15);
+ *   Q2_K / Q5_K: step = (max - min(min, 0)) / 3 or 31 over each 16- / 32-group;
+ *   Q3_K:        step = absmax / 4 over each 16-group (levels -4..3);
+ *   IQ4_NL / XS: step = absmax / 8 over each 32-block (16 levels spread over
+ *                ±127, mean gap ~16).
+ * The factor allows for the coarse block scales (4 bits for Q2_K, 6 for Q3_K, Q5_K
+ * and IQ4_XS, fp16 elsewhere) and fits that clip (measured rms ratios 0.26-1.09;
+ * the factor 1.3 leaves ~20% on the worst distribution). A quantizer that loses a bit
+ * or takes a scale from the wrong group is off by a factor of 2 or more. */
+static void test_round_trip_more(void) {
+    static const struct { uint32_t type; int gs; double factor; } cases[] = {
+        {QT_Q4_1, 32, 1.3}, {QT_Q5_0, 32, 1.3}, {QT_Q5_1, 32, 1.3}, {QT_Q2_K, 16, 1.3},
+        {QT_Q3_K, 16, 1.3}, {QT_Q5_K, 32, 1.3}, {QT_IQ4_NL, 32, 1.3}, {QT_IQ4_XS, 32, 1.3},
+    };
+    float x[RT_N], y[RT_N];
+    for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
+        const uint32_t type = cases[c].type;
+        const int gs = cases[c].gs;
+        for (int dist = 0; dist < 8; dist++) {
+            fill(x, RT_N, dist);
+            uint8_t *base;
+            round_trip(type, x, y, &base);
+            free(base);
+            double se = 0, sref = 0;
+            for (int i = 0; i < RT_N; i++) se += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+            for (int g = 0; g < RT_N / gs; g++) {
+                double mn = HUGE_VAL, mx = -HUGE_VAL, am = 0;
+                for (int j = 0; j < gs; j++) {
+                    const double v = x[gs * g + j];
+                    mn = fmin(mn, v), mx = fmax(mx, v), am = fmax(am, fabs(v));
+                }
+                double step;
+                switch (type) {
+                case QT_Q4_1: step = (mx - mn) / 15; break;
+                case QT_Q5_1: step = (mx - mn) / 31; break;
+                case QT_Q5_0: step = am / 16; break;
+                case QT_Q2_K: step = (mx - fmin(mn, 0)) / 3; break;
+                case QT_Q5_K: step = (mx - fmin(mn, 0)) / 31; break;
+                case QT_Q3_K: step = am / 4; break;
+                default: step = am / 8; break;
+                }
+                sref += gs * step * step / 12;
+            }
+            const double ratio = sqrt(se / sref), f = cases[c].factor;
+            CHECKF(ratio <= f, "%s %s: rms %g is %.3f x the naive grid's (allowed %.2f)", qtype_name(type),
+                   dist_name[dist], sqrt(se / RT_N), ratio, f);
+            if (getenv("QUANT_VERBOSE"))
+                printf("   %s %-17s rms/naive %.3f\n", qtype_name(type), dist_name[dist], ratio);
+        }
+    }
+}
+
 /* Zero and constant blocks, and values exactly on a grid, come back exactly. */
 static void test_round_trip_special(void) {
-    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+    static const uint32_t types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_1,   QT_Q5_0,  QT_Q5_1,
+                                     QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
     float x[512], y[512];
     uint8_t q[512 * 4];
     for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
@@ -764,7 +1015,8 @@ static void test_round_trip_special(void) {
 /* Arbitrary bytes (a hostile GGUF) dequantize without faults, and arbitrary floats
  * (NaN, inf, huge, subnormal) quantize without undefined behaviour (run under UBSan). */
 static void test_garbage(void) {
-    static const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
+    static const uint32_t types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_1,   QT_Q5_0,  QT_Q5_1,
+                                     QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
     enum { N = 1024 };
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
     for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
@@ -801,11 +1053,13 @@ int main(void) {
     RUN(test_q4_0_blocks);
     RUN(test_q4_K_blocks);
     RUN(test_q6_K_blocks);
+    RUN(test_more_blocks);
     RUN(test_round_trip_float);
     RUN(test_round_trip_q8_0);
     RUN(test_round_trip_q4_0);
     RUN(test_round_trip_q4_K);
     RUN(test_round_trip_q6_K);
+    RUN(test_round_trip_more);
     RUN(test_round_trip_special);
     RUN(test_garbage);
     return t_summary();

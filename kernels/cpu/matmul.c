@@ -199,7 +199,7 @@ static const mm_impl *prepack_impl(void) {
 size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
     const mm_impl *impl = prepack_impl();
     const qtype_info *ti = qtype_get(type);
-    if (!impl || !ti || !mm_type_is_quant(type) || n_in <= 0 || n_out <= 0 || n_in % ti->block_elems)
+    if (!impl || !ti || !mm_type_has_gemmq(type) || n_in <= 0 || n_out <= 0 || n_in % ti->block_elems)
         return 0; /* nothing to gain: plain calls */
     return impl->gemm_prepack_bytes(type, n_in, n_out);
 }

@@ -1,12 +1,14 @@
 /* matmul.h — CPU matrix multiplication against GGUF weight matrices, the hot path
  * of inference: Y = X · Wᵀ for a batch of T activation rows.
  *
- * Quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) are multiplied with integer dot
- * products: the activations are first quantized to int8 in blocks of 32 (one f32
- * scale per block), once per call. Float weights (F32, F16, BF16) use f32 FMA.
+ * Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+ * IQ4_NL, IQ4_XS) are multiplied with integer dot products: the activations are
+ * first quantized to int8 in blocks of 32 (one f32 scale per block), once per call.
+ * Float weights (F32, F16, BF16) use f32 FMA.
  * At T == 1 each weight row is streamed once (GEMV, memory bound, prefetched); for
  * small T the same dot kernels reuse each 16-row block of weights from cache for
- * every activation row; above (T >= 3..6 depending on the type, AVX-512 only),
+ * every activation row; above (T >= 3..6 depending on the type, AVX-512 only, and
+ * only for F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K),
  * weights are repacked tile by tile into a cache-resident layout that every
  * activation row then passes over (blocked GEMM, compute bound).
  *
@@ -25,7 +27,7 @@
 /* Y[t*n_out + o] = sum_i W_o[i] * X[t*n_in + i], for t < T, o < n_out.
  * W: n_out rows of n_in elements of qtype `type`, row stride qtype_row_bytes(type,
  * n_in), as stored in GGUF (mmapped; any alignment). X: T rows of n_in floats.
- * Supported types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K; others give
+ * Supported types: the float ones and the quantized ones above; others give
  * LLC_ERR_UNSUPPORTED. n_in must be a multiple of the type's block size
  * (LLC_ERR_RANGE otherwise). Every Y element is written; Y must not overlap W or X.
  * `pool` may be NULL (runs on the calling thread; otherwise its scratch buffer is

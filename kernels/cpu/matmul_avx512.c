@@ -1,6 +1,6 @@
 /* matmul_avx512.c — the AVX-512 matmul level (F/BW/VL/DQ + VNNI), its GEMV half and
  * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
- * products, 512-bit row dots for Q4_K and Q6_K (whose unpacking dominates), and the
+ * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
  * blocked GEMM of matmul_avx512_gemm.c for T > 1. Compiled for AVX-512 by a target
  * pragma; only called after cpuid says so. Never uses AMX. */
 #if defined(__x86_64__)
@@ -22,7 +22,9 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 
 #define MM_DOT_Q4_K dot_q4_K_512
 #define MM_DOT_Q6_K dot_q6_K_512
+#define MM_DOT_Q5_K dot_q5_K_512
 static float dot_q4_K_512(const uint8_t *w, const mm_xrow *x, int64_t n);
+static float dot_q5_K_512(const uint8_t *w, const mm_xrow *x, int64_t n);
 static float dot_q6_K_512(const uint8_t *w, const mm_xrow *x, int64_t n);
 
 #include "kernels/cpu/matmul_dot256.h"
@@ -61,6 +63,45 @@ static float dot_q4_K_512(const uint8_t *w, const mm_xrow *x, int64_t n) {
         }
     }
     /* four accumulators: one chain of dependent FMAs per step would cap the speed */
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    return _mm512_reduce_add_ps(sum) - hsum8(macc);
+}
+
+/* Q5_K, as Q4_K's 512-bit kernel, the fifth bits (bit j of qh[l] for sub-block j)
+ * shifted per half: bit 2r in the lower, 2r+1 in the upper. */
+static float dot_q5_K_512(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m256 macc = _mm256_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+    __m512i idx[4], hsh[4];
+    for (int r = 0; r < 4; r++) {
+        idx[r] = _mm512_inserti64x4(_mm512_set1_epi32(2 * r), _mm256_set1_epi32(2 * r + 1), 1);
+        hsh[r] = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * r)), _mm256_set1_epi16((short)(2 * r + 1)), 1);
+    }
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q5_K)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 128, MM_PF_HINT);
+        const float d = f16(w), dmin = f16(w + 2);
+        uint32_t sm[4];
+        mm_q4k_scales_u32(w + 4, sm);
+        const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sm)));
+        const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2))));
+        const __m256 sc = _mm256_mul_ps(_mm256_mul_ps(scf, _mm256_set1_ps(d)), _mm256_loadu_ps(x->d + 8 * i));
+        macc = _mm256_fmadd_ps(_mm256_mul_ps(mnf, _mm256_set1_ps(dmin)), _mm256_loadu_ps(x->af + 8 * i), macc);
+        const __m512 sc16 = _mm512_castps256_ps512(sc);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 16)));
+        const uint8_t *qs = w + 48;
+        const int8_t *qx = x->q + 256 * i;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qs + 32 * r)));
+            const __m512i hb = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, hsh[r]), one), 4);
+            const __m512i u = _mm512_or_si512(_mm512_and_si512(_mm512_mask_srli_epi16(q, 0xffff0000u, q, 4), m4), hb);
+            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(qx + 64 * r));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_permutexvar_ps(idx[r], sc16), acc[r]);
+        }
+    }
     const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
     return _mm512_reduce_add_ps(sum) - hsum8(macc);
 }
@@ -217,7 +258,7 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
 static int gemm_rows_prepacked(uint32_t type, int64_t T) {
     const int64_t min_t = type == QT_Q8_0 || type == QT_Q4_0 ? 1 : 2;
     /* 32: chunks of whole panel pairs for the few-row kernel */
-    return mm_type_is_quant(type) && T >= min_t ? 32 : gemm_rows(type, T);
+    return mm_type_has_gemmq(type) && T >= min_t ? 32 : gemm_rows(type, T);
 }
 
 const mm_impl mm_impl_avx512 = {

@@ -383,7 +383,7 @@ static void kern_i8_init16(const uint8_t *pw, const uint8_t *px, int64_t nb, int
 static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
 
 size_t mm_avx512_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
-    if (!mm_type_is_quant(type)) return 0;
+    if (!mm_type_has_gemmq(type)) return 0;
     return (size_t)((n_out + PR_I8 - 1) / PR_I8) * (size_t)n_slices(n_in) * panel_bytes(type, kc_of(n_in));
 }
 

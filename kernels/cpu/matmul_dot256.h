@@ -6,8 +6,8 @@
  *   dot_u8s8(u, s)  Σ over 4-byte groups of u8 × s8 → 8 int32 lanes (maddubs+madd
  *                   on AVX2, vpdpbusd with AVX-512 VNNI); dot_u8s8_acc(acc, u, s)
  *                   the same added to acc;
- *   MM_DOT_Q4_K, MM_DOT_Q6_K  the Q4_K / Q6_K row dot to use (the AVX-512 file
- *                   substitutes 512-bit versions).
+ *   MM_DOT_Q4_K, MM_DOT_Q5_K, MM_DOT_Q6_K  the Q4_K / Q5_K / Q6_K row dot to use
+ *                   (the AVX-512 file substitutes 512-bit versions).
  * Weight rows are prefetched MM_PF_DIST bytes ahead into L2: with the hardware
  * prefetcher alone one core streams at ~60% of its bandwidth (measured on the
  * 2-core Xeon this was tuned on: 4 KB ahead into L2 beat 1-2 KB and L1 targets). */
@@ -52,6 +52,7 @@ static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq
     float *af = (float *)(void *)ai;
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const mm_aux_kind kind = mm_aux_of(type);
     for (int64_t b = 0; b < n / MM_QB; b++) {
         const float *xb = x + b * MM_QB;
         __m256 v[4];
@@ -83,16 +84,7 @@ static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq
             _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p, perm));
             d[b] = db;
         }
-        switch (type) {
-        case QT_Q8_0:
-        case QT_Q4_0: ai[b] = -128 * (s0 + s1); break;
-        case QT_Q4_K: af[b] = d[b] * (float)(s0 + s1); break;
-        case QT_Q6_K:
-            ai[2 * b] = -32 * s0;
-            ai[2 * b + 1] = -32 * s1;
-            break;
-        default: break;
-        }
+        mm_store_aux(kind, ai, af, b, d[b], s0, s1);
     }
 }
 
@@ -274,6 +266,240 @@ static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
 
 #endif
 
+/* ---- the other quantized types ------------------------------------------------------- */
+
+/* 32 bits → 32 bytes, 0xff where the bit is set (byte i ↔ bit i). */
+static inline __m256i bits_to_bytes(const uint8_t *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+/* 16 bytes of nibbles → 32 bytes: low nibbles (elements 0-15), then high (16-31). */
+static inline __m256i nibbles32(const uint8_t *p) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+}
+
+/* Q4_1 / Q5_1 (with_min) and Q5_0: u (0..31) into the byte products; Q5_0's -16·Σq
+ * from aux (ai/64 per lane, 8 lanes); the min terms m·(d_x·Σq) summed apart. */
+static inline __m256 q45_block(const uint8_t *w, const mm_xrow *x, int64_t b, __m256 acc, int five,
+                               int with_min, float *ms) {
+    const int qs_off = (with_min ? 4 : 2) + (five ? 4 : 0);
+    __m256i u = nibbles32(w + qs_off);
+    if (five)
+        u = _mm256_or_si256(u, _mm256_and_si256(bits_to_bytes(w + qs_off - 4), _mm256_set1_epi8(0x10)));
+    const __m256i qx = _mm256_loadu_si256((const __m256i *)(x->q + 32 * b));
+    const __m256i s = with_min ? dot_u8s8(u, qx) : dot_u8s8_acc(_mm256_set1_epi32(x->ai[b] / 64), u, qx);
+    if (with_min) *ms += f16(w + 2) * x->af[b];
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16(w) * x->d[b]), acc);
+}
+
+static inline float dot_q45(const uint8_t *w, const mm_xrow *x, int64_t n, int five, int with_min) {
+    const size_t bb = with_min ? (five ? sizeof(block_q5_1) : sizeof(block_q4_1)) : sizeof(block_q5_0);
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    float m0 = 0, m1 = 0;
+    const int64_t nb = n / 32;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 2 * bb) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        a0 = q45_block(w, x, b, a0, five, with_min, &m0);
+        a1 = q45_block(w + bb, x, b + 1, a1, five, with_min, &m1);
+    }
+    if (b < nb) a0 = q45_block(w, x, b, a0, five, with_min, &m0);
+    return hsum8(_mm256_add_ps(a0, a1)) + (m0 + m1);
+}
+
+static float dot_q4_1(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45(w, x, n, 0, 1); }
+static float dot_q5_0(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45(w, x, n, 1, 0); }
+static float dot_q5_1(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45(w, x, n, 1, 1); }
+
+/* IQ4_NL / IQ4_XS: the nibbles index the signed levels (a byte shuffle); |level| ×
+ * sign(x, level) keeps the unsigned operand ≤ 127, so maddubs cannot saturate. */
+static inline __m256i iq4_levels(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)iq4nl_values));
+}
+static inline __m256i iq4_dot32(const uint8_t *qs, const int8_t *qx, __m256i lv) {
+    const __m256i v = _mm256_shuffle_epi8(lv, nibbles32(qs));
+    const __m256i q = _mm256_loadu_si256((const __m256i *)qx);
+    return dot_u8s8(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q, v));
+}
+
+static float dot_iq4_nl(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    const __m256i lv = iq4_levels();
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    const int64_t nb = n / QK4_NL;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 2 * sizeof(block_iq4_nl)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq4_dot32(w + 2, x->q + 32 * b, lv)),
+                             _mm256_set1_ps(f16(w) * x->d[b]), a0);
+        a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq4_dot32(w + 20, x->q + 32 * b + 32, lv)),
+                             _mm256_set1_ps(f16(w + 18) * x->d[b + 1]), a1);
+    }
+    if (b < nb)
+        a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq4_dot32(w + 2, x->q + 32 * b, lv)),
+                             _mm256_set1_ps(f16(w) * x->d[b]), a0);
+    return hsum8(_mm256_add_ps(a0, a1));
+}
+
+static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    const __m256i lv = iq4_levels();
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_iq4_xs)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 128, MM_PF_HINT);
+        const float d = f16(w);
+        const unsigned sh = mm_rd16(w + 2);
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) {
+            const int ls = (((w[4 + j / 2] >> (4 * (j & 1))) & 0xf) | ((sh >> (2 * j)) & 3) << 4) - 32;
+            const __m256i s = iq4_dot32(w + 8 + 16 * j, x->q + 256 * i + 32 * j, lv);
+            acc[j & 3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * (float)ls * x->d[8 * i + j]),
+                                         acc[j & 3]);
+        }
+    }
+    return hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+/* Q2_K / Q3_K: per 16-group float scales gs (groups 0-7, 8-15) as for Q6_K; chunk j
+ * (32 elements) of half h is bits 2j..2j+1 of the half's 32 qs bytes (Q3_K: plus
+ * bit 4h+j of hmask as bit 2), its lanes 0-3 group 8h+2j and 4-7 group 8h+2j+1. */
+static inline void k16_group_scales(const __m256 dx, const __m128i sc8, float d, __m256 gs[2]) {
+    const __m256i lo_idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    const __m256i hi_idx = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
+    const __m256 dd = _mm256_mul_ps(dx, _mm256_set1_ps(d));
+    gs[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), _mm256_permutevar8x32_ps(dd, lo_idx));
+    gs[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))),
+                          _mm256_permutevar8x32_ps(dd, hi_idx));
+}
+
+static inline __m256 k16_chunk_scale(__m256 gs, int j) {
+    return _mm256_permutevar8x32_ps(gs, _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1, 2 * j + 1,
+                                                          2 * j + 1, 2 * j + 1));
+}
+
+static float dot_q2_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 macc = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q2_K)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
+        const __m128i sb = _mm_loadu_si128((const __m128i *)w);
+        const __m128i sc8 = _mm_and_si128(sb, _mm_set1_epi8(0x0f));
+        const __m128i mn8 = _mm_and_si128(_mm_srli_epi16(sb, 4), _mm_set1_epi8(0x0f));
+        const __m256 dx = _mm256_loadu_ps(x->d + 8 * i);
+        __m256 gs[2], gm[2];
+        k16_group_scales(dx, sc8, f16(w + 80), gs);
+        k16_group_scales(dx, mn8, f16(w + 82), gm);
+        const int32_t *aux = x->ai + 16 * i;
+        macc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)aux)), gm[0], macc);
+        macc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(aux + 8))), gm[1], macc);
+        const int8_t *qx = x->q + 256 * i;
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const __m256i qv = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * h));
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++) {
+                const __m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3);
+                const __m256i s = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * j)));
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), k16_chunk_scale(gs[h], j), acc[j]);
+            }
+        }
+    }
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    return hsum8(sum) - hsum8(macc);
+}
+
+/* Q3_K's 16 six-bit scales, minus 32, as 16 signed bytes (the 12 bytes read as
+ * three little-endian words; x86 only). */
+static inline __m128i q3k_scales_i8(const uint8_t *p) {
+    uint32_t a[3], o[4];
+    memcpy(a, p, 12);
+    o[0] = (a[0] & 0x0f0f0f0fu) | ((a[2] & 0x03030303u) << 4);
+    o[1] = (a[1] & 0x0f0f0f0fu) | (((a[2] >> 2) & 0x03030303u) << 4);
+    o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 4) & 0x03030303u) << 4);
+    o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 6) & 0x03030303u) << 4);
+    return _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)o), _mm_set1_epi8(32));
+}
+
+static float dot_q3_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 cacc = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q3_K)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
+        __m256 gs[2];
+        k16_group_scales(_mm256_loadu_ps(x->d + 8 * i), q3k_scales_i8(w + 96), f16(w + 108), gs);
+        /* the -4 offset: Σ_g gs_g · Σq_g, taken off four times at the end */
+        const int32_t *aux = x->ai + 16 * i;
+        cacc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)aux)), gs[0], cacc);
+        cacc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(aux + 8))), gs[1], cacc);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)w);
+        const int8_t *qx = x->q + 256 * i;
+        _Pragma("GCC unroll 2")
+        for (int h = 0; h < 2; h++) {
+            const __m256i qv = _mm256_loadu_si256((const __m256i *)(w + 32 + 32 * h));
+            _Pragma("GCC unroll 4")
+            for (int j = 0; j < 4; j++) {
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), one);
+                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3),
+                                                  _mm256_slli_epi16(hb, 2));
+                const __m256i s = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * j)));
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), k16_chunk_scale(gs[h], j), acc[j]);
+            }
+        }
+    }
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    return hsum8(sum) - 4.0f * hsum8(cacc);
+}
+
+#ifndef MM_DOT_Q5_K
+#define MM_DOT_Q5_K dot_q5_K
+/* Q5_K: Q4_K's kernel with the fifth bit of sub-block j, bit j of qh[l], as bit 4. */
+static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256 macc = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q5_K)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
+        _mm_prefetch((const char *)w + MM_PF_DIST + 128, MM_PF_HINT);
+        const float d = f16(w), dmin = f16(w + 2);
+        uint32_t sm[4];
+        mm_q4k_scales_u32(w + 4, sm);
+        const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sm)));
+        const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2))));
+        const __m256 sc = _mm256_mul_ps(_mm256_mul_ps(scf, _mm256_set1_ps(d)), _mm256_loadu_ps(x->d + 8 * i));
+        macc = _mm256_fmadd_ps(_mm256_mul_ps(mnf, _mm256_set1_ps(dmin)), _mm256_loadu_ps(x->af + 8 * i), macc);
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
+        const uint8_t *qs = w + 48;
+        const int8_t *qx = x->q + 256 * i;
+        _Pragma("GCC unroll 4")
+        for (int r = 0; r < 4; r++) {
+            const __m256i qw = _mm256_loadu_si256((const __m256i *)(qs + 32 * r));
+            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * r), one), 4);
+            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * r + 1), one), 4);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(qw, m4), h0);
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qw, 4), m4), h1);
+            const __m256i s0 = dot_u8s8(lo, _mm256_loadu_si256((const __m256i *)(qx + 64 * r)));
+            const __m256i s1 = dot_u8s8(hi, _mm256_loadu_si256((const __m256i *)(qx + 64 * r + 32)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0),
+                                     _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r)), acc[r]);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1),
+                                     _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r + 1)), acc[r]);
+        }
+    }
+    return hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) - hsum8(macc);
+}
+#endif
+
 static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     /* the kernels prefetch MM_PF_DIST ahead; start the stream of this chunk */
     if (o1 > o0)
@@ -299,6 +525,14 @@ static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
                 case QT_Q4_0: v = dot_q4_0(w, &xr, n); break;
                 case QT_Q4_K: v = MM_DOT_Q4_K(w, &xr, n); break;
                 case QT_Q6_K: v = MM_DOT_Q6_K(w, &xr, n); break;
+                case QT_Q4_1: v = dot_q4_1(w, &xr, n); break;
+                case QT_Q5_0: v = dot_q5_0(w, &xr, n); break;
+                case QT_Q5_1: v = dot_q5_1(w, &xr, n); break;
+                case QT_Q2_K: v = dot_q2_K(w, &xr, n); break;
+                case QT_Q3_K: v = dot_q3_K(w, &xr, n); break;
+                case QT_Q5_K: v = MM_DOT_Q5_K(w, &xr, n); break;
+                case QT_IQ4_NL: v = dot_iq4_nl(w, &xr, n); break;
+                case QT_IQ4_XS: v = dot_iq4_xs(w, &xr, n); break;
                 default: break;
                 }
                 y[o] = v;

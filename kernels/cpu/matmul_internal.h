@@ -17,12 +17,51 @@
  *   int8  q[n]          q_i = round(x_i / d_b), |q_i| <= 127
  *   float d[n/32]       d_b = max |x| over 32-block b / 127 (NaN if the block has a NaN)
  *   aux[n/16]           4-byte words whose meaning depends on the weight type:
- *     Q8_0, Q4_0: int32 aux[b] = -128 * sum of q over 32-block b (b < n/32)
- *     Q4_K:       float aux[b] = d_b * sum of q over 32-block b   (b < n/32)
- *     Q6_K:       int32 aux[g] = -32 * sum of q over 16-group g   (g < n/16)
+ *     Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS:
+ *                 int32 aux[b] = -128 * sum of q over 32-block b   (b < n/32)
+ *     Q4_K, Q5_K, Q4_1, Q5_1:
+ *                 float aux[b] = d_b * sum of q over 32-block b    (b < n/32)
+ *     Q6_K:       int32 aux[g] = -32 * sum of q over 16-group g    (g < n/16)
+ *     Q2_K, Q3_K: int32 aux[g] = sum of q over 16-group g          (g < n/16)
  * The aux words are the bias corrections the kernels need: Q8_0 and Q4_0 weights
- * are fed to unsigned×signed byte products as w + 128, Q6_K's as w + 32, and
- * Q4_K's min term is the block sum times the weights' min. */
+ * are fed to unsigned×signed byte products as w + 128 (Q5_0's offset of 16 is
+ * aux/8), Q6_K's as w + 32, Q3_K's as w + 4 (-4·aux), and the min terms of Q4_K,
+ * Q5_K, Q4_1, Q5_1 and Q2_K are the block (group) sums times the weights' min. */
+typedef enum mm_aux_kind {
+    MM_AUX_NONE,
+    MM_AUX_NEG128_SUM32, /* int32 -128·Σq per 32-block */
+    MM_AUX_DSUM32,       /* float d·Σq per 32-block */
+    MM_AUX_NEG32_SUM16,  /* int32 -32·Σq per 16-group */
+    MM_AUX_SUM16,        /* int32 Σq per 16-group */
+} mm_aux_kind;
+
+static inline mm_aux_kind mm_aux_of(uint32_t type) {
+    switch (type) {
+    case QT_Q8_0: case QT_Q4_0: case QT_Q5_0: case QT_IQ4_NL: case QT_IQ4_XS: return MM_AUX_NEG128_SUM32;
+    case QT_Q4_K: case QT_Q5_K: case QT_Q4_1: case QT_Q5_1: return MM_AUX_DSUM32;
+    case QT_Q6_K: return MM_AUX_NEG32_SUM16;
+    case QT_Q2_K: case QT_Q3_K: return MM_AUX_SUM16;
+    default: return MM_AUX_NONE;
+    }
+}
+
+/* Stores block b's aux word(s) given its scale d_b and the sums s0, s1 of q over its
+ * two 16-element halves (the same for every level). */
+static inline void mm_store_aux(mm_aux_kind kind, int32_t *ai, float *af, int64_t b, float db, int s0, int s1) {
+    switch (kind) {
+    case MM_AUX_NEG128_SUM32: ai[b] = -128 * (s0 + s1); break;
+    case MM_AUX_DSUM32: af[b] = db * (float)(s0 + s1); break;
+    case MM_AUX_NEG32_SUM16:
+        ai[2 * b] = -32 * s0;
+        ai[2 * b + 1] = -32 * s1;
+        break;
+    case MM_AUX_SUM16:
+        ai[2 * b] = s0;
+        ai[2 * b + 1] = s1;
+        break;
+    default: break;
+    }
+}
 #define MM_QB 32
 
 static inline size_t mm_xq_row_bytes(int64_t n) {
@@ -46,7 +85,12 @@ static inline mm_xrow mm_xrow_at(const uint8_t *xq, int64_t n) {
     return r;
 }
 
-static inline int mm_type_is_quant(uint32_t type) {
+/* Weight types multiplied with int8 activations (xq rows). */
+static inline int mm_type_is_quant(uint32_t type) { return mm_aux_of(type) != MM_AUX_NONE; }
+
+/* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles; the
+ * others go through the dot kernels at every T. */
+static inline int mm_type_has_gemmq(uint32_t type) {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
 }
 

@@ -18,6 +18,7 @@ static void quantize_x_scalar(uint32_t type, const float *x, int64_t n, uint8_t 
     float *d = (float *)(void *)(xq + n);
     int32_t *ai = (int32_t *)(void *)(xq + n + 4 * (n / 32));
     float *af = (float *)(void *)ai;
+    const mm_aux_kind kind = mm_aux_of(type);
     for (int64_t b = 0; b < n / MM_QB; b++) {
         const float *xb = x + b * MM_QB;
         int8_t *qb = q + b * MM_QB;
@@ -36,16 +37,7 @@ static void quantize_x_scalar(uint32_t type, const float *x, int64_t n, uint8_t 
             s[i / 16] += qb[i];
         }
         d[b] = nan ? NAN : db;
-        switch (type) {
-        case QT_Q8_0:
-        case QT_Q4_0: ai[b] = -128 * (s[0] + s[1]); break;
-        case QT_Q4_K: af[b] = d[b] * (float)(s[0] + s[1]); break;
-        case QT_Q6_K:
-            ai[2 * b] = -32 * s[0];
-            ai[2 * b + 1] = -32 * s[1];
-            break;
-        default: break;
-        }
+        mm_store_aux(kind, ai, af, b, d[b], s[0], s[1]);
     }
 }
 
@@ -150,6 +142,144 @@ static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return s;
 }
 
+/* Q4_1: value = d*u + m, so the block contributes d·d_x·Σ(u·q) + m·(d_x·Σq); the
+ * last factor is aux. */
+static float dot_q4_1(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t b = 0; b < n / QK4_1; b++, w += sizeof(block_q4_1)) {
+        const uint8_t *qw = w + offsetof(block_q4_1, qs);
+        const int8_t *qx = x->q + b * 32;
+        int32_t acc = 0;
+        for (int i = 0; i < 16; i++) acc += (qw[i] & 0xf) * qx[i] + (qw[i] >> 4) * qx[i + 16];
+        s += fp16_to_f32(mm_rd16(w)) * x->d[b] * (float)acc + fp16_to_f32(mm_rd16(w + 2)) * x->af[b];
+    }
+    return s;
+}
+
+/* Q5_0 / Q5_1: u = nibble | (bit j of qh) << 4. Q5_0's -16 offset is aux/8
+ * (-16·Σq); Q5_1's min term as Q4_1's. */
+static float dot_q5(const uint8_t *w, const mm_xrow *x, int64_t n, int with_min) {
+    const size_t bb = with_min ? sizeof(block_q5_1) : sizeof(block_q5_0);
+    const size_t qh_off = with_min ? offsetof(block_q5_1, qh) : offsetof(block_q5_0, qh);
+    float s = 0;
+    for (int64_t b = 0; b < n / 32; b++, w += bb) {
+        const uint8_t *qh = w + qh_off, *qw = w + qh_off + 4;
+        const uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+        const int8_t *qx = x->q + b * 32;
+        int32_t acc = with_min ? 0 : x->ai[b] / 8;
+        for (int i = 0; i < 16; i++) {
+            acc += ((qw[i] & 0xf) | (int)((h >> i) & 1) << 4) * qx[i];
+            acc += ((qw[i] >> 4) | (int)((h >> (i + 16)) & 1) << 4) * qx[i + 16];
+        }
+        s += fp16_to_f32(mm_rd16(w)) * x->d[b] * (float)acc;
+        if (with_min) s += fp16_to_f32(mm_rd16(w + 2)) * x->af[b];
+    }
+    return s;
+}
+
+/* Q2_K: per 16-group g, d·sc_g·d_x·Σ(u·q) - dmin·m_g·d_x·Σq, Σq being aux[g]. */
+static float dot_q2_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q2_K)) {
+        const float d = fp16_to_f32(mm_rd16(w + offsetof(block_q2_K, d)));
+        const float dmin = fp16_to_f32(mm_rd16(w + offsetof(block_q2_K, dmin)));
+        const uint8_t *sc = w + offsetof(block_q2_K, scales), *qs = w + offsetof(block_q2_K, qs);
+        for (int g = 0; g < 16; g++) {
+            const int64_t gg = i * 16 + g;
+            const int8_t *qx = x->q + gg * 16;
+            const int nh = g / 8, j = (g % 8) / 2, l0 = 16 * (g & 1);
+            int32_t acc = 0;
+            for (int l = 0; l < 16; l++) acc += ((qs[32 * nh + l0 + l] >> (2 * j)) & 3) * qx[l];
+            const float dx = x->d[gg / 2];
+            s += d * (float)(sc[g] & 0xf) * dx * (float)acc - dmin * (float)(sc[g] >> 4) * dx * (float)x->ai[gg];
+        }
+    }
+    return s;
+}
+
+/* Q3_K: u = 2 low bits | hmask bit << 2 (0..7); per 16-group
+ * d·(sc_g - 32)·d_x·(Σ(u·q) - 4·Σq), Σq being aux[g]. */
+static float dot_q3_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q3_K)) {
+        const float d = fp16_to_f32(mm_rd16(w + offsetof(block_q3_K, d)));
+        const uint8_t *hm = w + offsetof(block_q3_K, hmask), *qs = w + offsetof(block_q3_K, qs);
+        const uint8_t *sb = w + offsetof(block_q3_K, scales);
+        for (int g = 0; g < 16; g++) {
+            const int64_t gg = i * 16 + g;
+            const int8_t *qx = x->q + gg * 16;
+            const int nh = g / 8, j = (g % 8) / 2, l0 = 16 * (g & 1);
+            int32_t acc = -4 * x->ai[gg];
+            for (int l = 0; l < 16; l++) {
+                const int k = l0 + l;
+                const int u = ((qs[32 * nh + k] >> (2 * j)) & 3) | ((hm[k] >> (4 * nh + j)) & 1) << 2;
+                acc += u * qx[l];
+            }
+            const int lo = g < 8 ? sb[g] & 0xf : sb[g - 8] >> 4;
+            const int sc = (lo | ((sb[8 + g % 4] >> (2 * (g / 4))) & 3) << 4) - 32;
+            s += d * (float)sc * x->d[gg / 2] * (float)acc;
+        }
+    }
+    return s;
+}
+
+/* Q5_K: Q4_K with u = nibble | (bit j of qh[l]) << 4. */
+static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q5_K)) {
+        const float d = fp16_to_f32(mm_rd16(w + offsetof(block_q5_K, d)));
+        const float dmin = fp16_to_f32(mm_rd16(w + offsetof(block_q5_K, dmin)));
+        uint8_t sm[16];
+        mm_q4k_scales(w + offsetof(block_q5_K, scales), sm);
+        const uint8_t *qh = w + offsetof(block_q5_K, qh), *qs = w + offsetof(block_q5_K, qs);
+        for (int j = 0; j < 8; j++) {
+            const int64_t b = i * 8 + j;
+            const int8_t *qx = x->q + b * 32;
+            const uint8_t *qr = qs + 32 * (j / 2);
+            const int sh = 4 * (j & 1);
+            int32_t acc = 0;
+            for (int l = 0; l < 32; l++) acc += (((qr[l] >> sh) & 0xf) | ((qh[l] >> j) & 1) << 4) * qx[l];
+            s += d * (float)sm[j] * x->d[b] * (float)acc - dmin * (float)sm[8 + j] * x->af[b];
+        }
+    }
+    return s;
+}
+
+/* IQ4_NL: signed levels straight into the integer sum. */
+static float dot_iq4_nl(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t b = 0; b < n / QK4_NL; b++, w += sizeof(block_iq4_nl)) {
+        const uint8_t *qw = w + offsetof(block_iq4_nl, qs);
+        const int8_t *qx = x->q + b * 32;
+        int32_t acc = 0;
+        for (int i = 0; i < 16; i++)
+            acc += iq4nl_values[qw[i] & 0xf] * qx[i] + iq4nl_values[qw[i] >> 4] * qx[i + 16];
+        s += fp16_to_f32(mm_rd16(w)) * x->d[b] * (float)acc;
+    }
+    return s;
+}
+
+/* IQ4_XS: per 32-sub-block j, d·(ls_j - 32)·d_x·Σ(level·q). */
+static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_iq4_xs)) {
+        const float d = fp16_to_f32(mm_rd16(w + offsetof(block_iq4_xs, d)));
+        const uint16_t sh = mm_rd16(w + offsetof(block_iq4_xs, scales_h));
+        const uint8_t *sl = w + offsetof(block_iq4_xs, scales_l);
+        for (int j = 0; j < 8; j++) {
+            const int64_t b = i * 8 + j;
+            const uint8_t *qw = w + offsetof(block_iq4_xs, qs) + 16 * j;
+            const int8_t *qx = x->q + b * 32;
+            int32_t acc = 0;
+            for (int l = 0; l < 16; l++)
+                acc += iq4nl_values[qw[l] & 0xf] * qx[l] + iq4nl_values[qw[l] >> 4] * qx[l + 16];
+            const int ls = (((sl[j / 2] >> (4 * (j & 1))) & 0xf) | ((sh >> (2 * j)) & 3) << 4) - 32;
+            s += d * (float)ls * x->d[b] * (float)acc;
+        }
+    }
+    return s;
+}
+
 static void dot_rows_scalar(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     /* blocks of 16 rows stay in cache while every activation row passes */
     for (int64_t ob = o0; ob < o1; ob += 16) {
@@ -170,6 +300,14 @@ static void dot_rows_scalar(const mm_args *a, int64_t o0, int64_t o1, int64_t t0
                 case QT_Q4_0: v = dot_q4_0(w, &xr, a->n_in); break;
                 case QT_Q4_K: v = dot_q4_K(w, &xr, a->n_in); break;
                 case QT_Q6_K: v = dot_q6_K(w, &xr, a->n_in); break;
+                case QT_Q4_1: v = dot_q4_1(w, &xr, a->n_in); break;
+                case QT_Q5_0: v = dot_q5(w, &xr, a->n_in, 0); break;
+                case QT_Q5_1: v = dot_q5(w, &xr, a->n_in, 1); break;
+                case QT_Q2_K: v = dot_q2_K(w, &xr, a->n_in); break;
+                case QT_Q3_K: v = dot_q3_K(w, &xr, a->n_in); break;
+                case QT_Q5_K: v = dot_q5_K(w, &xr, a->n_in); break;
+                case QT_IQ4_NL: v = dot_iq4_nl(w, &xr, a->n_in); break;
+                case QT_IQ4_XS: v = dot_iq4_xs(w, &xr, a->n_in); break;
                 default: break;
                 }
                 y[o] = v;

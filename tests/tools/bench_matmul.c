@@ -80,7 +80,21 @@ static void fill_weights(uint32_t type, uint8_t *w, size_t bytes, int64_t n_in) 
             memcpy(w + i * bb + 208, &d, 2);
         }
         break;
-    default: break;
+    default: { /* the other types: every fp16 field a small value */
+        size_t off[2] = {0, 0}, n_off = 1;
+        switch (type) {
+        case QT_Q4_1: case QT_Q5_1: case QT_Q5_K: n_off = 2, off[1] = 2; break;
+        case QT_Q2_K: off[0] = 80, off[1] = 82, n_off = 2; break;
+        case QT_Q3_K: off[0] = 108; break;
+        default: break; /* Q5_0, IQ4_NL, IQ4_XS: d first */
+        }
+        for (size_t i = 0; i < nblk; i++)
+            for (size_t k = 0; k < n_off; k++) {
+                uint16_t d = (uint16_t)(0x1c00 | (rnd() & 0x3ff));
+                memcpy(w + i * bb + off[k], &d, 2);
+            }
+        break;
+    }
     }
 }
 
