@@ -82,7 +82,7 @@ static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq
             __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]),
                                            _mm256_packs_epi32(i[2], i[3]));
             _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p, perm));
-            d[b] = db;
+            d[b] = mm_act_scale(type, db);
         }
         mm_store_aux(kind, ai, af, b, d[b], s0, s1);
     }

@@ -45,6 +45,21 @@ static inline mm_aux_kind mm_aux_of(uint32_t type) {
     }
 }
 
+/* The scale kept for an activation block. Against the weight types whose dot
+ * partner in ggml is Q8_0 / Q8_1 (scales stored as fp16) the scale is rounded to
+ * fp16 the same way, so the products, and greedy continuations, match the
+ * reference (a float32 scale changed a Q8_0 model's tokens from the 5th on); the
+ * q values still come from the exact scale, as there. Out-of-range scales stay. */
+static inline float mm_act_scale(uint32_t type, float db) {
+    switch (type) {
+    case QT_Q8_0: case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_IQ4_NL: {
+        const float r = fp16_to_f32(f32_to_fp16(db));
+        return r == r && r - r == 0 ? r : db; /* (inf or NaN: keep db) */
+    }
+    default: return db;
+    }
+}
+
 /* Stores block b's aux word(s) given its scale d_b and the sums s0, s1 of q over its
  * two 16-element halves (the same for every level). */
 static inline void mm_store_aux(mm_aux_kind kind, int32_t *ai, float *af, int64_t b, float db, int s0, int s1) {

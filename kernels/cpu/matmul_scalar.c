@@ -36,7 +36,7 @@ static void quantize_x_scalar(uint32_t type, const float *x, int64_t n, uint8_t 
             qb[i] = finite ? q8_round(xb[i] * id) : 0;
             s[i / 16] += qb[i];
         }
-        d[b] = nan ? NAN : db;
+        d[b] = nan ? NAN : finite ? mm_act_scale(type, db) : db;
         mm_store_aux(kind, ai, af, b, d[b], s[0], s[1]);
     }
 }
