@@ -46,6 +46,8 @@ typedef struct cli_common {
     int draft_max, draft_min; /* --draft-max/--draft-min N (0 = engine default) */
     float draft_p_min;     /* --draft-p-min P (0 = engine default) */
     bool ngram;            /* --ngram: n-gram drafting without a draft model */
+    bool quiet;            /* no notices on stderr: the chat UI owns the terminal
+                              (opening a model from /model while curses draws) */
 } cli_common;
 
 /* The default model path: $LLMCHAT_MODEL, else ../shared/models/stories260K.gguf

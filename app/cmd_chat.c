@@ -101,6 +101,7 @@ static int open_model(void *ctx, const char *path, provider **out, llc_err *err)
     cli_common common = g_common;
     common.model = path;
     common.draft = NULL; /* the draft belongs to the default model */
+    common.quiet = true; /* curses owns the terminal: notices would land on the screen */
     common.ngram = false;
     other_model *m = calloc(1, sizeof *m);
     if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
@@ -110,6 +111,7 @@ static int open_model(void *ctx, const char *path, provider **out, llc_err *err)
         free(m);
         return rc;
     }
+    m->L.chat_error[0] = 0; /* (llm_chat_template would print it onto the curses screen) */
     if ((rc = llm_chat_template(&m->L, NULL, &tmpl, err)) || (rc = llm_engine_create(&m->L, &common, &m->e, err))) {
         llm_close(&m->L);
         free(m);

@@ -17,7 +17,7 @@ int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
     if (!strcmp(common->device, "auto")) {
         char why[256];
         if (!backend_cuda_unusable_reason(why, sizeof why)) return backend_cuda_create(0, out, err);
-        if (isatty(STDERR_FILENO)) /* people, not scripts, get the notice */
+        if (!common->quiet && isatty(STDERR_FILENO)) /* people, not scripts, get the notice */
             fprintf(stderr, "llmchat: %s: running on the CPU (--device cpu says so quietly)\n", why);
     }
 #else
