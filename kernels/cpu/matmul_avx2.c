@@ -19,12 +19,11 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 }
 
 #include "kernels/cpu/matmul_dot256.h"
-#include "kernels/cpu/matmul_tile_avx2.h"
 
 const mm_impl mm_impl_avx2 = {
     .name = "avx2",
     .quantize_x = quantize_x_256,
-    .dot_rows = dot_rows_tile_avx2,
+    .dot_rows = dot_rows_256,
 };
 
 #pragma GCC pop_options

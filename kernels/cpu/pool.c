@@ -1,9 +1,6 @@
 /* pool.c — persistent worker threads with a generation counter: the caller
  * publishes a job and bumps the generation; workers spin on it for a while, then
- * sleep on a condition variable; the caller waits for the pending count to reach 0,
- * spinning for a while and then sleeping too. Both sides sleep rather than spin
- * for long: when another process competes for the cores, a spinning thread would
- * burn the time slice the thread it waits for needs (measured in PERFORMANCE.md). */
+ * sleep on a condition variable; the caller waits for the pending count to reach 0. */
 #include "kernels/cpu/pool.h"
 
 #include <pthread.h>
@@ -21,8 +18,6 @@ struct cpu_pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    pthread_cond_t done;    /* the last worker of a job signals it when the caller sleeps */
-    atomic_bool caller_sleeping;
     atomic_uint generation; /* bumped once per job */
     atomic_int pending;     /* workers still running the current job */
     atomic_bool stop;
@@ -69,13 +64,7 @@ static void *worker_main(void *arg_) {
         if (atomic_load(&p->stop)) return NULL;
         seen = gen;
         p->fn(p->ctx, ith, p->n_threads);
-        /* seq_cst on both sides: either this sees the caller asleep, or the caller
-         * sees pending at 0 before it sleeps */
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping)) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
     }
 }
 
@@ -90,7 +79,6 @@ int cpu_pool_create(int n_threads, cpu_pool **out) {
     p->n_threads = n_threads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
     p->threads = calloc((size_t)n_threads, sizeof *p->threads);
     if (!p->threads) {
         cpu_pool_free(p);
@@ -126,7 +114,6 @@ void cpu_pool_free(cpu_pool *p) {
         if (p->threads[i]) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
     free(p->threads);
     free(p->scratch);
     free(p);
@@ -149,17 +136,7 @@ void cpu_pool_run(cpu_pool *p, void (*fn)(void *ctx, int ith, int nth), void *ct
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n_threads);
-    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0;) {
-        if (++spins < SPIN_ITERS) {
-            cpu_relax();
-            continue;
-        }
-        pthread_mutex_lock(&p->mu);
-        atomic_store(&p->caller_sleeping, true);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
-        atomic_store(&p->caller_sleeping, false);
-        pthread_mutex_unlock(&p->mu);
-    }
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
 }
 
 void *cpu_pool_scratch(cpu_pool *p, size_t bytes) {
