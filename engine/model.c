@@ -33,6 +33,14 @@ int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
     return 0;
 }
 
+/* Runs one backend op; its failure (a GPU fault, an unsupported weight type)
+ * ends the step with the op's name, instead of surfacing a step later. */
+#define OP(call)                                                                        \
+    do {                                                                                \
+        int op_rc_ = (call);                                                            \
+        if (op_rc_) return llc_fail(err, op_rc_, "backend op %s failed", #call);        \
+    } while (0)
+
 static void free_activations(model *m) {
     float **bufs[] = {&m->x, &m->xb, &m->q, &m->k, &m->v, &m->att, &m->hb, &m->hb2, &m->xo, &m->logits,
                       &m->router_out, &m->xe, &m->ye, &m->moe_out};
@@ -122,10 +130,9 @@ int model_kv_create(const model *m, int n_blocks, int block_size, model_kv **out
         kv->k[l] = m->be->ops->alloc(m->be->ctx, bytes);
         kv->v[l] = m->be->ops->alloc(m->be->ctx, bytes);
         ok = kv->k[l] && kv->v[l];
-        if (ok) {
-            m->be->ops->memset0(m->be->ctx, kv->k[l], bytes);
-            m->be->ops->memset0(m->be->ctx, kv->v[l], bytes);
-        }
+        if (ok) /* (a backend that cannot clear the memory cannot use it either) */
+            ok = !m->be->ops->memset0(m->be->ctx, kv->k[l], bytes) &&
+                 !m->be->ops->memset0(m->be->ctx, kv->v[l], bytes);
     }
     if (!ok) {
         model_kv_free(kv);
@@ -156,8 +163,9 @@ int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, i
     const model *m = kv->m;
     size_t block_floats = (size_t)kv->block_size * m->hp.n_kv_heads * m->hp.head_dim;
     for (int l = 0; l < m->hp.n_layers; l++) {
-        m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_floats);
-        m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_floats);
+        int rc = m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_floats);
+        if (!rc) rc = m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_floats);
+        if (rc) return llc_fail(err, rc, "copying KV blocks failed in the backend");
     }
     return 0;
 }
@@ -238,20 +246,21 @@ static void route_rows(model *m, int T) {
 
 /* The gated feed-forward of `rows` rows of in: act(in·gateᵀ + b) ⊙ (in·upᵀ + b),
  * then down (+ bias) into out. Uses hb and hb2. */
-static void gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const bk_weight *down,
-                      const bk_weight *b_gate, const bk_weight *b_up, const bk_weight *b_down,
-                      const float *in, int rows, float *out) {
+static int gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const bk_weight *down,
+                     const bk_weight *b_gate, const bk_weight *b_up, const bk_weight *b_down,
+                     const float *in, int rows, float *out, llc_err *err) {
     const backend_ops *op = m->be->ops;
     void *c = m->be->ctx;
     const size_t n = (size_t)rows * gate->n_out;
-    op->matmul(c, gate, in, rows, m->hb);
-    op->matmul(c, up, in, rows, m->hb2);
-    if (b_gate && b_gate->data) op->add_bias(c, m->hb, b_gate, rows);
-    if (b_up && b_up->data) op->add_bias(c, m->hb2, b_up, rows);
-    if (m->hp.act == FFN_GELU) op->gelu_mul(c, m->hb, m->hb2, n);
-    else op->silu_mul(c, m->hb, m->hb2, n);
-    op->matmul(c, down, m->hb, rows, out);
-    if (b_down && b_down->data) op->add_bias(c, out, b_down, rows);
+    OP(op->matmul(c, gate, in, rows, m->hb));
+    OP(op->matmul(c, up, in, rows, m->hb2));
+    if (b_gate && b_gate->data) OP(op->add_bias(c, m->hb, b_gate, rows));
+    if (b_up && b_up->data) OP(op->add_bias(c, m->hb2, b_up, rows));
+    if (m->hp.act == FFN_GELU) OP(op->gelu_mul(c, m->hb, m->hb2, n));
+    else OP(op->silu_mul(c, m->hb, m->hb2, n));
+    OP(op->matmul(c, down, m->hb, rows, out));
+    if (b_down && b_down->data) OP(op->add_bias(c, out, b_down, rows));
+    return 0;
 }
 
 /* Mixture of experts over the T rows of m->xb into m->moe_out: the router's
@@ -259,22 +268,24 @@ static void gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, cons
  * once over all the rows routed to it (gathered, one batched matmul per weight)
  * and adds its weighted output into theirs. Every row sums its experts in expert
  * order, so a row's result does not depend on the other rows of the step. */
-static void moe_ffn(model *m, const layer *ly, int T) {
+static int moe_ffn(model *m, const layer *ly, int T, llc_err *err) {
     const backend_ops *op = m->be->ops;
     void *c = m->be->ctx;
     const int E = m->hp.n_expert, dim = m->hp.dim;
-    op->matmul(c, &ly->router, m->xb, T, m->router_out);
-    op->to_host(c, m->h_router, m->router_out, (size_t)T * E * sizeof(float));
+    OP(op->matmul(c, &ly->router, m->xb, T, m->router_out));
+    OP(op->to_host(c, m->h_router, m->router_out, (size_t)T * E * sizeof(float)));
     route_rows(m, T);
-    op->memset0(c, m->moe_out, (size_t)T * dim * sizeof(float));
+    OP(op->memset0(c, m->moe_out, (size_t)T * dim * sizeof(float)));
     for (int e = 0; e < E; e++) {
         const int n = m->h_count[e];
         if (!n) continue;
         const int32_t *rows = m->h_rows + (size_t)e * m->cap_rows;
-        op->gather_rows(c, m->xb, dim, rows, n, m->xe);
-        gated_ffn(m, &ly->exp_gate[e], &ly->exp_up[e], &ly->exp_down[e], NULL, NULL, NULL, m->xe, n, m->ye);
-        op->scatter_add_rows(c, m->moe_out, dim, rows, m->h_weights + (size_t)e * m->cap_rows, n, m->ye);
+        OP(op->gather_rows(c, m->xb, dim, rows, n, m->xe));
+        int rc = gated_ffn(m, &ly->exp_gate[e], &ly->exp_up[e], &ly->exp_down[e], NULL, NULL, NULL, m->xe, n, m->ye, err);
+        if (rc) return rc;
+        OP(op->scatter_add_rows(c, m->moe_out, dim, rows, m->h_weights + (size_t)e * m->cap_rows, n, m->ye));
     }
+    return 0;
 }
 
 int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, llc_err *err) {
@@ -295,50 +306,51 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
     bk_attn attn_swa = attn;
     attn_swa.window = hp->swa_window;
 
-    op->embed(c, &m->tok_embd, m->x);
-    if (hp->embd_scale) op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim);
+    OP(op->embed(c, &m->tok_embd, m->x));
+    if (hp->embd_scale) OP(op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim));
     for (int l = 0; l < hp->n_layers; l++) {
         const layer *ly = &m->layers[l];
         /* attention */
-        op->rmsnorm(c, m->x, &ly->attn_norm, m->xb, T, dim, hp->norm_eps);
-        op->matmul(c, &ly->wq, m->xb, T, m->q);
-        op->matmul(c, &ly->wk, m->xb, T, m->k);
-        op->matmul(c, &ly->wv, m->xb, T, m->v);
-        if (ly->bq.data) op->add_bias(c, m->q, &ly->bq, T);
-        if (ly->bk.data) op->add_bias(c, m->k, &ly->bk, T);
-        if (ly->bv.data) op->add_bias(c, m->v, &ly->bv, T);
+        OP(op->rmsnorm(c, m->x, &ly->attn_norm, m->xb, T, dim, hp->norm_eps));
+        OP(op->matmul(c, &ly->wq, m->xb, T, m->q));
+        OP(op->matmul(c, &ly->wk, m->xb, T, m->k));
+        OP(op->matmul(c, &ly->wv, m->xb, T, m->v));
+        if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
+        if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
+        if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));
         if (ly->q_norm.data) {
-            op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * hp->n_heads, hp->head_dim, hp->norm_eps);
-            op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * hp->n_kv_heads, hp->head_dim, hp->norm_eps);
+            OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * hp->n_heads, hp->head_dim, hp->norm_eps));
+            OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * hp->n_kv_heads, hp->head_dim, hp->norm_eps));
         }
         const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
-        op->rope(c, m->q, hp->n_heads, hp->head_dim, rope);
-        op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope);
-        op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim);
-        op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn);
-        op->matmul(c, &ly->wo, m->att, T, m->xb);
-        if (ly->bo.data) op->add_bias(c, m->xb, &ly->bo, T);
-        if (ly->post_attn_norm.data) op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps);
-        op->add(c, m->x, m->xb, (size_t)T * dim);
+        OP(op->rope(c, m->q, hp->n_heads, hp->head_dim, rope));
+        OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
+        OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim));
+        OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn));
+        OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
+        if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
+        if (ly->post_attn_norm.data) OP(op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps));
+        OP(op->add(c, m->x, m->xb, (size_t)T * dim));
         /* feed-forward */
-        op->rmsnorm(c, m->x, &ly->ffn_norm, m->xb, T, dim, hp->norm_eps);
+        OP(op->rmsnorm(c, m->x, &ly->ffn_norm, m->xb, T, dim, hp->norm_eps));
         float *ffn_out = m->xb;
         if (hp->n_expert) {
-            moe_ffn(m, ly, T);
+            if ((rc = moe_ffn(m, ly, T, err))) return rc;
             ffn_out = m->moe_out;
-        } else {
-            gated_ffn(m, &ly->gate, &ly->up, &ly->down, &ly->b_gate, &ly->b_up, &ly->b_down, m->xb, T, m->xb);
+        } else if ((rc = gated_ffn(m, &ly->gate, &ly->up, &ly->down, &ly->b_gate, &ly->b_up, &ly->b_down, m->xb,
+                                   T, m->xb, err))) {
+            return rc;
         }
-        if (ly->post_ffn_norm.data) op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps);
-        op->add(c, m->x, ffn_out, (size_t)T * dim);
+        if (ly->post_ffn_norm.data) OP(op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps));
+        OP(op->add(c, m->x, ffn_out, (size_t)T * dim));
     }
     if (batch->n_out == 0) return 0;
-    op->gather_out_rows(c, m->x, dim, m->xo);
-    op->rmsnorm(c, m->xo, &m->out_norm, m->xo, batch->n_out, dim, hp->norm_eps);
-    op->matmul(c, &m->output, m->xo, batch->n_out, m->logits);
-    if (m->b_output.data) op->add_bias(c, m->logits, &m->b_output, batch->n_out);
+    OP(op->gather_out_rows(c, m->x, dim, m->xo));
+    OP(op->rmsnorm(c, m->xo, &m->out_norm, m->xo, batch->n_out, dim, hp->norm_eps));
+    OP(op->matmul(c, &m->output, m->xo, batch->n_out, m->logits));
+    if (m->b_output.data) OP(op->add_bias(c, m->logits, &m->b_output, batch->n_out));
     const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
-    op->to_host(c, logits, m->logits, n_logits * sizeof(float));
+    OP(op->to_host(c, logits, m->logits, n_logits * sizeof(float)));
     if (hp->final_softcap > 0) /* on the host: the logits are here anyway */
         for (size_t i = 0; i < n_logits; i++)
             logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);

@@ -76,57 +76,61 @@ typedef struct bk_attn {
     float softcap;       /* > 0: scores become softcap * tanh(score / softcap) before the softmax */
 } bk_attn;
 
+/* Every op but destroy, alloc and free returns 0 or a negative code: a backend
+ * that failed (a CUDA error, a weight type its matmul cannot take) says so at the
+ * op, and the forward pass stops the step there with the op's name. The CPU ops
+ * cannot fail on a batch that begin accepted, apart from matmul's type check. */
 typedef struct backend_ops {
     void (*destroy)(void *ctx);
     /* Memory. weight_load may return a view of the (mmapped) tensor itself. */
     int (*weight_load)(void *ctx, const bk_tensor *t, bk_weight *out, llc_err *err);
     void *(*alloc)(void *ctx, size_t bytes); /* NULL when it does not fit */
     void (*free)(void *ctx, void *p);
-    void (*to_host)(void *ctx, void *dst, const void *src, size_t bytes);
-    void (*memset0)(void *ctx, void *p, size_t bytes);
+    int (*to_host)(void *ctx, void *dst, const void *src, size_t bytes);
+    int (*memset0)(void *ctx, void *p, size_t bytes);
 
     /* Per step. begin validates and keeps the batch; returns 0 or negative. */
     int (*begin)(void *ctx, const bk_batch *batch, llc_err *err);
     /* x[T, dim] = rows of `table` (n_out = vocab, n_in = dim) for the batch tokens. */
-    void (*embed)(void *ctx, const bk_weight *table, float *x);
+    int (*embed)(void *ctx, const bk_weight *table, float *x);
     /* out[r] = x[r] / rms(x[r]) * w, r < rows; out may equal x. */
-    void (*rmsnorm)(void *ctx, const float *x, const bk_weight *w, float *out, int rows, int dim,
+    int (*rmsnorm)(void *ctx, const float *x, const bk_weight *w, float *out, int rows, int dim,
                     float eps);
     /* y[rows, w->n_out] = x[rows, w->n_in] · wᵀ */
-    void (*matmul)(void *ctx, const bk_weight *w, const float *x, int rows, float *y);
+    int (*matmul)(void *ctx, const bk_weight *w, const float *x, int rows, float *y);
     /* y[r] += b for each of rows rows (b: n_out = 1, n_in = row width) */
-    void (*add_bias)(void *ctx, float *y, const bk_weight *b, int rows);
+    int (*add_bias)(void *ctx, float *y, const bk_weight *b, int rows);
     /* Rotates x[T, n_heads * head_dim] in place by each row's position. */
-    void (*rope)(void *ctx, float *x, int n_heads, int head_dim, const bk_rope *rp);
+    int (*rope)(void *ctx, float *x, int n_heads, int head_dim, const bk_rope *rp);
     /* Writes k, v [T, kv_dim] into the layer's caches ([n_slots, kv_dim]) at the batch slots. */
-    void (*kv_store)(void *ctx, float *k_cache, float *v_cache, const float *k, const float *v,
+    int (*kv_store)(void *ctx, float *k_cache, float *v_cache, const float *k, const float *v,
                      int kv_dim);
     /* out[T, n_heads*head_dim]: causal attention of each row over its sequence's KV
      * entries 0..position (or its window of them), read through the block table. */
-    void (*attention)(void *ctx, const float *q, const float *k_cache, const float *v_cache,
+    int (*attention)(void *ctx, const float *q, const float *k_cache, const float *v_cache,
                       float *out, const bk_attn *a);
     /* gate[i] = silu(gate[i]) * up[i] */
-    void (*silu_mul)(void *ctx, float *gate, const float *up, size_t n);
+    int (*silu_mul)(void *ctx, float *gate, const float *up, size_t n);
     /* x[i] += y[i] */
-    void (*add)(void *ctx, float *x, const float *y, size_t n);
+    int (*add)(void *ctx, float *x, const float *y, size_t n);
     /* For each i < n: cache block dst[i] = block src[i] (block_floats floats each);
      * the copy-on-write copies of one step, done together before the forward. */
-    void (*copy_blocks)(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
+    int (*copy_blocks)(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
                         size_t block_floats);
     /* out[k] = x[out_rows[k]] for the batch's output rows; rows are dim wide. */
-    void (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
+    int (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
 
     /* (kept last: the CUDA table is filled in this order) */
     /* x[i] *= s (gemma's embedding scale) */
-    void (*scale)(void *ctx, float *x, float s, size_t n);
+    int (*scale)(void *ctx, float *x, float s, size_t n);
     /* gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form:
      * 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
-    void (*gelu_mul)(void *ctx, float *gate, const float *up, size_t n);
+    int (*gelu_mul)(void *ctx, float *gate, const float *up, size_t n);
     /* out[i] = x[rows[i]] for i < n (rows: host memory); rows are dim wide. */
-    void (*gather_rows)(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out);
+    int (*gather_rows)(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out);
     /* x[rows[i]] += weights[i] * y[i] for i < n (rows, weights: host memory; rows
      * distinct within a call); rows are dim wide. Mixture-of-experts outputs. */
-    void (*scatter_add_rows)(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
+    int (*scatter_add_rows)(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
                              int n, const float *y);
 } backend_ops;
 

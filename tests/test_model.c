@@ -404,6 +404,45 @@ static void test_archs_and_types(void) {
     gen_and_check("tiny-qwen3", "q8_0", 0, 0);
 }
 
+/* An op that fails stops the step at once, with the op named: the forward pass
+ * checks every op's status instead of running on and failing a step later. */
+static int g_rope_calls;
+static int failing_rope(void *ctx, float *x, int n_heads, int head_dim, const bk_rope *rp) {
+    g_rope_calls++;
+    return LLC_ERR_IO;
+}
+
+static void test_failing_op_stops_the_step(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    loaded L;
+    if (load(path, 1, &L)) {
+        CHECK(0);
+        return;
+    }
+    model_kv *kv;
+    llc_err err;
+    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
+    float logits[512];
+    int32_t tok = 5, pos = 0, seq_start[2] = {0, 1}, kv_len = 1, bt[4] = {0, 1, 2, 3}, slot = 0, out = 0;
+    bk_batch b = {.n_tokens = 1, .tokens = &tok, .positions = &pos, .n_seqs = 1,
+                  .seq_start = seq_start, .kv_len = &kv_len, .block_table = bt, .max_blocks = 4,
+                  .slots = &slot, .n_out = 1, .out_rows = &out};
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == 0);
+    const backend_ops *cpu_ops = L.be->ops;
+    backend_ops failing = *cpu_ops;
+    failing.rope = failing_rope;
+    L.be->ops = &failing;
+    g_rope_calls = 0;
+    const int rc = model_forward(L.m, kv, &b, logits, &err);
+    CHECKF(rc == LLC_ERR_IO && strstr(err.msg, "rope"), "rc %d: %s", rc, err.msg);
+    CHECKF(g_rope_calls == 1, "rope ran %d times: the step went on after it failed", g_rope_calls);
+    L.be->ops = cpu_ops;
+    CHECK(model_forward(L.m, kv, &b, logits, &err) == 0);
+    model_kv_free(kv);
+    unload(&L);
+}
+
 static void test_bad_batches(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
@@ -652,6 +691,7 @@ int main(void) {
     RUN(test_llama_with_experts);
     RUN(test_archs_and_types);
     RUN(test_bad_batches);
+    RUN(test_failing_op_stops_the_step);
     RUN(test_shape_mismatch);
     RUN(test_unsupported_named);
     RUN(test_alignment_1);

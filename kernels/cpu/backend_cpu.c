@@ -128,8 +128,8 @@ static void *cpu_alloc(void *ctx, size_t bytes) {
     return aligned_alloc(64, size ? size : 64);
 }
 static void cpu_free(void *ctx, void *p) { free(p); }
-static void cpu_to_host(void *ctx, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
-static void cpu_memset0(void *ctx, void *p, size_t bytes) { memset(p, 0, bytes); }
+static int cpu_to_host(void *ctx, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); return 0; }
+static int cpu_memset0(void *ctx, void *p, size_t bytes) { memset(p, 0, bytes); return 0; }
 
 static int cpu_begin(void *ctx_, const bk_batch *b, llc_err *err) {
     cpu_ctx *ctx = ctx_;
@@ -170,10 +170,11 @@ static void embed_job(void *arg, int ith, int nth) {
     }
 }
 
-static void cpu_embed(void *ctx_, const bk_weight *table, float *x) {
+static int cpu_embed(void *ctx_, const bk_weight *table, float *x) {
     cpu_ctx *ctx = ctx_;
     rows_job j = {.ctx = ctx, .w = table, .out = x, .rows = ctx->batch.n_tokens, .dim = (int)table->n_in};
     cpu_pool_run(ctx->pool, embed_job, &j);
+    return 0;
 }
 
 static void rmsnorm_job(void *arg, int ith, int nth) {
@@ -191,24 +192,25 @@ static void rmsnorm_job(void *arg, int ith, int nth) {
     }
 }
 
-static void cpu_rmsnorm(void *ctx_, const float *x, const bk_weight *w, float *out, int rows,
+static int cpu_rmsnorm(void *ctx_, const float *x, const bk_weight *w, float *out, int rows,
                         int dim, float eps) {
     cpu_ctx *ctx = ctx_;
     rows_job j = {.ctx = ctx, .w = w, .x = x, .out = out, .rows = rows, .dim = dim, .eps = eps};
     if ((long)rows * dim < 4096) rmsnorm_job(&j, 0, 1);
     else cpu_pool_run(ctx->pool, rmsnorm_job, &j);
+    return 0;
 }
 
-static void cpu_matmul_op(void *ctx_, const bk_weight *w, const float *x, int rows, float *y) {
+static int cpu_matmul_op(void *ctx_, const bk_weight *w, const float *x, int rows, float *y) {
     cpu_ctx *ctx = ctx_;
-    int rc = cpu_matmul_packed(ctx->pool, w->type, w->data, w->aux, w->n_in, w->n_out, x, rows, y);
-    LLC_ASSERT(rc == 0); /* types were checked at load */
+    return cpu_matmul_packed(ctx->pool, w->type, w->data, w->aux, w->n_in, w->n_out, x, rows, y);
 }
 
-static void cpu_add_bias(void *ctx, float *y, const bk_weight *b, int rows) {
+static int cpu_add_bias(void *ctx, float *y, const bk_weight *b, int rows) {
     const float *bias = b->data;
     for (int r = 0; r < rows; r++)
         for (int64_t i = 0; i < b->n_in; i++) y[(size_t)r * b->n_in + i] += bias[i];
+    return 0;
 }
 
 typedef struct rope_job {
@@ -242,13 +244,14 @@ static void rope_job_fn(void *arg, int ith, int nth) {
     }
 }
 
-static void cpu_rope(void *ctx_, float *x, int n_heads, int head_dim, const bk_rope *rp) {
+static int cpu_rope(void *ctx_, float *x, int n_heads, int head_dim, const bk_rope *rp) {
     cpu_ctx *ctx = ctx_;
     rope_job j = {ctx, x, n_heads, head_dim, rp};
     cpu_pool_run(ctx->pool, rope_job_fn, &j);
+    return 0;
 }
 
-static void cpu_kv_store(void *ctx_, float *k_cache, float *v_cache, const float *k,
+static int cpu_kv_store(void *ctx_, float *k_cache, float *v_cache, const float *k,
                          const float *v, int kv_dim) {
     cpu_ctx *ctx = ctx_;
     for (int r = 0; r < ctx->batch.n_tokens; r++) {
@@ -256,51 +259,59 @@ static void cpu_kv_store(void *ctx_, float *k_cache, float *v_cache, const float
         memcpy(k_cache + slot * kv_dim, k + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
         memcpy(v_cache + slot * kv_dim, v + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
     }
+    return 0;
 }
 
-static void cpu_attention(void *ctx_, const float *q, const float *k_cache, const float *v_cache,
+static int cpu_attention(void *ctx_, const float *q, const float *k_cache, const float *v_cache,
                           float *out, const bk_attn *a) {
     cpu_ctx *ctx = ctx_;
     cpu_attention_run(ctx->pool, &ctx->batch, a, q, k_cache, v_cache, out, ctx->max_kv_len);
+    return 0;
 }
 
-static void cpu_silu_mul(void *ctx_, float *gate, const float *up, size_t n) {
+static int cpu_silu_mul(void *ctx_, float *gate, const float *up, size_t n) {
     cpu_ctx *ctx = ctx_;
     cpu_silu_mul_run(ctx->pool, gate, up, n);
+    return 0;
 }
 
-static void cpu_add(void *ctx_, float *x, const float *y, size_t n) {
+static int cpu_add(void *ctx_, float *x, const float *y, size_t n) {
     cpu_ctx *ctx = ctx_;
     cpu_add_run(ctx->pool, x, y, n);
+    return 0;
 }
 
-static void cpu_copy_blocks(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
+static int cpu_copy_blocks(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
                             size_t block_floats) {
     for (int i = 0; i < n; i++)
         memcpy(cache + (size_t)dst[i] * block_floats, cache + (size_t)src[i] * block_floats,
                block_floats * sizeof(float));
+    return 0;
 }
 
-static void cpu_gather_out_rows(void *ctx_, const float *x, int dim, float *out) {
+static int cpu_gather_out_rows(void *ctx_, const float *x, int dim, float *out) {
     cpu_ctx *ctx = ctx_;
     for (int k = 0; k < ctx->batch.n_out; k++)
         memcpy(out + (size_t)k * dim, x + (size_t)ctx->batch.out_rows[k] * dim,
                (size_t)dim * sizeof(float));
+    return 0;
 }
 
-static void cpu_scale(void *ctx, float *x, float s, size_t n) { cpu_scale_run(x, s, n); }
+static int cpu_scale(void *ctx, float *x, float s, size_t n) { cpu_scale_run(x, s, n); return 0; }
 
-static void cpu_gelu_mul(void *ctx_, float *gate, const float *up, size_t n) {
+static int cpu_gelu_mul(void *ctx_, float *gate, const float *up, size_t n) {
     cpu_ctx *ctx = ctx_;
     cpu_gelu_mul_run(ctx->pool, gate, up, n);
+    return 0;
 }
 
-static void cpu_gather_rows(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out) {
+static int cpu_gather_rows(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out) {
     for (int i = 0; i < n; i++)
         memcpy(out + (size_t)i * dim, x + (size_t)rows[i] * dim, (size_t)dim * sizeof(float));
+    return 0;
 }
 
-static void cpu_scatter_add_rows(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
+static int cpu_scatter_add_rows(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
                                  int n, const float *y) {
     for (int i = 0; i < n; i++) {
         float *xr = x + (size_t)rows[i] * dim;
@@ -308,6 +319,7 @@ static void cpu_scatter_add_rows(void *ctx, float *x, int dim, const int32_t *ro
         const float w = weights[i];
         for (int d = 0; d < dim; d++) xr[d] += w * yr[d];
     }
+    return 0;
 }
 
 static const backend_ops g_cpu_ops = {

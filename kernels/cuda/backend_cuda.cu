@@ -422,6 +422,9 @@ __global__ void k_scatter_add_rows(float *x, int dim, const int *rows, const flo
 /* ---- the op table ----------------------------------------------------------------- */
 
 static cuda_ctx *C(void *p) { return (cuda_ctx *)p; }
+/* What an op returns: the backend's first failure (kept until begin reports it
+ * again), or 0. Work is asynchronous: a kernel's own fault shows at a later sync. */
+static int cu_status(void *p) { return C(p)->failed ? LLC_ERR_IO : 0; }
 
 static void cu_destroy(void *p) {
     cuda_ctx *c = C(p);
@@ -486,14 +489,16 @@ static void *cu_alloc(void *p, size_t bytes) {
     return d;
 }
 static void cu_free(void *p, void *d) { cudaFree(d); }
-static void cu_to_host(void *p, void *dst, const void *src, size_t bytes) {
+static int cu_to_host(void *p, void *dst, const void *src, size_t bytes) {
     cuda_ctx *c = C(p);
     CK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     CK(c, cudaStreamSynchronize(c->stream));
+    return cu_status(p);
 }
-static void cu_memset0(void *p, void *d, size_t bytes) {
+static int cu_memset0(void *p, void *d, size_t bytes) {
     cuda_ctx *c = C(p);
     CK(c, cudaMemsetAsync(d, 0, bytes, c->stream));
+    return cu_status(p);
 }
 
 /* Grows a device int array to n entries. */
@@ -561,32 +566,34 @@ static int cu_begin(void *p, const bk_batch *b, llc_err *err) {
     return 0;
 }
 
-static void cu_embed(void *p, const bk_weight *table, float *x) {
+static int cu_embed(void *p, const bk_weight *table, float *x) {
     cuda_ctx *c = C(p);
-    if (!c->T) return;
+    if (!c->T) return cu_status(p);
     dim3 grid((unsigned)((table->n_in + 255) / 256), (unsigned)c->T);
     k_embed<<<grid, 256, 0, c->stream>>>((const uint8_t *)table->data, table->type,
                                          qtype_row_bytes(table->type, table->n_in), table->n_in, c->tokens.p, c->T, x);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_rmsnorm(void *p, const float *x, const bk_weight *w, float *out, int rows, int dim, float eps) {
+static int cu_rmsnorm(void *p, const float *x, const bk_weight *w, float *out, int rows, int dim, float eps) {
     cuda_ctx *c = C(p);
-    if (rows <= 0) return;
+    if (rows <= 0) return cu_status(p);
     k_rmsnorm<<<rows, 256, 0, c->stream>>>(x, (const float *)w->data, out, dim, eps);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_matmul(void *p, const bk_weight *w, const float *x, int rows, float *y) {
+static int cu_matmul(void *p, const bk_weight *w, const float *x, int rows, float *y) {
     cuda_ctx *c = C(p);
-    if (rows <= 0 || c->failed) return;
+    if (rows <= 0 || c->failed) return cu_status(p);
     const int m = (int)w->n_out, n = rows, k = (int)w->n_in;
     const float one = 1.0f, zero = 0.0f;
     CB(c, cublasSetStream(c->blas, c->stream));
     if (w->type == QT_F32) { /* Yᵀ[n_out × rows] = W[n_out × n_in] · Xᵀ, all column-major views */
         CB(c, cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, (const float *)w->data, k, x, k,
                           &zero, y, m));
-        return;
+        return cu_status(p);
     }
     size_t row_bytes = qtype_row_bytes(w->type, w->n_in);
     if (w->type != QT_F16 && w->type != QT_BF16 && rows <= 8) { /* decode: fused dequant-GEMV */
@@ -595,13 +602,13 @@ static void cu_matmul(void *p, const bk_weight *w, const float *x, int rows, flo
         k_gemv_q<8><<<grid, 32 * warps, 0, c->stream>>>((const uint8_t *)w->data, w->type, row_bytes, w->n_in,
                                                         w->n_out, x, rows, y);
         LAUNCHED(c);
-        return;
+        return cu_status(p);
     }
     /* tensor cores: activations (and quantized weights) as F16/BF16 in scratch */
     bool bf = w->type == QT_BF16;
     size_t wbytes = w->type == QT_F16 || bf ? 0 : (size_t)m * k * 2, xbytes = (size_t)n * k * 2;
     uint8_t *s = (uint8_t *)ensure_scratch(c, wbytes + xbytes);
-    if (!s) return;
+    if (!s) return cu_status(p);
     const void *A = w->data;
     if (wbytes) {
         k_dequant_f16<<<grid_for((size_t)m * k, 256), 256, 0, c->stream>>>((const uint8_t *)w->data, w->type, row_bytes,
@@ -616,10 +623,10 @@ static void cu_matmul(void *p, const bk_weight *w, const float *x, int rows, flo
         LAUNCHED(c);
         CB(c, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, A, ty, k, B, ty, k, &zero, y, CUDA_R_32F,
                            m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-        return;
+        return cu_status(p);
     }
     if (!c->d_scale) CK(c, cudaMalloc((void **)&c->d_scale, 2 * sizeof(float)));
-    if (c->failed) return;
+    if (c->failed) return cu_status(p);
     k_f16_scale<<<1, 1024, 0, c->stream>>>(x, (int64_t)n * k, c->d_scale);
     k_to_f16<<<grid_for((size_t)n * k, 256), 256, 0, c->stream>>>(x, (__half *)B, (int64_t)n * k, c->d_scale);
     LAUNCHED(c);
@@ -627,19 +634,21 @@ static void cu_matmul(void *p, const bk_weight *w, const float *x, int rows, flo
     CB(c, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, c->d_scale, A, ty, k, B, ty, k, c->d_scale + 1, y,
                        CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     CB(c, cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_HOST));
+    return cu_status(p);
 }
 
-static void cu_add_bias(void *p, float *y, const bk_weight *b, int rows) {
+static int cu_add_bias(void *p, float *y, const bk_weight *b, int rows) {
     cuda_ctx *c = C(p);
     int64_t n = (int64_t)rows * b->n_in;
-    if (n <= 0) return;
+    if (n <= 0) return cu_status(p);
     k_add_bias<<<grid_for((size_t)n, 256), 256, 0, c->stream>>>(y, (const float *)b->data, b->n_in, n);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_rope(void *p, float *x, int n_heads, int head_dim, const bk_rope *rp) {
+static int cu_rope(void *p, float *x, int n_heads, int head_dim, const bk_rope *rp) {
     cuda_ctx *c = C(p);
-    if (!c->T) return;
+    if (!c->T) return cu_status(p);
     const float *factors = NULL;
     if (rp->freq_factors) {
         if (c->h_freq != rp->freq_factors || c->n_freq != rp->n_rot / 2) {
@@ -657,21 +666,23 @@ static void cu_rope(void *p, float *x, int n_heads, int head_dim, const bk_rope 
     k_rope<<<grid_for((size_t)n, 256), 256, 0, c->stream>>>(x, c->pos.p, c->T, n_heads, head_dim, rp->n_rot,
                                                             rp->style == BK_ROPE_NEOX, rp->freq_base, rp->freq_scale, factors);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_kv_store(void *p, float *kc, float *vc, const float *k, const float *v, int kv_dim) {
+static int cu_kv_store(void *p, float *kc, float *vc, const float *k, const float *v, int kv_dim) {
     cuda_ctx *c = C(p);
-    if (!c->T) return;
+    if (!c->T) return cu_status(p);
     k_kv_store<<<grid_for((size_t)c->T * kv_dim, 256), 256, 0, c->stream>>>(kc, vc, k, v, c->slots.p, c->T, kv_dim);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_attention(void *p, const float *q, const float *kc, const float *vc, float *out, const bk_attn *a) {
+static int cu_attention(void *p, const float *q, const float *kc, const float *vc, float *out, const bk_attn *a) {
     cuda_ctx *c = C(p);
-    if (!c->T) return;
+    if (!c->T) return cu_status(p);
     if (a->head_dim > 4 * ATT_THREADS) {
         ctx_fail(c, "CUDA attention: head size %d is over %d", a->head_dim, 4 * ATT_THREADS);
-        return;
+        return cu_status(p);
     }
     dim3 grid((unsigned)c->T, (unsigned)a->n_heads);
     size_t shm = (size_t)(a->head_dim + ATT_THREADS) * sizeof(float);
@@ -679,72 +690,81 @@ static void cu_attention(void *p, const float *q, const float *kc, const float *
                                                        c->max_blocks, a->n_heads, a->n_kv_heads, a->head_dim,
                                                        a->block_size, a->scale, a->window, a->softcap);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_silu_mul(void *p, float *g, const float *u, size_t n) {
+static int cu_silu_mul(void *p, float *g, const float *u, size_t n) {
     cuda_ctx *c = C(p);
-    if (!n) return;
+    if (!n) return cu_status(p);
     k_silu_mul<<<grid_for(n, 256), 256, 0, c->stream>>>(g, u, (int64_t)n);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_add(void *p, float *x, const float *y, size_t n) {
+static int cu_add(void *p, float *x, const float *y, size_t n) {
     cuda_ctx *c = C(p);
-    if (!n) return;
+    if (!n) return cu_status(p);
     k_add<<<grid_for(n, 256), 256, 0, c->stream>>>(x, y, (int64_t)n);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_copy_blocks(void *p, float *cache, const int32_t *src, const int32_t *dst, int n, size_t block_floats) {
+static int cu_copy_blocks(void *p, float *cache, const int32_t *src, const int32_t *dst, int n, size_t block_floats) {
     cuda_ctx *c = C(p);
-    if (n <= 0 || !ensure_ints(c, &c->copy, 2 * (size_t)n)) return;
+    if (n <= 0 || !ensure_ints(c, &c->copy, 2 * (size_t)n)) return cu_status(p);
     CK(c, cudaMemcpy(c->copy.p, src, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
     CK(c, cudaMemcpy(c->copy.p + n, dst, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
     dim3 grid(grid_for(block_floats, 256) > 64 ? 64 : grid_for(block_floats, 256), (unsigned)n);
     k_copy_blocks<<<grid, 256, 0, c->stream>>>(cache, c->copy.p, c->copy.p + n, n, block_floats);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_gather_out_rows(void *p, const float *x, int dim, float *out) {
+static int cu_gather_out_rows(void *p, const float *x, int dim, float *out) {
     cuda_ctx *c = C(p);
-    if (!c->n_out) return;
+    if (!c->n_out) return cu_status(p);
     k_gather<<<grid_for((size_t)c->n_out * dim, 256), 256, 0, c->stream>>>(x, dim, c->out_rows.p, c->n_out, out);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_scale(void *p, float *x, float sc, size_t n) {
+static int cu_scale(void *p, float *x, float sc, size_t n) {
     cuda_ctx *c = C(p);
-    if (!n) return;
+    if (!n) return cu_status(p);
     k_scale<<<grid_for(n, 256), 256, 0, c->stream>>>(x, sc, (int64_t)n);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_gelu_mul(void *p, float *g, const float *u, size_t n) {
+static int cu_gelu_mul(void *p, float *g, const float *u, size_t n) {
     cuda_ctx *c = C(p);
-    if (!n) return;
+    if (!n) return cu_status(p);
     k_gelu_mul<<<grid_for(n, 256), 256, 0, c->stream>>>(g, u, (int64_t)n);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_gather_rows(void *p, const float *x, int dim, const int32_t *rows, int n, float *out) {
+static int cu_gather_rows(void *p, const float *x, int dim, const int32_t *rows, int n, float *out) {
     cuda_ctx *c = C(p);
-    if (n <= 0) return;
+    if (n <= 0) return cu_status(p);
     upload_ints(c, &c->rows, rows, (size_t)n);
-    if (c->failed) return;
+    if (c->failed) return cu_status(p);
     k_gather_rows<<<grid_for((size_t)n * dim, 256), 256, 0, c->stream>>>(x, dim, c->rows.p, n, out);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
-static void cu_scatter_add_rows(void *p, float *x, int dim, const int32_t *rows, const float *weights, int n,
+static int cu_scatter_add_rows(void *p, float *x, int dim, const int32_t *rows, const float *weights, int n,
                                 const float *y) {
     cuda_ctx *c = C(p);
-    if (n <= 0) return;
+    if (n <= 0) return cu_status(p);
     upload_ints(c, &c->rows, rows, (size_t)n);
     upload_ints(c, &c->mix, (const int32_t *)(const void *)weights, (size_t)n); /* float bits */
-    if (c->failed) return;
+    if (c->failed) return cu_status(p);
     k_scatter_add_rows<<<grid_for((size_t)n * dim, 256), 256, 0, c->stream>>>(x, dim, c->rows.p,
                                                                              (const float *)(void *)c->mix.p, n, y);
     LAUNCHED(c);
+    return cu_status(p);
 }
 
 /* in the order of backend_ops' fields */
