@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     srv_dialect d = (srv_dialect)(data[0] & 3);
     srv_model m = g_models[(data[0] >> 2) & 1];
-    m.tmpl = (chat_tmpl)((data[0] >> 3) % CHAT_TMPL_COUNT);
+    m.tmpl = chat_builtin((data[0] >> 3) % CHAT_FMT_COUNT);
     cJSON *j = cJSON_ParseWithLength((const char *)data + 1, size - 1);
     if (!j) return 0;
     srv_gen g;
