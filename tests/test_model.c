@@ -404,6 +404,41 @@ static void test_archs_and_types(void) {
     gen_and_check("tiny-qwen3", "q8_0", 0, 0);
 }
 
+/* stories260K with a 4-block KV cache and a one-row batch (token `tok` at
+ * position 0, logits wanted) whose fields the tests change one at a time. The
+ * batch points into the struct: use it where it was opened. */
+typedef struct one_step {
+    loaded L;
+    model_kv *kv;
+    int32_t tok, pos, seq_start[2], kv_len, bt[4], slot, out;
+    bk_batch b;
+} one_step;
+
+static int one_step_open(one_step *o, int32_t tok) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    memset(o, 0, sizeof *o);
+    if (load(path, 1, &o->L)) return -1;
+    llc_err err;
+    if (model_kv_create(o->L.m, 4, 16, &o->kv, &err)) {
+        unload(&o->L);
+        return -1;
+    }
+    o->tok = tok;
+    o->seq_start[1] = 1;
+    o->kv_len = 1;
+    for (int i = 0; i < 4; i++) o->bt[i] = i;
+    o->b = (bk_batch){.n_tokens = 1, .tokens = &o->tok, .positions = &o->pos, .n_seqs = 1,
+                      .seq_start = o->seq_start, .kv_len = &o->kv_len, .block_table = o->bt, .max_blocks = 4,
+                      .slots = &o->slot, .n_out = 1, .out_rows = &o->out};
+    return 0;
+}
+
+static void one_step_close(one_step *o) {
+    model_kv_free(o->kv);
+    unload(&o->L);
+}
+
 /* An op that fails stops the step at once, with the op named: the forward pass
  * checks every op's status instead of running on and failing a step later. */
 static int g_rope_calls;
@@ -413,70 +448,52 @@ static int failing_rope(void *ctx, float *x, int n_heads, int head_dim, const bk
 }
 
 static void test_failing_op_stops_the_step(void) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
-    loaded L;
-    if (load(path, 1, &L)) {
+    one_step o;
+    if (one_step_open(&o, 5)) {
         CHECK(0);
         return;
     }
-    model_kv *kv;
-    llc_err err;
-    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
     float logits[512];
-    int32_t tok = 5, pos = 0, seq_start[2] = {0, 1}, kv_len = 1, bt[4] = {0, 1, 2, 3}, slot = 0, out = 0;
-    bk_batch b = {.n_tokens = 1, .tokens = &tok, .positions = &pos, .n_seqs = 1,
-                  .seq_start = seq_start, .kv_len = &kv_len, .block_table = bt, .max_blocks = 4,
-                  .slots = &slot, .n_out = 1, .out_rows = &out};
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == 0);
-    const backend_ops *cpu_ops = L.be->ops;
+    llc_err err;
+    CHECK(model_forward(o.L.m, o.kv, &o.b, logits, &err) == 0);
+    const backend_ops *cpu_ops = o.L.be->ops;
     backend_ops failing = *cpu_ops;
     failing.rope = failing_rope;
-    L.be->ops = &failing;
+    o.L.be->ops = &failing;
     g_rope_calls = 0;
-    const int rc = model_forward(L.m, kv, &b, logits, &err);
+    const int rc = model_forward(o.L.m, o.kv, &o.b, logits, &err);
     CHECKF(rc == LLC_ERR_IO && strstr(err.msg, "rope"), "rc %d: %s", rc, err.msg);
     CHECKF(g_rope_calls == 1, "rope ran %d times: the step went on after it failed", g_rope_calls);
-    L.be->ops = cpu_ops;
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == 0);
-    model_kv_free(kv);
-    unload(&L);
+    o.L.be->ops = cpu_ops;
+    CHECK(model_forward(o.L.m, o.kv, &o.b, logits, &err) == 0);
+    one_step_close(&o);
 }
 
 static void test_bad_batches(void) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
-    loaded L;
-    if (load(path, 1, &L)) {
+    one_step o;
+    if (one_step_open(&o, 600)) {
         CHECK(0);
         return;
     }
-    model_kv *kv;
-    llc_err err;
-    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
     float logits[512];
-    int32_t tok = 600, pos = 0, seq_start[2] = {0, 1}, kv_len = 1, bt[4] = {0, 1, 2, 3}, slot = 0,
-            out = 0;
-    bk_batch b = {.n_tokens = 1, .tokens = &tok, .positions = &pos, .n_seqs = 1,
-                  .seq_start = seq_start, .kv_len = &kv_len, .block_table = bt, .max_blocks = 4,
-                  .slots = &slot, .n_out = 1, .out_rows = &out};
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "vocabulary"));
-    tok = 5;
-    slot = 64;
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "slot"));
-    slot = 0;
-    bt[0] = 9;
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "block id"));
-    bt[0] = 0;
-    pos = 3;
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "position"));
-    pos = 0;
-    out = 1;
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == LLC_ERR_RANGE);
-    out = 0;
-    CHECK(model_forward(L.m, kv, &b, logits, &err) == 0);
-    model_kv_free(kv);
-    unload(&L);
+    llc_err err;
+    model *m = o.L.m;
+    CHECK(model_forward(m, o.kv, &o.b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "vocabulary"));
+    o.tok = 5;
+    o.slot = 64;
+    CHECK(model_forward(m, o.kv, &o.b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "slot"));
+    o.slot = 0;
+    o.bt[0] = 9;
+    CHECK(model_forward(m, o.kv, &o.b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "block id"));
+    o.bt[0] = 0;
+    o.pos = 3;
+    CHECK(model_forward(m, o.kv, &o.b, logits, &err) == LLC_ERR_RANGE && strstr(err.msg, "position"));
+    o.pos = 0;
+    o.out = 1;
+    CHECK(model_forward(m, o.kv, &o.b, logits, &err) == LLC_ERR_RANGE);
+    o.out = 0;
+    CHECK(model_forward(m, o.kv, &o.b, logits, &err) == 0);
+    one_step_close(&o);
 }
 
 /* A file whose hyper-parameters disagree with its tensors is refused by name. */
