@@ -500,45 +500,34 @@ static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
 }
 #endif
 
+static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {
+    const int64_t n = a->n_in;
+    switch (a->type) {
+    case QT_F32: return dot_f32(w, x, n);
+    case QT_F16: return dot_f16(w, x, n);
+    case QT_BF16: return dot_bf16(w, x, n);
+    case QT_Q8_0: return dot_q8_0(w, xr, n);
+    case QT_Q4_0: return dot_q4_0(w, xr, n);
+    case QT_Q4_K: return MM_DOT_Q4_K(w, xr, n);
+    case QT_Q6_K: return MM_DOT_Q6_K(w, xr, n);
+    case QT_Q4_1: return dot_q4_1(w, xr, n);
+    case QT_Q5_0: return dot_q5_0(w, xr, n);
+    case QT_Q5_1: return dot_q5_1(w, xr, n);
+    case QT_Q2_K: return dot_q2_K(w, xr, n);
+    case QT_Q3_K: return dot_q3_K(w, xr, n);
+    case QT_Q5_K: return MM_DOT_Q5_K(w, xr, n);
+    case QT_IQ4_NL: return dot_iq4_nl(w, xr, n);
+    case QT_IQ4_XS: return dot_iq4_xs(w, xr, n);
+    default: return 0;
+    }
+}
+
 static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     /* the kernels prefetch MM_PF_DIST ahead; start the stream of this chunk */
     if (o1 > o0)
         for (int l = 0; l < MM_PF_DIST; l += 64)
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, MM_PF_HINT);
-    const int64_t n = a->n_in;
-    /* blocks of 16 rows stay in cache while every activation row passes */
-    for (int64_t ob = o0; ob < o1; ob += 16) {
-        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
-        for (int64_t t = t0; t < t1; t++) {
-            const float *x = a->X + t * n;
-            mm_xrow xr = {0};
-            if (a->xq) xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, n);
-            float *y = a->Y + t * a->n_out;
-            for (int64_t o = ob; o < oe; o++) {
-                const uint8_t *w = a->W + (size_t)o * a->w_stride;
-                float v = 0;
-                switch (a->type) {
-                case QT_F32: v = dot_f32(w, x, n); break;
-                case QT_F16: v = dot_f16(w, x, n); break;
-                case QT_BF16: v = dot_bf16(w, x, n); break;
-                case QT_Q8_0: v = dot_q8_0(w, &xr, n); break;
-                case QT_Q4_0: v = dot_q4_0(w, &xr, n); break;
-                case QT_Q4_K: v = MM_DOT_Q4_K(w, &xr, n); break;
-                case QT_Q6_K: v = MM_DOT_Q6_K(w, &xr, n); break;
-                case QT_Q4_1: v = dot_q4_1(w, &xr, n); break;
-                case QT_Q5_0: v = dot_q5_0(w, &xr, n); break;
-                case QT_Q5_1: v = dot_q5_1(w, &xr, n); break;
-                case QT_Q2_K: v = dot_q2_K(w, &xr, n); break;
-                case QT_Q3_K: v = dot_q3_K(w, &xr, n); break;
-                case QT_Q5_K: v = MM_DOT_Q5_K(w, &xr, n); break;
-                case QT_IQ4_NL: v = dot_iq4_nl(w, &xr, n); break;
-                case QT_IQ4_XS: v = dot_iq4_xs(w, &xr, n); break;
-                default: break;
-                }
-                y[o] = v;
-            }
-        }
-    }
+    mm_dot_rows_blocked(a, o0, o1, t0, t1, dot_pair_256);
 }
 
 #endif

@@ -123,6 +123,28 @@ typedef struct mm_args {
     float *Y;           /* T rows of n_out floats */
 } mm_args;
 
+/* ---- the dot-product loop every level shares -------------------------------------
+ * Y for outputs [o0, o1) and X rows [t0, t1), one weight row against one activation
+ * row at a time, reading W in place: blocks of 16 weight rows stay in cache while
+ * every activation row passes. `dot` is the level's kernel for one pair (x: the
+ * float row; xr: its quantized form when a->xq is set). Each pair is computed the
+ * same way whatever T is, so a batched row equals the row alone bit for bit. */
+typedef float (*mm_pair_dot)(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr);
+
+static inline void mm_dot_rows_blocked(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1,
+                                       mm_pair_dot dot) {
+    for (int64_t ob = o0; ob < o1; ob += 16) {
+        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
+        for (int64_t t = t0; t < t1; t++) {
+            const float *x = a->X + t * a->n_in;
+            mm_xrow xr = {0};
+            if (a->xq) xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
+            float *y = a->Y + t * a->n_out;
+            for (int64_t o = ob; o < oe; o++) y[o] = dot(a, a->W + (size_t)o * a->w_stride, x, &xr);
+        }
+    }
+}
+
 /* ---- the kernels of one SIMD level ------------------------------------------------ */
 typedef struct mm_impl {
     const char *name;

@@ -280,40 +280,30 @@ static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return s;
 }
 
-static void dot_rows_scalar(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    /* blocks of 16 rows stay in cache while every activation row passes */
-    for (int64_t ob = o0; ob < o1; ob += 16) {
-        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
-        for (int64_t t = t0; t < t1; t++) {
-            const float *x = a->X + t * a->n_in;
-            mm_xrow xr = {0};
-            if (a->xq) xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
-            float *y = a->Y + t * a->n_out;
-            for (int64_t o = ob; o < oe; o++) {
-                const uint8_t *w = a->W + (size_t)o * a->w_stride;
-                float v = 0;
-                switch (a->type) {
-                case QT_F32: v = dot_f32(w, x, a->n_in); break;
-                case QT_F16: v = dot_f16(w, x, a->n_in); break;
-                case QT_BF16: v = dot_bf16(w, x, a->n_in); break;
-                case QT_Q8_0: v = dot_q8_0(w, &xr, a->n_in); break;
-                case QT_Q4_0: v = dot_q4_0(w, &xr, a->n_in); break;
-                case QT_Q4_K: v = dot_q4_K(w, &xr, a->n_in); break;
-                case QT_Q6_K: v = dot_q6_K(w, &xr, a->n_in); break;
-                case QT_Q4_1: v = dot_q4_1(w, &xr, a->n_in); break;
-                case QT_Q5_0: v = dot_q5(w, &xr, a->n_in, 0); break;
-                case QT_Q5_1: v = dot_q5(w, &xr, a->n_in, 1); break;
-                case QT_Q2_K: v = dot_q2_K(w, &xr, a->n_in); break;
-                case QT_Q3_K: v = dot_q3_K(w, &xr, a->n_in); break;
-                case QT_Q5_K: v = dot_q5_K(w, &xr, a->n_in); break;
-                case QT_IQ4_NL: v = dot_iq4_nl(w, &xr, a->n_in); break;
-                case QT_IQ4_XS: v = dot_iq4_xs(w, &xr, a->n_in); break;
-                default: break;
-                }
-                y[o] = v;
-            }
-        }
+static float dot_pair_scalar(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {
+    const int64_t n = a->n_in;
+    switch (a->type) {
+    case QT_F32: return dot_f32(w, x, n);
+    case QT_F16: return dot_f16(w, x, n);
+    case QT_BF16: return dot_bf16(w, x, n);
+    case QT_Q8_0: return dot_q8_0(w, xr, n);
+    case QT_Q4_0: return dot_q4_0(w, xr, n);
+    case QT_Q4_K: return dot_q4_K(w, xr, n);
+    case QT_Q6_K: return dot_q6_K(w, xr, n);
+    case QT_Q4_1: return dot_q4_1(w, xr, n);
+    case QT_Q5_0: return dot_q5(w, xr, n, 0);
+    case QT_Q5_1: return dot_q5(w, xr, n, 1);
+    case QT_Q2_K: return dot_q2_K(w, xr, n);
+    case QT_Q3_K: return dot_q3_K(w, xr, n);
+    case QT_Q5_K: return dot_q5_K(w, xr, n);
+    case QT_IQ4_NL: return dot_iq4_nl(w, xr, n);
+    case QT_IQ4_XS: return dot_iq4_xs(w, xr, n);
+    default: return 0;
     }
+}
+
+static void dot_rows_scalar(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    mm_dot_rows_blocked(a, o0, o1, t0, t1, dot_pair_scalar);
 }
 
 const mm_impl mm_impl_scalar = {
