@@ -204,8 +204,8 @@ int main(int argc, char **argv) {
                     return 1;
                 }
                 if (n_slots[si] > 512) n_slots[si] = 512;
-                for (size_t k = 0; prepack && k < n_slots[si]; k++)
-                    cpu_matmul_prepack(pool, (uint32_t)type, arena + k * slot[si], sh->n_in, sh->n_out, &packs[si][k]);
+                for (size_t j = 0; prepack && j < n_slots[si]; j++)
+                    cpu_matmul_prepack(pool, (uint32_t)type, arena + j * slot[si], sh->n_in, sh->n_out, &packs[si][j]);
                 /* calls per round: ~50 ms worth, at least 2 */
                 double t0 = now_s();
                 int rc = cpu_matmul(pool, (uint32_t)type, arena, sh->n_in, sh->n_out, X, T, Y);
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
                     if (dt < best[si]) best[si] = dt;
                 }
             for (size_t si = 0; prepack && si < n_shapes; si++)
-                for (size_t k = 0; k < n_slots[si]; k++) cpu_packed_w_free(&packs[si][k]);
+                for (size_t j = 0; j < n_slots[si]; j++) cpu_packed_w_free(&packs[si][j]);
             double layer_s = 0;
             for (size_t si = 0; si < n_shapes; si++) {
                 const shape *sh = &g_shapes[si];
