@@ -33,8 +33,7 @@ for entry in "$@" $scripts $simd_tests; do
     if [ -n "$simd" ]; then echo "== LLC_SIMD=$simd $t"; else echo "== $t"; fi
     case "$t" in
         *.sh) timeout -k 10 "$limit" sh "$t" >"$log" 2>&1 ;;
-        *) if [ -n "$simd" ]; then LLC_SIMD=$simd timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1
-           else timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1; fi ;;
+        *) LLC_SIMD=${simd:-$LLC_SIMD} timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1 ;;
     esac
     rc=$?
     cat "$log"
