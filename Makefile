@@ -95,8 +95,15 @@ $(BUILD)/tools/srv_%: tests/tools/srv_%.c $(APP_LIB_OBJ) $(BUILD)/libllmchat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(APP_LIB_OBJ) $(BUILD)/libllmchat.a $(LDLIBS)
 
-test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN)
+# The official OpenAI and Ollama JavaScript clients the server tests drive,
+# installed from the lock file (npm registry) into tests/js/node_modules.
+JS_CLIENTS := tests/js/node_modules/.package-lock.json
+$(JS_CLIENTS): tests/js/package.json tests/js/package-lock.json
+	npm ci --prefix tests/js --no-audit --no-fund --loglevel=error
+
+test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN) $(JS_CLIENTS)
 	@sh tests/run.sh $(TEST_BIN)
+
 
 # ---- sanitizer builds ----
 # test-asan: the unit tests are ASan + UBSan already; the program the CLI scripts
@@ -110,7 +117,7 @@ $(BUILD)/asan/llmchat: $(ASAN_APP_OBJ) $(BUILD)/libllmchat_asan.a
 # cli_server_load.sh is left out: its checks race wall-clock limits (a stream
 # still running after N ms) that a sanitized program on a busy machine misses.
 ASAN_SCRIPTS := $(filter-out tests/cli_server_load.sh,$(wildcard tests/cli_*.sh))
-test-asan: $(BUILD)/asan/llmchat $(TEST_BIN) $(TOOL_BIN)
+test-asan: $(BUILD)/asan/llmchat $(TEST_BIN) $(TOOL_BIN) $(JS_CLIENTS)
 	@LLMCHAT=$(BUILD)/asan/llmchat LLC_CLI_SCRIPTS="$(ASAN_SCRIPTS)" \
 	    sh tests/run_san.sh asan $(BUILD)/asan/logs $(TEST_BIN)
 
@@ -141,7 +148,7 @@ $(BUILD)/tsan/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libll
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_tsan.a $(LDLIBS)
 
-test-tsan: $(BUILD)/tsan/llmchat $(TSAN_TEST_BIN) $(TOOL_BIN)
+test-tsan: $(BUILD)/tsan/llmchat $(TSAN_TEST_BIN) $(TOOL_BIN) $(JS_CLIENTS)
 	@LLMCHAT=$(BUILD)/tsan/llmchat LLC_CLI_SCRIPTS="$(TSAN_SCRIPTS)" LLC_NO_SIMD_RERUN=1 \
 	    sh tests/run_san.sh tsan $(BUILD)/tsan/logs $(TSAN_TEST_BIN)
 
