@@ -390,11 +390,11 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         app_reject(a, "not sent: %s", err.msg);
         return;
     }
+    bool edited = c->editing;
     if (c->editing) { /* the edited message becomes a sibling of the old one */
         conv_drop_last_user(c);
         c->editing = false;
     }
-    bool edited = c->editing;
     if (c->session_id == 0 && c->n_msgs == 0 && !c->titled) { /* title: the start of the first message */
         char title[48];
         size_t n = 0;
