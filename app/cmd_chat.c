@@ -159,6 +159,8 @@ int cmd_chat(int argc, char **argv) {
     if (!common.model_given && cfg.model) common.model = cfg.model;
     if (!g_template && !g_template_file && cfg.chat_template) g_template = cfg.chat_template;
     llm L;
+    common.quiet = true; /* notices go to the chat's status area: stderr before curses would stay on the
+                            screen under it, and show again after quitting */
     if (isatty(STDERR_FILENO)) { /* no blank screen while a big model loads */
         fprintf(stderr, "llmchat: loading %s ...", common.model);
         fflush(stderr);
@@ -210,8 +212,11 @@ int cmd_chat(int argc, char **argv) {
             snprintf(srv_error, sizeof srv_error, "not serving editors: %.300s", serr.msg);
         }
     }
-    char draft_note[400] = "";
+    char draft_note[700] = "";
     if (L.draft_error[0]) snprintf(draft_note, sizeof draft_note, "%.300s; going on without speculation", L.draft_error);
+    if (L.device_note[0]) /* (one notice line: both when both) */
+        snprintf(draft_note + strlen(draft_note), sizeof draft_note - strlen(draft_note), "%s%s",
+                 draft_note[0] ? "; " : "", L.device_note);
     int status = run_ui(&ac, srv_error, draft_note);
     srv_stop(server); /* before the engine goes */
     prov_free(p);
