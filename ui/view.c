@@ -220,7 +220,7 @@ static const char *header_of(const conv_msg *m) {
  * or at the end of the context (NULL: it was not cut). */
 static const char *finish_marker(const conv_msg *m) {
     if (m->role != DB_ROLE_ASSISTANT || m->state != DB_STATE_DONE) return NULL;
-    if (!strcmp(m->finish, "length")) return "[cut off at max_tokens: /set max_tokens N for longer answers]";
+    if (!strcmp(m->finish, "length")) return "[cut off at max_tokens (/set max_tokens N)]";
     if (!strcmp(m->finish, "context")) return "[cut off: the context is full]";
     return NULL;
 }
