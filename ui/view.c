@@ -579,6 +579,7 @@ int ui_run(ui_app *a, llc_err *err) {
             le_set_text(v.le, a->edit_text, strlen(a->edit_text));
             free(a->edit_text);
             a->edit_text = NULL;
+            a->changed = true; /* (the frame drawn for the command had the input box empty) */
         }
         if (a->clipboard) { /* /copy: OSC 52 straight to the terminal, around curses */
             size_t n;
