@@ -345,6 +345,8 @@ static void draw_input(view *v, int top, int n_rows, int W) {
     const char *hint = a->notice[0] ? a->notice : "Enter send | Alt-Enter newline | F1 help";
     char buf[360];
     snprintf(buf, sizeof buf, " %s ", hint);
+    size_t fit = layout_fit_fields(buf, strlen(buf), W - 4); /* cut between words, and say so */
+    if (fit < strlen(buf)) snprintf(buf + fit, sizeof buf - fit, " \xE2\x80\xA6 ");
     put(top, 1, buf, strlen(buf), W - 2);
     attrset(A_NORMAL);
     size_t row;
