@@ -159,6 +159,8 @@ int cmd_chat(int argc, char **argv) {
     if (!common.model_given && cfg.model) common.model = cfg.model;
     if (!g_template && !g_template_file && cfg.chat_template) g_template = cfg.chat_template;
     llm L;
+    common.quiet = true; /* notices go to the chat's status area: stderr before curses would stay on the
+                            screen under it, and show again after quitting */
     if (isatty(STDERR_FILENO)) { /* no blank screen while a big model loads */
         fprintf(stderr, "llmchat: loading %s ...", common.model);
         fflush(stderr);
@@ -172,8 +174,13 @@ int cmd_chat(int argc, char **argv) {
     }
     chat_tmpl tmpl;
     engine *e = NULL;
-    if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
-        llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
+    char template_note[400] = ""; /* a template that cannot be used: said in the chat, not on stderr */
+    int trc = g_template_file ? llm_chat_template_file(&L, g_template_file, &err) : 0;
+    if (!trc && !g_template && !L.chat && L.chat_error[0]) {
+        snprintf(template_note, sizeof template_note, "%s", L.chat_error);
+        L.chat_error[0] = 0;
+    }
+    if (trc || llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         llm_close(&L);
         config_free(&cfg);
@@ -210,8 +217,13 @@ int cmd_chat(int argc, char **argv) {
             snprintf(srv_error, sizeof srv_error, "not serving editors: %.300s", serr.msg);
         }
     }
-    char draft_note[400] = "";
+    char draft_note[1100] = "";
     if (L.draft_error[0]) snprintf(draft_note, sizeof draft_note, "%.300s; going on without speculation", L.draft_error);
+    const char *more[] = {L.device_note, template_note}; /* (one notice line: all of them) */
+    for (int i = 0; i < 2; i++)
+        if (more[i][0])
+            snprintf(draft_note + strlen(draft_note), sizeof draft_note - strlen(draft_note), "%s%s",
+                     draft_note[0] ? "; " : "", more[i]);
     int status = run_ui(&ac, srv_error, draft_note);
     srv_stop(server); /* before the engine goes */
     prov_free(p);

@@ -11,20 +11,28 @@
 #include <string.h>
 #include <unistd.h>
 
-int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
+/* note (may be NULL): where a quiet open leaves the "no usable GPU" notice. */
+static int backend_create(const cli_common *common, backend **out, char *note, size_t note_len, llc_err *err) {
 #ifdef LLC_CUDA
     if (!strcmp(common->device, "cuda")) return backend_cuda_create(0, out, err);
     if (!strcmp(common->device, "auto")) {
         char why[256];
         if (!backend_cuda_unusable_reason(why, sizeof why)) return backend_cuda_create(0, out, err);
-        if (!common->quiet && isatty(STDERR_FILENO)) /* people, not scripts, get the notice */
+        if (common->quiet && note) /* the chat shows it in its own status area */
+            snprintf(note, note_len, "%.200s: running on the CPU (--device cpu says so quietly)", why);
+        else if (!common->quiet && isatty(STDERR_FILENO)) /* people, not scripts, get the notice */
             fprintf(stderr, "llmchat: %s: running on the CPU (--device cpu says so quietly)\n", why);
     }
 #else
+    (void)note, (void)note_len;
     if (!strcmp(common->device, "cuda"))
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "this build has no CUDA backend (use --device cpu)");
 #endif
     return backend_cpu_create(common->threads, out, err);
+}
+
+int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
+    return backend_create(common, out, NULL, 0, err);
 }
 
 /* Two vocabularies are the same when every token has the same text. */
@@ -105,7 +113,7 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
     memset(out, 0, sizeof *out);
     int rc = gguf_open(common->model, &out->file, err);
     if (!rc) rc = tok_load(out->file, &out->tok, err);
-    if (!rc) rc = llm_backend_create(common, &out->be, err);
+    if (!rc) rc = backend_create(common, &out->be, out->device_note, sizeof out->device_note, err);
     if (!rc) rc = model_load(out->file, out->be, &out->m, err);
     if (!rc && tok_n_vocab(out->tok) != model_hparams_of(out->m)->n_vocab)
         rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",

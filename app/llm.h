@@ -27,6 +27,9 @@ typedef struct llm {
     chat_template *chat;
     chat_format chat_fallback;
     char chat_error[400];
+    /* --device auto on a CUDA build without a usable GPU, opened quietly
+     * (cli_common.quiet): why it runs on the CPU, for the caller to show ("" else) */
+    char device_note[300];
 } llm;
 
 /* Opens common->model on the backend common->device asks for. On failure prints

@@ -289,10 +289,17 @@ static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, dou
                     llc_err *err) {
     if (!m->dirty) return 0;
     if (m->id == 0 && added) *added = true;
-    if (m->id == 0)
-        return db_message_add(d, c->session_id, parent, m->role, m->text, m->len, m->state, &m->id, err)
-                   ? -1
-                   : (m->dirty = m->state == DB_STATE_STREAMING && m->len > 0, 0);
+    if (m->id == 0) {
+        if (db_message_add(d, c->session_id, parent, m->role, m->text, m->len, m->state, &m->id, err)) return -1;
+        m->dirty = m->state == DB_STATE_STREAMING && m->len > 0;
+        /* an answer that ended before its first save: its usage and finish reason too */
+        if (m->role == DB_ROLE_ASSISTANT && m->state != DB_STATE_STREAMING &&
+            db_message_finish(d, m->id, NULL, 0, m->state, &m->usage, m->finish, err)) {
+            m->dirty = true; /* (the next save finishes it) */
+            return -1;
+        }
+        return 0;
+    }
     if (m->state == DB_STATE_STREAMING) {
         if (!force && now_ms - c->last_save_ms < CONV_STREAM_SAVE_MS) return 0;
         if (db_message_set_content(d, m->id, m->text, m->len, m->state, err)) return -1;

@@ -33,6 +33,8 @@ typedef struct conv_msg {
     db_usage usage;
     char finish[16];     /* "stop", "length", "cancelled", "error", "" */
     char error[256];     /* why it failed, when it did (shown, not stored) */
+    int version, n_versions; /* a user message: it is version `version` (1-based) of
+                                n_versions at its point of the tree (0: not counted; the UI's) */
     /* the view's wrap cache */
     tw_lines wrap;
     int wrap_width;
@@ -72,6 +74,8 @@ typedef struct conv {
     size_t queued_len;
     /* view state */
     int scroll;          /* lines up from the bottom */
+    int scroll_rows;     /* the transcript's rows at the last draw (holds a scrolled view still) */
+    bool titled;         /* /rename named it: the first message does not replace the title */
     bool editing;        /* /edit: the next message replaces the last user message */
 } conv;
 

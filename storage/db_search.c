@@ -159,6 +159,10 @@ int db_export_markdown(db *d, int64_t session_id, int64_t leaf, FILE *f, llc_err
         if (m->state != DB_STATE_DONE) fprintf(f, " *(%s)*", db_state_name(m->state));
         fputs("\n\n", f);
         put_block(f, m->content, m->content_len);
+        if (m->role == DB_ROLE_ASSISTANT && m->state == DB_STATE_DONE && !strcmp(m->finish, "length"))
+            fputs("\n*(cut off at max_tokens)*\n", f);
+        else if (m->role == DB_ROLE_ASSISTANT && m->state == DB_STATE_DONE && !strcmp(m->finish, "context"))
+            fputs("\n*(cut off: the context was full)*\n", f);
         fputs("\n", f);
     }
     if (fflush(f) != 0 || ferror(f)) {

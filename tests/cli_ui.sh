@@ -2,7 +2,8 @@
 # database and the default model: streamed answers, two tabs, /n and /alt,
 # /regen, /search, /export, quitting and finding everything again, a corrupt
 # database (error shown, file untouched, chatting goes on in memory), a small
-# terminal, and bad commands.
+# terminal, bad commands, and at 60 columns: twelve tabs, the status line,
+# leaving /edit with Esc, a second chat on the same database.
 . tests/lib_cli.sh
 
 . tests/lib_tmux.sh
@@ -159,6 +160,40 @@ check "Up brings back the last input" "^> Hi"
 keys C-u
 $T resize-window -t ui -x 60 -y 14 2>/dev/null
 check "after a resize it redraws" "stories260K"
+keys C-q
+check "quits" "EXITED 0"
+
+# issue 19 at 60 columns: the tab bar keeps the current tab in view past nine
+# tabs, the status line ends on a whole field, /edit is left with Esc, and a
+# second chat on the same database is warned
+start ui "$TMP/narrow.db" 60 16
+check "starts at 60 columns" "1:New chat"
+line "/set max_tokens 4"
+line "Hi"
+check "answers" "^Assistant"
+idle
+if screen | tail -1 | grep -qE -- '[^ |] *$' && ! screen | tail -1 | grep -qE -- '\| *$|KV 0/0'; then
+    ok "the status line ends on a whole field"
+else bad "the status line ends on a whole field" "$(screen | tail -1)"; fi
+line "/edit"
+check "/edit puts the message back" "^> Hi"
+keys Escape
+check "Esc leaves /edit and empties the input" "left /edit"
+if screen | grep -qE -- "^> *$"; then ok "the input box is empty after Esc"; else bad "the input box is empty after Esc" "$(screen)"; fi
+i=1; while [ $i -lt 12 ]; do keys C-t; i=$((i + 1)); done
+check "the twelfth tab is shown at the right end of a full bar" "^<.* 12:New chat *$"
+line "/tab 1"
+check "/tab 1 goes back to the first, the bar starts there again" "^ 1:Hi .*>$"
+keys M-0
+check "Alt-0 is the tenth tab" " 10:New chat"
+$T new-session -d -s ui2 -x 80 -y 12 \
+    "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/narrow.db --no-socket; echo EXITED \$?; sleep 600"
+i=0; while [ $i -lt $((100 * SLOW)) ] && ! $T capture-pane -t ui2 -p | grep -q "another llmchat chat"; do
+    sleep 0.1; i=$((i + 1)); done
+if $T capture-pane -t ui2 -p | grep -qE "another llmchat chat \(pid [0-9]+\) uses this database"; then
+    ok "a second chat on the same database is warned"
+else bad "a second chat on the same database is warned" "$($T capture-pane -t ui2 -p)"; fi
+$T send-keys -t ui2 C-q
 keys C-q
 check "quits" "EXITED 0"
 

@@ -4,7 +4,11 @@
  * the context is not committed and stays in the input), the streaming answer
  * reaches the database at least every CONV_STREAM_SAVE_MS of its arrival, the
  * input history is kept per database, and a failed answer keeps its text with
- * the reason. */
+ * the reason. The rough edges of issue 19: /edit can be left, versions of a
+ * message can be switched, /system shows before it changes anything, cut-off
+ * answers are marked, sessions are archived or deleted only when asked twice,
+ * panels and notices do not outstay their command, and two UIs on one database
+ * are warned. */
 #include <unistd.h>
 
 #include "tests/test.h"
@@ -73,6 +77,13 @@ static void push(prov_event *ev) { g_fake.q[g_fake.nq++] = ev; }
 static void text(int64_t id, const char *t) { push(prov_event_text(id, 0, t, strlen(t))); }
 static void done(int64_t id, int state, const char *why) {
     push(prov_event_done(id, 0, state, state == DB_STATE_ERROR ? "error" : "stop", NULL, why));
+}
+/* Answers the tab's request with text, done. */
+static void answer(ui_app *a, const char *t) {
+    int64_t id = ui_app_tab(a)->req_id;
+    text(id, t);
+    done(id, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 0);
 }
 
 static ui_app *open_app(void) {
@@ -293,6 +304,218 @@ static void test_history_is_kept_per_database(void) {
     ui_app_free(a);
 }
 
+
+/* How many user messages the session has at the root (the versions of its first message). */
+static int root_versions(ui_app *a, int64_t sid) {
+    db_message *m;
+    int n, k = 0;
+    CHECK(db_message_children(a->db, sid, 0, &m, &n, NULL) == 0);
+    for (int i = 0; i < n; i++) k += m[i].role == DB_ROLE_USER;
+    db_messages_free(m, n);
+    return k;
+}
+
+static void test_edit_is_left_with_esc_and_versions_switch(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    CHECK(input(a, "a red ball"));
+    answer(a, "red answer");
+    conv *c = ui_app_tab(a);
+    int64_t sid = c->session_id;
+    CHECK(!input(a, "/branch next")); /* one version so far */
+    CHECK(strstr(a->notice, "one version each") != NULL);
+    CHECK(input(a, "/edit"));
+    CHECK(c->editing && a->edit_text && !strcmp(a->edit_text, "a red ball"));
+    CHECK(ui_app_escape(a)); /* Esc: the view empties the input */
+    CHECK(!c->editing && strstr(a->notice, "left /edit"));
+    CHECK(!ui_app_escape(a)); /* nothing more to leave */
+    CHECK(input(a, "a red ball, really")); /* after Esc, a message continues the conversation */
+    answer(a, "continued");
+    CHECK(c->n_msgs == 3 && root_versions(a, sid) == 1);
+    CHECK(input(a, "/edit"));
+    CHECK(input(a, "a blue ball")); /* a new version of the last message */
+    answer(a, "blue answer");
+    CHECK(c->n_msgs == 3 && c->msgs[2]->n_versions == 2 && c->msgs[2]->version == 2);
+    CHECK(input(a, "/branch prev"));
+    c = ui_app_tab(a);
+    CHECK(c->session_id == sid && c->n_msgs == 3);
+    CHECK(!strcmp(c->msgs[2]->text, "a red ball, really") && !strcmp(conv_last(c)->text, "continued"));
+    CHECK(c->msgs[2]->version == 1 && strstr(a->notice, "version 1 of 2"));
+    CHECK(input(a, "/branch next"));
+    c = ui_app_tab(a);
+    CHECK(!strcmp(c->msgs[2]->text, "a blue ball") && !strcmp(conv_last(c)->text, "blue answer"));
+    CHECK(input(a, "/branch next")); /* wraps around */
+    CHECK(!strcmp(ui_app_tab(a)->msgs[2]->text, "a red ball, really"));
+    ui_app_free(a);
+    a = open_app(); /* the version shown is the one that comes back */
+    c = NULL;
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->session_id == sid) c = a->tabs[i];
+    CHECK(c && c->n_msgs == 3 && !strcmp(c->msgs[2]->text, "a red ball, really") && c->msgs[2]->n_versions == 2);
+    ui_app_free(a);
+}
+
+static void test_system_shows_before_it_changes(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "/system"));
+    CHECK(strstr(a->notice, "no system prompt") && !c->system[0]);
+    CHECK(input(a, "/system Be brief."));
+    CHECK(!strcmp(c->system, "Be brief."));
+    CHECK(input(a, "/system"));
+    CHECK(!strcmp(c->system, "Be brief.") && a->panel && strstr(a->panel, "Be brief."));
+    CHECK(input(a, "/system --clear"));
+    CHECK(!c->system[0] && strstr(a->notice, "cleared") && !a->panel);
+    ui_app_free(a);
+}
+
+static void test_cut_off_answers_are_marked(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    CHECK(input(a, "/set max_tokens 8"));
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "long story"));
+    db_usage u = {.prompt_tokens = 3, .completion_tokens = 8};
+    text(c->req_id, "one two");
+    push(prov_event_done(c->req_id, 0, DB_STATE_DONE, "length", &u, NULL));
+    ui_app_poll_events(a, 0);
+    CHECK(!strcmp(conv_last(c)->finish, "length"));
+    CHECK(input(a, "go on"));
+    u.completion_tokens = 5; /* "length" before max_tokens: the context ran out */
+    text(c->req_id, "three");
+    push(prov_event_done(c->req_id, 0, DB_STATE_DONE, "length", &u, NULL));
+    ui_app_poll_events(a, 0);
+    CHECK(!strcmp(conv_last(c)->finish, "context"));
+    db_message m;
+    CHECK(db_message_get(a->db, conv_last(c)->id, &m, NULL) == 0);
+    CHECKF(!strcmp(m.finish, "context"), "stored finish '%s' state %d", m.finish, m.state); /* stored with the message */
+    db_message_clear(&m);
+    char path[200], buf[4096];
+    snprintf(path, sizeof path, "%s/cut.md", g_dir);
+    char cmd[260];
+    snprintf(cmd, sizeof cmd, "/export %s", path);
+    CHECK(input(a, cmd));
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    CHECKF(strstr(buf, "one two\n\n*(cut off at max_tokens)*") != NULL, "%s", buf);
+    CHECK(strstr(buf, "three\n\n*(cut off: the context was full)*") != NULL);
+    ui_app_free(a);
+}
+
+static bool session_exists(ui_app *a, int64_t id) {
+    db_session s;
+    if (db_session_get(a->db, id, &s, NULL)) return false;
+    db_session_clear(&s);
+    return true;
+}
+
+static void test_sessions_archive_and_delete(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    CHECK(input(a, "keep me around"));
+    answer(a, "ok");
+    int64_t keep = ui_app_tab(a)->session_id;
+    CHECK(input(a, "/new"));
+    CHECK(input(a, "throw me\naway")); /* (the title keeps to one line) */
+    answer(a, "ok");
+    int64_t doomed = ui_app_tab(a)->session_id;
+    CHECK(input(a, "/sessions"));
+    CHECK(a->panel && strstr(a->panel, "  1  today ") && strstr(a->panel, "throw me away  · fake-model"));
+    CHECK(a->n_listed >= 2 && a->listed[0] == doomed && a->listed[1] == keep);
+    CHECK(input(a, "/archive 2"));
+    CHECK(strstr(a->notice, "archived 'keep me around'") && a->panel && !strstr(a->panel, "keep me around"));
+    CHECK(session_exists(a, keep));
+    CHECK(input(a, "/sessions --all"));
+    CHECK(strstr(a->panel, "keep me around  · fake-model  [archived]") != NULL);
+    int k = 0;
+    for (int i = 0; i < a->n_listed; i++)
+        if (a->listed[i] == keep) k = i + 1;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "/unarchive %d", k);
+    CHECK(input(a, cmd));
+    CHECK(strstr(a->notice, "listed again") != NULL);
+    CHECK(input(a, "/sessions"));
+    CHECK(strstr(a->panel, "keep me around") != NULL);
+    int tabs = a->n_tabs;
+    CHECK(!input(a, "/delete 1")); /* asked first: the text stays in the input to confirm */
+    CHECK(strstr(a->notice, "delete 'throw me") && session_exists(a, doomed));
+    CHECK(input(a, "/set temp 0.5")); /* anything else in between: no longer asked */
+    CHECK(!input(a, "/delete 1"));
+    CHECK(session_exists(a, doomed));
+    CHECK(input(a, "/delete 1")); /* Enter again: gone, and its tab with it */
+    CHECK(!session_exists(a, doomed) && session_exists(a, keep));
+    CHECK(a->n_tabs == tabs - 1 && strstr(a->notice, "deleted"));
+    for (int i = 0; i < a->n_tabs; i++) CHECK(a->tabs[i]->session_id != doomed);
+    ui_app_free(a);
+}
+
+static void test_notices_and_panels_do_not_outstay(void) {
+    ui_app *a = open_app();
+    wait_loaded(a); /* (a tab of an earlier test loads its model: its progress is a notice too) */
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "first line\nsecond line"));
+    CHECK(!input(a, "/regen"));
+    CHECK(strstr(a->notice, "still coming") != NULL);
+    ui_app_cancel(a); /* Ctrl-C */
+    CHECK(!strstr(a->notice, "still coming"));
+    done(c->req_id, DB_STATE_CANCELLED, NULL);
+    ui_app_poll_events(a, 0);
+    CHECKF(strstr(a->notice, "stopped") != NULL, "notice: %s", a->notice);
+    CHECK(input(a, "/search second"));
+    CHECK(a->panel && strstr(a->panel, "first line second line")); /* the snippet on one line */
+    CHECK(!input(a, "/open 99")); /* refused: the list stays to pick again */
+    CHECK(a->panel != NULL);
+    CHECK(input(a, "/set temp 0.3")); /* another command closes it */
+    CHECK(a->panel == NULL);
+    CHECK(input(a, "/help") && a->panel);
+    CHECK(ui_app_escape(a) == false && a->panel == NULL);
+    ui_app_free(a);
+}
+
+static void test_tabs_past_nine_and_rename(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    CHECK(input(a, "/rename My title"));
+    int renamed = a->cur;
+    CHECK(input(a, "/new")); /* another tab opens, and back */
+    CHECK(input(a, "/new"));
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "/tab %d", renamed + 1);
+    CHECK(input(a, cmd) && a->cur == renamed);
+    CHECK(input(a, "the first message does not rename it"));
+    answer(a, "ok");
+    CHECK(!strcmp(ui_app_tab(a)->title, "My title"));
+    db_session s;
+    CHECK(db_session_get(a->db, ui_app_tab(a)->session_id, &s, NULL) == 0);
+    CHECK(!strcmp(s.title, "My title"));
+    db_session_clear(&s);
+    while (a->n_tabs < 12) CHECK(input(a, "/new"));
+    CHECK(input(a, "/tab 11") && a->cur == 10);
+    CHECK(!input(a, "/tab 13") && a->cur == 10 && strstr(a->notice, "there are 12 tabs"));
+    ui_app_free(a);
+}
+
+static void test_second_ui_on_a_database_is_warned(void) {
+    ui_app *a = open_app();
+    CHECK(!strstr(a->notice, "another llmchat chat"));
+    fake keep = g_fake;
+    ui_app *b = NULL;
+    ui_app_config cfg = {.prov = &keep.base, .db_path = g_db};
+    CHECK(ui_app_create(&cfg, &b, NULL) == 0);
+    char want[64];
+    snprintf(want, sizeof want, "another llmchat chat (pid %ld)", (long)getpid());
+    CHECKF(strstr(b->notice, want) != NULL, "notice: %s", b->notice);
+    ui_app_free(b);
+    ui_app_free(a);
+    a = open_app(); /* the first one is gone: no warning */
+    CHECK(!strstr(a->notice, "another llmchat chat"));
+    ui_app_free(a);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/llc_test_app_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -303,6 +526,13 @@ int main(void) {
     RUN(test_failed_answer_keeps_text_and_reason);
     RUN(test_model_switch_in_the_background);
     RUN(test_history_is_kept_per_database);
+    RUN(test_edit_is_left_with_esc_and_versions_switch);
+    RUN(test_system_shows_before_it_changes);
+    RUN(test_cut_off_answers_are_marked);
+    RUN(test_sessions_archive_and_delete);
+    RUN(test_notices_and_panels_do_not_outstay);
+    RUN(test_tabs_past_nine_and_rename);
+    RUN(test_second_ui_on_a_database_is_warned);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd)) {

@@ -43,7 +43,17 @@ static void test_commands_with_values(void) {
                            "/close", "/help", "/quit"};
     ui_cmd_kind kinds[] = {UI_CMD_REGEN, UI_CMD_EDIT, UI_CMD_BRANCH, UI_CMD_SESSIONS, UI_CMD_STATS,
                            UI_CMD_MODEL, UI_CMD_NEW, UI_CMD_CLOSE, UI_CMD_HELP, UI_CMD_QUIT};
-    for (int i = 0; i < 10; i++) CHECK(parse(plain[i], &c, err) == 0 && c.kind == kinds[i]);
+    for (int i = 0; i < 10; i++) CHECK(parse(plain[i], &c, err) == 0 && c.kind == kinds[i] && c.ivalue == 0);
+    /* the words some commands take */
+    CHECK(parse("/system --clear", &c, err) == 0 && c.kind == UI_CMD_SYSTEM && c.ivalue == 1);
+    CHECK(parse("/system Be brief", &c, err) == 0 && c.ivalue == 0);
+    CHECK(parse("/branch next", &c, err) == 0 && c.kind == UI_CMD_BRANCH && c.ivalue == 1);
+    CHECK(parse("/branch prev ", &c, err) == 0 && c.kind == UI_CMD_BRANCH && c.ivalue == -1);
+    CHECK(parse("/sessions --all", &c, err) == 0 && c.kind == UI_CMD_SESSIONS && c.ivalue == 1);
+    CHECK(parse("/archive 3", &c, err) == 0 && c.kind == UI_CMD_ARCHIVE && c.ivalue == 3);
+    CHECK(parse("/unarchive 2", &c, err) == 0 && c.kind == UI_CMD_UNARCHIVE && c.ivalue == 2);
+    CHECK(parse("/delete 1", &c, err) == 0 && c.kind == UI_CMD_DELETE && c.ivalue == 1);
+    CHECK(parse("/tab 12", &c, err) == 0 && c.kind == UI_CMD_TAB && c.ivalue == 12);
 }
 
 static void test_errors(void) {
@@ -68,6 +78,11 @@ static void test_errors(void) {
         {"/rename", "needs some text"},
         {"/search   ", "needs some text"},
         {"/a-very-long-command-name-that-goes-on", "unknown command"},
+        {"/branch sideways", "next|prev"},
+        {"/sessions all", "--all"},
+        {"/delete", "needs a number"},
+        {"/archive x", "whole number"},
+        {"/tab 0", "whole number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
@@ -75,6 +90,9 @@ static void test_errors(void) {
         CHECK(strchr(err, '\n') == NULL);
     }
     CHECK(strstr(ui_help_text(), "/regen") && strstr(ui_help_text(), "Ctrl-T"));
+    const char *listed[] = {"/branch next|prev", "/system --clear", "/archive N", "/unarchive N", "/delete N",
+                            "/tab N", "/sessions [--all]", "Alt-0", "Esc"};
+    for (size_t i = 0; i < sizeof listed / sizeof *listed; i++) CHECKF(strstr(ui_help_text(), listed[i]), "%s", listed[i]);
 }
 
 int main(void) {

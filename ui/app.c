@@ -2,10 +2,14 @@
  * commands, sending turns to the provider and routing its events back, saving. */
 #include "ui/app.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "ui/app_internal.h"
 #include "ui/command.h"
@@ -37,6 +41,7 @@ void app_reject(ui_app *a, const char *fmt, ...) {
 void app_set_panel(ui_app *a, char *text) {
     free(a->panel);
     a->panel = text;
+    a->panel_gen++;
     a->changed = true;
 }
 
@@ -56,7 +61,7 @@ int ui_app_fds(const ui_app *a, int *fds, int max) {
     return n;
 }
 
-static int add_tab(ui_app *a, conv *c) {
+int app_add_tab(ui_app *a, conv *c) {
     conv **t = realloc(a->tabs, (size_t)(a->n_tabs + 1) * sizeof *t);
     if (!t) return LLC_ERR_NOMEM;
     a->tabs = t;
@@ -66,7 +71,27 @@ static int add_tab(ui_app *a, conv *c) {
     return 0;
 }
 
-static void save_tabs(ui_app *a) {
+void app_loaded_conv(ui_app *a, conv *c) {
+    /* no other models here, or the default model named by its path: the default */
+    if (!a->cfg.open_model || (a->cfg.model_path && !strcmp(c->model, a->cfg.model_path))) c->model[0] = 0;
+    app_models_attach(a, c);
+    app_count_versions(a, c);
+}
+
+void app_drop_tab(ui_app *a, int i) {
+    if (i < 0 || i >= a->n_tabs) return;
+    conv *c = a->tabs[i];
+    if (c->req_id) prov_cancel(app_tab_prov(a, c), c->req_id);
+    if (a->close_confirm == c) a->close_confirm = NULL;
+    conv_free(c);
+    memmove(&a->tabs[i], &a->tabs[i + 1], (size_t)(a->n_tabs - i - 1) * sizeof *a->tabs);
+    a->n_tabs--;
+    if (a->cur > i || a->cur >= a->n_tabs) a->cur = a->cur > 0 ? a->cur - 1 : 0;
+    if (a->n_tabs == 0) ui_app_new_tab(a);
+    a->changed = true;
+}
+
+void app_save_tabs(ui_app *a) {
     if (!a->db) return;
     int64_t ids[256];
     int n = 0, active = -1;
@@ -78,11 +103,10 @@ static void save_tabs(ui_app *a) {
     db_tabs_save(a->db, ids, n, active, NULL);
 }
 
-/* Saves a tab; a failure becomes the notice (the tab keeps everything). */
-static void save_conv(ui_app *a, conv *c, bool force, double now) {
+void app_save_conv(ui_app *a, conv *c, bool force, double now) {
     bool had_session = c->session_id != 0;
     if (conv_save(c, a->db, app_model_name(a, c), force, now) == 0) {
-        if (!had_session && c->session_id) save_tabs(a);
+        if (!had_session && c->session_id) app_save_tabs(a);
         return;
     }
     if (!a->notice_error || strcmp(a->notice, c->save_error))
@@ -134,10 +158,37 @@ void ui_app_history_add(ui_app *a, const char *text) {
     cJSON_Delete(j);
 }
 
+/* One chat UI per database: an exclusive flock(2) on "PATH-ui.lock" holding the
+ * owner's pid (the kernel drops it when that process ends, however it ends).
+ * A second UI on the same file still runs, warned: the open tabs and the input
+ * history are one set per database, and the last UI to write them wins. */
+static void take_ui_lock(ui_app *a) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s-ui.lock", a->cfg.db_path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return; /* a read-only directory: nothing to warn with */
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) || pwrite(fd, pid, (size_t)n, 0) != n) { /* the pid is only for the warning */
+        }
+        a->lock_fd = fd;
+        return;
+    }
+    char pid[32] = "";
+    ssize_t n = errno == EWOULDBLOCK ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+    pid[n > 0 ? n : 0] = 0;
+    pid[strcspn(pid, "\n")] = 0;
+    close(fd);
+    ui_app_notice(a, true, "another llmchat chat%s%s%s uses this database: the open tabs and input history are "
+                  "saved by whichever quits last", pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+}
+
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     ui_app *a = calloc(1, sizeof *a);
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     a->cfg = *cfg;
+    a->lock_fd = -1;
     prov_status(cfg->prov, a->status, sizeof a->status);
     llc_err dberr = {{0}};
     if (!cfg->db_path)
@@ -151,17 +202,18 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
         if (db_tabs_load(a->db, &ids, &n, &active, NULL) == 0)
             for (int i = 0; i < n; i++) {
                 conv *c;
-                if (conv_load(a->db, ids[i], &c, NULL) == 0 && add_tab(a, c)) conv_free(c);
+                if (conv_load(a->db, ids[i], &c, NULL)) continue;
+                app_loaded_conv(a, c);
+                if (app_add_tab(a, c)) conv_free(c);
             }
         free(ids);
         if (active >= 0 && active < a->n_tabs) a->cur = active;
         history_load(a);
-        for (int i = 0; i < a->n_tabs; i++) /* a default model given by name is the default */
-            if (a->cfg.model_path && !strcmp(a->tabs[i]->model, a->cfg.model_path)) a->tabs[i]->model[0] = 0;
         int interrupted = db_interrupted_at_open(a->db);
         if (interrupted > 0)
             ui_app_notice(a, false, "%d answer%s cut short last time (marked interrupted)",
                           interrupted, interrupted == 1 ? " was" : "s were");
+        if (!db_is_readonly(a->db)) take_ui_lock(a);
     } else {
         ui_app_notice(a, true, "%s", a->db_error);
     }
@@ -170,8 +222,6 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
         ui_app_free(a);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
-    if (!a->cfg.open_model) /* no other models here: every tab uses the default */
-        for (int i = 0; i < a->n_tabs; i++) a->tabs[i]->model[0] = 0;
     app_models_load_next(a); /* sessions that remember a model of their own */
     *out = a;
     return 0;
@@ -189,11 +239,12 @@ void ui_app_free(ui_app *a) {
                 conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
         if (a->db) conv_save(c, a->db, app_model_name(a, c), true, now);
     }
-    save_tabs(a);
+    app_save_tabs(a);
     for (int i = 0; i < a->n_tabs; i++) conv_free(a->tabs[i]);
     app_models_free(a);
     free(a->tabs);
     db_close(a->db);
+    if (a->lock_fd >= 0) close(a->lock_fd);
     free(a->panel);
     free(a->listed);
     free(a->edit_text);
@@ -205,7 +256,7 @@ void ui_app_free(ui_app *a) {
 
 void ui_app_new_tab(ui_app *a) {
     conv *c;
-    if (conv_create(NULL, &c) || add_tab(a, c)) {
+    if (conv_create(NULL, &c) || app_add_tab(a, c)) {
         conv_free(c);
         ui_app_notice(a, true, "out of memory");
         return;
@@ -221,7 +272,7 @@ void ui_app_switch(ui_app *a, int index) {
     a->close_confirm = NULL;
     a->cur = index;
     a->changed = true;
-    save_tabs(a);
+    app_save_tabs(a);
 }
 
 void ui_app_close_tab(ui_app *a) {
@@ -234,7 +285,7 @@ void ui_app_close_tab(ui_app *a) {
             if (c->alts[k]->state == DB_STATE_STREAMING)
                 conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
     }
-    save_conv(a, c, true, 0);
+    app_save_conv(a, c, true, 0);
     if (conv_unsaved(c) && a->close_confirm != c) { /* closing would lose it: ask once more */
         a->close_confirm = c;
         ui_app_notice(a, true, "this tab is not saved (%s): Ctrl-W again closes it and loses it",
@@ -247,7 +298,7 @@ void ui_app_close_tab(ui_app *a) {
     conv_free(c);
     if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
     if (a->n_tabs == 0) ui_app_new_tab(a);
-    save_tabs(a);
+    app_save_tabs(a);
     app_set_panel(a, NULL);
     a->changed = true;
 }
@@ -339,11 +390,12 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         app_reject(a, "not sent: %s", err.msg);
         return;
     }
+    bool edited = c->editing;
     if (c->editing) { /* the edited message becomes a sibling of the old one */
         conv_drop_last_user(c);
         c->editing = false;
     }
-    if (c->session_id == 0 && c->n_msgs == 0) { /* title: the start of the first message */
+    if (c->session_id == 0 && c->n_msgs == 0 && !c->titled) { /* title: the start of the first message */
         char title[48];
         size_t n = 0;
         for (size_t i = 0; i < len && n < 40; i++) title[n++] = text[i] == '\n' ? ' ' : text[i];
@@ -357,7 +409,8 @@ static void send_message(ui_app *a, conv *c, const char *text, size_t len) {
         app_reject(a, "out of memory");
         return;
     }
-    save_conv(a, c, true, 0); /* stored before the provider sees it */
+    app_save_conv(a, c, true, 0); /* stored before the provider sees it */
+    if (edited) app_count_versions(a, c);
     app_set_panel(a, NULL);
     start_answer(a, c);
 }
@@ -378,7 +431,9 @@ static void send_queued(ui_app *a, conv *c) {
 
 void ui_app_cancel(ui_app *a) {
     conv *c = ui_app_tab(a);
-    if (c && c->req_id) prov_cancel(app_tab_prov(a, c), c->req_id);
+    if (!c || !c->req_id) return;
+    prov_cancel(app_tab_prov(a, c), c->req_id);
+    ui_app_notice(a, false, "stopping the answer (what came so far is kept)");
 }
 
 /* An answer ended (seq_index -1: the whole request failed). */
@@ -389,7 +444,10 @@ static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms)
     for (int i = lo; i < hi; i++) {
         int alt = c->alt_base + i;
         if (alt >= c->n_alts || c->alts[alt]->state != DB_STATE_STREAMING) continue;
-        conv_finish(c, alt, ev->state, ev->finish, ev->seq_index < 0 ? NULL : &ev->usage);
+        /* "length" before max_tokens: the context ran out (stored as "context") */
+        bool context_end = !strcmp(ev->finish, "length") && ev->seq_index >= 0 && ev->usage.completion_tokens > 0 &&
+                           ev->usage.completion_tokens < c->set.max_tokens;
+        conv_finish(c, alt, ev->state, context_end ? "context" : ev->finish, ev->seq_index < 0 ? NULL : &ev->usage);
         snprintf(c->alts[alt]->error, sizeof c->alts[alt]->error, "%s",
                  ev->state == DB_STATE_ERROR ? ev->message : "");
         c->n_streaming--;
@@ -397,7 +455,8 @@ static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms)
     if (ev->seq_index < 0) c->n_streaming = 0;
     if (c->n_streaming <= 0) {
         c->req_id = 0;
-        save_conv(a, c, true, now_ms);
+        if (!strncmp(a->notice, "stopping the answer", 19)) ui_app_notice(a, false, "stopped: what came so far is kept");
+        app_save_conv(a, c, true, now_ms);
         if (c->queued) send_queued(a, c);
     }
 }
@@ -429,8 +488,8 @@ void ui_app_tick(ui_app *a, double now_ms) {
     if (retry) a->last_retry_ms = now_ms;
     for (int i = 0; i < a->n_tabs; i++) {
         conv *c = a->tabs[i];
-        if (c->req_id) save_conv(a, c, false, now_ms); /* throttled to once a second */
-        else if (retry && conv_unsaved(c)) save_conv(a, c, true, now_ms);
+        if (c->req_id) app_save_conv(a, c, false, now_ms); /* throttled to once a second */
+        else if (retry && conv_unsaved(c)) app_save_conv(a, c, true, now_ms);
     }
     if (retry && !a->db && a->cfg.db_path) { /* the database may have come back */
         llc_err err;
@@ -460,9 +519,10 @@ void ui_app_session_changed(ui_app *a, int64_t session_id) {
         if (c->session_id != session_id || c->req_id || conv_unsaved(c)) continue;
         conv *fresh;
         if (conv_load(a->db, session_id, &fresh, NULL)) continue;
-        if (!a->cfg.open_model || (a->cfg.model_path && !strcmp(fresh->model, a->cfg.model_path)))
-            fresh->model[0] = 0;
-        app_models_attach(a, fresh);
+        app_loaded_conv(a, fresh);
+        fresh->scroll = c->scroll;
+        fresh->scroll_rows = c->scroll_rows;
+        if (a->close_confirm == c) a->close_confirm = NULL;
         conv_free(c);
         a->tabs[i] = fresh;
         a->changed = true;
@@ -487,16 +547,6 @@ void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, cons
 
 /* ---- commands ---- */
 
-static char *printf_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *printf_alloc(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* Appends to a growing text. */
 void app_cat(char **buf, size_t *len, const char *fmt, ...) {
     va_list ap;
@@ -512,159 +562,6 @@ void app_cat(char **buf, size_t *len, const char *fmt, ...) {
         *buf = b;
     }
     free(piece);
-}
-
-static void remember_listed(ui_app *a, const int64_t *ids, int n) {
-    free(a->listed);
-    a->listed = n ? malloc((size_t)n * sizeof *ids) : NULL;
-    a->n_listed = a->listed ? n : 0;
-    if (a->listed) memcpy(a->listed, ids, (size_t)n * sizeof *ids);
-}
-
-static void cmd_sessions(ui_app *a) {
-    db_session *s = NULL;
-    int n = 0;
-    llc_err err;
-    if (!a->db || db_session_list(a->db, false, &s, &n, &err)) {
-        app_reject(a, "%s", a->db ? err.msg : a->db_error);
-        return;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    app_cat(&text, &len, "Sessions (/open N reopens one)\n");
-    for (int i = 0; i < n && ids; i++) {
-        ids[i] = s[i].id;
-        app_cat(&text, &len, "%3d  %s\n", i + 1, s[i].title);
-    }
-    if (n == 0) app_cat(&text, &len, "  (none yet)\n");
-    if (ids) remember_listed(a, ids, n);
-    free(ids);
-    db_sessions_free(s, n);
-    app_set_panel(a, text);
-}
-
-static void cmd_search(ui_app *a, const char *q, size_t qlen) {
-    char *query = strndup(q, qlen);
-    db_hit *h = NULL;
-    int n = 0;
-    llc_err err;
-    if (!query || !a->db || db_search(a->db, query, 20, &h, &n, &err)) {
-        app_reject(a, "%s", !query ? "out of memory" : a->db ? err.msg : a->db_error);
-        free(query);
-        return;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    app_cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
-    for (int i = 0; i < n && ids; i++) {
-        ids[i] = h[i].session_id;
-        app_cat(&text, &len, "%3d  %s: %s\n", i + 1, h[i].title, h[i].snippet);
-    }
-    if (n == 0) app_cat(&text, &len, "  no message contains that\n");
-    if (ids) remember_listed(a, ids, n);
-    free(ids);
-    db_hits_free(h, n);
-    free(query);
-    app_set_panel(a, text);
-}
-
-static void cmd_open(ui_app *a, long long k) {
-    int64_t id = k >= 1 && k <= a->n_listed ? a->listed[k - 1] : 0;
-    if (!id) {
-        app_reject(a, "/open %lld: no such entry in the last /sessions or /search list", k);
-        return;
-    }
-    for (int i = 0; i < a->n_tabs; i++)
-        if (a->tabs[i]->session_id == id) {
-            ui_app_switch(a, i);
-            return;
-        }
-    conv *c;
-    llc_err err;
-    if (!a->db || conv_load(a->db, id, &c, &err)) {
-        ui_app_notice(a, true, "%s", a->db ? err.msg : a->db_error);
-        return;
-    }
-    if (!a->cfg.open_model) c->model[0] = 0;
-    if (a->cfg.model_path && !strcmp(c->model, a->cfg.model_path)) c->model[0] = 0;
-    app_models_attach(a, c);
-    if (add_tab(a, c)) {
-        conv_free(c);
-        return;
-    }
-    app_set_panel(a, NULL);
-    save_tabs(a);
-    app_models_load_next(a);
-}
-
-static void cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
-    save_conv(a, c, true, 0);
-    if (!a->db || !c->session_id) {
-        app_reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
-        return;
-    }
-    char path[1024];
-    if (len) snprintf(path, sizeof path, "%.*s", (int)len, arg);
-    else snprintf(path, sizeof path, "llmchat-%lld.md", (long long)c->session_id);
-    FILE *f = fopen(path, "w");
-    llc_err err;
-    if (!f) {
-        app_reject(a, "/export: cannot write %s", path);
-        return;
-    }
-    int rc = db_export_markdown(a->db, c->session_id, 0, f, &err);
-    if (fclose(f) && !rc) rc = LLC_ERR_IO, snprintf(err.msg, sizeof err.msg, "write failed");
-    if (rc) app_reject(a, "/export: %s", err.msg);
-    else ui_app_notice(a, false, "exported to %s", path);
-}
-
-static void cmd_branch(ui_app *a, conv *c) {
-    conv *b;
-    char *title = printf_alloc("%s (branch)", c->title);
-    if (!title || conv_create(title, &b)) {
-        free(title);
-        ui_app_notice(a, true, "out of memory");
-        return;
-    }
-    free(title);
-    free(b->system);
-    b->system = strdup(c->system);
-    free(b->model);
-    b->model = strdup(c->model);
-    b->prov = c->prov;
-    b->set = c->set;
-    for (int i = 0; i < conv_n_shown(c); i++) { /* copies of the shown messages */
-        conv_msg *m = conv_shown(c, i);
-        if (m->state == DB_STATE_STREAMING) break;
-        if (m->role == DB_ROLE_USER) conv_add_user(b, m->text, m->len);
-        else if (conv_open_answers(b, 1) >= 0) {
-            conv_append(b, b->n_alts - 1, m->text, m->len);
-            conv_finish(b, b->n_alts - 1, m->state, m->finish, &m->usage);
-        }
-    }
-    if (!b->system || !b->model || add_tab(a, b)) {
-        conv_free(b);
-        ui_app_notice(a, true, "out of memory");
-        return;
-    }
-    save_conv(a, b, true, 0);
-    ui_app_notice(a, false, "branched into a new tab");
-}
-
-static void cmd_alt(ui_app *a, conv *c, long long k) {
-    if (c->n_alts < 2) {
-        app_reject(a, "there is only one answer here (/regen or /n K make more)");
-        return;
-    }
-    if (k > c->n_alts) {
-        app_reject(a, "/alt %lld: there are %d answers", k, c->n_alts);
-        return;
-    }
-    c->alt_cur = k > 0 ? (int)k - 1 : (c->alt_cur + 1) % c->n_alts;
-    ui_app_notice(a, false, "answer %d of %d", c->alt_cur + 1, c->n_alts);
-    save_conv(a, c, true, 0); /* remembers the branch shown as the active path */
 }
 
 /* /copy: the last answer shown, or (code) the last code block of the answers. */
@@ -708,10 +605,51 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     case UI_SET_SEED: s->seed = (uint64_t)cmd->ivalue; break;
     }
     c->meta_dirty = true;
-    save_conv(a, c, true, 0);
+    app_save_conv(a, c, true, 0);
     ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %d  seed %s",
                   s->temperature, s->top_p, s->top_k, s->min_p, s->max_tokens,
                   s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+}
+
+/* /system: shows the system prompt (no text), sets it, or (--clear) removes it. */
+static void cmd_system(ui_app *a, conv *c, const ui_cmd *cmd) {
+    if (!cmd->arg_len) {
+        if (!c->system[0]) {
+            ui_app_notice(a, false, "no system prompt in this session (/system TEXT sets one)");
+            return;
+        }
+        char *text = NULL;
+        size_t len = 0;
+        app_cat(&text, &len, "System prompt (/system TEXT replaces it, /system --clear removes it)\n%s\n", c->system);
+        app_set_panel(a, text);
+        return;
+    }
+    char *s = cmd->ivalue ? strdup("") : strndup(cmd->arg, cmd->arg_len);
+    if (!s) {
+        app_reject(a, "out of memory");
+        return;
+    }
+    free(c->system);
+    c->system = s;
+    c->meta_dirty = true;
+    app_save_conv(a, c, true, 0);
+    ui_app_notice(a, false, cmd->ivalue ? "system prompt cleared" : "system prompt set");
+}
+
+static void cmd_rename(ui_app *a, conv *c, const char *arg, size_t len) {
+    char *t = strndup(arg, len);
+    if (!t) {
+        app_reject(a, "out of memory");
+        return;
+    }
+    for (char *p = t; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+    free(c->title);
+    c->title = t;
+    c->titled = true; /* the first message keeps it */
+    c->meta_dirty = true;
+    app_save_conv(a, c, true, 0);
+    ui_app_notice(a, false, "renamed to '%s'", t);
 }
 
 bool ui_app_input(ui_app *a, const char *text, size_t len) {
@@ -725,66 +663,52 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     }
     a->notice[0] = 0;
     a->close_confirm = NULL;
+    int64_t delete_pending = a->delete_confirm;
+    a->delete_confirm = 0;
+    unsigned panel_gen = a->panel_gen;
     bool busy = c->req_id != 0;
     switch (cmd.kind) {
     case UI_CMD_MESSAGE:
         if (cmd.arg_len) send_message(a, c, cmd.arg, cmd.arg_len);
         break;
-    case UI_CMD_SYSTEM: {
-        char *s = strndup(cmd.arg, cmd.arg_len);
-        if (!s) break;
-        free(c->system);
-        c->system = s;
-        c->meta_dirty = true;
-        save_conv(a, c, true, 0);
-        ui_app_notice(a, false, cmd.arg_len ? "system prompt set" : "system prompt cleared");
-        break;
-    }
+    case UI_CMD_SYSTEM: cmd_system(a, c, &cmd); break;
     case UI_CMD_SET: apply_set(a, c, &cmd); break;
     case UI_CMD_N:
         c->set.n = (int)cmd.ivalue;
         c->meta_dirty = true;
-        save_conv(a, c, true, 0);
+        app_save_conv(a, c, true, 0);
         ui_app_notice(a, false, "%d answer%s per message", c->set.n, c->set.n == 1 ? "" : "s");
         break;
     case UI_CMD_BEAM:
         c->set.beam = cmd.ivalue > 1 ? (int)cmd.ivalue : 0;
         c->meta_dirty = true;
-        save_conv(a, c, true, 0);
+        app_save_conv(a, c, true, 0);
         ui_app_notice(a, false, c->set.beam ? "beam search, width %d" : "sampling (beam search off)", c->set.beam);
         break;
-    case UI_CMD_ALT: cmd_alt(a, c, cmd.ivalue); break;
+    case UI_CMD_ALT: app_cmd_alt(a, c, cmd.ivalue); break;
     case UI_CMD_REGEN:
         if (busy) app_reject(a, "an answer is still coming (Ctrl-C stops it)");
         else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
             app_reject(a, "nothing to answer again yet");
         else start_answer(a, c);
         break;
-    case UI_CMD_EDIT:
-        if (busy) app_reject(a, "an answer is still coming (Ctrl-C stops it)");
-        else if (!c->n_msgs || c->msgs[c->n_msgs - 1]->role != DB_ROLE_USER)
-            app_reject(a, "no message of yours to edit");
-        else {
-            free(a->edit_text);
-            a->edit_text = strdup(c->msgs[c->n_msgs - 1]->text);
-            c->editing = true;
-            ui_app_notice(a, false, "editing your last message: Enter sends it as a new branch");
-        }
+    case UI_CMD_EDIT: app_cmd_edit(a, c); break;
+    case UI_CMD_BRANCH:
+        if (cmd.ivalue) app_cmd_versions(a, c, (int)cmd.ivalue);
+        else app_cmd_branch(a, c);
         break;
-    case UI_CMD_BRANCH: cmd_branch(a, c); break;
-    case UI_CMD_RENAME: {
-        char *t = strndup(cmd.arg, cmd.arg_len);
-        if (!t) break;
-        free(c->title);
-        c->title = t;
-        c->meta_dirty = true;
-        save_conv(a, c, true, 0);
+    case UI_CMD_RENAME: cmd_rename(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_SESSIONS: app_cmd_sessions(a, cmd.ivalue != 0); break;
+    case UI_CMD_OPEN: app_cmd_open(a, cmd.ivalue); break;
+    case UI_CMD_ARCHIVE: app_cmd_archive(a, cmd.ivalue, true); break;
+    case UI_CMD_UNARCHIVE: app_cmd_archive(a, cmd.ivalue, false); break;
+    case UI_CMD_DELETE: app_cmd_delete(a, cmd.ivalue, delete_pending); break;
+    case UI_CMD_TAB:
+        if (cmd.ivalue > a->n_tabs) app_reject(a, "/tab %lld: there are %d tabs", cmd.ivalue, a->n_tabs);
+        else ui_app_switch(a, (int)cmd.ivalue - 1);
         break;
-    }
-    case UI_CMD_SESSIONS: cmd_sessions(a); break;
-    case UI_CMD_OPEN: cmd_open(a, cmd.ivalue); break;
-    case UI_CMD_SEARCH: cmd_search(a, cmd.arg, cmd.arg_len); break;
-    case UI_CMD_EXPORT: cmd_export(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_SEARCH: app_cmd_search(a, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_EXPORT: app_cmd_export(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
@@ -793,6 +717,10 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;
     case UI_CMD_QUIT: a->quit = true; break;
     }
+    /* a panel stays only while the command that showed it is the last (a
+     * refused command keeps it: the list is still there to fix the number) */
+    if (a->panel && a->panel_gen == panel_gen && !a->rejected && cmd.kind != UI_CMD_MESSAGE)
+        app_set_panel(a, NULL);
     a->changed = true;
     return !a->rejected;
 }

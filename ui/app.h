@@ -48,6 +48,10 @@ struct ui_app {
     char *panel;             /* help / sessions / search / stats text shown under the chat */
     int64_t *listed;         /* sessions numbered in the last /sessions or /search */
     int n_listed;
+    bool listed_all;         /* the last /sessions had --all (a change lists them again so) */
+    int64_t delete_confirm;  /* a session whose /delete was asked once (asking again deletes it) */
+    unsigned panel_gen;      /* counts panel changes (a command that shows none closes it) */
+    int lock_fd;             /* the UI lock next to the database (-1: none): one UI per database */
     char status[320];        /* the provider's status line */
     double last_retry_ms;
     bool quit;
@@ -77,6 +81,9 @@ void ui_app_new_tab(ui_app *a);
 void ui_app_close_tab(ui_app *a);
 void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
 void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answer */
+/* Esc: closes the panel and the notice, and leaves /edit. Returns true when an
+ * edit was left (the view then empties the input box). */
+bool ui_app_escape(ui_app *a);
 /* Drains the provider's events into the tabs. */
 void ui_app_poll_events(ui_app *a, double now_ms);
 /* Periodic work: streaming saves, retrying failed saves, metrics. */

@@ -14,10 +14,39 @@ const char *app_model_name(const ui_app *a, const conv *c);
 void app_reject(ui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shows text (malloc'd, taken) under the chat; NULL closes the panel. */
 void app_set_panel(ui_app *a, char *text);
+/* Adds a tab and makes it current. */
+int app_add_tab(ui_app *a, conv *c);
+/* Stores which sessions are open in tabs, and the current one. */
+void app_save_tabs(ui_app *a);
+/* Saves a tab; a failure becomes the notice (the tab keeps everything). */
+void app_save_conv(ui_app *a, conv *c, bool force, double now);
+/* Removes tab i without saving it (its session was deleted). */
+void app_drop_tab(ui_app *a, int i);
+/* A session loaded from the database: its model fixed up for this app (the
+ * default model's name means the default) and its message versions counted. */
+void app_loaded_conv(ui_app *a, conv *c);
 /* The file name of a path. */
 const char *app_base_name(const char *path);
 /* Appends to a growing text. */
 void app_cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- sessions (app_sessions.c): /sessions, /open, /search, /archive, /delete, /export ---- */
+void app_cmd_sessions(ui_app *a, bool all);
+void app_cmd_search(ui_app *a, const char *q, size_t qlen);
+void app_cmd_open(ui_app *a, long long k);
+void app_cmd_archive(ui_app *a, long long k, bool archive);
+/* pending: the session whose deletion was asked by the input before (0: none). */
+void app_cmd_delete(ui_app *a, long long k, int64_t pending);
+void app_cmd_export(ui_app *a, conv *c, const char *arg, size_t len);
+
+/* ---- branches (app_branch.c): /edit, /branch, /alt, versions of a message ---- */
+void app_cmd_edit(ui_app *a, conv *c);
+void app_cmd_branch(ui_app *a, conv *c);
+/* /branch next|prev (dir +1 / -1): the other versions of the user's message. */
+void app_cmd_versions(ui_app *a, conv *c, int dir);
+void app_cmd_alt(ui_app *a, conv *c, long long k);
+/* Counts the versions of each of the user's messages on the tab's path. */
+void app_count_versions(ui_app *a, conv *c);
 
 /* ---- other models (app_models.c) ---- */
 /* A tab that wants a model of its own (conv.model) gets its provider once open. */

@@ -25,10 +25,14 @@ static const cmd_def g_cmds[] = {
     {"beam", UI_CMD_BEAM, ARG_INT, 0, 16},
     {"regen", UI_CMD_REGEN, ARG_NONE, 0, 0},
     {"edit", UI_CMD_EDIT, ARG_NONE, 0, 0},
-    {"branch", UI_CMD_BRANCH, ARG_NONE, 0, 0},
+    {"branch", UI_CMD_BRANCH, ARG_TEXT, 0, 0},
     {"rename", UI_CMD_RENAME, ARG_TEXT_REQUIRED, 0, 0},
-    {"sessions", UI_CMD_SESSIONS, ARG_NONE, 0, 0},
+    {"sessions", UI_CMD_SESSIONS, ARG_TEXT, 0, 0},
     {"open", UI_CMD_OPEN, ARG_INT, 1, (long long)1 << 62},
+    {"archive", UI_CMD_ARCHIVE, ARG_INT, 1, (long long)1 << 62},
+    {"unarchive", UI_CMD_UNARCHIVE, ARG_INT, 1, (long long)1 << 62},
+    {"delete", UI_CMD_DELETE, ARG_INT, 1, (long long)1 << 62},
+    {"tab", UI_CMD_TAB, ARG_INT, 1, 999},
     {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
     {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
@@ -77,6 +81,32 @@ static bool parse_double(const char *s, double *out) {
     if (!*s || *end || errno || !isfinite(v)) return false;
     *out = v;
     return true;
+}
+
+static bool arg_is(const char *p, size_t n, const char *word) { return n == strlen(word) && !memcmp(p, word, n); }
+
+/* The words some text commands take instead of free text. */
+static int parse_flag_arg(ui_cmd *out, const char *p, size_t n, char *err, size_t err_size) {
+    switch (out->kind) {
+    case UI_CMD_COPY:
+        if (n && !arg_is(p, n, "code"))
+            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block");
+        break;
+    case UI_CMD_SYSTEM:
+        out->ivalue = arg_is(p, n, "--clear");
+        break;
+    case UI_CMD_BRANCH:
+        if (arg_is(p, n, "next")) out->ivalue = 1;
+        else if (arg_is(p, n, "prev")) out->ivalue = -1;
+        else if (n) return fail(err, err_size, "/branch opens a new tab; /branch next|prev shows another version of your message");
+        break;
+    case UI_CMD_SESSIONS:
+        if (arg_is(p, n, "--all")) out->ivalue = 1;
+        else if (n) return fail(err, err_size, "/sessions lists the sessions; /sessions --all the archived ones too");
+        break;
+    default: break;
+    }
+    return 0;
 }
 
 static int parse_set(const char *p, const char *end, ui_cmd *out, char *err, size_t n) {
@@ -148,9 +178,7 @@ int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t er
     case ARG_TEXT:
         out->arg = p;
         out->arg_len = arg_len;
-        if (d->kind == UI_CMD_COPY && arg_len && (arg_len != 4 || memcmp(p, "code", 4)))
-            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block");
-        return 0;
+        return parse_flag_arg(out, p, arg_len, err, err_size);
     case ARG_INT_OPTIONAL:
         if (!arg_len) return 0;
         /* fall through */
@@ -171,19 +199,23 @@ const char *ui_help_text(void) {
     return "Keys\n"
            "  Enter              send          Alt-Enter, Ctrl-J   new line\n"
            "  Ctrl-T  new tab    Ctrl-W  close tab (the session is kept)\n"
-           "  Ctrl-PgUp/PgDn, Alt-1..9   switch tabs      PgUp/PgDn   scroll\n"
+           "  Ctrl-PgUp/PgDn, Alt-1..9, Alt-0 (10th)   switch tabs      PgUp/PgDn   scroll\n"
            "  Ctrl-C  stop the answer    Ctrl-Q  quit     Up/Down     input history\n"
+           "  Esc     close the panel; leave /edit (your message stays as it was)\n"
            "  Ctrl-A/E line start/end, Ctrl-K/U kill, Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
            "  Alt-C   copy the last answer     Alt-K  copy the last code block (OSC 52)\n"
            "Commands\n"
-           "  /system TEXT       system prompt of this session (empty: none)\n"
+           "  /system [TEXT]     show / set the system prompt of this session; /system --clear\n"
            "  /set temp|top_p|top_k|min_p|max_tokens|seed VALUE\n"
            "  /n K               K parallel answers; /alt [K] shows the next (or K-th)\n"
            "  /beam W            beam search of width W (0: sample)\n"
            "  /regen             another answer to the last message (a branch)\n"
-           "  /edit              edit your last message and branch from it\n"
+           "  /edit              edit your last message: Enter sends a new version, Esc leaves it\n"
+           "  /branch next|prev  the other versions of your message (and their answers)\n"
            "  /branch            new tab continuing from here\n"
-           "  /rename TITLE      /sessions  list    /open N  reopen one\n"
+           "  /rename TITLE      /sessions [--all]  list    /open N  reopen one    /tab N\n"
+           "  /archive N         hide session N from /sessions (/unarchive N lists it again)\n"
+           "  /delete N          delete session N for good (asks first)\n"
            "  /search TEXT       search every session\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"

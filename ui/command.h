@@ -8,16 +8,21 @@
 
 typedef enum ui_cmd_kind {
     UI_CMD_MESSAGE, /* not a command: text to send ("//x" sends "/x") */
-    UI_CMD_SYSTEM,  /* /system TEXT (empty clears) */
+    UI_CMD_SYSTEM,  /* /system [TEXT]: set it; none: show it; ivalue 1: --clear */
     UI_CMD_SET,     /* /set KEY VALUE */
     UI_CMD_N,       /* /n K: K parallel answers */
     UI_CMD_ALT,     /* /alt [K]: next alternative answer, or the K-th */
     UI_CMD_BEAM,    /* /beam W (0 or 1 turns beam search off) */
     UI_CMD_REGEN,   /* /regen */
     UI_CMD_EDIT,    /* /edit: edit the last user message and branch */
-    UI_CMD_BRANCH,  /* /branch: new tab from the current point */
+    UI_CMD_BRANCH,  /* /branch: new tab from the current point; /branch next|prev
+                       (ivalue +1 / -1): the other versions of your message */
     UI_CMD_RENAME,  /* /rename TITLE */
-    UI_CMD_SESSIONS,/* /sessions: list */
+    UI_CMD_SESSIONS,/* /sessions [--all]: list (ivalue 1: archived ones too) */
+    UI_CMD_ARCHIVE, /* /archive N: hide session N of the list (kept) */
+    UI_CMD_UNARCHIVE,/* /unarchive N: list it again */
+    UI_CMD_DELETE,  /* /delete N: delete session N for good (asked twice) */
+    UI_CMD_TAB,     /* /tab N: switch to tab N */
     UI_CMD_OPEN,    /* /open N: reopen session N of the list (or by id) */
     UI_CMD_SEARCH,  /* /search TEXT */
     UI_CMD_EXPORT,  /* /export [FILE.md] */
@@ -40,7 +45,8 @@ typedef struct ui_cmd {
     size_t arg_len;
     ui_set_key key;    /* UI_CMD_SET */
     double value;      /* UI_CMD_SET (temp, top_p, min_p) */
-    long long ivalue;  /* UI_CMD_SET (top_k, max_tokens, seed), /n, /beam, /alt, /open */
+    long long ivalue;  /* UI_CMD_SET (top_k, max_tokens, seed), /n, /beam, /alt, /open, /tab,
+                          /archive, /unarchive, /delete; flags of /system, /branch, /sessions */
 } ui_cmd;
 
 /* Parses one line of input. Returns 0 with *out filled, or -1 with a one-line

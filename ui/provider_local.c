@@ -90,9 +90,10 @@ static void local_status(provider *p, char *s, size_t n) {
     char spec[48] = "";
     if (m->spec_drafted > 0)
         snprintf(spec, sizeof spec, " | draft %.0f%%", 100.0 * (double)m->spec_accepted / (double)m->spec_drafted);
-    snprintf(s, n, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%% | KV %d/%d | run %d%s ",
-             l->cfg.model_name, l->cfg.device_name, m->gen_tokens_per_s, m->ttft_ms_p50, hit, m->kv_used,
-             m->kv_total, m->running, spec);
+    char kv[48] = ""; /* (the engine has not published its cache yet at the first draw) */
+    if (m->kv_total > 0) snprintf(kv, sizeof kv, " | KV %d/%d", m->kv_used, m->kv_total);
+    snprintf(s, n, " %s | %s | %.1f tok/s | TTFT %.0f ms | cache %.0f%%%s | run %d%s ", l->cfg.model_name,
+             l->cfg.device_name, m->gen_tokens_per_s, m->ttft_ms_p50, hit, kv, m->running, spec);
 }
 
 static char *printf_alloc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ui/clipboard.h"
+#include "ui/layout.h"
 #include "ui/lineedit.h"
 #include "ui/markdown.h"
 #include "ui/textwrap.h"
@@ -165,25 +166,45 @@ static void draw_md_row(view *v, int y, int x, int W, const md_doc *d, size_t ri
     attrset(A_NORMAL);
 }
 
+/* The tab bar: the tabs that fit, always the current one among them ("<" and
+ * ">" say that tabs are cut off on that side). */
 static void draw_tabs(view *v, int W) {
     ui_app *a = v->a;
     move(0, 0);
     style(v, C_DIM, A_REVERSE);
     hline(' ', W);
-    int x = 0;
-    for (int i = 0; i < a->n_tabs && x < W; i++) {
+    char (*labels)[96] = malloc((size_t)(a->n_tabs ? a->n_tabs : 1) * sizeof *labels);
+    int *widths = malloc((size_t)(a->n_tabs ? a->n_tabs : 1) * sizeof *widths);
+    if (!labels || !widths) {
+        free(labels);
+        free(widths);
+        return;
+    }
+    for (int i = 0; i < a->n_tabs; i++) {
         conv *c = a->tabs[i];
-        char label[96];
         char title[64];
         tw_ellipsize(c->title, strlen(c->title), 18, title, sizeof title);
-        snprintf(label, sizeof label, " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
+        snprintf(labels[i], sizeof labels[i], " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
+        widths[i] = tw_str_width(labels[i], strlen(labels[i]));
+    }
+    int first = layout_first_tab(widths, a->n_tabs, a->cur, W, 1);
+    int x = 0;
+    if (first > 0) put(0, x++, "<", 1, W);
+    int i = first;
+    for (; i < a->n_tabs && x + widths[i] <= W - (i < a->n_tabs - 1 ? 1 : 0); i++) {
         bool cur = i == a->cur;
         style(v, cur ? C_TAB : C_DIM, cur ? A_BOLD : A_REVERSE);
-        int w = tw_str_width(label, strlen(label));
-        put(0, x, label, strlen(label), W - x);
-        x += w;
+        put(0, x, labels[i], strlen(labels[i]), W - x);
+        x += widths[i];
+    }
+    if (i < a->n_tabs) { /* more to the right: as much of the next as fits, then ">" */
+        style(v, C_DIM, A_REVERSE);
+        if (W - 1 - x > 0) put(0, x, labels[i], strlen(labels[i]), W - 1 - x);
+        put(0, W - 1, ">", 1, 1);
     }
     attrset(A_NORMAL);
+    free(labels);
+    free(widths);
 }
 
 /* "You" / "Assistant" with the answer's state, as static text. */
@@ -195,6 +216,15 @@ static const char *header_of(const conv_msg *m) {
     return m->role == DB_ROLE_USER ? user[st] : bot[st];
 }
 
+/* The line under an answer that ended before it was done saying: at max_tokens
+ * or at the end of the context (NULL: it was not cut). */
+static const char *finish_marker(const conv_msg *m) {
+    if (m->role != DB_ROLE_ASSISTANT || m->state != DB_STATE_DONE) return NULL;
+    if (!strcmp(m->finish, "length")) return "[cut off at max_tokens (/set max_tokens N)]";
+    if (!strcmp(m->finish, "context")) return "[cut off: the context is full]";
+    return NULL;
+}
+
 static void draw_transcript(view *v, int top, int height, int W) {
     ui_app *a = v->a;
     conv *c = ui_app_tab(a);
@@ -202,6 +232,8 @@ static void draw_transcript(view *v, int top, int height, int W) {
     rows r = {0};
     static char alt_header[64]; /* lives until the next draw */
     static char marker[96];
+    char *owned[64]; /* headers made for this draw */
+    int n_owned = 0;
     int n = conv_n_shown(c);
     if (c->dropped_turns > 0) {
         snprintf(marker, sizeof marker, "~ %d earlier message%s left out: the context is full ~",
@@ -221,6 +253,12 @@ static void draw_transcript(view *v, int top, int height, int W) {
                      c->alt_cur + 1, c->n_alts);
             h = alt_header;
         }
+        char *vh = NULL; /* another version of a message of yours (/edit): lives until the draw ends */
+        if (user && m->n_versions > 1 && asprintf(&vh, "%s  (version %d of %d, /branch prev|next)", h, m->version,
+                                                  m->n_versions) >= 0) {
+            if (n_owned < (int)(sizeof owned / sizeof *owned)) owned[n_owned++] = vh, h = vh;
+            else free(vh);
+        }
         rows_push(&r, h, strlen(h), user ? C_USER : C_BOT, A_BOLD, 0);
         const md_doc *md = user ? NULL : markdown_of(m, width);
         if (md && (md->n_rows || !m->len)) {
@@ -231,6 +269,8 @@ static void draw_transcript(view *v, int top, int height, int W) {
                 rows_push(&r, m->text + m->wrap.v[k].off, m->wrap.v[k].len, 0, A_NORMAL, 2);
         }
         if (m->error[0]) rows_push(&r, m->error, strlen(m->error), C_ERROR, A_NORMAL, 2);
+        const char *cut = finish_marker(m);
+        if (cut) rows_push(&r, cut, strlen(cut), C_DIM, A_DIM, 2);
         rows_push(&r, "", 0, 0, A_NORMAL, 0);
     }
     if (c->queued) { /* a message waiting for the answer to end */
@@ -247,17 +287,13 @@ static void draw_transcript(view *v, int top, int height, int W) {
             rows_push(&r, a->panel + v->panel_wrap.v[k].off, v->panel_wrap.v[k].len, C_DIM,
                      k == 0 ? A_BOLD : A_NORMAL, 0);
     }
-    int total = (int)r.n;
-    int max_scroll = total > height ? total - height : 0;
-    if (c->scroll > max_scroll) c->scroll = max_scroll;
-    if (c->scroll < 0) c->scroll = 0;
-    int first = total - height - c->scroll;
-    if (first < 0) first = 0;
+    int total = (int)r.n, shown;
+    int first = layout_transcript(total, height, &c->scroll, &c->scroll_rows, &shown);
     for (int y = 0; y < height; y++) {
         move(top + y, 0);
         clrtoeol();
         int idx = first + y;
-        if (idx >= total) continue;
+        if (idx >= total || y >= shown) continue;
         tline *rw = &r.v[idx];
         if (rw->md) {
             draw_md_row(v, top + y, rw->indent, W, rw->md, rw->md_row);
@@ -271,18 +307,21 @@ static void draw_transcript(view *v, int top, int height, int W) {
         style(v, C_DIM, A_REVERSE);
         char more[48];
         snprintf(more, sizeof more, " %d more below (PgDn) ", c->scroll);
+        /* on a line of its own (layout_transcript keeps it free): no text hides under it */
         put(top + height - 1, W - tw_str_width(more, strlen(more)) > 0 ? W - tw_str_width(more, strlen(more)) : 0,
             more, strlen(more), W);
         attrset(A_NORMAL);
     }
     free(r.v);
+    for (int k = 0; k < n_owned; k++) free(owned[k]);
 }
 
 static void draw_status(view *v, int y, int W) {
     move(y, 0);
     style(v, C_DIM, A_REVERSE);
     hline(' ', W);
-    put(y, 0, v->a->status, strlen(v->a->status), W);
+    const char *st = v->a->status;
+    put(y, 0, st, layout_fit_fields(st, strlen(st), W), W);
     attrset(A_NORMAL);
 }
 
@@ -306,6 +345,8 @@ static void draw_input(view *v, int top, int n_rows, int W) {
     const char *hint = a->notice[0] ? a->notice : "Enter send | Alt-Enter newline | F1 help";
     char buf[360];
     snprintf(buf, sizeof buf, " %s ", hint);
+    size_t fit = layout_fit_fields(buf, strlen(buf), W - 4); /* cut between words, and say so */
+    if (fit < strlen(buf)) snprintf(buf + fit, sizeof buf - fit, " \xE2\x80\xA6 ");
     put(top, 1, buf, strlen(buf), W - 2);
     attrset(A_NORMAL);
     size_t row;
@@ -383,7 +424,10 @@ static void scroll_by(view *v, int d) {
 
 static void on_alt_key(view *v, wint_t ch) {
     ui_app *a = v->a;
-    if (ch >= '1' && ch <= '9') ui_app_switch(a, (int)(ch - '1') < a->n_tabs ? (int)(ch - '1') : a->cur);
+    if (ch >= '0' && ch <= '9') { /* Alt-1..9, Alt-0 the tenth (/tab N any) */
+        int i = ch == '0' ? 9 : (int)(ch - '1');
+        ui_app_switch(a, i < a->n_tabs ? i : a->cur);
+    }
     else if (ch == '\r' || ch == '\n') le_newline(v->le);
     else if (ch == 'c') ui_app_input(a, "/copy", 5);
     else if (ch == 'k') ui_app_input(a, "/copy code", 10);
@@ -457,10 +501,8 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     case 4: le_delete(v->le); return;           /* Ctrl-D */
     case 12: clearok(stdscr, TRUE); return;     /* Ctrl-L */
     case 8: case 127: le_backspace(v->le); return;
-    case 27: /* a lone Esc: close the panel */
-        free(a->panel);
-        a->panel = NULL;
-        a->notice[0] = 0;
+    case 27: /* a lone Esc: close the panel, leave /edit */
+        if (ui_app_escape(a)) le_clear(v->le);
         return;
     default:
         if (ch == '\t' || ch >= 32) {
@@ -539,6 +581,7 @@ int ui_run(ui_app *a, llc_err *err) {
             le_set_text(v.le, a->edit_text, strlen(a->edit_text));
             free(a->edit_text);
             a->edit_text = NULL;
+            a->changed = true; /* (the frame drawn for the command had the input box empty) */
         }
         if (a->clipboard) { /* /copy: OSC 52 straight to the terminal, around curses */
             size_t n;
