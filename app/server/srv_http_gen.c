@@ -493,8 +493,10 @@ static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
     const srv_model *m = &st->s->m;
     const cJSON *f;
     switch (st->ep) {
-    case HTTP_OPENAI_CHAT:
-        return srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+    case HTTP_OPENAI_CHAT: {
+        int rc = srv_gen_tools(j, &st->g, err);
+        return rc ? rc : srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+    }
     case HTTP_OPENAI_TEXT:
     case HTTP_LLAMA_COMPLETION:
         f = cJSON_GetObjectItemCaseSensitive(j, "prompt");

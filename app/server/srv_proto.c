@@ -290,8 +290,9 @@ static void do_generate(srv *s, conn *c, const cJSON *j, const char *id_json, ge
     int rc = srv_gen_params(&s->m, SRV_NDJSON, j, &g, &err);
     if (!rc && kind == GEN_CHAT) {
         const cJSON *m = field(j, "messages");
-        rc = m ? srv_gen_chat(&s->m, m, &g, &err)
-               : llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
+        if (!m) rc = llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
+        if (!rc) rc = srv_gen_tools(j, &g, &err);
+        if (!rc) rc = srv_gen_chat(&s->m, m, &g, &err);
     } else if (!rc && kind == GEN_COMPLETE) {
         const cJSON *p = field(j, "prompt");
         rc = p ? srv_gen_text(&s->m, p, &g, &err) : llc_fail(&err, LLC_ERR_TYPE, "'prompt' is required");
