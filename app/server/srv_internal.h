@@ -296,6 +296,7 @@ struct srv_req {
         int n, cap;
         sbuf lp;          /* logprob entries, JSON, comma-separated */
         bool seen;        /* an event of this sample came */
+        toolcall_parser *tc; /* chat with tools: the calls in the text (for done) */
     } *pend;
     /* sessions */
     conv *cv;
