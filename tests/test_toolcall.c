@@ -217,7 +217,7 @@ static void test_held_text_is_released(void) {
 
 static char *read_template(const char *name) {
     char path[256];
-    snprintf(path, sizeof path, "../shared/reference/templates/%s.jinja", name);
+    snprintf(path, sizeof path, "%s/reference/templates/%s.jinja", t_shared(), name);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
