@@ -309,13 +309,21 @@ static int chat_plain(const srv_model *m, const cJSON *messages, srv_gen *g, llc
 
 /* ---- tools (OpenAI function calling) ---- */
 
+static const char TOOL_CHOICE_SHAPE[] =
+    "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+
+static const char *tool_name(const cJSON *tool) {
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tool, "function"), "name"));
+}
+
 int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err) {
     const cJSON *tools = field(j, "tools"), *choice = field(j, "tool_choice");
     cJSON_Delete(g->tools);
     g->tools = NULL;
     g->tools_required = false;
     if (tools && !cJSON_IsArray(tools))
-        return llc_fail(err, LLC_ERR_TYPE, "'tools' must be an array of {type: \"function\", function: {name, description, parameters}}");
+        return llc_fail(err, LLC_ERR_TYPE,
+                        "'tools' must be an array of {type: \"function\", function: {name, description, parameters}}");
     if (cJSON_GetArraySize(tools) > 256) return llc_fail(err, LLC_ERR_RANGE, "at most 256 tools");
     int i = 0;
     const cJSON *t;
@@ -340,14 +348,14 @@ int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err) {
     if (cJSON_IsString(choice)) {
         const char *c = choice->valuestring;
         if (strcmp(c, "none") && strcmp(c, "auto") && strcmp(c, "required"))
-            return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return llc_fail(err, LLC_ERR_RANGE, "%s", TOOL_CHOICE_SHAPE);
         if (!strcmp(c, "none")) return 0; /* tools are not offered */
         g->tools_required = !strcmp(c, "required");
     } else if (choice) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(choice, "function");
         only = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
         if (!cJSON_IsObject(choice) || !only)
-            return llc_fail(err, LLC_ERR_TYPE, "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+            return llc_fail(err, LLC_ERR_TYPE, "%s", TOOL_CHOICE_SHAPE);
         g->tools_required = true;
     }
     if (g->tools_required && !have) return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' needs 'tools'");
@@ -355,8 +363,7 @@ int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err) {
     g->tools = cJSON_CreateArray();
     if (!g->tools) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_ArrayForEach(t, tools) {
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "name"));
-        if (only && strcmp(name, only)) continue;
+        if (only && strcmp(tool_name(t), only)) continue;
         cJSON_AddItemToArray(g->tools, cJSON_Duplicate(t, true));
     }
     if (only && cJSON_GetArraySize(g->tools) == 0)
@@ -424,7 +431,8 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
         }
         const char *text;
         char *owned;
-        rc = content_text(cJSON_GetObjectItemCaseSensitive(e, "content"), i, !strcmp(r, "assistant"), &text, &owned, err);
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
+        rc = content_text(content, i, !strcmp(r, "assistant"), &text, &owned, err);
         if (rc) break;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(a, o);
@@ -433,7 +441,8 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
         free(owned);
         const cJSON *id = field(e, "tool_call_id"), *name = field(e, "name");
         if ((id && !cJSON_IsString(id)) || (name && !cJSON_IsString(name))) {
-            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d].%s must be a string", i, id && !cJSON_IsString(id) ? "tool_call_id" : "name");
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d].%s must be a string", i,
+                          id && !cJSON_IsString(id) ? "tool_call_id" : "name");
             break;
         }
         if (id) cJSON_AddStringToObject(o, "tool_call_id", id->valuestring);
@@ -479,7 +488,8 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     bool native = chat_tmpl_is_jinja(m->tmpl) && m->tool_format != TOOLCALL_GENERIC;
     g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
     /* the markers of these formats are control tokens: the answer must show them */
-    g->req.special_text = native && g->tools && (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3);
+    g->req.special_text =
+        native && g->tools && (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3);
     if (native) {
         prompt p;
         rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, budget_of(m, g), &p, err);
