@@ -278,6 +278,7 @@ static bool tmpl_ok(int t) { return t >= 0 && t < CHAT_FMT_COUNT; }
 struct chat_template {
     chat_format fmt;    /* the built-in format, or a Jinja template's fallback */
     chat_jinja *jinja;  /* NULL for a built-in format */
+    char *src;          /* the Jinja source (NULL for a built-in format) */
     bool strip_bos;
     atomic_int fallbacks;   /* renders that failed and used fmt */
     atomic_flag noted;      /* first_error written */
@@ -317,8 +318,11 @@ void chat_template_free(chat_tmpl t) {
     if (!t || !t->jinja) return;
     chat_template *m = (chat_template *)t; /* created by malloc in chat_template_from_jinja */
     chat_jinja_free(m->jinja);
+    free(m->src);
     free(m);
 }
+
+const char *chat_tmpl_source(chat_tmpl t) { return t ? t->src : NULL; }
 
 /* ---- names ---- */
 
@@ -647,9 +651,10 @@ int chat_template_from_jinja(const char *src, size_t len, const char *bos, const
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
     t->fmt = chat_detect(copy);
-    free(copy);
+    t->src = copy;
     int rc = chat_jinja_create(src, len, bos, eos, &t->jinja, err);
     if (rc) {
+        free(copy);
         free(t);
         return rc;
     }

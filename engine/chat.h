@@ -193,6 +193,10 @@ chat_format chat_tmpl_format(chat_tmpl t);
 /* Whether t renders a model's Jinja template. */
 bool chat_tmpl_is_jinja(chat_tmpl t);
 
+/* A Jinja template's source text (NUL-terminated; what engine/toolcall reads
+ * its tool-call format from); NULL for a built-in format. */
+const char *chat_tmpl_source(chat_tmpl t);
+
 /* How many renders of a Jinja template failed and used the fallback format,
  * and the first failure's message ("" when none). Safe from any thread. */
 int chat_tmpl_fallbacks(chat_tmpl t, char *first_error, size_t cap);

@@ -51,6 +51,9 @@ typedef struct gen_request {
                               leading space (" was" after "..., there"). false
                               (chat): the answer is a text of its own, so that
                               space is dropped, as at the start of any text */
+    bool special_text;     /* the text of control tokens is part of the answer
+                              (tool-call markers such as [TOOL_CALLS] and
+                              <|python_tag|>); end-of-generation tokens still end it */
 } gen_request;
 
 typedef enum engine_finish {

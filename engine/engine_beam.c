@@ -112,7 +112,7 @@ static void beam_emit(engine *e, request *r, int rank, double t_end) {
     tok_stream *ts = NULL;
     stopstr *ss = NULL;
     bool have = beam_result(r->bs, rank, &toks, &n, NULL, &eog) == 0;
-    if (have && (tok_stream_create(e->tok, false, &ts) ||
+    if (have && (tok_stream_create(e->tok, r->special_text, &ts) ||
                  stopstr_create((const char *const *)r->stop, r->n_stop, &ss)))
         have = false, done.finish = FINISH_ERROR;
     if (have && r->continues_prompt) tok_stream_continue(ts, r->prompt, r->n_prompt);

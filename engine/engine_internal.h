@@ -70,6 +70,7 @@ struct request {
     sampler_params sp;
     int n, max_tokens, priority;
     bool continues_prompt; /* gen_request.continues_prompt */
+    bool special_text;     /* gen_request.special_text */
     int n_slots;     /* entries of seqs: n, or the beam width */
     beam_search *bs; /* beam search state, or NULL when sampling */
     double t_first_beam; /* first beam step (ms) */

@@ -79,6 +79,7 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     memcpy(r->prompt, g->prompt, (size_t)g->n_prompt * sizeof *r->prompt);
     r->n_prompt = g->n_prompt;
     r->continues_prompt = g->continues_prompt;
+    r->special_text = g->special_text;
     r->sp = g->sampling;
     r->n = g->n;
     r->max_tokens = g->max_tokens;
@@ -147,7 +148,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
         sampler_params sp = r->sp;
         if (sp.seed != SAMPLER_SEED_RANDOM) sp.seed += (uint64_t)index;
         rc = sampler_create(&sp, &s->smp, NULL);
-        if (!rc) rc = tok_stream_create(e->tok, false, &s->ts);
+        if (!rc) rc = tok_stream_create(e->tok, r->special_text, &s->ts);
         if (!rc && r->continues_prompt) tok_stream_continue(s->ts, r->prompt, r->n_prompt); /* " was" */
         if (!rc) rc = stopstr_create((const char *const *)r->stop, r->n_stop, &s->ss);
     }

@@ -4,6 +4,8 @@
  * clear error when the last message alone is too long. */
 #include "engine/gguf.h"
 #include "engine/prompt.h"
+
+#include <cjson/cJSON.h>
 #include "tests/test.h"
 
 static tokenizer *g_tok;
@@ -53,6 +55,39 @@ static void test_drops_oldest_pairs(void) {
     free(full.ids), free(cut.ids), free(sys_last.ids), free(tight.ids);
 }
 
+/* OpenAI-shaped messages: a tool answer goes together with the call it answers
+ * (dropping runs to the next user message). */
+static void test_json_drops_to_next_user(void) {
+    static const char src[] =
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{% if m.tool_calls %}{{ m.tool_calls[0].function.name }}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+    chat_template *t = NULL;
+    llc_err err;
+    CHECK(chat_template_from_jinja(src, sizeof src - 1, "<s>", "</s>", true, &t, &err) == 0);
+    cJSON *m = cJSON_Parse(
+        "[{\"role\":\"system\",\"content\":\"Use tools.\"},{\"role\":\"user\",\"content\":\"What time is it?\"},"
+        "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"a\",\"type\":\"function\","
+        "\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"a\","
+        "\"content\":\"noon\"},{\"role\":\"assistant\",\"content\":\"It is noon.\"},"
+        "{\"role\":\"user\",\"content\":\"Thanks, and the date?\"}]");
+    cJSON *two = cJSON_CreateArray();
+    cJSON_AddItemToArray(two, cJSON_Duplicate(cJSON_GetArrayItem(m, 0), true));
+    cJSON_AddItemToArray(two, cJSON_Duplicate(cJSON_GetArrayItem(m, 5), true));
+    prompt full, cut, small;
+    CHECK(prompt_build_json(g_tok, t, m, NULL, 100000, &full, &err) == 0 && full.n_dropped == 0);
+    CHECK(prompt_build_json(g_tok, t, two, NULL, 100000, &small, &err) == 0);
+    /* one token short: the whole exchange before the last user message goes */
+    CHECK(prompt_build_json(g_tok, t, m, NULL, full.n_ids - 1, &cut, &err) == 0);
+    CHECK(cut.n_dropped == 4 && cut.n_ids == small.n_ids && !memcmp(cut.ids, small.ids, sizeof(int32_t) * cut.n_ids));
+    prompt none;
+    CHECK(prompt_build_json(g_tok, t, m, NULL, small.n_ids - 1, &none, &err) == LLC_ERR_RANGE && none.ids == NULL);
+    free(full.ids), free(cut.ids), free(small.ids);
+    cJSON_Delete(two);
+    cJSON_Delete(m);
+    chat_template_free(t);
+}
+
 int main(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
@@ -64,6 +99,7 @@ int main(void) {
     }
     RUN(test_fits_whole);
     RUN(test_drops_oldest_pairs);
+    RUN(test_json_drops_to_next_user);
     tok_free(g_tok);
     gguf_free(g_file);
     return t_summary();

@@ -20,6 +20,7 @@ void srv_gen_free(srv_gen *g) {
     free(g->ids);
     for (int i = 0; i < g->n_stops; i++) free(g->stops[i]);
     free(g->stops);
+    cJSON_Delete(g->tools);
     memset(g, 0, sizeof *g);
 }
 
@@ -220,17 +221,21 @@ static int budget_of(const srv_model *m, const srv_gen *g) {
     return prompt_budget(m->n_ctx, g->req.max_tokens);
 }
 
+/* The built prompt into g, with the template's stop strings. */
+static int take_prompt(const srv_model *m, prompt *p, srv_gen *g, llc_err *err) {
+    free(g->ids);
+    g->ids = p->ids;
+    g->n_dropped = p->n_dropped;
+    for (const char *const *s = chat_stop_strings(m->tmpl); *s; s++)
+        if (add_stop(g, *s, strlen(*s))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    finalize(g, p->n_ids);
+    return 0;
+}
+
 int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err) {
     prompt p;
     int rc = prompt_build(m->tok, m->tmpl, msgs, n, budget_of(m, g), &p, err);
-    if (rc) return rc;
-    free(g->ids);
-    g->ids = p.ids;
-    g->n_dropped = p.n_dropped;
-    for (const char *const *s = chat_stop_strings(m->tmpl); *s; s++)
-        if (add_stop(g, *s, strlen(*s))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    finalize(g, p.n_ids);
-    return 0;
+    return rc ? rc : take_prompt(m, &p, g, err);
 }
 
 /* The text of a message's content: a string, or OpenAI's array of parts
@@ -267,9 +272,8 @@ static int content_text(const cJSON *c, int i, bool null_ok, const char **out, c
     return 0;
 }
 
-int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {
-    if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0)
-        return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
+/* A conversation of system / user / assistant messages with text content. */
+static int chat_plain(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {
     int n = cJSON_GetArraySize(messages);
     if (n > 100000) return llc_fail(err, LLC_ERR_RANGE, "too many messages");
     chat_msg *msgs = calloc((size_t)n, sizeof *msgs);
@@ -289,7 +293,7 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
         else if (!strcmp(r, "user")) msgs[i].role = CHAT_USER;
         else if (!strcmp(r, "assistant")) msgs[i].role = CHAT_ASSISTANT;
         else {
-            rc = llc_fail(err, LLC_ERR_RANGE, "messages[%d].role '%.40s' is not system, user or assistant", i, r);
+            rc = llc_fail(err, LLC_ERR_RANGE, "messages[%d].role '%.40s' is not system, user, assistant or tool", i, r);
             break;
         }
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
@@ -300,6 +304,203 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     for (int k = 0; owned && k < n; k++) free(owned[k]);
     free(owned);
     free(msgs);
+    return rc;
+}
+
+/* ---- tools (OpenAI function calling) ---- */
+
+static const char TOOL_CHOICE_SHAPE[] =
+    "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+
+static const char *tool_name(const cJSON *tool) {
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tool, "function"), "name"));
+}
+
+int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err) {
+    const cJSON *tools = field(j, "tools"), *choice = field(j, "tool_choice");
+    cJSON_Delete(g->tools);
+    g->tools = NULL;
+    g->tools_required = false;
+    if (tools && !cJSON_IsArray(tools))
+        return llc_fail(err, LLC_ERR_TYPE,
+                        "'tools' must be an array of {type: \"function\", function: {name, description, parameters}}");
+    if (cJSON_GetArraySize(tools) > 256) return llc_fail(err, LLC_ERR_RANGE, "at most 256 tools");
+    int i = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *desc = field(fn, "description"), *params = field(fn, "parameters");
+        if (!cJSON_IsObject(t) || (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "function"))))
+            return llc_fail(err, LLC_ERR_TYPE, "tools[%d].type must be \"function\"", i);
+        if (!cJSON_IsObject(fn)) return llc_fail(err, LLC_ERR_TYPE, "tools[%d].function must be an object", i);
+        if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) > 256)
+            return llc_fail(err, LLC_ERR_TYPE, "tools[%d].function.name must be a non-empty string", i);
+        if (desc && !cJSON_IsString(desc))
+            return llc_fail(err, LLC_ERR_TYPE, "tools[%d].function.description must be a string", i);
+        if (params && !cJSON_IsObject(params))
+            return llc_fail(err, LLC_ERR_TYPE, "tools[%d].function.parameters must be a JSON schema object", i);
+        i++;
+    }
+    bool have = i > 0;
+    const char *only = NULL; /* a named function */
+    if (cJSON_IsString(choice)) {
+        const char *c = choice->valuestring;
+        if (strcmp(c, "none") && strcmp(c, "auto") && strcmp(c, "required"))
+            return llc_fail(err, LLC_ERR_RANGE, "%s", TOOL_CHOICE_SHAPE);
+        if (!strcmp(c, "none")) return 0; /* tools are not offered */
+        g->tools_required = !strcmp(c, "required");
+    } else if (choice) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(choice, "function");
+        only = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
+        if (!cJSON_IsObject(choice) || !only)
+            return llc_fail(err, LLC_ERR_TYPE, "%s", TOOL_CHOICE_SHAPE);
+        g->tools_required = true;
+    }
+    if (g->tools_required && !have) return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' needs 'tools'");
+    if (!have) return 0;
+    g->tools = cJSON_CreateArray();
+    if (!g->tools) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    cJSON_ArrayForEach(t, tools) {
+        if (only && strcmp(tool_name(t), only)) continue;
+        cJSON_AddItemToArray(g->tools, cJSON_Duplicate(t, true));
+    }
+    if (only && cJSON_GetArraySize(g->tools) == 0)
+        return llc_fail(err, LLC_ERR_RANGE, "tool_choice names '%.64s', which is not one of 'tools'", only);
+    return 0;
+}
+
+/* A tool call of an assistant message, checked and in OpenAI's shape. */
+static cJSON *sane_call(const cJSON *c, int i, int k, llc_err *err) {
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+    const cJSON *args = field(fn, "arguments"), *id = field(c, "id");
+    if (!cJSON_IsObject(fn) || !cJSON_IsString(name) || !name->valuestring[0]) {
+        llc_fail(err, LLC_ERR_TYPE, "messages[%d].tool_calls[%d].function.name must be a non-empty string", i, k);
+        return NULL;
+    }
+    if (args && !cJSON_IsString(args) && !cJSON_IsObject(args)) {
+        llc_fail(err, LLC_ERR_TYPE, "messages[%d].tool_calls[%d].function.arguments must be a JSON string", i, k);
+        return NULL;
+    }
+    if (id && !cJSON_IsString(id)) {
+        llc_fail(err, LLC_ERR_TYPE, "messages[%d].tool_calls[%d].id must be a string", i, k);
+        return NULL;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (id) cJSON_AddStringToObject(o, "id", id->valuestring);
+    cJSON_AddStringToObject(o, "type", "function");
+    cJSON *f = cJSON_AddObjectToObject(o, "function");
+    cJSON_AddStringToObject(f, "name", name->valuestring);
+    if (cJSON_IsObject(args)) {
+        char *txt = cJSON_PrintUnformatted(args);
+        cJSON_AddStringToObject(f, "arguments", txt ? txt : "{}");
+        free(txt);
+    } else {
+        cJSON_AddStringToObject(f, "arguments", args ? args->valuestring : "{}");
+    }
+    return o;
+}
+
+/* The messages checked and rebuilt with string content (text parts joined);
+ * *uses_tools when one is a tool answer or has tool_calls. */
+static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, llc_err *err) {
+    *out = NULL;
+    *uses_tools = false;
+    cJSON *a = cJSON_CreateArray();
+    if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    int i = 0, rc = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, messages) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(e, "role");
+        if (!cJSON_IsObject(e) || !cJSON_IsString(role)) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d] must be an object with a 'role' string", i);
+            break;
+        }
+        const char *r = role->valuestring;
+        if (!strcmp(r, "developer")) r = "system";
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
+            rc = llc_fail(err, LLC_ERR_RANGE, "messages[%d].role '%.40s' is not system, user, assistant or tool", i, r);
+            break;
+        }
+        const cJSON *calls = field(e, "tool_calls");
+        if (calls && (!cJSON_IsArray(calls) || strcmp(r, "assistant"))) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d].tool_calls must be an array (of an assistant message)", i);
+            break;
+        }
+        const char *text;
+        char *owned;
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
+        rc = content_text(content, i, !strcmp(r, "assistant"), &text, &owned, err);
+        if (rc) break;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(a, o);
+        cJSON_AddStringToObject(o, "role", r);
+        cJSON_AddStringToObject(o, "content", text);
+        free(owned);
+        const cJSON *id = field(e, "tool_call_id"), *name = field(e, "name");
+        if ((id && !cJSON_IsString(id)) || (name && !cJSON_IsString(name))) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d].%s must be a string", i,
+                          id && !cJSON_IsString(id) ? "tool_call_id" : "name");
+            break;
+        }
+        if (id) cJSON_AddStringToObject(o, "tool_call_id", id->valuestring);
+        if (name) cJSON_AddStringToObject(o, "name", name->valuestring);
+        if (!strcmp(r, "tool")) *uses_tools = true;
+        if (cJSON_GetArraySize(calls) > 0) {
+            *uses_tools = true;
+            cJSON *oc = cJSON_AddArrayToObject(o, "tool_calls");
+            int k = 0;
+            const cJSON *c;
+            cJSON_ArrayForEach(c, calls) {
+                cJSON *sc = sane_call(c, i, k++, err);
+                if (!sc) {
+                    rc = LLC_ERR_TYPE;
+                    break;
+                }
+                cJSON_AddItemToArray(oc, sc);
+            }
+            if (rc) break;
+        }
+        i++;
+    }
+    if (rc) {
+        cJSON_Delete(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {
+    if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0)
+        return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
+    if (cJSON_GetArraySize(messages) > 100000) return llc_fail(err, LLC_ERR_RANGE, "too many messages");
+    cJSON *msgs;
+    bool uses_tools;
+    int rc = sane_messages(messages, &msgs, &uses_tools, err);
+    if (rc) return rc;
+    if (!uses_tools && !g->tools) { /* the plain path, as before tools */
+        cJSON_Delete(msgs);
+        return chat_plain(m, messages, g, err);
+    }
+    bool native = chat_tmpl_is_jinja(m->tmpl) && m->tool_format != TOOLCALL_GENERIC;
+    g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
+    /* the markers of these formats are control tokens: the answer must show them */
+    g->req.special_text =
+        native && g->tools && (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3);
+    if (native) {
+        prompt p;
+        rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, budget_of(m, g), &p, err);
+        if (!rc) rc = take_prompt(m, &p, g, err);
+    } else {
+        cJSON *plain = NULL;
+        rc = toolcall_generic_messages(msgs, g->tools, g->tools_required, &plain, err);
+        if (!rc) rc = chat_plain(m, plain, g, err);
+        cJSON_Delete(plain);
+    }
+    cJSON_Delete(msgs);
     return rc;
 }
 

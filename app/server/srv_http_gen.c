@@ -26,6 +26,9 @@ typedef struct gen_sample {
     cJSON *lp_all;        /* every logprob entry (non-streaming) */
     cJSON *lp_pend;       /* entries since the last chunk (streaming) */
     bool seen, done;      /* an event came; its done came */
+    toolcall_parser *tc;  /* chat with tools: reads the calls out of the text */
+    struct http_gen *st;  /* for the parser's callbacks */
+    int idx;
 } gen_sample;
 
 typedef struct http_gen gen_state;
@@ -72,6 +75,7 @@ static void state_free(gen_state *st) {
         free(st->sm[i].ids);
         cJSON_Delete(st->sm[i].lp_all);
         cJSON_Delete(st->sm[i].lp_pend);
+        toolcall_parser_free(st->sm[i].tc);
     }
     free(st->sm);
     cJSON_Delete(st->fields);
@@ -183,6 +187,41 @@ static const char *openai_finish(const gen_state *st, engine_finish f) {
     return srv_finish_name(f);
 }
 
+/* "tool_calls" when the answer ended by itself after calling tools. */
+static const char *choice_finish(const gen_state *st, const gen_sample *sm) {
+    if (sm->tc && sm->finish == FINISH_STOP && toolcall_count(sm->tc) > 0) return "tool_calls";
+    return openai_finish(st, sm->finish);
+}
+
+/* A call's id: unique per answer, sample and call. */
+static void call_id(const gen_state *st, int idx, int k, char *buf, size_t cap) {
+    snprintf(buf, cap, "call_%s_%d_%d", st->id + 9, idx, k); /* after "chatcmpl-" */
+}
+
+/* The message of a chat answer: content, and the calls read with tools. */
+static void add_message(const gen_state *st, int idx, cJSON *c) {
+    const gen_sample *sm = &st->sm[idx];
+    cJSON *m = cJSON_AddObjectToObject(c, "message");
+    cJSON_AddStringToObject(m, "role", "assistant");
+    int n_calls = sm->tc ? toolcall_count(sm->tc) : 0;
+    const char *text = sm->tc ? toolcall_content(sm->tc, NULL) : sm->text.p ? sm->text.p : "";
+    if (n_calls > 0 && !text[0]) cJSON_AddNullToObject(m, "content");
+    else cJSON_AddStringToObject(m, "content", text);
+    if (n_calls == 0) return;
+    cJSON *calls = cJSON_AddArrayToObject(m, "tool_calls");
+    for (int k = 0; k < n_calls; k++) {
+        char id[96];
+        call_id(st, idx, k, id, sizeof id);
+        cJSON *tc = cJSON_CreateObject();
+        cJSON_AddStringToObject(tc, "id", id);
+        cJSON_AddStringToObject(tc, "type", "function");
+        cJSON *f = cJSON_AddObjectToObject(tc, "function");
+        cJSON_AddStringToObject(f, "name", toolcall_name(sm->tc, k));
+        cJSON_AddStringToObject(f, "arguments", toolcall_arguments(sm->tc, k));
+        cJSON_AddItemToArray(calls, tc);
+    }
+}
+
 static void add_usage(const gen_state *st, cJSON *o) {
     cJSON *u = cJSON_AddObjectToObject(o, "usage");
     cJSON_AddNumberToObject(u, "prompt_tokens", st->prompt_tokens);
@@ -284,9 +323,7 @@ static cJSON *answer_json(const gen_state *st) {
         cJSON *c = cJSON_CreateObject();
         cJSON_AddNumberToObject(c, "index", i);
         if (chat) {
-            cJSON *m = cJSON_AddObjectToObject(c, "message");
-            cJSON_AddStringToObject(m, "role", "assistant");
-            cJSON_AddStringToObject(m, "content", sm->text.p ? sm->text.p : "");
+            add_message(st, i, c);
         } else {
             cJSON_AddStringToObject(c, "text", sm->text.p ? sm->text.p : "");
         }
@@ -300,7 +337,7 @@ static cJSON *answer_json(const gen_state *st) {
             cJSON_AddItemToObject(c, "logprobs", lp_text_shape(sm->lp_all ? sm->lp_all : empty, 0));
             cJSON_Delete(empty);
         }
-        cJSON_AddStringToObject(c, "finish_reason", openai_finish(st, sm->finish));
+        cJSON_AddStringToObject(c, "finish_reason", choice_finish(st, sm));
         cJSON_AddItemToArray(choices, c);
     }
     add_usage(st, o);
@@ -373,6 +410,52 @@ static void chunk_token(gen_state *st, int idx, const char *text, size_t len) {
     sse(st, o);
 }
 
+/* A tool call's delta: its start (id, type, name, arguments "") when name is
+ * set, else a piece of its arguments. */
+static void chunk_tool(gen_state *st, int idx, int k, const char *name, const char *args, size_t len) {
+    gen_sample *sm = &st->sm[idx];
+    cJSON *o = openai_head(st, "chat.completion.chunk");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", idx);
+    cJSON *delta = cJSON_AddObjectToObject(c, "delta");
+    if (!sm->started) cJSON_AddStringToObject(delta, "role", "assistant"), cJSON_AddNullToObject(delta, "content");
+    sm->started = true;
+    cJSON *tc = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(delta, "tool_calls"), tc);
+    cJSON_AddNumberToObject(tc, "index", k);
+    sbuf a = {0};
+    sb_add(&a, args, len);
+    if (name) {
+        char id[96];
+        call_id(st, idx, k, id, sizeof id);
+        cJSON_AddStringToObject(tc, "id", id);
+        cJSON_AddStringToObject(tc, "type", "function");
+    }
+    cJSON *f = cJSON_AddObjectToObject(tc, "function");
+    if (name) cJSON_AddStringToObject(f, "name", name);
+    cJSON_AddStringToObject(f, "arguments", a.p ? a.p : "");
+    sb_free(&a);
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    sse(st, o);
+}
+
+static void tc_content(void *ud, const char *text, size_t len) {
+    gen_sample *sm = ud;
+    if (sm->st->stream) chunk_token(sm->st, sm->idx, text, len);
+}
+
+static void tc_call(void *ud, int k, const char *name) {
+    gen_sample *sm = ud;
+    if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, name, "", 0);
+}
+
+static void tc_args(void *ud, int k, const char *piece, size_t len) {
+    gen_sample *sm = ud;
+    if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
+}
+
 static void chunk_finish(gen_state *st, int idx, bool last) {
     if (st->d == SRV_LLAMA) {
         sse(st, llama_answer(st, idx, true));
@@ -390,7 +473,7 @@ static void chunk_finish(gen_state *st, int idx, bool last) {
         cJSON_AddStringToObject(c, "text", "");
     }
     cJSON_AddNullToObject(c, "logprobs");
-    cJSON_AddStringToObject(c, "finish_reason", openai_finish(st, sm->finish));
+    cJSON_AddStringToObject(c, "finish_reason", choice_finish(st, sm));
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
     if (last && !st->include_usage) { /* usage rides on the last chunk with a finish reason */
         add_usage(st, o);
@@ -435,12 +518,14 @@ static void on_event(gen_state *st, const engine_event *ev) {
             if (!*arr) *arr = cJSON_CreateArray();
             if (*arr) cJSON_AddItemToArray(*arr, lp_entry(st, &ev->lp));
         }
-        if (st->stream && ev->text_len) chunk_token(st, idx, ev->text, ev->text_len);
+        if (sm->tc) toolcall_feed(sm->tc, ev->text, ev->text_len); /* streams through tc_* */
+        else if (st->stream && ev->text_len) chunk_token(st, idx, ev->text, ev->text_len);
         return;
     }
     /* EV_DONE */
     sm->done = true;
     sm->finish = ev->finish;
+    if (sm->tc) toolcall_finish(sm->tc); /* held text, an unfinished call */
     st->prompt_tokens = ev->prompt_tokens;
     st->cached_tokens = ev->cached_tokens;
     st->completion_tokens += st->g.warm_only ? 0 : ev->completion_tokens;
@@ -493,8 +578,10 @@ static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
     const srv_model *m = &st->s->m;
     const cJSON *f;
     switch (st->ep) {
-    case HTTP_OPENAI_CHAT:
-        return srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+    case HTTP_OPENAI_CHAT: {
+        int rc = srv_gen_tools(j, &st->g, err);
+        return rc ? rc : srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+    }
     case HTTP_OPENAI_TEXT:
     case HTTP_LLAMA_COMPLETION:
         f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
@@ -607,6 +694,15 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
     if (!st->sm) {
         state_free(st);
         return MHD_NO;
+    }
+    for (int i = 0; st->g.tools && i < st->n; i++) { /* chat with tools: calls are read out of the answer */
+        st->sm[i].st = st;
+        st->sm[i].idx = i;
+        toolcall_sink sink = {&st->sm[i], tc_content, tc_call, tc_args};
+        if (toolcall_parser_create(st->g.tool_format, st->g.tools, &sink, &st->sm[i].tc)) {
+            state_free(st);
+            return MHD_NO;
+        }
     }
     st->created = (long long)time(NULL);
     snprintf(st->id, sizeof st->id, "%s-%llx%05x", st->d == SRV_OPENAI_CHAT ? "chatcmpl" : "cmpl",

@@ -15,6 +15,7 @@
 #include "app/server/srv.h"
 #include "storage/db.h"
 #include "storage/conv.h"
+#include "engine/toolcall.h"
 
 #define SRV_MAX_STOPS 16       /* stop strings per request (besides the template's) */
 #define SRV_MAX_STOP_LEN 256   /* bytes per stop string */
@@ -52,6 +53,7 @@ typedef struct srv_model {
     int n_ctx, n_vocab;
     char name[128];
     bool has_fim; /* FIM prefix, suffix and middle tokens all present */
+    toolcall_format tool_format; /* the Jinja template's tool calls (GENERIC: our prompt) */
 } srv_model;
 
 /* ---- a generation request read from JSON ---- */
@@ -74,6 +76,9 @@ typedef struct srv_gen {
     bool echo_prompt;   /* return_prompt: put the prompt ids in the done event */
     int n_dropped;      /* chat turns left out to fit the context */
     double t_max_predict_ms; /* llama: stop after this long once a newline came (0: off) */
+    cJSON *tools;       /* the tools offered (OpenAI's array; NULL: none, or tool_choice "none") */
+    bool tools_required; /* tool_choice "required" or a named function */
+    toolcall_format tool_format; /* how the answer's calls are read (with tools) */
 } srv_gen;
 
 /* Sampling and length parameters of j (an object) in the given dialect, over
@@ -81,9 +86,16 @@ typedef struct srv_gen {
  * of the wrong type or out of range gives LLC_ERR_TYPE / LLC_ERR_RANGE with a
  * message naming it; unknown fields are ignored. */
 int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g, llc_err *err);
+/* OpenAI's `tools` and `tool_choice` of request j into g (validated: a 400
+ * naming the field otherwise). tool_choice "none" offers no tools; a named
+ * function offers only that one. */
+int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err);
 /* The prompt of a conversation (array of {role, content}), built with
  * prompt_build within n_ctx - min(max_tokens, n_ctx / 2) tokens (as the UI
- * does); adds the template's stop strings. */
+ * does); adds the template's stop strings. With tools (srv_gen_tools), tool
+ * messages or assistant tool_calls: a Jinja template with a tool-call format
+ * of engine/toolcall renders them itself; otherwise the conversation is
+ * rewritten with toolcall_generic_messages. */
 int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err);
 /* The prompt of chat_msg's already in memory (sessions). */
 int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err);
@@ -284,6 +296,7 @@ struct srv_req {
         int n, cap;
         sbuf lp;          /* logprob entries, JSON, comma-separated */
         bool seen;        /* an event of this sample came */
+        toolcall_parser *tc; /* chat with tools: the calls in the text (for done) */
     } *pend;
     /* sessions */
     conv *cv;

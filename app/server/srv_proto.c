@@ -58,6 +58,7 @@ static void req_free(srv_req *r) {
     for (int i = 0; r->pend && i < r->n; i++) {
         free(r->pend[i].ids);
         sb_free(&r->pend[i].lp);
+        toolcall_parser_free(r->pend[i].tc);
     }
     free(r->pend);
     free(r->prompt_ids);
@@ -105,7 +106,10 @@ srv_req *srv_proto_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_
             r->n_prompt_ids = g->req.n_prompt;
         }
     }
-    if (!r || !r->pend || !r->id_json || (g->echo_prompt && !r->prompt_ids)) {
+    bool tc_ok = true; /* with tools, each sample's calls are read for its done event */
+    for (int i = 0; r && r->pend && g->tools && i < r->n; i++)
+        tc_ok = tc_ok && toolcall_parser_create(g->tool_format, g->tools, NULL, &r->pend[i].tc) == 0;
+    if (!r || !r->pend || !r->id_json || (g->echo_prompt && !r->prompt_ids) || !tc_ok) {
         req_free(r);
         srv_send_error(s, c, id_json, "internal", "out of memory");
         return NULL;
@@ -180,6 +184,7 @@ static void on_token(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     p->ids[p->n++] = ev->token;
     if (r->logprobs) lp_entry(&p->lp, r, &ev->lp);
     if (ev->text_len > 0) {
+        if (p->tc) toolcall_feed(p->tc, ev->text, ev->text_len);
         send_token(s, c, r, idx, ev->text, ev->text_len);
         if (r->cv) srv_session_token(s, r, idx, ev->text, ev->text_len);
     }
@@ -191,8 +196,28 @@ static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     if (r->pend[idx].n > 0 && !r->warm_only) send_token(s, c, r, idx, "", 0);
     if (r->cv) srv_session_done(r, idx, ev);
     sbuf b = {0};
+    toolcall_parser *tc = r->pend[idx].tc;
+    if (tc) toolcall_finish(tc);
+    int n_calls = tc ? toolcall_count(tc) : 0;
     sb_printf(&b, "{\"id\":%s,\"event\":\"done\",\"index\":%d,\"finish_reason\":\"%s\"", r->id_json, idx,
-              srv_finish_name(ev->finish));
+              n_calls && ev->finish == FINISH_STOP ? "tool_calls" : srv_finish_name(ev->finish));
+    if (n_calls) { /* the text outside the calls, and the calls */
+        size_t len;
+        const char *text = toolcall_content(tc, &len);
+        sb_str(&b, ",\"content\":");
+        sb_json_str(&b, text, len);
+        sb_str(&b, ",\"tool_calls\":[");
+        for (int k = 0; k < n_calls; k++) {
+            const char *name = toolcall_name(tc, k), *args = toolcall_arguments(tc, k);
+            sb_printf(&b, "%s{\"id\":\"call_%lld_%d_%d\",\"type\":\"function\",\"function\":{\"name\":", k ? "," : "",
+                      (long long)r->eid, idx, k);
+            sb_json_str(&b, name, strlen(name));
+            sb_str(&b, ",\"arguments\":");
+            sb_json_str(&b, args, strlen(args));
+            sb_str(&b, "}}");
+        }
+        sb_add(&b, "]", 1);
+    }
     sb_printf(&b, ",\"usage\":{\"prompt_tokens\":%d,\"cached_tokens\":%d,\"completion_tokens\":%d}",
               ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens);
     sb_str(&b, ",\"timings\":{\"queue_ms\":");
@@ -290,8 +315,9 @@ static void do_generate(srv *s, conn *c, const cJSON *j, const char *id_json, ge
     int rc = srv_gen_params(&s->m, SRV_NDJSON, j, &g, &err);
     if (!rc && kind == GEN_CHAT) {
         const cJSON *m = field(j, "messages");
-        rc = m ? srv_gen_chat(&s->m, m, &g, &err)
-               : llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
+        if (!m) rc = llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
+        if (!rc) rc = srv_gen_tools(j, &g, &err);
+        if (!rc) rc = srv_gen_chat(&s->m, m, &g, &err);
     } else if (!rc && kind == GEN_COMPLETE) {
         const cJSON *p = field(j, "prompt");
         rc = p ? srv_gen_text(&s->m, p, &g, &err) : llc_fail(&err, LLC_ERR_TYPE, "'prompt' is required");

@@ -1,0 +1,100 @@
+/* toolcall.h — OpenAI-style function calling around a chat model: which
+ * tool-call markup a model writes (from its chat template), reading that markup
+ * out of the answer as it streams, and a prompt for models whose template
+ * cannot offer tools.
+ *
+ * Formats
+ * -------
+ * HERMES   <tool_call>{"name": N, "arguments": {...}}</tool_call>, any number,
+ *          text around them (NousResearch Hermes, Qwen 2.5 / QwQ, Granite 4 ...)
+ * LLAMA3   an answer that starts with {"name": N, "parameters": {...}} (also
+ *          {"type": "function", "name": ...} and "arguments"; several separated
+ *          by ";"), N must be one of the offered tools; or <|python_tag|> then
+ *          such an object, or code (a call of "python" with {"code": CODE})
+ * MISTRAL  [TOOL_CALLS][{"name": N, "arguments": {...}}, ...]  (v3 .. Nemo) or
+ *          [TOOL_CALLS]N[ARGS]{...}, repeated (Ministral 3, Magistral; an
+ *          optional [CALL_ID]id before [ARGS] is skipped)
+ * GENERIC  templates whose own tool format is not one of these (or that have
+ *          none: the built-in formats): the conversation gets a system message
+ *          describing the tools (toolcall_generic_messages) that asks for
+ *          HERMES markup, and the answer is read as HERMES.
+ *
+ * Reading an answer
+ * -----------------
+ * The parser is fed the answer's text pieces as they come. Text outside calls
+ * goes to the sink's `content` at once, except what may still be the start of
+ * a marker (held until decided: markup never shows as content) and whitespace
+ * just before a call or after the last one (dropped). A call is announced
+ * (`call`, with its index and name) once its name is complete; its arguments
+ * follow in pieces (`args`) as the model writes them — the raw JSON text of
+ * the arguments value, so the pieces joined are the call's arguments string
+ * ("{}" when the call has none; a JSON string value is decoded). Markup that
+ * turns out not to be a call (no name, not JSON) is given back as content.
+ * At the end (toolcall_finish) held text is released; a call cut off by the
+ * length limit keeps what its arguments had. The same calls and content are
+ * kept for non-streaming answers (toolcall_count / _name / _arguments /
+ * _content). */
+#ifndef LLC_TOOLCALL_H
+#define LLC_TOOLCALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "kernels/common.h"
+
+typedef enum toolcall_format {
+    TOOLCALL_GENERIC,
+    TOOLCALL_HERMES,
+    TOOLCALL_LLAMA3,
+    TOOLCALL_MISTRAL,
+} toolcall_format;
+
+/* The tool-call format a Jinja chat template uses, by its markers (as
+ * llama.cpp recognises them): HERMES, LLAMA3, MISTRAL, or GENERIC for NULL, a
+ * template with no tools, or one whose format is not read here (XML-style
+ * <function=...> / <arg_key>, command-r, functionary v3.2, DeepSeek ...). */
+toolcall_format toolcall_detect(const char *jinja_src);
+/* "generic", "hermes", "llama3", "mistral". */
+const char *toolcall_format_name(toolcall_format f);
+
+/* Where a parser's output goes as it is decided (each callback may be NULL;
+ * text is not NUL-terminated). */
+typedef struct toolcall_sink {
+    void *ud;
+    void (*content)(void *ud, const char *text, size_t len);
+    void (*call)(void *ud, int index, const char *name); /* a call begins */
+    void (*args)(void *ud, int index, const char *piece, size_t len);
+} toolcall_sink;
+
+typedef struct toolcall_parser toolcall_parser;
+
+/* A parser for one answer. tools: the offered tools (OpenAI's array) or NULL;
+ * LLAMA3's bare JSON calls must name one of them. sink may be NULL. */
+int toolcall_parser_create(toolcall_format f, const cJSON *tools, const toolcall_sink *sink,
+                           toolcall_parser **out);
+void toolcall_parser_free(toolcall_parser *p);
+/* The next piece of the answer. 0, or LLC_ERR_NOMEM. */
+int toolcall_feed(toolcall_parser *p, const char *text, size_t len);
+/* The answer is over: releases held text, ends an unfinished call. */
+int toolcall_finish(toolcall_parser *p);
+
+/* What was read so far (everything after toolcall_finish). */
+int toolcall_count(const toolcall_parser *p);
+const char *toolcall_name(const toolcall_parser *p, int i);
+const char *toolcall_arguments(const toolcall_parser *p, int i);
+const char *toolcall_content(const toolcall_parser *p, size_t *len);
+
+/* Renders OpenAI messages for a template that shows no tools: tools (or NULL)
+ * are described in a system message (the first message's, extended, or a new
+ * one) asking for HERMES markup; required adds that a tool must be called;
+ * assistant tool_calls become that markup after the content; tool messages
+ * become user messages "<tool_response>\n...\n</tool_response>" (a run of
+ * them one message). messages must be sanitized: string content, roles
+ * system/user/assistant/tool. *out: a new array of system/user/assistant
+ * messages with string content. */
+int toolcall_generic_messages(const cJSON *messages, const cJSON *tools, bool required, cJSON **out,
+                              llc_err *err);
+
+#endif

@@ -1,0 +1,110 @@
+# cli_server_tools.sh — OpenAI function calling through `llmchat serve`: tools,
+# tool_choice, assistant tool_calls and tool messages are accepted and rendered
+# (with the Qwen 2.5 Jinja template, the prompt is llama.cpp's byte for byte; with
+# a built-in template, the generic tools prompt), bad tool fields are refused
+# with a 400 naming them, and the official `openai` npm client gets valid
+# answers, streaming and not. The tiny models cannot be made to write a tool
+# call, so reading calls out of answers is tested in tests/test_toolcall.c.
+# The model is a random-weight one with the stories260K vocabulary and a 4096
+# context: the tool prompts do not fit stories260K's 512 tokens.
+. tests/lib_cli.sh
+. tests/lib_server.sh
+
+QWEN="$SHARED/reference/templates/Qwen-Qwen2.5-7B-Instruct"
+M=$TMP/m.gguf
+$LLMCHAT gen-model -o "$M" -m "$MODEL" --dim 64 --layers 1 --heads 2 --kv-heads 2 --ffn 128 --ctx 4096 -t f32 \
+    >/dev/null 2>"$TMP/gen.err" || bad "gen-model" "$(cat "$TMP/gen.err")"
+
+S=$TMP/s.sock
+H="curl -s --max-time 20 --unix-socket $S"
+if ! serve "$TMP/serve.log" -m "$M" --socket "$S" --db "" --listen 127.0.0.1:0 --chat-template-file "$QWEN.jinja"; then
+    bad "serve starts" "$(cat "$TMP/serve.log")"
+    finish
+    exit 1
+fi
+PORT=$(grep -oE 'tcp port [0-9]+' "$TMP/serve.log" | grep -oE '[0-9]+$')
+
+# prompt_of REQUEST_JSON: the prompt ids the server built for an NDJSON request
+prompt_of() {
+    printf '%s\n' "$1" | $C --timeout 20 "$S" | grep '"done"' | grep -oE '"prompt_ids":\[[0-9,]*\]'
+}
+
+# ---- the Qwen template renders tools and tool turns (llama.cpp's prompt, as tokens) ----
+for case in tools_request tools_followup; do
+    chat=$(python3 -c '
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["cases"] if c["name"] == sys.argv[2]][0]
+print(json.dumps({"id": 1, "method": "chat", "messages": c["messages"], "tools": c["tools"],
+                  "max_tokens": 1, "return_prompt": True}))
+print(json.dumps({"id": 2, "method": "complete", "prompt": c["prompt"], "max_tokens": 1, "return_prompt": True}))
+' "$QWEN.json" "$case")
+    got=$(prompt_of "$(printf '%s\n' "$chat" | head -n 1)")
+    want=$(prompt_of "$(printf '%s\n' "$chat" | tail -n 1)")
+    same "jinja template: $case prompt is the reference's" "$got" "$want"
+done
+n_ids=$(printf '%s' "$want" | grep -oE '[0-9]+' | wc -l)
+body=$(python3 -c '
+import json, sys
+c = [c for c in json.load(open(sys.argv[1]))["cases"] if c["name"] == "tools_followup"][0]
+print(json.dumps({"messages": c["messages"], "tools": c["tools"], "max_tokens": 1}))' "$QWEN.json")
+out=$($H http://x/v1/chat/completions -d "$body")
+check "http: tools_followup accepted with the same prompt" "\"prompt_tokens\":$n_ids," "$out"
+
+TOOL='{"type":"function","function":{"name":"now","description":"the time","parameters":{"type":"object","properties":{}}}}'
+MSGS='[{"role":"user","content":"Hi"}]'
+plain=$(prompt_of "{\"id\":1,\"method\":\"chat\",\"messages\":$MSGS,\"max_tokens\":1,\"return_prompt\":true}")
+with=$(prompt_of "{\"id\":1,\"method\":\"chat\",\"messages\":$MSGS,\"tools\":[$TOOL],\"max_tokens\":1,\"return_prompt\":true}")
+none=$(prompt_of "{\"id\":1,\"method\":\"chat\",\"messages\":$MSGS,\"tools\":[$TOOL],\"tool_choice\":\"none\",\"max_tokens\":1,\"return_prompt\":true}")
+same "tool_choice none: the tools are not offered" "$plain" "$none"
+if [ -n "$with" ] && [ "$with" != "$plain" ]; then ok "tools change the prompt"; else bad "tools change the prompt" "$with"; fi
+
+# ---- bad tool fields: 400 naming the field ----
+refused() { # NAME BODY PATTERN
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$2")
+    check "refused: $1" "$3.* 400$" "$out"
+}
+refused "tools not an array" "{\"messages\":$MSGS,\"tools\":{}}" "'tools' must be an array"
+refused "tool without function" "{\"messages\":$MSGS,\"tools\":[{\"type\":\"function\"}]}" "tools\\[0\\]\\.function"
+refused "tool without name" "{\"messages\":$MSGS,\"tools\":[{\"type\":\"function\",\"function\":{}}]}" "tools\\[0\\]\\.function\\.name"
+refused "tool_choice unknown word" "{\"messages\":$MSGS,\"tools\":[$TOOL],\"tool_choice\":\"always\"}" "'tool_choice' must be"
+refused "tool_choice names no tool" "{\"messages\":$MSGS,\"tools\":[$TOOL],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"x\"}}}" "not one of 'tools'"
+refused "tool_choice required without tools" "{\"messages\":$MSGS,\"tool_choice\":\"required\"}" "needs 'tools'"
+refused "unknown role" "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}" "messages\\[0\\]\\.role"
+refused "tool_calls not an array" "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":{}}]}" "messages\\[0\\]\\.tool_calls"
+refused "tool call without name" "{\"messages\":[{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"type\":\"function\",\"function\":{\"arguments\":\"{}\"}}]}]}" "tool_calls\\[0\\]\\.function\\.name"
+refused "tool message without content" "{\"messages\":[{\"role\":\"tool\",\"tool_call_id\":\"a\"}]}" "messages\\[0\\]\\.content"
+
+# ---- streaming with tools: the same text as the answer in one piece ----
+REQ="{\"messages\":$MSGS,\"tools\":[$TOOL],\"max_tokens\":12,\"seed\":7"
+one=$($H http://x/v1/chat/completions -d "$REQ}" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["choices"][0]["message"]["content"]))')
+streamed=$($H http://x/v1/chat/completions -d "$REQ,\"stream\":true}" | python3 -c '
+import json, sys
+t = ""
+for l in sys.stdin:
+    if l.startswith("data: {"):
+        for c in json.loads(l[6:])["choices"]:
+            t += c["delta"].get("content") or ""
+print(json.dumps(t))')
+same "stream with tools: the same content" "$one" "$streamed"
+
+# ---- the official openai client ----
+if out=$(node tests/js/openai_tools.mjs "$PORT" 2>&1); then ok "openai client: tools conversation"
+else bad "openai client: tools conversation" "$out"; fi
+stop_server "$SP"
+
+# ---- a built-in template: the generic tools prompt ----
+if ! serve "$TMP/raw.log" -m "$M" --socket "$S" --db ""; then
+    bad "serve (built-in template) starts" "$(cat "$TMP/raw.log")"
+    finish
+    exit 1
+fi
+SYS='# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"now\",\"description\":\"the time\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}}\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>'
+TURNS='{"role":"user","content":"Hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"noon"}'
+SAME='{"role":"user","content":"Hi"},{"role":"assistant","content":"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"},{"role":"user","content":"<tool_response>\nnoon\n</tool_response>"}'
+got=$(prompt_of "{\"id\":1,\"method\":\"chat\",\"messages\":[$TURNS],\"tools\":[$TOOL],\"max_tokens\":1,\"return_prompt\":true}")
+want=$(prompt_of "{\"id\":1,\"method\":\"chat\",\"messages\":[{\"role\":\"system\",\"content\":\"$SYS\"},$SAME],\"max_tokens\":1,\"return_prompt\":true}")
+same "built-in template: tools and tool turns as the generic prompt" "$got" "$want"
+out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "{\"messages\":[$TURNS],\"tools\":[$TOOL],\"max_tokens\":2}")
+check "built-in template: http answers" '"object":"chat.completion".* 200$' "$out"
+stop_server "$SP"
+finish
