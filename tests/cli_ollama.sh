@@ -60,6 +60,8 @@ check "num_ctx must be a positive integer" "'num_ctx' must be a positive integer
     "$($T/api/generate -d '{"model":"x","prompt":"hi","options":{"num_ctx":0}}' -w ' %{http_code}')"
 check "a role Ollama knows but llmchat cannot use: 400" "role 'tool' is not system, user or assistant.*400$" \
     "$($T/api/chat -d '{"model":"x","messages":[{"role":"tool","content":"42"}]}' -w ' %{http_code}')"
+check "suffix on a model without FIM tokens: 400" "does not support insert.*400$" \
+    "$($T/api/generate -d '{"model":"x","prompt":"a","suffix":"b"}' -w ' %{http_code}')"
 check "keep_alive 0 with no prompt: unload (the model stays)" '"response":"","done_reason":"unload","done":true\}$' \
     "$($T/api/generate -d '{"model":"x","keep_alive":0}')"
 stop_server $SP
@@ -76,6 +78,20 @@ if serve "$TMP/key.log" -m "$MODEL" --socket "$TMP/k.sock" --db "" --listen 127.
     stop_server $SP
 else
     bad "serve with --api-key" "$(cat "$TMP/key.log")"
+fi
+
+# ---- fill in the middle: /api/generate with a suffix ----
+$LLMCHAT gen-model -o "$TMP/fim.gguf" --vocab "$SHARED/vocab/ggml-vocab-starcoder.gguf" --dim 64 --layers 1 \
+    --heads 4 --kv-heads 4 --ffn 128 --ctx 512 --type f16 --tied >/dev/null 2>&1
+if serve "$TMP/fim.log" -m "$TMP/fim.gguf" --socket "$TMP/fim.sock" --db ""; then
+    F="curl -s --max-time 20 --unix-socket $TMP/fim.sock http://x"
+    check "a FIM model: capabilities include insert" '"capabilities":\["completion","insert"\]' "$($F/api/show -d '{"model":"x"}')"
+    check "a FIM model: F16 as its quantization level" '"quantization_level":"F16"' "$($F/api/tags)"
+    out=$($F/api/generate -d '{"model":"x","prompt":"def add(a, b):\n    return ","suffix":"\n","stream":false,"options":{"num_predict":4,"temperature":0}}')
+    check "generate with a suffix: prefix, suffix and the FIM tokens make the prompt" '"done_reason":"length",.*"prompt_eval_count":14,.*"eval_count":4,' "$out"
+    stop_server $SP
+else
+    bad "serve a model with FIM tokens" "$(cat "$TMP/fim.log")"
 fi
 
 # ---- the official ollama npm client ----

@@ -325,9 +325,14 @@ static unsigned on_end(const void *ctx, const http_gen_report *r, bool stream, s
         sb_str(out, stream ? "}\n" : "}");
         return MHD_HTTP_INTERNAL_SERVER_ERROR;
     }
-    double now = llc_now_ms();
+    /* total: since the request came; prompt: the engine's prefill; eval: the
+       tokens, from the first one's arrival (plus its own step) to now, within
+       what the total leaves */
+    double now = llc_now_ms(), total_ms = now - r->t_start_ms;
     double prompt_ms = r->ttft_ms - r->queue_ms;
-    double eval_ms = r->tpot_ms > 0 ? r->tpot_ms * r->n_tokens : r->t_first_ms > 0 ? now - r->t_first_ms : 0;
+    if (prompt_ms > total_ms) prompt_ms = total_ms;
+    double eval_ms = r->t_first_ms > 0 ? now - r->t_first_ms + r->tpot_ms : 0;
+    if (eval_ms > total_ms - prompt_ms) eval_ms = total_ms - prompt_ms;
     long long eval_ns = ns(eval_ms);
     if (r->n_tokens > 0 && eval_ns < 1) eval_ns = 1; /* clients divide by it */
     head(ctx, out, stream ? "" : r->text, stream ? 0 : r->len);
@@ -335,7 +340,7 @@ static unsigned on_end(const void *ctx, const http_gen_report *r, bool stream, s
     sb_str(out, srv_finish_name(r->finish));
     sb_printf(out, "\",\"total_duration\":%lld,\"load_duration\":0,\"prompt_eval_count\":%d,"
                    "\"prompt_eval_duration\":%lld,\"eval_count\":%d,\"eval_duration\":%lld}",
-              ns(now - r->t_start_ms), r->prompt_tokens, ns(prompt_ms), r->n_tokens, eval_ns);
+              ns(total_ms), r->prompt_tokens, ns(prompt_ms), r->n_tokens, eval_ns);
     if (stream) sb_str(out, "\n");
     return MHD_HTTP_OK;
 }

@@ -64,7 +64,7 @@ try {
   check('chat: num_predict 8 gives eval_count 8, done_reason length', c1.eval_count === 8 && c1.done_reason === 'length', c1);
   check('chat: counts and durations in nanoseconds', c1.prompt_eval_count > 0 && isInt(c1.total_duration) &&
         c1.total_duration > 0 && isInt(c1.load_duration) && isInt(c1.prompt_eval_duration) && c1.eval_duration > 0 &&
-        c1.total_duration >= c1.eval_duration, c1);
+        c1.total_duration >= c1.eval_duration + c1.prompt_eval_duration, c1);
   check('chat: created_at is a time', !isNaN(new Date(c1.created_at).getTime()), c1.created_at);
   const c2 = await ollama.chat({ model: MODEL, messages, options: opts });
   check('chat: the same seed, the same answer', c2.message.content === c1.message.content, [c1.message.content, c2.message.content]);
