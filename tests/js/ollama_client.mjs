@@ -104,6 +104,15 @@ try {
   check('generate: a stop string ends the answer before it', at > 0 && g2.response === text.slice(0, at) && g2.done_reason === 'stop',
         [text, text.slice(6, 9), g2.response, g2.done_reason]);
 
+  // a client that stops reading and aborts: the server cancels and goes on
+  const long = await ollama.generate({ model: MODEL, prompt: 'Once upon a time', raw: true, stream: true,
+                                       options: { num_predict: 400, temperature: 1 } });
+  let seen = 0;
+  const aborted = await refusal((async () => { for await (const p of long) if (++seen === 2) long.abort(); })());
+  const next = await ollama.generate({ model: MODEL, prompt: 'Once upon a time', raw: true, options: { num_predict: 13, temperature: 0 } });
+  check('abort a stream: it stops, the next request is answered', seen >= 2 && (aborted === null || aborted.name === 'AbortError') &&
+        next.response === g1.response, [seen, String(aborted), next.response]);
+
   // ---- load / unload requests (no prompt) ----
   const load = await ollama.generate({ model: MODEL, prompt: '' });
   check('generate with no prompt: done_reason load', load.done === true && load.done_reason === 'load', load);
