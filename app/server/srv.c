@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app/server/srv_internal.h"
@@ -587,6 +588,9 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
                    tok_special(l->tok, TOK_SPECIAL_FIM_SUF) >= 0 &&
                    tok_special(l->tok, TOK_SPECIAL_FIM_MID) >= 0;
     model_name_of(l, cfg->model_name, s->m.name, sizeof s->m.name);
+    s->m.file = l->file;
+    s->m.gpu = l->be && l->be->name && strcmp(l->be->name, "cpu") != 0;
+    s->m.loaded_at = (long long)time(NULL);
     s->cfg.model_name = s->m.name;
 
     int rc = 0;

@@ -171,6 +171,11 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
         if ((rc = get_num(j, "t_max_predict_ms", -1e12, 1e12, false, &v, &set, err))) return rc;
         if (set && v > 0) g->t_max_predict_ms = v;
         if ((rc = get_samplers(j, sp, err))) return rc;
+    } else if (d == SRV_OLLAMA) {
+        /* Ollama's num_predict: a positive count; -1 (unlimited), -2 (fill the
+           context) and 0 (Ollama's runner: no limit) run up to the context */
+        if ((rc = get_num(j, "num_predict", -2, 1 << 24, true, &v, &set, err))) return rc;
+        if (set && v > 0) g->req.max_tokens = (int)v;
     } else {
         /* 0 over HTTP: a warm-up (editor plugins send it to fill the cache):
            answered at once with no text */
@@ -192,6 +197,8 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
         if ((rc = get_bool(j, "logprobs", &want, err))) return rc;
         if ((rc = get_int(j, "top_logprobs", 0, SAMPLER_MAX_LOGPROBS, &top, err))) return rc;
         if (!want) top = 0;
+    } else if (d == SRV_OLLAMA) {
+        /* no log-probabilities in Ollama's options */
     } else if (cJSON_IsBool(lp)) { /* NDJSON and /v1/completions */
         want = cJSON_IsTrue(lp);
     } else if (lp) {

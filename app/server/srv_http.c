@@ -5,7 +5,8 @@
  * first byte and hands HTTP connections over); the list of those connections
  * with their per-listener count, request deadlines and eviction; routing, the
  * API key on TCP, size limits on headers and bodies, and the small endpoints
- * (/health, /v1/models). Generation endpoints are in srv_http_gen.c.
+ * (/health, /v1/models). Generation endpoints are in srv_http_gen.c, Ollama's
+ * API in srv_ollama.c.
  *
  * Why not MHD's thread-per-connection mode: libmicrohttpd 0.9.75 deadlocks in
  * it once its own connection limit is reached (its listen thread locks a mutex
@@ -125,6 +126,8 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         {"/v1/completions", HTTP_OPENAI_TEXT},      {"/completion", HTTP_LLAMA_COMPLETION},
         {"/completions", HTTP_LLAMA_COMPLETION},    {"/infill", HTTP_LLAMA_INFILL},
     };
+    if (srv_ollama_path(url)) /* Ollama's API: srv_ollama.c */
+        return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &q->gen);
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(url, gen[i].path)) continue;
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
@@ -155,9 +158,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             hc->awaiting_head = false;
             hc->deadline = llc_now_ms() + SRV_BODY_MS;
         }
-        bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health");
+        bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/"); /* "/": Ollama's probe */
         if (!health && !authorized(s, mc)) {
             q->too_large = q->answered = true; /* ignore any body */
+            if (srv_ollama_path(url)) return srv_ollama_error(mc, MHD_HTTP_UNAUTHORIZED, "Invalid API Key");
             return srv_http_error(mc, MHD_HTTP_UNAUTHORIZED, "authentication_error", "Invalid API Key");
         }
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);

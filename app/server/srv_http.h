@@ -29,6 +29,48 @@ enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const
 enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
                                   size_t len, http_gen **pending);
 enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending);
+
+/* ---- endpoints with their own answer format (Ollama's, srv_ollama.c) ----
+ * The endpoint reads its request into a srv_gen itself; srv_http_gen.c runs it
+ * (engine client, suspend/resume, hang-ups, shutdown) and asks the format for
+ * the bytes of each piece and of the end. */
+typedef struct http_gen_report {
+    const char *text;       /* piece: the new text; end: everything generated */
+    size_t len;
+    int n_tokens;           /* tokens generated so far */
+    engine_finish finish;   /* end only */
+    const char *error;      /* end only: the engine's error message, or NULL */
+    int prompt_tokens, cached_tokens;
+    double queue_ms, ttft_ms, tpot_ms; /* the engine's timings (end only) */
+    double t_start_ms;      /* llc_now_ms() when the request arrived */
+    double t_first_ms;      /* when the first token came (0: none) */
+} http_gen_report;
+
+typedef struct http_format {
+    const char *stream_type; /* Content-Type of a streamed answer */
+    /* Appends what a stream sends for a piece of text (len > 0). */
+    void (*piece)(const void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends the end of a stream, or the whole one-piece answer (stream
+     * false); returns the HTTP status of a one-piece answer. */
+    unsigned (*end)(const void *ctx, const http_gen_report *r, bool stream, sbuf *out);
+    /* Queues an error answer (a request the engine refused). */
+    enum MHD_Result (*error)(struct MHD_Connection *mc, unsigned status, const char *msg);
+    void (*free_ctx)(void *ctx);
+} http_format;
+
+/* Runs g (taken: *g is reset) with format f and its ctx (taken: freed with
+ * f->free_ctx), streamed or in one piece, as srv_http_generate does. */
+enum MHD_Result srv_http_generate_as(srv *s, struct MHD_Connection *mc, const http_format *f, void *ctx,
+                                     srv_gen *g, bool stream, http_gen **pending);
+
+/* srv_ollama.c: Ollama's API (/, /api/version, /api/tags, /api/ps, /api/show,
+ * /api/chat, /api/generate). True when url is one of its paths. */
+bool srv_ollama_path(const char *url);
+/* Queues Ollama's {"error": msg}. */
+enum MHD_Result srv_ollama_error(struct MHD_Connection *mc, unsigned status, const char *msg);
+enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
+                                 const char *body, size_t len, http_gen **pending);
+
 /* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
 void srv_http_gen_free(http_gen *g);
 

@@ -7,7 +7,9 @@
  * and the socket (a hang-up cancels the request). Shutdown cancels every
  * generation, so streams end with a `cancelled` finish. Warm-up requests
  * (max_tokens 0, n_predict 0) are answered at once and fill the prefix cache
- * in the background (srv_warm_*). */
+ * in the background (srv_warm_*). An endpoint with its own answer format
+ * (Ollama's, srv_ollama.c) reads its request itself and runs it here through
+ * srv_http_generate_as, its http_format writing the bytes. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,9 @@ struct http_gen {
     sbuf out;             /* streaming: bytes not yet handed to MHD */
     size_t out_off;
     bool finished;
+    const http_format *fmt; /* an endpoint's own format (srv_http_generate_as), or NULL */
+    void *fmt_ctx;
+    double t_start;
 };
 
 static unsigned g_counter;
@@ -79,6 +84,7 @@ static void state_free(gen_state *st) {
     }
     free(st->sm);
     cJSON_Delete(st->fields);
+    if (st->fmt && st->fmt->free_ctx) st->fmt->free_ctx(st->fmt_ctx);
     srv_gen_free(&st->g);
     sb_free(&st->out);
     st->s->http_active--;
@@ -345,6 +351,18 @@ static cJSON *answer_json(const gen_state *st) {
     return o;
 }
 
+/* What an endpoint's own format is told (text: a piece, or NULL for all of it). */
+static http_gen_report report_of(const gen_state *st, int idx, const char *text, size_t len) {
+    const gen_sample *sm = &st->sm[idx];
+    return (http_gen_report){
+        .text = text ? text : sm->text.p ? sm->text.p : "", .len = text ? len : sm->text.len,
+        .n_tokens = sm->n_tokens, .finish = sm->finish,
+        .error = sm->finish == FINISH_ERROR && st->err_msg[0] ? st->err_msg : NULL,
+        .prompt_tokens = st->prompt_tokens, .cached_tokens = st->cached_tokens,
+        .queue_ms = st->queue_ms, .ttft_ms = st->ttft_ms, .tpot_ms = st->tpot_ms,
+        .t_start_ms = st->t_start, .t_first_ms = st->t_first};
+}
+
 /* ---- streaming ---- */
 
 static void sse(gen_state *st, cJSON *o) {
@@ -359,6 +377,12 @@ static void sse(gen_state *st, cJSON *o) {
 
 static void chunk_token(gen_state *st, int idx, const char *text, size_t len) {
     gen_sample *sm = &st->sm[idx];
+    if (st->fmt) {
+        http_gen_report r = report_of(st, idx, text, len);
+        if (len) st->fmt->piece(st->fmt_ctx, &r, &st->out);
+        sm->n_ids = 0;
+        return;
+    }
     sbuf tb = {0};
     sb_add(&tb, text, len);
     cJSON *o;
@@ -457,6 +481,11 @@ static void tc_args(void *ud, int k, const char *piece, size_t len) {
 }
 
 static void chunk_finish(gen_state *st, int idx, bool last) {
+    if (st->fmt) {
+        http_gen_report r = report_of(st, idx, NULL, 0);
+        st->fmt->end(st->fmt_ctx, &r, true, &st->out);
+        return;
+    }
     if (st->d == SRV_LLAMA) {
         sse(st, llama_answer(st, idx, true));
         return;
@@ -535,7 +564,7 @@ static void on_event(gen_state *st, const engine_event *ev) {
     if (st->stream) {
         if (sm->n_ids > 0 || (sm->lp_pend && cJSON_GetArraySize(sm->lp_pend) > 0)) chunk_token(st, idx, "", 0);
         chunk_finish(st, idx, last);
-        if (last && st->d != SRV_LLAMA) sb_str(&st->out, "data: [DONE]\n\n");
+        if (last && st->d != SRV_LLAMA && !st->fmt) sb_str(&st->out, "data: [DONE]\n\n");
     }
     if (last) st->finished = true; /* the engine ends every sample with one done, forked or not */
 }
@@ -608,6 +637,14 @@ static enum MHD_Result bad_request(struct MHD_Connection *mc, int rc, const char
     return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", msg);
 }
 
+/* A refused request, in the format's own error shape when it has one. */
+static enum MHD_Result refuse(const http_format *f, struct MHD_Connection *mc, int rc, const char *msg) {
+    if (!f) return bad_request(mc, rc, msg);
+    return f->error(mc, rc == LLC_ERR_UNSUPPORTED ? MHD_HTTP_NOT_IMPLEMENTED
+                        : rc == LLC_ERR_NOMEM     ? MHD_HTTP_INTERNAL_SERVER_ERROR
+                                                  : MHD_HTTP_BAD_REQUEST, msg);
+}
+
 /* The answer to a warm-up request (max_tokens 0): every sample ends at once
  * with no text ("length"); the prompt went to srv_warm_submit. */
 static void answer_warm(gen_state *st) {
@@ -623,6 +660,15 @@ static void answer_warm(gen_state *st) {
 }
 
 static enum MHD_Result answer_now(gen_state *st, struct MHD_Connection *mc) {
+    if (st->fmt) {
+        http_gen_report r = report_of(st, 0, NULL, 0);
+        sbuf b = {0};
+        unsigned status = st->fmt->end(st->fmt_ctx, &r, false, &b);
+        state_free(st);
+        enum MHD_Result ret = b.oom || !b.p ? MHD_NO : srv_http_json(mc, status, b.p, b.len);
+        sb_free(&b);
+        return ret;
+    }
     cJSON *a = answer_json(st);
     char *txt = a ? cJSON_PrintUnformatted(a) : NULL;
     cJSON_Delete(a);
@@ -649,6 +695,41 @@ enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http
     return MHD_YES;
 }
 
+static gen_state *gen_new(srv *s, struct MHD_Connection *mc) {
+    gen_state *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    s->http_active++;
+    st->s = s;
+    st->mc = mc;
+    st->next = s->gens; /* listed: the server loop polls it while suspended */
+    if (s->gens) s->gens->prev = st;
+    s->gens = st;
+    st->fd = -1;
+    st->t_start = llc_now_ms();
+    srv_gen_init(&st->g);
+    return st;
+}
+
+static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_gen **pending);
+
+enum MHD_Result srv_http_generate_as(srv *s, struct MHD_Connection *mc, const http_format *f, void *ctx,
+                                     srv_gen *g, bool stream, http_gen **pending) {
+    gen_state *st = gen_new(s, mc);
+    if (!st) {
+        if (f->free_ctx) f->free_ctx(ctx);
+        srv_gen_free(g);
+        return MHD_NO;
+    }
+    st->fmt = f;
+    st->fmt_ctx = ctx;
+    st->d = SRV_OLLAMA; /* the only endpoints with a format of their own so far */
+    st->stream = stream;
+    st->g = *g;
+    memset(g, 0, sizeof *g);
+    st->g.req.n = 1;
+    return gen_run(st, mc, pending);
+}
+
 enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
                                   size_t len, http_gen **pending) {
     if (!srv_utf8_valid(body, len))
@@ -656,21 +737,13 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
                               "the body is not valid UTF-8");
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", "the body is not valid JSON");
-    gen_state *st = calloc(1, sizeof *st);
+    gen_state *st = gen_new(s, mc);
     if (!st) {
         cJSON_Delete(j);
         return MHD_NO;
     }
-    s->http_active++;
-    st->s = s;
-    st->mc = mc;
-    st->next = s->gens; /* listed: the server loop polls it while suspended */
-    if (s->gens) s->gens->prev = st;
-    s->gens = st;
     st->ep = ep;
     st->d = ep == HTTP_OPENAI_CHAT ? SRV_OPENAI_CHAT : ep == HTTP_OPENAI_TEXT ? SRV_OPENAI_TEXT : SRV_LLAMA;
-    st->fd = -1;
-    srv_gen_init(&st->g);
     llc_err err = {{0}};
     const cJSON *stream = cJSON_GetObjectItemCaseSensitive(j, "stream");
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
@@ -689,6 +762,16 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
         state_free(st);
         return bad_request(mc, rc, err.msg);
     }
+    return gen_run(st, mc, pending);
+}
+
+/* Submits st's request (or answers a warm-up) and queues the stream, or waits
+ * for a one-piece answer. */
+static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_gen **pending) {
+    srv *s = st->s;
+    const http_format *f = st->fmt;
+    llc_err err = {{0}};
+    int rc;
     st->n = st->g.req.n;
     st->sm = calloc((size_t)st->n, sizeof *st->sm);
     if (!st->sm) {
@@ -721,7 +804,7 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
             engine_client_free(st->ec);
             st->ec = NULL;
             state_free(st);
-            return bad_request(mc, rc, err.msg);
+            return refuse(f, mc, rc, err.msg);
         }
         if (atomic_load(&s->stopping)) srv_http_gen_cancel(s, st);
     }
@@ -733,7 +816,7 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
             state_free(st);
             return MHD_NO;
         }
-        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Content-Type", f ? f->stream_type : "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         enum MHD_Result ret = MHD_queue_response(mc, MHD_HTTP_OK, r);
         MHD_destroy_response(r); /* st is freed with the response */

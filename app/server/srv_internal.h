@@ -54,6 +54,9 @@ typedef struct srv_model {
     char name[128];
     bool has_fim; /* FIM prefix, suffix and middle tokens all present */
     toolcall_format tool_format; /* the Jinja template's tool calls (GENERIC: our prompt) */
+    const gguf *file;   /* the model file (metadata for Ollama's /api/show) */
+    bool gpu;           /* the weights are on a GPU backend */
+    long long loaded_at; /* unix seconds: when the server started */
 } srv_model;
 
 /* ---- a generation request read from JSON ---- */
@@ -63,6 +66,7 @@ typedef enum srv_dialect {
     SRV_OPENAI_CHAT,    /* POST /v1/chat/completions */
     SRV_OPENAI_TEXT,    /* POST /v1/completions */
     SRV_LLAMA,          /* POST /completion, /infill */
+    SRV_OLLAMA,         /* POST /api/chat, /api/generate: the "options" object */
 } srv_dialect;
 
 typedef struct srv_gen {

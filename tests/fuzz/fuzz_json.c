@@ -54,6 +54,7 @@ static const char *str_or(const cJSON *j, const char *name, const char *dflt) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     srv_dialect d = (srv_dialect)(data[0] & 3);
+    if ((data[0] & 0xC0) == 0xC0) d = SRV_OLLAMA; /* Ollama's "options" */
     srv_model m = g_models[(data[0] >> 2) & 1];
     m.tmpl = chat_builtin((data[0] >> 3) % CHAT_FMT_COUNT);
     cJSON *j = cJSON_ParseWithLength((const char *)data + 1, size - 1);

@@ -1,0 +1,525 @@
+/* srv_ollama.c — Ollama's HTTP API on llmchat's server, so Ollama's clients
+ * work unchanged: the probe ("/"), /api/version, /api/tags, /api/ps,
+ * /api/show, and /api/chat and /api/generate, streamed as NDJSON (one JSON
+ * object a line, Ollama's default) or answered in one object. This file reads
+ * Ollama's requests into a srv_gen and writes Ollama's answers; the generation
+ * itself runs through srv_http_gen.c (srv_http_generate_as). Any model name is
+ * accepted (Ollama clients often send a fixed one, as llama-server allows) and
+ * the loaded model's own name is reported. Errors are Ollama's
+ * {"error": "..."}; an error during a stream is its last line. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include "app/server/srv_http.h"
+#include "kernels/quant.h"
+
+/* The Ollama version /api/version reports: the API level answered here. */
+#define OLLAMA_API_VERSION "0.9.0"
+/* model_info arrays longer than this are null unless "verbose" (as Ollama
+ * does for the tokenizer's lists) */
+#define OLLAMA_SHORT_ARRAY 64
+
+/* ---- small helpers ---- */
+
+enum MHD_Result srv_ollama_error(struct MHD_Connection *mc, unsigned status, const char *msg) {
+    sbuf b = {0};
+    sb_str(&b, "{\"error\":");
+    sb_json_str(&b, msg, strlen(msg));
+    sb_str(&b, "}");
+    enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, status, b.p, b.len);
+    sb_free(&b);
+    return ret;
+}
+
+static enum MHD_Result o_errorf(struct MHD_Connection *mc, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result o_errorf(struct MHD_Connection *mc, unsigned status, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return srv_ollama_error(mc, status, msg);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *mc, cJSON *o) {
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
+    free(txt);
+    return ret;
+}
+
+/* RFC 3339 in UTC, with nanoseconds as Ollama writes it. */
+static void iso_time(struct timespec ts, char *buf, size_t n) {
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t k = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + k, n - k, ".%09ldZ", ts.tv_nsec);
+}
+
+static void now_iso(char *buf, size_t n) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    iso_time(ts, buf, n);
+}
+
+/* A JSON string of n bytes that may hold invalid UTF-8 (GGUF strings). */
+static cJSON *json_string(const char *p, size_t n) {
+    sbuf b = {0};
+    sb_json_str(&b, p, n);
+    cJSON *s = b.p && !b.oom ? cJSON_ParseWithLength(b.p, b.len) : NULL;
+    sb_free(&b);
+    return s ? s : cJSON_CreateString("");
+}
+
+static const cJSON *field(const cJSON *j, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+/* ---- the model as Ollama describes it ---- */
+
+static void gguf_string(const gguf *f, const char *key, char *out, size_t n, const char *dflt) {
+    gguf_str v = {0};
+    if (f && gguf_get_str(f, key, &v, NULL) == 0 && v.len > 0)
+        snprintf(out, n, "%.*s", (int)(v.len < n - 1 ? v.len : n - 1), v.ptr);
+    else snprintf(out, n, "%s", dflt);
+}
+
+static uint64_t param_count(const gguf *f) {
+    uint64_t n = 0;
+    for (int64_t i = 0; f && i < gguf_n_tensors(f); i++) n += (uint64_t)gguf_tensor_n_elems(gguf_tensor_at(f, i));
+    return n;
+}
+
+/* Ollama's "parameter_size": 8.0B, 137.00M, 292K. */
+static void human_number(uint64_t n, char *buf, size_t cap) {
+    double v = (double)n;
+    if (n >= 1000000000ull) snprintf(buf, cap, v / 1e9 == floor(v / 1e9) ? "%.0fB" : "%.1fB", v / 1e9);
+    else if (n >= 1000000ull) snprintf(buf, cap, v / 1e6 == floor(v / 1e6) ? "%.0fM" : "%.2fM", v / 1e6);
+    else if (n >= 1000ull) snprintf(buf, cap, "%.0fK", v / 1e3);
+    else snprintf(buf, cap, "%llu", (unsigned long long)n);
+}
+
+/* Ollama's "quantization_level": general.file_type by llama.cpp's names, or
+ * else the element type of the largest tensor. */
+static void quant_level(const gguf *f, char *buf, size_t n) {
+    static const char *const names[] = {
+        [0] = "F32",     [1] = "F16",     [2] = "Q4_0",    [3] = "Q4_1",    [7] = "Q8_0",
+        [8] = "Q5_0",    [9] = "Q5_1",    [10] = "Q2_K",   [11] = "Q3_K_S", [12] = "Q3_K_M",
+        [13] = "Q3_K_L", [14] = "Q4_K_S", [15] = "Q4_K_M", [16] = "Q5_K_S", [17] = "Q5_K_M",
+        [18] = "Q6_K",   [19] = "IQ2_XXS", [20] = "IQ2_XS", [21] = "Q2_K_S", [22] = "IQ3_XS",
+        [23] = "IQ3_XXS", [24] = "IQ1_S", [25] = "IQ4_NL", [26] = "IQ3_S",  [27] = "IQ3_M",
+        [28] = "IQ2_S",  [29] = "IQ2_M",  [30] = "IQ4_XS", [31] = "IQ1_M",  [32] = "BF16",
+        [36] = "TQ1_0",  [37] = "TQ2_0",
+    };
+    uint32_t ft;
+    if (f && gguf_get_u32(f, "general.file_type", &ft, NULL) == 0 && ft < sizeof names / sizeof names[0] &&
+        names[ft]) {
+        snprintf(buf, n, "%s", names[ft]);
+        return;
+    }
+    const gguf_tensor *big = NULL;
+    for (int64_t i = 0; f && i < gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        if (!big || gguf_tensor_n_elems(t) > gguf_tensor_n_elems(big)) big = t;
+    }
+    const char *q = big ? qtype_name(big->type) : NULL;
+    snprintf(buf, n, "%s", q ? q : "unknown");
+}
+
+/* Not Ollama's sha256 of the blob (that would read the whole file): an
+ * xxh3-128 of the file's metadata, tensor table and size, 32 hex digits. */
+static void digest_of(const gguf *f, char out[33]) {
+    XXH3_state_t *h = XXH3_createState();
+    if (!h) {
+        snprintf(out, 33, "%032d", 0);
+        return;
+    }
+    XXH3_128bits_reset(h);
+    uint64_t size = f ? gguf_file_size(f) : 0;
+    XXH3_128bits_update(h, &size, sizeof size);
+    for (int64_t i = 0; f && i < gguf_n_kv(f); i++) {
+        const char *k = gguf_kv_key(f, i);
+        const gguf_value *v = gguf_kv_value(f, i);
+        XXH3_128bits_update(h, k, strlen(k) + 1);
+        if (v->type == GGUF_TYPE_STRING) XXH3_128bits_update(h, v->v.str.ptr, (size_t)v->v.str.len);
+        else if (v->type != GGUF_TYPE_ARRAY) XXH3_128bits_update(h, &v->v, sizeof v->v.u64);
+        else XXH3_128bits_update(h, &v->v.arr.n, sizeof v->v.arr.n);
+    }
+    for (int64_t i = 0; f && i < gguf_n_tensors(f); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        XXH3_128bits_update(h, t->name, strlen(t->name) + 1);
+        XXH3_128bits_update(h, t->ne, sizeof t->ne);
+        XXH3_128bits_update(h, &t->type, sizeof t->type);
+    }
+    XXH128_hash_t d = XXH3_128bits_digest(h);
+    XXH3_freeState(h);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)d.high64, (unsigned long long)d.low64);
+}
+
+static cJSON *details_json(const srv_model *m) {
+    char arch[64], size[32], quant[32];
+    gguf_string(m->file, "general.architecture", arch, sizeof arch, "unknown");
+    human_number(param_count(m->file), size, sizeof size);
+    quant_level(m->file, quant, sizeof quant);
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "parent_model", "");
+    cJSON_AddStringToObject(d, "format", "gguf");
+    cJSON_AddStringToObject(d, "family", arch);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "families"), cJSON_CreateString(arch));
+    cJSON_AddStringToObject(d, "parameter_size", size);
+    cJSON_AddStringToObject(d, "quantization_level", quant);
+    return d;
+}
+
+static void loaded_iso(const srv_model *m, char *buf, size_t n) {
+    iso_time((struct timespec){.tv_sec = (time_t)m->loaded_at}, buf, n);
+}
+
+/* One entry of /api/tags (running: of /api/ps). */
+static cJSON *model_entry(const srv_model *m, bool running) {
+    char when[64], digest[33];
+    digest_of(m->file, digest);
+    double size = m->file ? (double)gguf_file_size(m->file) : 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", m->name);
+    cJSON_AddStringToObject(o, "model", m->name);
+    if (!running) {
+        loaded_iso(m, when, sizeof when);
+        cJSON_AddStringToObject(o, "modified_at", when);
+    }
+    cJSON_AddNumberToObject(o, "size", size);
+    cJSON_AddStringToObject(o, "digest", digest);
+    cJSON_AddItemToObject(o, "details", details_json(m));
+    if (running) { /* kept loaded for good: Ollama's far-future expiry (keep_alive -1) */
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        tm.tm_year += 292;
+        char buf[64];
+        strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        cJSON_AddStringToObject(o, "expires_at", buf);
+        cJSON_AddNumberToObject(o, "size_vram", m->gpu ? size : 0);
+        cJSON_AddNumberToObject(o, "context_length", m->n_ctx);
+    }
+    return o;
+}
+
+static enum MHD_Result model_list(srv *s, struct MHD_Connection *mc, bool running) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "models"), model_entry(&s->m, running));
+    return send_json(mc, o);
+}
+
+/* A GGUF value in model_info; long arrays are null unless verbose. */
+static cJSON *kv_json(const gguf_value *v, bool verbose) {
+    switch (v->type) {
+    case GGUF_TYPE_UINT8: case GGUF_TYPE_UINT16: case GGUF_TYPE_UINT32: case GGUF_TYPE_UINT64:
+        return cJSON_CreateNumber((double)v->v.u64);
+    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
+        return cJSON_CreateNumber((double)v->v.i64);
+    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
+        return isfinite(v->v.f64) ? cJSON_CreateNumber(v->v.f64) : cJSON_CreateNull();
+    case GGUF_TYPE_BOOL: return cJSON_CreateBool(v->v.u64 != 0);
+    case GGUF_TYPE_STRING: return json_string(v->v.str.ptr, (size_t)v->v.str.len);
+    case GGUF_TYPE_ARRAY: {
+        const gguf_array *a = &v->v.arr;
+        if ((!verbose && a->n > OLLAMA_SHORT_ARRAY) || a->elem_type == GGUF_TYPE_ARRAY) return cJSON_CreateNull();
+        cJSON *arr = cJSON_CreateArray();
+        for (uint64_t i = 0; i < a->n; i++) {
+            cJSON *e;
+            if (a->elem_type == GGUF_TYPE_STRING) e = json_string(a->strs[i].ptr, (size_t)a->strs[i].len);
+            else if (a->elem_type == GGUF_TYPE_FLOAT32 || a->elem_type == GGUF_TYPE_FLOAT64)
+                e = isfinite(gguf_arr_f32(a, i)) ? cJSON_CreateNumber(gguf_arr_f32(a, i)) : cJSON_CreateNull();
+            else if (a->elem_type == GGUF_TYPE_BOOL) e = cJSON_CreateBool(gguf_arr_int(a, i) != 0);
+            else e = cJSON_CreateNumber((double)gguf_arr_int(a, i));
+            cJSON_AddItemToArray(arr, e);
+        }
+        return arr;
+    }
+    default: return cJSON_CreateNull();
+    }
+}
+
+static enum MHD_Result show(srv *s, struct MHD_Connection *mc, const cJSON *j) {
+    const srv_model *m = &s->m;
+    const cJSON *name = field(j, "model") ? field(j, "model") : field(j, "name");
+    if (!cJSON_IsString(name) || !*name->valuestring) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "model is required");
+    bool verbose = cJSON_IsTrue(field(j, "verbose"));
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "license", "");
+    sbuf params = {0};
+    sb_add(&params, "", 0);
+    for (const char *const *st = chat_stop_strings(m->tmpl); *st; st++) {
+        sb_str(&params, "stop \"");
+        sb_str(&params, *st);
+        sb_str(&params, "\"\n");
+    }
+    sbuf mf = {0};
+    sb_printf(&mf, "# Modelfile generated by llmchat\nFROM %s\n", m->name);
+    for (const char *const *st = chat_stop_strings(m->tmpl); *st; st++) sb_printf(&mf, "PARAMETER stop \"%s\"\n", *st);
+    cJSON_AddItemToObject(o, "modelfile", json_string(mf.p ? mf.p : "", mf.len));
+    cJSON_AddItemToObject(o, "parameters", json_string(params.p ? params.p : "", params.len));
+    sb_free(&mf);
+    sb_free(&params);
+    /* the model's own Jinja template (Ollama's are Go templates) */
+    gguf_str tmpl = {0};
+    if (m->file && gguf_get_str(m->file, "tokenizer.chat_template", &tmpl, NULL) == 0)
+        cJSON_AddItemToObject(o, "template", json_string(tmpl.ptr, (size_t)tmpl.len));
+    else cJSON_AddStringToObject(o, "template", "{{ .Prompt }}");
+    cJSON_AddItemToObject(o, "details", details_json(m));
+    cJSON *info = cJSON_AddObjectToObject(o, "model_info");
+    for (int64_t i = 0; m->file && i < gguf_n_kv(m->file); i++)
+        cJSON_AddItemToObject(info, gguf_kv_key(m->file, i), kv_json(gguf_kv_value(m->file, i), verbose));
+    if (!cJSON_GetObjectItemCaseSensitive(info, "general.parameter_count"))
+        cJSON_AddNumberToObject(info, "general.parameter_count", (double)param_count(m->file));
+    cJSON *caps = cJSON_AddArrayToObject(o, "capabilities");
+    cJSON_AddItemToArray(caps, cJSON_CreateString("completion"));
+    if (m->has_fim) cJSON_AddItemToArray(caps, cJSON_CreateString("insert"));
+    char when[64];
+    loaded_iso(m, when, sizeof when);
+    cJSON_AddStringToObject(o, "modified_at", when);
+    return send_json(mc, o);
+}
+
+/* ---- /api/chat and /api/generate: the answers ---- */
+
+typedef struct o_gen {
+    bool chat;
+    char model[128];
+} o_gen;
+
+/* {"model":..,"created_at":..,"message":{"role":"assistant","content":TEXT} (or
+ * "response":TEXT), without the closing brace. */
+static void head(const o_gen *o, sbuf *out, const char *text, size_t len) {
+    char when[64];
+    now_iso(when, sizeof when);
+    sb_str(out, "{\"model\":");
+    sb_json_str(out, o->model, strlen(o->model));
+    sb_printf(out, ",\"created_at\":\"%s\",", when);
+    sb_str(out, o->chat ? "\"message\":{\"role\":\"assistant\",\"content\":" : "\"response\":");
+    sb_json_str(out, text, len);
+    if (o->chat) sb_str(out, "}");
+}
+
+static void on_piece(const void *ctx, const http_gen_report *r, sbuf *out) {
+    head(ctx, out, r->text, r->len);
+    sb_str(out, ",\"done\":false}\n");
+}
+
+static long long ns(double ms) { return ms > 0 ? (long long)llround(ms * 1e6) : 0; }
+
+static unsigned on_end(const void *ctx, const http_gen_report *r, bool stream, sbuf *out) {
+    if (r->finish == FINISH_ERROR) {
+        const char *msg = r->error ? r->error : "the generation failed";
+        sb_str(out, "{\"error\":");
+        sb_json_str(out, msg, strlen(msg));
+        sb_str(out, stream ? "}\n" : "}");
+        return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    /* total: since the request came; prompt: the engine's prefill; eval: the
+       tokens, from the first one's arrival (plus its own step) to now, within
+       what the total leaves */
+    double now = llc_now_ms(), total_ms = now - r->t_start_ms;
+    double prompt_ms = r->ttft_ms - r->queue_ms;
+    if (prompt_ms > total_ms) prompt_ms = total_ms;
+    double eval_ms = r->t_first_ms > 0 ? now - r->t_first_ms + r->tpot_ms : 0;
+    if (eval_ms > total_ms - prompt_ms) eval_ms = total_ms - prompt_ms;
+    long long eval_ns = ns(eval_ms);
+    if (r->n_tokens > 0 && eval_ns < 1) eval_ns = 1; /* clients divide by it */
+    head(ctx, out, stream ? "" : r->text, stream ? 0 : r->len);
+    sb_str(out, ",\"done\":true,\"done_reason\":\"");
+    sb_str(out, srv_finish_name(r->finish));
+    sb_printf(out, "\",\"total_duration\":%lld,\"load_duration\":0,\"prompt_eval_count\":%d,"
+                   "\"prompt_eval_duration\":%lld,\"eval_count\":%d,\"eval_duration\":%lld}",
+              ns(total_ms), r->prompt_tokens, ns(prompt_ms), r->n_tokens, eval_ns);
+    if (stream) sb_str(out, "\n");
+    return MHD_HTTP_OK;
+}
+
+static const http_format ollama_format = {
+    .stream_type = "application/x-ndjson",
+    .piece = on_piece,
+    .end = on_end,
+    .error = srv_ollama_error,
+    .free_ctx = free,
+};
+
+/* ---- /api/chat and /api/generate: the requests ---- */
+
+/* keep_alive 0 ("0", "0s", "0m"...): an unload request when nothing is asked. */
+static bool keep_alive_zero(const cJSON *k) {
+    if (cJSON_IsNumber(k)) return k->valuedouble == 0;
+    if (!cJSON_IsString(k)) return false;
+    char *end;
+    double v = strtod(k->valuestring, &end);
+    return end != k->valuestring && v == 0 && strspn(end, "nsmuh") == strlen(end);
+}
+
+/* Ollama's answer to a request with no prompt: the model is loaded ("load"),
+ * or, with keep_alive 0, would be unloaded ("unload"; it stays loaded here). */
+static enum MHD_Result load_answer(srv *s, struct MHD_Connection *mc, bool chat, bool unload) {
+    o_gen o = {.chat = chat};
+    snprintf(o.model, sizeof o.model, "%s", s->m.name);
+    sbuf b = {0};
+    head(&o, &b, "", 0);
+    sb_printf(&b, ",\"done_reason\":\"%s\",\"done\":true}", unload ? "unload" : "load");
+    enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, MHD_HTTP_OK, b.p, b.len);
+    sb_free(&b);
+    return ret;
+}
+
+static bool has_images(const cJSON *o) {
+    const cJSON *im = field(o, "images");
+    return im && (!cJSON_IsArray(im) || cJSON_GetArraySize(im) > 0);
+}
+
+static unsigned status_of(int rc) {
+    return rc == LLC_ERR_NOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_BAD_REQUEST;
+}
+
+/* The prompt of /api/generate: raw text, fill-in-the-middle with a suffix, or
+ * the prompt (and system) through the chat template. */
+static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *err) {
+    const cJSON *prompt = field(j, "prompt"), *suffix = field(j, "suffix"), *system = field(j, "system");
+    const char *p = cJSON_IsString(prompt) ? prompt->valuestring : "";
+    if (cJSON_IsString(suffix) && *suffix->valuestring) {
+        if (!m->has_fim)
+            return llc_fail(err, LLC_ERR_UNSUPPORTED, "'%s' does not support insert ('suffix')", m->name);
+        return srv_gen_infill(m, p, suffix->valuestring, NULL, "", g, err);
+    }
+    if (cJSON_IsTrue(field(j, "raw"))) return srv_gen_text(m, prompt, g, err);
+    chat_msg msgs[2];
+    int n = 0;
+    if (cJSON_IsString(system) && *system->valuestring)
+        msgs[n++] = (chat_msg){.role = CHAT_SYSTEM, .content = system->valuestring};
+    msgs[n++] = (chat_msg){.role = CHAT_USER, .content = p};
+    return srv_gen_chat_msgs(m, msgs, n, g, err);
+}
+
+static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON *j, bool chat,
+                                  http_gen **pending) {
+    if (!cJSON_IsObject(j)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the request must be a JSON object");
+    const cJSON *name = field(j, "model") ? field(j, "model") : field(j, "name");
+    if (!cJSON_IsString(name) || !*name->valuestring) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "model is required");
+    const cJSON *stream = field(j, "stream");
+    if (stream && !cJSON_IsBool(stream)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'stream' must be true or false");
+    const cJSON *opts = field(j, "options");
+    if (opts && !cJSON_IsObject(opts)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'options' must be an object");
+    const cJSON *num_ctx = field(opts, "num_ctx");
+    if (num_ctx && (!cJSON_IsNumber(num_ctx) || num_ctx->valuedouble < 1 ||
+                    num_ctx->valuedouble != floor(num_ctx->valuedouble)))
+        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'num_ctx' must be a positive integer");
+    /* HOOK(grammar): "format" ("json" or a JSON schema) becomes a constrained-
+       decoding grammar once the engine has one; until then it is refused */
+    const cJSON *format = field(j, "format");
+    if (format && !(cJSON_IsString(format) && !*format->valuestring))
+        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "format is not supported yet");
+    const cJSON *tools = field(j, "tools");
+    if (tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
+        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "tools are not supported yet");
+    bool unload = keep_alive_zero(field(j, "keep_alive"));
+    if (chat) {
+        const cJSON *msgs = field(j, "messages"), *msg;
+        if (msgs && !cJSON_IsArray(msgs))
+            return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'messages' must be an array of {role, content}");
+        int i = 0;
+        cJSON_ArrayForEach(msg, msgs) {
+            if (has_images(msg))
+                return o_errorf(mc, MHD_HTTP_BAD_REQUEST,
+                                "messages[%d].images: images are not supported ('%.100s' has no vision)", i,
+                                s->m.name);
+            i++;
+        }
+        if (i == 0) return load_answer(s, mc, true, unload);
+    } else {
+        const cJSON *prompt = field(j, "prompt"), *suffix = field(j, "suffix"), *tmpl = field(j, "template");
+        if (prompt && !cJSON_IsString(prompt)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'prompt' must be a string");
+        if (suffix && !cJSON_IsString(suffix)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'suffix' must be a string");
+        const cJSON *system = field(j, "system");
+        if (system && !cJSON_IsString(system)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'system' must be a string");
+        const cJSON *raw = field(j, "raw");
+        if (raw && !cJSON_IsBool(raw)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'raw' must be true or false");
+        if (has_images(j))
+            return o_errorf(mc, MHD_HTTP_BAD_REQUEST, "images are not supported ('%.100s' has no vision)", s->m.name);
+        if (tmpl && !(cJSON_IsString(tmpl) && !*tmpl->valuestring))
+            return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST,
+                           "'template' is not supported: the model's own chat template is used "
+                           "(send a formatted prompt with \"raw\": true instead)");
+        if ((!prompt || !*prompt->valuestring) && (!suffix || !*suffix->valuestring))
+            return load_answer(s, mc, false, unload);
+    }
+    srv_gen g;
+    srv_gen_init(&g);
+    llc_err err = {{0}};
+    cJSON *empty = opts ? NULL : cJSON_CreateObject();
+    int rc = srv_gen_params(&s->m, SRV_OLLAMA, opts ? opts : empty, &g, &err);
+    cJSON_Delete(empty);
+    bool params_done = !rc;
+    if (!rc) rc = chat ? srv_gen_chat(&s->m, field(j, "messages"), &g, &err) : generate_prompt(&s->m, j, &g, &err);
+    if (rc) {
+        srv_gen_free(&g);
+        return o_errorf(mc, status_of(rc), "%s%s", params_done ? "" : "options: ", err.msg);
+    }
+    o_gen *o = calloc(1, sizeof *o);
+    if (!o) {
+        srv_gen_free(&g);
+        return MHD_NO;
+    }
+    o->chat = chat;
+    snprintf(o->model, sizeof o->model, "%s", s->m.name);
+    return srv_http_generate_as(s, mc, &ollama_format, o, &g, !stream || cJSON_IsTrue(stream), pending);
+}
+
+/* ---- routing ---- */
+
+static const char *const paths[] = {"/", "/api/version", "/api/tags", "/api/ps", "/api/show", "/api/chat",
+                                    "/api/generate"};
+
+bool srv_ollama_path(const char *url) {
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (!strcmp(url, paths[i])) return true;
+    return false;
+}
+
+enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
+                                 const char *body, size_t len, http_gen **pending) {
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/")) { /* clients probe it (HEAD /): Ollama's answer, as text */
+        if (!get) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET or HEAD");
+        static const char running[] = "Ollama is running";
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(sizeof running - 1, (void *)running, MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+        enum MHD_Result ret = MHD_queue_response(mc, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    if (!strcmp(url, "/api/version") || !strcmp(url, "/api/tags") || !strcmp(url, "/api/ps")) {
+        if (!get) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET");
+        if (!strcmp(url, "/api/version")) {
+            static const char v[] = "{\"version\":\"" OLLAMA_API_VERSION "\"}";
+            return srv_http_json(mc, MHD_HTTP_OK, v, sizeof v - 1);
+        }
+        return model_list(s, mc, !strcmp(url, "/api/ps"));
+    }
+    if (!post) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
+    if (!srv_utf8_valid(body, len)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the body is not valid UTF-8");
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    if (!j) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the body is not valid JSON");
+    enum MHD_Result ret;
+    if (!strcmp(url, "/api/show")) ret = show(s, mc, j);
+    else if (atomic_load(&s->stopping)) ret = srv_ollama_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
+    else ret = generation(s, mc, j, !strcmp(url, "/api/chat"), pending);
+    cJSON_Delete(j);
+    return ret;
+}
