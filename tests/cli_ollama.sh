@@ -58,8 +58,8 @@ check "a bad option: 400 naming it" "^\{\"error\":\"options: 'top_k' must be an 
     "$($T/api/generate -d '{"model":"x","prompt":"hi","options":{"top_k":1.5}}' -w ' %{http_code}')"
 check "num_ctx must be a positive integer" "'num_ctx' must be a positive integer.*400$" \
     "$($T/api/generate -d '{"model":"x","prompt":"hi","options":{"num_ctx":0}}' -w ' %{http_code}')"
-check "a role Ollama knows but llmchat cannot use: 400" "role 'tool' is not system, user or assistant.*400$" \
-    "$($T/api/chat -d '{"model":"x","messages":[{"role":"tool","content":"42"}]}' -w ' %{http_code}')"
+check "a role no one knows: 400 naming it" "role 'narrator' is not system, user, assistant or tool.*400$" \
+    "$($T/api/chat -d '{"model":"x","messages":[{"role":"narrator","content":"42"}]}' -w ' %{http_code}')"
 check "suffix on a model without FIM tokens: 400" "does not support insert.*400$" \
     "$($T/api/generate -d '{"model":"x","prompt":"a","suffix":"b"}' -w ' %{http_code}')"
 check "keep_alive 0 with no prompt: unload (the model stays)" '"response":"","done_reason":"unload","done":true\}$' \
