@@ -90,6 +90,8 @@ int cmd_info(int argc, char **argv) {
         printf("runs in llmchat: no: %s\n", err.msg);
         return 0; /* the file was shown; whether it runs is the last line */
     }
+    char desc[320];
+    if (tok_describe(L.tok, desc, sizeof desc) > 0) printf("tokenizer: %s\n", desc);
     if (L.chat)
         printf("chat template: the model's own (tokenizer.chat_template, Jinja)\n");
     else if (L.chat_error[0])

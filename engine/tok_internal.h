@@ -62,6 +62,7 @@ typedef struct tok_pre_flags {
                          * characters; unknown symbols fall back to <0xXX> tokens */
     bool escape_ws;     /* spaces are written U+2581 in the vocabulary (SPM-style BPE) */
     bool newline_runs;  /* a word of newlines that is a token is taken whole (gemma4) */
+    bool unknown;       /* the name is not known: GPT-2's regex stands in for it */
 } tok_pre_flags;
 /* Builds the pre-tokenizer named by tokenizer.ggml.pre (pre == NULL: missing) and
  * sets the flags its type implies (fields it has no opinion on are left alone).
@@ -132,6 +133,9 @@ struct tokenizer {
     int32_t special[TOK_SPECIAL_COUNT];
     bool add_bos, add_eos, add_space_prefix;
     bool escape_ws; /* BPE with spaces written U+2581 (gemma4): pieces unescape them */
+    char model_name[16]; /* tokenizer.ggml.model */
+    char pre_name[64];   /* tokenizer.ggml.pre as the file has it ("" if absent) */
+    bool pre_unknown;    /* pre_name is not known; GPT-2's regex stands in */
 
     /* special-token partition: ids with CONTROL | USER_DEFINED | UNKNOWN,
      * longest text first, and a byte trie over their texts for a presence scan */

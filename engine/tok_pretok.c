@@ -311,6 +311,7 @@ int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, tok_pre
                 ty = &k_types[i];
         /* Unknown types (llama.cpp refuses them) fall back to GPT-2's regex, which
          * splits words, numbers, punctuation and whitespace sensibly. */
+        if (!ty) flags->unknown = true;
         for (size_t i = 0; i < LLC_ARRAY_LEN(k_types) && !ty; i++)
             if (!strcmp(k_types[i].name, "gpt-2")) ty = &k_types[i];
     }

@@ -481,6 +481,8 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
             snprintf(pre, sizeof pre, "gemma4");
         }
     }
+    safe_name(model, t->model_name, sizeof t->model_name);
+    snprintf(t->pre_name, sizeof t->pre_name, "%s", pre);
     tok_pretok *pretok = NULL;
     if (kind == TOK_KIND_SPM) {
         t->special[TOK_SPECIAL_BOS] = 1;
@@ -498,6 +500,7 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
         if (rc) goto fail;
         t->add_bos = pre_flags.add_bos;
         t->escape_ws = pre_flags.escape_ws;
+        t->pre_unknown = pre_flags.unknown;
         if (pre_flags.bos_none) t->special[TOK_SPECIAL_BOS] = -1;
     }
     for (int k = 0; k < TOK_SPECIAL_COUNT; k++)
@@ -581,6 +584,23 @@ fail:
 }
 
 /* ---- accessors ---- */
+
+int tok_describe(const tokenizer *t, char *buf, size_t cap) {
+    if (!t || !buf || !cap) return LLC_ERR_RANGE;
+    int n;
+    if (t->kind == TOK_KIND_SPM)
+        n = snprintf(buf, cap, "'%s' SentencePiece, %d tokens", t->model_name, t->n_vocab);
+    else if (t->pre_unknown)
+        n = snprintf(buf, cap,
+                     "'%s' BPE, %d tokens, pre-tokenizer '%s' is not known here: GPT-2's regex "
+                     "stands in for it (ids may differ from the model's own)",
+                     t->model_name, t->n_vocab, t->pre_name);
+    else
+        n = snprintf(buf, cap, "'%s' %s BPE, %d tokens, pre-tokenizer '%s'", t->model_name,
+                     t->escape_ws ? "SentencePiece-style" : "byte-level", t->n_vocab,
+                     tok_pretok_name(tok_bpe_pretok(t->bpe)));
+    return n;
+}
 
 int tok_n_vocab(const tokenizer *t) { return t ? t->n_vocab : 0; }
 int32_t tok_bos(const tokenizer *t) { return t ? t->special[TOK_SPECIAL_BOS] : -1; }

@@ -14,7 +14,8 @@
  * Other models (bert, t5, rwkv, ...) are refused with LLC_ERR_UNSUPPORTED, as are
  * the few pre-tokenizers llama.cpp implements with custom code (kimi-k2, afmoe,
  * whitespace). A missing pre-tokenizer uses llama.cpp's "default" regexes; an
- * unknown name falls back to GPT-2's regex (llama.cpp refuses it).
+ * unknown name falls back to GPT-2's regex (llama.cpp refuses it), which
+ * tok_describe() reports.
  *
  * A loaded tokenizer is immutable: every function taking a `const tokenizer *`
  * may be called from several threads at once. Token ids are int32_t; -1 means
@@ -38,6 +39,12 @@ typedef struct tokenizer tokenizer;
  * naming the model. Out-of-range special token ids are ignored (as llama.cpp). */
 int tok_load(const gguf *g, tokenizer **out, llc_err *err);
 void tok_free(tokenizer *t);
+
+/* One line for people saying which tokenizer this is ("'gpt2' byte-level BPE,
+ * 151936 tokens, pre-tokenizer 'qwen2'"), and, when the file names a
+ * pre-tokenizer not known here, that GPT-2's regex stands in for it. Writes at
+ * most cap bytes (NUL included); returns the full length or negative. */
+int tok_describe(const tokenizer *t, char *buf, size_t cap);
 
 int tok_n_vocab(const tokenizer *t);
 int32_t tok_bos(const tokenizer *t); /* -1 if none */

@@ -74,6 +74,11 @@ unsupported() { # NAME REASON-PATTERN SRC EDIT...
         else bad "${cmd%% *} -m $name" "status $rc" "stderr: $(cat "$TMP/err")" "want:   llmchat: $reason"; fi
     done
 }
+# a pre-tokenizer not known here runs with GPT-2's regex, and info says so
+$EDIT "$A/qwen2-bias.gguf" "$TMP/pre.gguf" -s tokenizer.ggml.pre=brand-new
+expect_grep "info: an unknown pre-tokenizer is named" \
+    "^tokenizer: 'gpt2' BPE, 2048 tokens, pre-tokenizer 'brand-new' is not known here: GPT-2's regex stands in" \
+    $LLMCHAT info "$TMP/pre.gguf"
 unsupported "qwen2moe" "^architecture 'qwen2moe' is not supported: its shared expert" \
     "$A/qwen3moe.gguf" -s general.architecture=qwen2moe -p qwen3moe.=qwen2moe.
 unsupported "a command-r vocabulary" "^architecture 'command-r' is not supported" \

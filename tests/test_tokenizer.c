@@ -311,6 +311,21 @@ static void test_load_all(void) {
         CHECK(tok_special(t, TOK_SPECIAL_EOT) == 32014);
     }
     if ((t = vocab("falcon"))) CHECK(tok_special(t, TOK_SPECIAL_NL) == 193);
+    /* the one-line description info prints */
+    char desc[320];
+    if ((t = vocab("qwen35")))
+        CHECK(tok_describe(t, desc, sizeof desc) > 0 &&
+              !strcmp(desc, "'gpt2' byte-level BPE, 151936 tokens, pre-tokenizer 'qwen35'"));
+    if ((t = vocab("gemma-4")))
+        CHECK(tok_describe(t, desc, sizeof desc) > 0 &&
+              !strcmp(desc, "'gemma4' SentencePiece-style BPE, 262144 tokens, pre-tokenizer 'gemma4'"));
+    if ((t = vocab("llama-spm")))
+        CHECK(tok_describe(t, desc, sizeof desc) > 0 &&
+              !strcmp(desc, "'llama' SentencePiece, 32000 tokens"));
+    if ((t = vocab("gpt-2"))) {
+        CHECK(tok_describe(t, desc, 8) > 8 && strlen(desc) == 7); /* cut, NUL-terminated */
+        CHECK(tok_describe(NULL, desc, sizeof desc) < 0 && tok_describe(t, NULL, 0) < 0);
+    }
 }
 
 /* ---- stories260K ---- */
@@ -919,6 +934,19 @@ static void test_hostile(void) {
             CHECK(tok_special(t, TOK_SPECIAL_NL) == 9);
             tok_free(t);
         }
+    }
+    /* an unknown pre-tokenizer: GPT-2's regex stands in, and the description says so */
+    gguf_writer_create(&w);
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "brand-new");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, 7);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, 1);
+    CHECK(load_mem(w, &t, &err) == 0 && t);
+    if (t) {
+        char desc[320];
+        CHECK(tok_describe(t, desc, sizeof desc) > 0 &&
+              strstr(desc, "pre-tokenizer 'brand-new' is not known here: GPT-2's regex stands in"));
+        tok_free(t);
     }
     /* a byte-level pre-tokenizer llama.cpp handles with custom code: refused */
     gguf_writer_create(&w);
