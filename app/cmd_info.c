@@ -1,10 +1,13 @@
 /* cmd_info.c — `llmchat info`: what a GGUF file holds (metadata and tensor table),
- * and whether llmchat can run it (the model is loaded on the CPU to find out; a
- * file that needs something not yet supported says what, in one line). */
+ * which chat template it would use, and whether llmchat can run it. To find out,
+ * the file is opened on the CPU exactly as `-m` opens it (llm_open), so a file that
+ * needs something not yet supported gets the same one-line reason here as when a
+ * command loads it. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "app/commands.h"
+#include "app/llm.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "kernels/quant.h"
@@ -18,7 +21,7 @@ static const cli_opt g_opts[] = {
 
 const cli_cmd cli_info = {
     .name = "info",
-    .usage = "[-m MODEL] [--tensors]",
+    .usage = "[FILE | -m MODEL] [--tensors]",
     .summary = "show a GGUF file's metadata and tensors",
     .opts = g_opts,
 };
@@ -44,7 +47,12 @@ static void print_value(const gguf_value *v) {
 
 int cmd_info(int argc, char **argv) {
     cli_common common = {0};
-    cli_parse(&cli_info, &common, argc, argv, NULL, 0);
+    const char *pos[1] = {NULL};
+    int npos = cli_parse(&cli_info, &common, argc, argv, pos, 1);
+    if (npos) {
+        if (common.model_given) cli_usage_error(&cli_info, "give the file once: FILE or -m FILE");
+        common.model = pos[0];
+    }
     gguf *g;
     llc_err err;
     if (gguf_open(common.model, &g, &err)) {
@@ -68,24 +76,35 @@ int cmd_info(int argc, char **argv) {
         printf("]\n");
     }
     printf("tensor data: %.2f MiB\n", (double)total / (1024.0 * 1024.0));
-    /* can it run? (zero-copy weight views; no packed copies for a mere check) */
-    setenv("LLC_PREPACK", "0", 1);
-    backend *be = NULL;
-    model *m = NULL;
-    int rc = backend_cpu_create(1, &be, &err);
-    if (!rc) rc = model_load(g, be, &m, &err);
-    if (rc) {
-        printf("runs in llmchat: no: %s\n", err.msg);
-    } else {
-        const model_hparams *hp = model_hparams_of(m);
-        printf("runs in llmchat: yes (%s, %d layers, dim %d, %d/%d heads of %d", hp->arch_name, hp->n_layers,
-               hp->dim, hp->n_heads, hp->n_kv_heads, hp->head_dim);
-        if (hp->n_expert) printf(", %d of %d experts", hp->n_expert_used, hp->n_expert);
-        if (hp->swa_window) printf(", sliding window %d", hp->swa_window);
-        printf(")\n");
-    }
-    model_free(m);
-    backend_free(be);
     gguf_free(g);
+
+    /* can it run? opened as -m opens it, on the CPU, with zero-copy weight views
+     * (no packed copies for a mere check) and no draft */
+    setenv("LLC_PREPACK", "0", 1);
+    cli_common probe = common;
+    probe.device = "cpu";
+    probe.threads = 1;
+    probe.draft = NULL;
+    llm L;
+    if (llm_open(&probe, &L, &err)) {
+        printf("runs in llmchat: no: %s\n", err.msg);
+        return 0; /* the file was shown; whether it runs is the last line */
+    }
+    char desc[320];
+    if (tok_describe(L.tok, desc, sizeof desc) > 0) printf("tokenizer: %s\n", desc);
+    if (L.chat)
+        printf("chat template: the model's own (tokenizer.chat_template, Jinja)\n");
+    else if (L.chat_error[0])
+        printf("chat template: %s\n", L.chat_error);
+    else
+        printf("chat template: none in the file; the built-in %s format\n",
+               chat_format_name(L.chat_fallback));
+    const model_hparams *hp = model_hparams_of(L.m);
+    printf("runs in llmchat: yes (%s, %d layers, dim %d, %d/%d heads of %d", hp->arch_name, hp->n_layers,
+           hp->dim, hp->n_heads, hp->n_kv_heads, hp->head_dim);
+    if (hp->n_expert) printf(", %d of %d experts", hp->n_expert_used, hp->n_expert);
+    if (hp->swa_window) printf(", sliding window %d", hp->swa_window);
+    printf(")\n");
+    llm_close(&L);
     return 0; /* the file was shown; whether it runs is the last line */
 }

@@ -34,7 +34,18 @@ static const arch_info g_archs[] = {
     {"gemma2", ARCH_GEMMA2, BK_ROPE_NEOX, false, true, true, false, FFN_GELU, 2},
     {"gemma3", ARCH_GEMMA3, BK_ROPE_NEOX, true, true, true, false, FFN_GELU, 6},
 };
-#define ARCH_LIST "llama, qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3"
+#define ARCH_LIST "llama (Mixtral-style experts too), qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3"
+
+/* Architectures close to a supported one, refused with what is missing. */
+static const struct {
+    const char *name, *missing;
+} g_near_archs[] = {
+    {"qwen2moe", "its shared expert and shared-expert gate are not implemented"},
+    {"qwen3next", "its linear-attention layers are not implemented"},
+    {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
+    {"gemma4", "its per-layer head counts and head sizes are not implemented"},
+    {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
+};
 
 typedef struct loader {
     const gguf *g;
@@ -192,9 +203,15 @@ static int load_hparams(loader *L) {
     if (rc) return rc;
     for (size_t i = 0; i < LLC_ARRAY_LEN(g_archs); i++)
         if (gguf_str_eq(arch, g_archs[i].name)) L->ai = &g_archs[i];
-    if (!L->ai)
+    if (!L->ai) {
+        const int alen = (int)(arch.len > 40 ? 40 : arch.len);
+        for (size_t i = 0; i < LLC_ARRAY_LEN(g_near_archs); i++)
+            if (gguf_str_eq(arch, g_near_archs[i].name))
+                return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "architecture '%.*s' is not supported: %s",
+                                alen, arch.ptr, g_near_archs[i].missing);
         return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (" ARCH_LIST " are)",
-                        (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
+                        alen, arch.ptr);
+    }
     const arch_info *ai = L->ai;
     hp->arch = ai->arch;
     hp->arch_name = ai->name;
@@ -221,9 +238,13 @@ static int load_hparams(loader *L) {
         return rc;
     int vlen;
     if ((rc = get_int(L, "attention.value_length", false, hp->head_dim, 1, 4096, &vlen))) return rc;
-    if (hp->head_dim <= 0 || vlen != hp->head_dim)
+    if (hp->head_dim <= 0)
         return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "head size cannot be derived (dim %d, %d heads)",
                         hp->dim, hp->n_heads);
+    if (vlen != hp->head_dim)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                        "keys of %d and values of %d per head are not supported (they must be equal)",
+                        hp->head_dim, vlen);
     if ((rc = get_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->norm_eps, NULL))) return rc;
     if (hp->norm_eps <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RMSNorm epsilon must be positive");
 
@@ -369,6 +390,8 @@ static int load_layer(loader *L, int l, layer *ly) {
 static int load_weights(loader *L) {
     model *m = L->m;
     model_hparams *hp = &m->hp;
+    if (!gguf_n_tensors(L->g))
+        return llc_fail(L->err, LLC_ERR_NOTFOUND, "the file holds no weights (a vocabulary-only GGUF?)");
     const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
     if (!emb) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor 'token_embd.weight' is missing");
     if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24))

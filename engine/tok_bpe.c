@@ -1,11 +1,18 @@
-/* tok_bpe.c — byte-level BPE (tokenizer.ggml.model = "gpt2"): GPT-2's
- * bytes_to_unicode mapping, the merge-rank tables, and encoding of one text
- * fragment (pre-tokenize into words, map bytes, merge pairs lowest rank first,
- * leftmost on ties — llama.cpp's llm_tokenizer_bpe_session).
+/* tok_bpe.c — BPE over pre-tokenized words (llama.cpp's llm_tokenizer_bpe_session):
+ * the merge-rank tables and encoding of one text fragment (pre-tokenize into
+ * words, split words into symbols, merge pairs lowest rank first, leftmost on
+ * ties). Two symbol alphabets:
+ *   - byte-level (tokenizer.ggml.model "gpt2"): every byte is one symbol, written
+ *     as GPT-2's bytes_to_unicode character; a symbol that is no token falls back
+ *     to the tokens of its single characters;
+ *   - UTF-8 characters (SentencePiece-style BPE: "gemma4"): spaces are first
+ *     escaped to U+2581, every character is one symbol, and a symbol that is no
+ *     token falls back to <0xXX> byte tokens.
  *
  * Symbols are interned: every string a merge rule names (left, right, left+right)
  * gets a small integer, so a merge lookup is a hash of two integers. Words keep
  * their original bytes, so invalid UTF-8 round-trips through the byte mapping. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +31,11 @@ struct tok_bpe {
     uint32_t pair_mask;
     int32_t byte_sym[256]; /* interned symbol of a byte's character, or -1 */
     int32_t byte_tok[256]; /* token of a byte's character, or -1 */
+    int32_t hex_tok[256];  /* raw_utf8: the <0xXX> token of a byte, or -1 */
     bool ignore_merges;  /* a word that is a whole token is taken as is */
+    bool raw_utf8;       /* symbols are UTF-8 characters, not byte characters */
+    bool escape_ws;      /* ' ' is escaped to U+2581 before splitting */
+    bool newline_runs;   /* a word of newlines that is a token is taken whole */
     tok_pretok *pre;
 };
 
@@ -79,7 +90,7 @@ void tok_bpe_free(tok_bpe *b) {
 const tok_pretok *tok_bpe_pretok(const tok_bpe *b) { return b ? b->pre : NULL; }
 
 int tok_bpe_create(const struct tokenizer *t, const gguf_array *merges, tok_pretok *pre,
-                   bool ignore_merges, tok_bpe **out, llc_err *err) {
+                   const tok_pre_flags *flags, tok_bpe **out, llc_err *err) {
     *out = NULL;
     tok_bpe *b = calloc(1, sizeof *b);
     if (!b) {
@@ -87,7 +98,10 @@ int tok_bpe_create(const struct tokenizer *t, const gguf_array *merges, tok_pret
         return llc_fail(err, LLC_ERR_NOMEM, "tokenizer: out of memory");
     }
     b->pre = pre;
-    b->ignore_merges = ignore_merges;
+    b->ignore_merges = flags->ignore_merges;
+    b->raw_utf8 = flags->raw_utf8;
+    b->escape_ws = flags->escape_ws;
+    b->newline_runs = flags->newline_runs;
     int rc = 0;
     uint64_t n = merges ? merges->n : 0;
     if (n > TOK_MAX_MERGES) {
@@ -137,10 +151,12 @@ int tok_bpe_create(const struct tokenizer *t, const gguf_array *merges, tok_pret
     free(cat);
 
     for (int c = 0; c < 256; c++) {
-        char s[4];
+        char s[8];
         int l = byte_str((uint8_t)c, s);
         b->byte_sym[c] = tok_pool_find(&b->syms, s, (size_t)l);
         b->byte_tok[c] = tok_pool_find(&t->vocab, s, (size_t)l);
+        snprintf(s, sizeof s, "<0x%02X>", c);
+        b->hex_tok[c] = tok_pool_find(&t->vocab, s, 6);
     }
     b->sym_tok = malloc(((size_t)b->syms.n + 1) * sizeof *b->sym_tok);
     if (!b->sym_tok) goto oom;
@@ -158,10 +174,11 @@ fail:
 /* ---- encoding ---- */
 
 typedef struct sym {
-    int32_t id;    /* interned string, or -1 (a lone byte with no interned form) */
+    int32_t id;    /* interned string, or -1 (a lone byte or character with no
+                    * interned form) */
     int32_t prev, next;
-    uint32_t n;    /* original bytes covered; 0 once merged away */
-    uint8_t byte;  /* first original byte */
+    uint32_t off;  /* first byte in the word */
+    uint32_t n;    /* bytes covered; 0 once merged away */
 } sym;
 
 typedef struct bigram {
@@ -177,6 +194,8 @@ typedef struct scratch {
     size_t heap_n, heap_cap;
     char *enc;
     size_t enc_cap;
+    char *esc; /* escape_ws: the fragment with spaces escaped */
+    size_t esc_cap;
     bool oom;
 } scratch;
 
@@ -252,32 +271,94 @@ static void emit_fallback(const struct tokenizer *t, const char *enc, size_t len
     }
 }
 
+static bool grow_syms(scratch *s, size_t n) {
+    if (s->syms_cap >= n) return true;
+    sym *v = realloc(s->syms, n * sizeof *v);
+    if (!v) {
+        s->oom = true;
+        return false;
+    }
+    s->syms = v;
+    s->syms_cap = n;
+    return true;
+}
+
+/* Splits word w[0, n) into its initial symbols; returns their count. */
+static size_t split_symbols(const tok_bpe *b, scratch *s, const uint8_t *w, size_t n) {
+    if (!grow_syms(s, n)) return 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = 1;
+        int32_t id = b->byte_sym[w[i]];
+        if (b->raw_utf8) {
+            /* a character; each byte of invalid UTF-8 is a symbol of its own (llama.cpp
+             * would have made it U+FFFD; here its byte token keeps it) */
+            int v = tok_utf8_valid_len(w + i, n - i);
+            l = v > 0 ? (size_t)v : 1;
+            id = tok_pool_find(&b->syms, (const char *)w + i, l);
+        }
+        s->syms[k] = (sym){id, (int32_t)k - 1, -1, (uint32_t)i, (uint32_t)l};
+        if (k) s->syms[k - 1].next = (int32_t)k;
+        k++;
+        i += l;
+    }
+    return k;
+}
+
+/* Appends the ids of one final symbol. */
+static void emit_symbol(const struct tokenizer *t, const uint8_t *w, const sym *y, tok_ids *out) {
+    const tok_bpe *b = t->bpe;
+    if (b->raw_utf8) {
+        int32_t id = y->id >= 0 ? b->sym_tok[y->id]
+                                : tok_pool_find(&t->vocab, (const char *)w + y->off, y->n);
+        if (id >= 0) {
+            tok_ids_push(out, id);
+            return;
+        }
+        for (uint32_t j = 0; j < y->n; j++) /* byte fallback; bytes without one vanish */
+            if (b->hex_tok[w[y->off + j]] >= 0) tok_ids_push(out, b->hex_tok[w[y->off + j]]);
+        return;
+    }
+    uint8_t first = w[y->off];
+    int32_t id = y->id >= 0 ? b->sym_tok[y->id] : b->byte_tok[first];
+    if (id >= 0) {
+        tok_ids_push(out, id);
+    } else if (y->id >= 0) {
+        emit_fallback(t, tok_pool_str(&b->syms, y->id), b->syms.len[y->id], out);
+    } else {
+        char c[4];
+        int l = byte_str(first, c);
+        emit_fallback(t, c, (size_t)l, out);
+    }
+}
+
+static bool all_newlines(const uint8_t *w, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != '\n') return false;
+    return n > 0;
+}
+
 static void encode_word(const struct tokenizer *t, scratch *s, const uint8_t *w, size_t n,
                         tok_ids *out) {
     const tok_bpe *b = t->bpe;
-    if (b->ignore_merges) {
-        size_t el = encode_bytes(s, w, n);
+    if (b->ignore_merges || (b->newline_runs && all_newlines(w, n))) {
+        const char *text = (const char *)w;
+        size_t el = n;
+        if (!b->raw_utf8) {
+            el = encode_bytes(s, w, n);
+            text = s->enc;
+        }
         if (s->oom) return;
-        int32_t id = tok_pool_find(&t->vocab, s->enc, el);
+        int32_t id = tok_pool_find(&t->vocab, text, el);
         if (id >= 0) {
             tok_ids_push(out, id);
             return;
         }
     }
-    if (s->syms_cap < n) {
-        sym *v = realloc(s->syms, n * sizeof *v);
-        if (!v) {
-            s->oom = true;
-            return;
-        }
-        s->syms = v;
-        s->syms_cap = n;
-    }
-    for (size_t i = 0; i < n; i++)
-        s->syms[i] = (sym){b->byte_sym[w[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, 1,
-                           w[i]};
+    size_t n_syms = split_symbols(b, s, w, n);
+    if (!n_syms) return;
     s->heap_n = 0;
-    for (size_t i = 1; i < n; i++) add_bigram(b, s, (int32_t)i - 1, (int32_t)i);
+    for (size_t i = 1; i < n_syms; i++) add_bigram(b, s, (int32_t)i - 1, (int32_t)i);
     while (s->heap_n && !s->oom) {
         bigram g = heap_pop(s);
         sym *l = &s->syms[g.left], *r = &s->syms[g.right];
@@ -291,29 +372,48 @@ static void encode_word(const struct tokenizer *t, scratch *s, const uint8_t *w,
         add_bigram(b, s, g.left, l->next);
     }
     if (s->oom) return;
-    for (int32_t i = 0; i >= 0; i = s->syms[i].next) {
-        const sym *y = &s->syms[i];
-        int32_t id = y->id >= 0 ? b->sym_tok[y->id] : b->byte_tok[y->byte];
-        if (id >= 0) {
-            tok_ids_push(out, id);
-        } else if (y->id >= 0) {
-            emit_fallback(t, tok_pool_str(&b->syms, y->id), b->syms.len[y->id], out);
+    for (int32_t i = 0; i >= 0; i = s->syms[i].next) emit_symbol(t, w, &s->syms[i], out);
+}
+
+/* Copies text with every ' ' written U+2581 into s->esc; returns its length. */
+static size_t escape_spaces(scratch *s, const char *text, size_t len) {
+    size_t n_sp = 0;
+    for (size_t i = 0; i < len; i++) n_sp += text[i] == ' ';
+    size_t need = len + 2 * n_sp;
+    if (s->esc_cap < need + 1) {
+        char *e = realloc(s->esc, need + 1);
+        if (!e) {
+            s->oom = true;
+            return 0;
+        }
+        s->esc = e;
+        s->esc_cap = need + 1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(s->esc + k, "\xE2\x96\x81", 3);
+            k += 3;
         } else {
-            char c[4];
-            int l = byte_str(y->byte, c);
-            emit_fallback(t, c, (size_t)l, out);
+            s->esc[k++] = text[i];
         }
     }
+    return k;
 }
 
 void tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok_ids *out) {
     tok_span *words = NULL;
     size_t n_words = 0;
-    if (tok_pretok_split(t->bpe->pre, text, len, &words, &n_words)) {
+    scratch s = {0};
+    if (t->bpe->escape_ws) {
+        len = escape_spaces(&s, text, len);
+        text = s.esc;
+    }
+    if (s.oom || tok_pretok_split(t->bpe->pre, text, len, &words, &n_words)) {
         out->oom = true;
+        free(s.esc);
         return;
     }
-    scratch s = {0};
     for (size_t i = 0; i < n_words && !s.oom && !out->oom; i++)
         encode_word(t, &s, (const uint8_t *)text + words[i].start, words[i].end - words[i].start,
                     out);
@@ -321,5 +421,6 @@ void tok_bpe_encode(const struct tokenizer *t, const char *text, size_t len, tok
     free(s.syms);
     free(s.heap);
     free(s.enc);
+    free(s.esc);
     free(words);
 }

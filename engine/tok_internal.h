@@ -49,13 +49,26 @@ typedef struct tok_ids {
 } tok_ids;
 void tok_ids_push(tok_ids *ids, int32_t id);
 
-/* ---- tok_pretok.c: regex pre-tokenizer of byte-level BPE ---- */
+/* ---- tok_pretok.c: regex pre-tokenizer of BPE ---- */
 typedef struct tok_pretok tok_pretok;
-/* Builds the pre-tokenizer named by tokenizer.ggml.pre (pre == NULL: missing).
- * Sets *ignore_merges / *add_bos (left untouched when the type has no opinion).
- * LLC_ERR_UNSUPPORTED for pre-tokenizers that are not byte-level. */
-int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, bool *ignore_merges,
-                      bool *add_bos, bool *bos_none, llc_err *err);
+/* What a pre-tokenizer type implies for the rest of the BPE tokenizer (llama.cpp's
+ * per-type settings). */
+typedef struct tok_pre_flags {
+    bool ignore_merges; /* a word that is a whole token is taken as is */
+    bool add_bos;       /* add BOS by default (the GGUF's add_bos_token may override) */
+    bool force_bos;     /* add BOS whatever the GGUF says (gemma4) */
+    bool bos_none;      /* the vocabulary has no default BOS */
+    bool raw_utf8;      /* merges run over UTF-8 characters, not GPT-2's byte
+                         * characters; unknown symbols fall back to <0xXX> tokens */
+    bool escape_ws;     /* spaces are written U+2581 in the vocabulary (SPM-style BPE) */
+    bool newline_runs;  /* a word of newlines that is a token is taken whole (gemma4) */
+    bool unknown;       /* the name is not known: GPT-2's regex stands in for it */
+} tok_pre_flags;
+/* Builds the pre-tokenizer named by tokenizer.ggml.pre (pre == NULL: missing) and
+ * sets the flags its type implies (fields it has no opinion on are left alone).
+ * LLC_ERR_UNSUPPORTED for pre-tokenizers llama.cpp implements with custom code. */
+int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, tok_pre_flags *flags,
+                      llc_err *err);
 void tok_pretok_free(tok_pretok *p);
 const char *tok_pretok_name(const tok_pretok *p);
 /* A word of the split: bytes [start, end) of the input. */
@@ -73,9 +86,10 @@ typedef struct tok_bpe tok_bpe;
 struct tokenizer;
 /* Builds the merge tables from tokenizer.ggml.merges ("left right" strings, rank =
  * index, first occurrence wins) against t's vocabulary; takes ownership of pre
- * (freed on failure too). */
+ * (freed on failure too). Uses flags' ignore_merges, raw_utf8, escape_ws and
+ * newline_runs. */
 int tok_bpe_create(const struct tokenizer *t, const gguf_array *merges, tok_pretok *pre,
-                   bool ignore_merges, tok_bpe **out, llc_err *err);
+                   const tok_pre_flags *flags, tok_bpe **out, llc_err *err);
 const tok_pretok *tok_bpe_pretok(const tok_bpe *b);
 void tok_bpe_free(tok_bpe *b);
 /* Encodes one raw-text fragment; appends ids. */
@@ -118,6 +132,10 @@ struct tokenizer {
 
     int32_t special[TOK_SPECIAL_COUNT];
     bool add_bos, add_eos, add_space_prefix;
+    bool escape_ws; /* BPE with spaces written U+2581 (gemma4): pieces unescape them */
+    char model_name[16]; /* tokenizer.ggml.model */
+    char pre_name[64];   /* tokenizer.ggml.pre as the file has it ("" if absent) */
+    bool pre_unknown;    /* pre_name is not known; GPT-2's regex stands in */
 
     /* special-token partition: ids with CONTROL | USER_DEFINED | UNKNOWN,
      * longest text first, and a byte trie over their texts for a presence scan */

@@ -1,6 +1,7 @@
-/* tok_pretok.c — the byte-level BPE pre-tokenizer: which regexes each
- * tokenizer.ggml.pre type uses (the lists of llama.cpp's llm_tokenizer_bpe), their
- * compilation with PCRE2, and splitting text into words with them.
+/* tok_pretok.c — the BPE pre-tokenizer: which regexes each tokenizer.ggml.pre
+ * type uses (the lists of llama.cpp's llm_tokenizer_bpe) and what else the type
+ * implies (tok_pre_flags), their compilation with PCRE2, and splitting text into
+ * words with them.
  *
  * Semantics, as llama.cpp's unicode_regex_split: the regexes apply in order; each
  * one splits every piece left by the previous one into its matches and the
@@ -135,9 +136,15 @@ typedef struct pre_type {
     bool ignore_merges, add_bos, bos_none;
 } pre_type;
 
+/* SPM-style BPE (gemma4, sarvam-moe): spaces are escaped to U+2581 and merges run
+ * over UTF-8 characters of whole lines; only runs of newlines are split off. */
+#define R_LINES "[^\\n]+|[\\n]+"
+
 static const pre_type k_types[] = {
     {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", R_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}, 0, 0, 0},
     {"llama3", {R_LLAMA3}, true, true, false},
+    {"gemma4", {R_LINES}, 0, 0, 0},
+    {"sarvam-moe", {R_LINES}, 0, 0, 0},
     {"dbrx", {R_LLAMA3}, 0, 0, 0},
     {"jais-2", {R_JAIS2}, 0, 0, 0},
     {"deepseek-llm", {"[\r\n]", R_DS_LETTERS, R_DS_PUNCT, "\\s+$", R_CJK_DS, "\\p{N}+"}, 0, 0, 0},
@@ -170,6 +177,15 @@ static const pre_type k_types[] = {
     {"exaone-moe", {R_EXAONE_MOE}, 0, 0, 0},
 };
 
+/* The types' rarer settings. */
+static const struct {
+    const char *type;
+    tok_pre_flags flags;
+} k_more[] = {
+    {"gemma4", {.raw_utf8 = true, .escape_ws = true, .force_bos = true, .newline_runs = true}},
+    {"sarvam-moe", {.raw_utf8 = true, .escape_ws = true}},
+};
+
 /* tokenizer.ggml.pre value -> canonical type name above (llama.cpp's aliases). */
 static const struct {
     const char *alias, *type;
@@ -192,13 +208,12 @@ static const struct {
     {"bloom", "poro-chat"},         {"gpt3-finnish", "poro-chat"}, {"glm4", "chatglm-bpe"},
     {"llama4", "gpt-4o"},           {"kanana2", "gpt-4o"},         {"talkie", "gpt-4o"},
     {"minimax-m2", "gpt-4o"},       {"cohere2moe", "tiny_aya"},    {"bailingmoe2", "bailingmoe"},
-    {"llada-moe", "bailingmoe"},
+    {"llada-moe", "bailingmoe"},    {"granite-embed-multi-311m", "gemma4"},
 };
 
-/* Pre-tokenizers that are not byte-level BPE over regex words (llama.cpp has
- * custom code or a different byte encoding for them). */
+/* Pre-tokenizers llama.cpp implements with custom code. */
 static const char *const k_unsupported[] = {
-    "gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace", "kimi-k2", "afmoe",
+    "whitespace", "kimi-k2", "afmoe",
 };
 
 #define WS_SET "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
@@ -277,8 +292,8 @@ static bool name_is(const char *pre, size_t len, const char *name) {
     return strlen(name) == len && memcmp(pre, name, len) == 0;
 }
 
-int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, bool *ignore_merges,
-                      bool *add_bos, bool *bos_none, llc_err *err) {
+int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, tok_pre_flags *flags,
+                      llc_err *err) {
     *out = NULL;
     const pre_type *ty = NULL;
     if (!pre) {
@@ -296,6 +311,7 @@ int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, bool *i
                 ty = &k_types[i];
         /* Unknown types (llama.cpp refuses them) fall back to GPT-2's regex, which
          * splits words, numbers, punctuation and whitespace sensibly. */
+        if (!ty) flags->unknown = true;
         for (size_t i = 0; i < LLC_ARRAY_LEN(k_types) && !ty; i++)
             if (!strcmp(k_types[i].name, "gpt-2")) ty = &k_types[i];
     }
@@ -323,9 +339,17 @@ int tok_pretok_create(const char *pre, size_t pre_len, tok_pretok **out, bool *i
         pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
         p->re[p->n++] = re;
     }
-    if (ty->ignore_merges) *ignore_merges = true;
-    if (ty->add_bos) *add_bos = true;
-    if (ty->bos_none) *bos_none = true;
+    if (ty->ignore_merges) flags->ignore_merges = true;
+    if (ty->add_bos) flags->add_bos = true;
+    if (ty->bos_none) flags->bos_none = true;
+    for (size_t i = 0; i < LLC_ARRAY_LEN(k_more); i++) {
+        if (strcmp(k_more[i].type, ty->name)) continue;
+        const tok_pre_flags *m = &k_more[i].flags;
+        if (m->force_bos) flags->force_bos = true;
+        if (m->raw_utf8) flags->raw_utf8 = true;
+        if (m->escape_ws) flags->escape_ws = true;
+        if (m->newline_runs) flags->newline_runs = true;
+    }
     *out = p;
     return 0;
 }

@@ -294,7 +294,7 @@ static int build_pieces(tokenizer *t) {
             memcpy(o, s, len);
             m = len;
         } else if (a & TOK_ATTR_NORMAL) {
-            if (t->kind == TOK_KIND_SPM) {
+            if (t->kind == TOK_KIND_SPM || t->escape_ws) {
                 for (uint32_t j = 0; j < len;) {
                     if (j + 3 <= len && !memcmp(s + j, "\xE2\x96\x81", 3)) {
                         o[m++] = ' ';
@@ -379,16 +379,20 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
                         gguf_type_name(mv->type));
     model = mv->v.str;
     tok_kind kind;
+    bool gemma4 = false; /* SPM-style BPE; the pre-tokenizer is always "gemma4" */
     if (gguf_str_eq(model, "llama")) {
         kind = TOK_KIND_SPM;
     } else if (gguf_str_eq(model, "gpt2")) {
         kind = TOK_KIND_BPE;
+    } else if (gguf_str_eq(model, "gemma4")) {
+        kind = TOK_KIND_BPE;
+        gemma4 = true;
     } else {
         char name[48];
         safe_name(model, name, sizeof name);
         return llc_fail(err, LLC_ERR_UNSUPPORTED,
-                        "tokenizer: model '%s' is not supported (only 'llama' SentencePiece and "
-                        "'gpt2' byte-level BPE)", name);
+                        "tokenizer: model '%s' is not supported (only 'llama' SentencePiece, "
+                        "'gpt2' byte-level BPE and 'gemma4' SentencePiece-style BPE)", name);
     }
 
     gguf_array toks;
@@ -456,7 +460,8 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
     /* flags and defaults by model */
     for (int k = 0; k < TOK_SPECIAL_COUNT; k++) t->special[k] = -1;
     char pre[64] = "";
-    bool pre_present = false, ignore_merges = false, bos_none = false;
+    bool pre_present = false;
+    tok_pre_flags pre_flags = {0};
     gguf_str pre_s = {0};
     {
         const gguf_value *pv = gguf_find(g, KEY("pre"));
@@ -470,7 +475,14 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
             pre_present = true;
             safe_name(pre_s, pre, sizeof pre);
         }
+        if (gemma4) { /* llama.cpp ignores the file's value */
+            pre_s = (gguf_str){"gemma4", 6};
+            pre_present = true;
+            snprintf(pre, sizeof pre, "gemma4");
+        }
     }
+    safe_name(model, t->model_name, sizeof t->model_name);
+    snprintf(t->pre_name, sizeof t->pre_name, "%s", pre);
     tok_pretok *pretok = NULL;
     if (kind == TOK_KIND_SPM) {
         t->special[TOK_SPECIAL_BOS] = 1;
@@ -479,14 +491,17 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
         t->add_space_prefix = true;
         t->add_bos = true;
     } else {
-        t->special[TOK_SPECIAL_BOS] = 11; /* llama.cpp's BPE defaults */
-        t->special[TOK_SPECIAL_EOS] = 11;
-        bool add_bos = false;
+        if (!gemma4) { /* llama.cpp's BPE defaults; gemma4 has none */
+            t->special[TOK_SPECIAL_BOS] = 11;
+            t->special[TOK_SPECIAL_EOS] = 11;
+        }
         rc = tok_pretok_create(pre_present ? pre_s.ptr : NULL, pre_present ? (size_t)pre_s.len : 0,
-                               &pretok, &ignore_merges, &add_bos, &bos_none, err);
+                               &pretok, &pre_flags, err);
         if (rc) goto fail;
-        t->add_bos = add_bos;
-        if (bos_none) t->special[TOK_SPECIAL_BOS] = -1;
+        t->add_bos = pre_flags.add_bos;
+        t->escape_ws = pre_flags.escape_ws;
+        t->pre_unknown = pre_flags.unknown;
+        if (pre_flags.bos_none) t->special[TOK_SPECIAL_BOS] = -1;
     }
     for (int k = 0; k < TOK_SPECIAL_COUNT; k++)
         if (t->special[k] >= t->n_vocab) t->special[k] = -1;
@@ -495,7 +510,7 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
         const gguf_value *mg = gguf_find(g, KEY("merges"));
         if (!mg) {
             tok_pretok_free(pretok);
-            rc = llc_fail(err, LLC_ERR_NOTFOUND, "tokenizer: no %s in a gpt2 vocabulary",
+            rc = llc_fail(err, LLC_ERR_NOTFOUND, "tokenizer: no %s in a BPE vocabulary",
                           KEY("merges"));
             goto fail;
         }
@@ -505,7 +520,7 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
                           KEY("merges"));
             goto fail;
         }
-        rc = tok_bpe_create(t, &mg->v.arr, pretok, ignore_merges, &t->bpe, err);
+        rc = tok_bpe_create(t, &mg->v.arr, pretok, &pre_flags, &t->bpe, err);
         if (rc) goto fail;
     }
 
@@ -532,6 +547,7 @@ int tok_load(const gguf *g, tokenizer **out, llc_err *err) {
             goto fail;
     if ((rc = read_bool(g, KEY("add_bos_token"), &t->add_bos, err))) goto fail;
     if ((rc = read_bool(g, KEY("add_eos_token"), &t->add_eos, err))) goto fail;
+    if (pre_flags.force_bos) t->add_bos = true; /* llama.cpp's gemma4 workaround */
 
     char name_lc[96] = "";
     {
@@ -568,6 +584,23 @@ fail:
 }
 
 /* ---- accessors ---- */
+
+int tok_describe(const tokenizer *t, char *buf, size_t cap) {
+    if (!t || !buf || !cap) return LLC_ERR_RANGE;
+    int n;
+    if (t->kind == TOK_KIND_SPM)
+        n = snprintf(buf, cap, "'%s' SentencePiece, %d tokens", t->model_name, t->n_vocab);
+    else if (t->pre_unknown)
+        n = snprintf(buf, cap,
+                     "'%s' BPE, %d tokens, pre-tokenizer '%s' is not known here: GPT-2's regex "
+                     "stands in for it (ids may differ from the model's own)",
+                     t->model_name, t->n_vocab, t->pre_name);
+    else
+        n = snprintf(buf, cap, "'%s' %s BPE, %d tokens, pre-tokenizer '%s'", t->model_name,
+                     t->escape_ws ? "SentencePiece-style" : "byte-level", t->n_vocab,
+                     tok_pretok_name(tok_bpe_pretok(t->bpe)));
+    return n;
+}
 
 int tok_n_vocab(const tokenizer *t) { return t ? t->n_vocab : 0; }
 int32_t tok_bos(const tokenizer *t) { return t ? t->special[TOK_SPECIAL_BOS] : -1; }

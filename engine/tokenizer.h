@@ -1,16 +1,21 @@
 /* tokenizer.h — text <-> token ids from a GGUF's tokenizer.ggml.* metadata.
  *
- * Two vocabulary kinds are implemented, following llama.cpp's behaviour:
- *   "llama" — SentencePiece (SPM): scored bigram merges over UTF-8 characters,
- *             spaces escaped as U+2581, a space prefixed to the text, <0xNN> byte
- *             fallback for characters the vocabulary lacks.
- *   "gpt2"  — byte-level BPE: a pre-tokenizer (PCRE2 regexes chosen by
- *             tokenizer.ggml.pre) splits the text into words, bytes are mapped to
- *             printable characters (GPT-2's bytes_to_unicode) and merged by rank.
+ * Three vocabulary kinds are implemented, following llama.cpp's behaviour:
+ *   "llama"  — SentencePiece (SPM): scored bigram merges over UTF-8 characters,
+ *              spaces escaped as U+2581, a space prefixed to the text, <0xNN> byte
+ *              fallback for characters the vocabulary lacks.
+ *   "gpt2"   — byte-level BPE: a pre-tokenizer (PCRE2 regexes chosen by
+ *              tokenizer.ggml.pre) splits the text into words, bytes are mapped to
+ *              printable characters (GPT-2's bytes_to_unicode) and merged by rank.
+ *   "gemma4" — SentencePiece-style BPE (Gemma 4; also the gpt2 pre-tokenizers
+ *              "gemma4", "granite-embed-multi-311m" and "sarvam-moe"): spaces
+ *              escaped as U+2581, lines split from runs of newlines, ranked merges
+ *              over UTF-8 characters, <0xNN> byte fallback; BOS is always added.
  * Other models (bert, t5, rwkv, ...) are refused with LLC_ERR_UNSUPPORTED, as are
  * the few pre-tokenizers llama.cpp implements with custom code (kimi-k2, afmoe,
- * gemma4-style SPM-BPE). A missing pre-tokenizer uses llama.cpp's "default"
- * regexes; an unknown name falls back to GPT-2's regex (llama.cpp refuses it).
+ * whitespace). A missing pre-tokenizer uses llama.cpp's "default" regexes; an
+ * unknown name falls back to GPT-2's regex (llama.cpp refuses it), which
+ * tok_describe() reports.
  *
  * A loaded tokenizer is immutable: every function taking a `const tokenizer *`
  * may be called from several threads at once. Token ids are int32_t; -1 means
@@ -35,11 +40,18 @@ typedef struct tokenizer tokenizer;
 int tok_load(const gguf *g, tokenizer **out, llc_err *err);
 void tok_free(tokenizer *t);
 
+/* One line for people saying which tokenizer this is ("'gpt2' byte-level BPE,
+ * 151936 tokens, pre-tokenizer 'qwen2'"), and, when the file names a
+ * pre-tokenizer not known here, that GPT-2's regex stands in for it. Writes at
+ * most cap bytes (NUL included); returns the full length or negative. */
+int tok_describe(const tokenizer *t, char *buf, size_t cap);
+
 int tok_n_vocab(const tokenizer *t);
 int32_t tok_bos(const tokenizer *t); /* -1 if none */
 int32_t tok_eos(const tokenizer *t); /* -1 if none */
 /* tokenizer.ggml.add_bos_token, else the model's default (llama: true; gpt2:
- * false, except the llama3/tekken/chameleon pre-tokenizers: true). */
+ * false, except the llama3/tekken/chameleon pre-tokenizers: true); gemma4: always
+ * true, whatever the file says (as llama.cpp). */
 bool tok_add_bos(const tokenizer *t);
 bool tok_add_eos(const tokenizer *t); /* tokenizer.ggml.add_eos_token, default false */
 /* End of generation: eos, eot, eom, fim pad/rep/sep and the well-known texts

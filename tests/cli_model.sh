@@ -48,6 +48,55 @@ expect_grep "info: qwen3moe runs" "runs in llmchat: yes \\(qwen3moe.*2 of 8 expe
     $LLMCHAT info -m "$SHARED/models/arch/qwen3moe.gguf"
 expect_grep "info: an unsupported architecture is named" "runs in llmchat: no: architecture 'falcon' is not supported" \
     $LLMCHAT info -m "$SHARED/vocab/ggml-vocab-falcon.gguf"
+expect_grep "info FILE: the file without -m; the model's chat template" \
+    "^chat template: the model's own" $LLMCHAT info "$SHARED/models/arch/qwen2-bias.gguf"
+
+# what a file needs that llmchat lacks: info says it in its last line, and loading
+# it (generate -m, serve, the chat UI) fails with that same line. The files are
+# the shared models with one thing changed (tests/tools/gguf_edit).
+EDIT=./build/tools/gguf_edit
+A="$SHARED/models/arch"
+unsupported() { # NAME REASON-PATTERN SRC EDIT...
+    name=$1 pat=$2 src=$3
+    shift 3
+    if ! $EDIT "$src" "$TMP/u.gguf" "$@" 2>"$TMP/err"; then bad "unsupported $name: gguf_edit" "$(cat "$TMP/err")"; return; fi
+    $LLMCHAT info "$TMP/u.gguf" >"$TMP/info" 2>"$TMP/err"
+    line=$(tail -n 1 "$TMP/info")
+    reason=${line#runs in llmchat: no: }
+    if [ "$reason" != "$line" ] && printf '%s\n' "$reason" | grep -qE -- "$pat"; then ok "info names what $name needs: $reason"
+    else bad "info $name" "last line: $line" "stderr: $(cat "$TMP/err")"; return; fi
+    for cmd in "generate -p x -n 1" "serve --socket $TMP/u.sock" "chat"; do
+        # shellcheck disable=SC2086
+        $LLMCHAT $cmd -m "$TMP/u.gguf" --db "$TMP/u.db" </dev/null >"$TMP/out" 2>"$TMP/err"
+        rc=$?
+        if [ $rc -eq 1 ] && [ "$(cat "$TMP/err")" = "llmchat: $reason" ] && [ ! -s "$TMP/out" ]; then
+            ok "${cmd%% *} -m refuses $name with the same line"
+        else bad "${cmd%% *} -m $name" "status $rc" "stderr: $(cat "$TMP/err")" "want:   llmchat: $reason"; fi
+    done
+}
+# a pre-tokenizer not known here runs with GPT-2's regex, and info says so
+$EDIT "$A/qwen2-bias.gguf" "$TMP/pre.gguf" -s tokenizer.ggml.pre=brand-new
+expect_grep "info: an unknown pre-tokenizer is named" \
+    "^tokenizer: 'gpt2' BPE, 2048 tokens, pre-tokenizer 'brand-new' is not known here: GPT-2's regex stands in" \
+    $LLMCHAT info "$TMP/pre.gguf"
+unsupported "qwen2moe" "^architecture 'qwen2moe' is not supported: its shared expert" \
+    "$A/qwen3moe.gguf" -s general.architecture=qwen2moe -p qwen3moe.=qwen2moe.
+unsupported "a command-r vocabulary" "^architecture 'command-r' is not supported" \
+    "$SHARED/vocab/ggml-vocab-command-r.gguf"
+unsupported "shared experts" "^shared experts \(layer 0\) are not supported" \
+    "$A/qwen3moe.gguf" -a blk.0.ffn_gate_shexp.weight=f32:64,32
+unsupported "YaRN" "^RoPE scaling 'yarn' is not supported" \
+    "$A/llama-rope-scale.gguf" -s llama.rope.scaling.type=yarn
+unsupported "LongRoPE" "^LongRoPE \(rope_factors_long/short\) is not supported" \
+    "$A/phi3.gguf" -a rope_factors_long.weight=f32:8 -a rope_factors_short.weight=f32:8
+unsupported "an IQ2_XXS tensor" "^tensor 'blk.0.attn_q.weight' has type IQ2_XXS, which llmchat does not support" \
+    "$SHARED/models/quant/stories260K-w256-Q8_0.gguf" -t blk.0.attn_q.weight=iq2_xxs
+unsupported "a t5 tokenizer" "^tokenizer: model 't5' is not supported" \
+    "$MODEL" -s tokenizer.ggml.model=t5
+unsupported "values wider than keys" "^keys of 8 and values of 16 per head are not supported" \
+    "$MODEL" -u llama.attention.value_length=16
+unsupported "a vocabulary-only file" "^the file holds no weights" \
+    "$SHARED/vocab/ggml-vocab-llama-bpe.gguf"
 
 # the streamed text equals the JSON text, and the JSON has what it promises
 $LLMCHAT generate -p "Once upon a time" -n 20 --json --logprobs 3 >"$TMP/g.out" 2>"$TMP/g.err"

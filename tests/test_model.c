@@ -597,6 +597,11 @@ static void test_unsupported_named(void) {
         {"arch/qwen3moe.gguf", NULL, NULL, NULL, "blk.0.ffn_up_shexp.weight", "shared experts"},
         {"arch/llama-rope-scale.gguf", NULL, NULL, "ffn_gate", NULL, "feed-forward block without a gate"},
         {"arch/gemma2.gguf", "general.architecture", "gemma3n", NULL, NULL, "'gemma3n' is not supported"},
+        {"arch/qwen3moe.gguf", "general.architecture", "qwen2moe", NULL, NULL,
+         "'qwen2moe' is not supported: its shared expert and shared-expert gate"},
+        {"arch/phi3.gguf", "general.architecture", "falcon", NULL, NULL,
+         "'falcon' is not supported (llama (Mixtral-style experts too), qwen2"},
+        {"arch/phi3.gguf", NULL, NULL, "blk.", NULL, "'blk.0.attn_norm.weight' is missing"},
         {"arch/gemma2.gguf", NULL, NULL, "post_ffw_norm", NULL, "blk.0.post_ffw_norm.weight' is missing"},
     };
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {

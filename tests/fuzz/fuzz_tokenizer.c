@@ -1,6 +1,6 @@
 /* fuzz_tokenizer.c — libFuzzer target for the tokenizer on untrusted text: the
- * vocabularies of ../shared/vocab (SentencePiece and byte-level BPE with their
- * pre-tokenizers) are loaded once; the first input byte picks one and the flags
+ * vocabularies of ../shared/vocab (SentencePiece, byte-level BPE with their
+ * pre-tokenizers, gemma4's SentencePiece-style BPE) are loaded once; the first input byte picks one and the flags
  * (BOS, special-token parsing), the rest is the text (any bytes). Encoding must
  * give in-range ids and report the same count with a small and a big buffer;
  * decoding them must work; for valid UTF-8 without special parsing,
@@ -18,7 +18,9 @@
 
 static const char *const k_vocabs[] = {
     "llama-spm", "gpt-2", "phi-3", "deepseek-llm", "starcoder", "falcon", "baichuan",
+    "gemma-4", "qwen35", "llama-bpe",
 };
+#define GEMMA4 7 /* SentencePiece-style BPE with byte fallback: round trips too */
 #define N_VOCABS ((int)(sizeof k_vocabs / sizeof k_vocabs[0]))
 static tokenizer *g_tok[N_VOCABS];
 
@@ -84,9 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *out = NULL;
     size_t out_len = 0;
     if (tok_decode(t, ids, n, false, &out, &out_len)) abort();
-    /* exact round trip: SentencePiece with byte fallback, valid UTF-8, no
-     * special parsing, no BOS, text without NULs (NUL bytes are fine for BPE) */
-    if (t == g_tok[0] && !special && !bos && utf8_valid_len(data + 1, len) == len &&
+    /* exact round trip: SentencePiece (and gemma4's SentencePiece-style BPE) with
+     * byte fallback, valid UTF-8, no special parsing, no BOS, text without NULs
+     * (NUL bytes are fine for BPE) */
+    if ((t == g_tok[0] || t == g_tok[GEMMA4]) && !special && !bos && utf8_valid_len(data + 1, len) == len &&
         !memchr(text, 0, len) && !memmem(text, len, "\xE2\x96\x81", 3) /* U+2581 is SPM's space */ &&
         (out_len != len || memcmp(out, text, len))) {
         fprintf(stderr, "round trip: %zu bytes in, %zu out\n", len, out_len);

@@ -156,10 +156,12 @@ static void gguf_seeds(void) {
 
 /* The tokenizer test inputs, each behind a selector byte (vocabulary, flags). */
 static void tokenizer_seeds(void) {
-    static const char *const names[] = {"llama-spm", "gpt-2", "phi-3", "deepseek-llm", "starcoder"};
+    /* index = fuzz_tokenizer's k_vocabs order; absent names are skipped */
+    static const char *const names[] = {"llama-spm", "gpt-2", "phi-3", "deepseek-llm", "starcoder",
+                                        "falcon", "baichuan", "gemma-4", "qwen35", "llama-bpe"};
     const char *shared = getenv("LLC_SHARED");
     if (!shared || !*shared) shared = "../shared";
-    for (int v = 0; v < 5; v++) {
+    for (int v = 0; v < (int)(sizeof names / sizeof *names); v++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf.inp", shared, names[v]);
         FILE *f = fopen(path, "rb");
@@ -175,7 +177,12 @@ static void tokenizer_seeds(void) {
             size_t len = e ? (size_t)(e - s) : strlen(s);
             char item[4096], name[64];
             if (len > sizeof item - 1) len = sizeof item - 1;
-            item[0] = (char)(v | (k % 4) << 4); /* vocabulary index (fuzz_tokenizer's order), flags */
+            /* the selector: byte % count = vocabulary (fuzz_tokenizer's order), bits
+             * 0x10 and 0x20 the flags */
+            const int n_names = (int)(sizeof names / sizeof *names), flags = (k % 4) << 4;
+            int sel = 0;
+            while (sel < 255 && (sel % n_names != v || (sel & 0x30) != flags)) sel++;
+            item[0] = (char)sel;
             memcpy(item + 1, s, len);
             snprintf(name, sizeof name, "%s-%02d", names[v], k);
             put("tokenizer", name, item, len + 1);
