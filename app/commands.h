@@ -19,7 +19,9 @@ int cmd_info(int argc, char **argv);
 int cmd_genmodel(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_ask(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 extern const cli_cmd cli_chat, cli_generate, cli_perplexity, cli_bench, cli_tokenize, cli_info, cli_genmodel;
 extern const cli_cmd cli_serve, cli_ask;
+extern const cli_cmd cli_embed;
 
 #endif

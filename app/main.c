@@ -14,6 +14,7 @@ static const command g_commands[] = {
     {&cli_genmodel, cmd_genmodel},
     {&cli_serve, cmd_serve},
     {&cli_ask, cmd_ask},
+    {&cli_embed, cmd_embed},
 };
 
 static void print_main_help(void) {

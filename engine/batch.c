@@ -8,8 +8,8 @@ struct batch {
     int max_blocks, block_size;
     int n_tokens, cap_tokens;
     int n_seqs, cap_seqs;
-    int n_out;
-    int32_t *tokens, *positions, *slots, *out_rows; /* [cap_tokens] */
+    int n_out, n_hidden;
+    int32_t *tokens, *positions, *slots, *out_rows, *hidden_rows; /* [cap_tokens] */
     int32_t *seq_start, *kv_len, *block_table;      /* per sequence */
     bk_batch view;
 };
@@ -36,13 +36,14 @@ void batch_free(batch *b) {
     free(b->positions);
     free(b->slots);
     free(b->out_rows);
+    free(b->hidden_rows);
     free(b->seq_start);
     free(b->kv_len);
     free(b->block_table);
     free(b);
 }
 
-void batch_clear(batch *b) { b->n_tokens = b->n_seqs = b->n_out = 0; }
+void batch_clear(batch *b) { b->n_tokens = b->n_seqs = b->n_out = b->n_hidden = 0; }
 int batch_n_tokens(const batch *b) { return b->n_tokens; }
 
 static bool grow(void **p, size_t elem, int cap) {
@@ -62,7 +63,8 @@ int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32
         int cap = b->cap_tokens ? b->cap_tokens : 64;
         while (cap < b->n_tokens + n) cap *= 2;
         if (!grow((void **)&b->tokens, 4, cap) || !grow((void **)&b->positions, 4, cap) ||
-            !grow((void **)&b->slots, 4, cap) || !grow((void **)&b->out_rows, 4, cap))
+            !grow((void **)&b->slots, 4, cap) || !grow((void **)&b->out_rows, 4, cap) ||
+            !grow((void **)&b->hidden_rows, 4, cap))
             return LLC_ERR_NOMEM;
         b->cap_tokens = cap;
     }
@@ -74,13 +76,14 @@ int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32
         b->cap_seqs = cap;
     }
     int s = b->n_seqs++;
-    int first_out = b->n_out;
+    int first_out = out == BATCH_OUT_HIDDEN ? b->n_hidden : b->n_out;
     for (int i = 0; i < n; i++) {
         int r = b->n_tokens + i, pos = start_pos + i;
         b->tokens[r] = tokens[i];
         b->positions[r] = pos;
         b->slots[r] = blocks[pos / b->block_size] * b->block_size + pos % b->block_size;
         if (out == BATCH_OUT_ALL || (out == BATCH_OUT_LAST && i == n - 1)) b->out_rows[b->n_out++] = r;
+        if (out == BATCH_OUT_HIDDEN) b->hidden_rows[b->n_hidden++] = r;
     }
     b->n_tokens += n;
     b->seq_start[s + 1] = b->n_tokens;
@@ -96,7 +99,8 @@ const bk_batch *batch_view(batch *b) {
         .n_tokens = b->n_tokens, .tokens = b->tokens, .positions = b->positions,
         .n_seqs = b->n_seqs, .seq_start = b->seq_start, .kv_len = b->kv_len,
         .block_table = b->block_table, .max_blocks = b->max_blocks, .slots = b->slots,
-        .n_out = b->n_out, .out_rows = b->out_rows,
+        .n_out = b->n_out, .out_rows = b->out_rows, .n_hidden = b->n_hidden,
+        .hidden_rows = b->hidden_rows,
     };
     return &b->view;
 }

@@ -11,6 +11,7 @@ typedef enum batch_out {
     BATCH_OUT_NONE, /* no logits for this piece */
     BATCH_OUT_LAST, /* logits for its last token */
     BATCH_OUT_ALL,  /* logits for every token (perplexity, speculative verify) */
+    BATCH_OUT_HIDDEN, /* no logits; the final-norm hidden state of every token (embeddings) */
 } batch_out;
 
 typedef struct batch batch;
@@ -22,7 +23,8 @@ void batch_clear(batch *b);
 /* Appends n tokens at positions start_pos.. of a sequence whose first
  * ceil((start_pos+n)/block_size) KV blocks are blocks[0..n_blocks). Returns the
  * index of its first logits row among the batch's outputs (or the count so far
- * when out is NONE), or a negative code. */
+ * when out is NONE; with HIDDEN, of its first row among the hidden-state rows),
+ * or a negative code. */
 int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32_t *blocks,
               int n_blocks, batch_out out);
 int batch_n_tokens(const batch *b);

@@ -45,7 +45,13 @@ static int run_step(engine *e, llc_err *err) {
         e->logits = l;
         e->cap_logits = b->n_out;
     }
-    if (!rc) rc = model_forward(e->m, e->kv_store, b, e->logits, err);
+    if (!rc && b->n_hidden > e->cap_hidden) {
+        float *h = realloc(e->hidden, (size_t)b->n_hidden * model_hparams_of(e->m)->dim * sizeof *h);
+        if (!h) return llc_fail(err, LLC_ERR_NOMEM, "out of memory for hidden states");
+        e->hidden = h;
+        e->cap_hidden = b->n_hidden;
+    }
+    if (!rc) rc = model_forward_hidden(e->m, e->kv_store, b, e->logits, e->hidden, err);
     if (rc) return rc;
     e->stats.steps++;
     e->stats.computed_tokens += rows;
@@ -58,7 +64,12 @@ static int run_step(engine *e, llc_err *err) {
         seq *s = snap[i];
         if (!s->rows || s->state != SEQ_RUNNING) continue; /* or ended by an error above */
         kv_seq_commit(s->kv, s->rows);
+        int rows_done = s->rows;
         s->rows = 0;
+        if (s->req->embed) {
+            eng_embed_take(e, s, rows_done, e->hidden);
+            continue;
+        }
         if (s->out_row < 0) continue;
         const float *lg = e->logits + (size_t)s->out_row * e->n_vocab;
         request *r = s->req;
@@ -224,6 +235,7 @@ void engine_destroy(engine *e) {
     }
     free(e->running);
     free(e->logits);
+    free(e->hidden);
     eng_spec_free(e);
     batch_free(e->batch);
     kv_pool_free(e->pool);

@@ -56,11 +56,26 @@ typedef struct gen_request {
                               <|python_tag|>); end-of-generation tokens still end it */
 } gen_request;
 
+/* An embeddings request: each input runs through the model as a sequence of its
+ * own, batched with everything else, and yields the mean over its positions of
+ * the final-norm hidden state (before the output projection), L2-normalised.
+ * Inputs use no cached prefix (every position's hidden state is needed, and the
+ * cache holds K/V only) and leave nothing cached behind (kv_seq_free_uncached). */
+typedef struct embed_request {
+    const int32_t *const *inputs; /* [n_inputs] token lists (copied) */
+    const int *n_tokens;          /* [n_inputs] each 1..the context */
+    int n_inputs;                 /* 1..ENGINE_MAX_EMBED_INPUTS */
+    int priority;
+} embed_request;
+
+#define ENGINE_MAX_EMBED_INPUTS 4096
+
 typedef enum engine_finish {
     FINISH_NONE, FINISH_STOP, FINISH_LENGTH, FINISH_CANCELLED, FINISH_ERROR,
 } engine_finish;
 
-typedef enum engine_event_kind { EV_TOKEN, EV_DONE, EV_ERROR } engine_event_kind;
+/* An embeddings request sends, per input, EV_EMBEDDING and then EV_DONE. */
+typedef enum engine_event_kind { EV_TOKEN, EV_DONE, EV_ERROR, EV_EMBEDDING } engine_event_kind;
 
 typedef struct engine_event {
     engine_event_kind kind;
@@ -78,6 +93,9 @@ typedef struct engine_event {
     int drafted_tokens, accepted_tokens; /* speculative decoding */
     /* EV_ERROR */
     char message[256];
+    /* EV_EMBEDDING (seq_index = the input; prompt_tokens set too) */
+    float *embedding;       /* [n_embd], norm 1; freed with the event */
+    int n_embd;
 } engine_event;
 
 typedef struct engine_metrics {
@@ -116,6 +134,10 @@ void engine_event_free(engine_event *ev);
  * requests that can never run (bad params, prompt longer than the context or the
  * whole KV cache). */
 int64_t engine_submit(engine *e, engine_client *c, const gen_request *r, llc_err *err);
+/* Queues an embeddings request (see embed_request); returns its id (> 0) or a
+ * negative code with err set (no inputs, an empty or too long input, a token
+ * outside the vocabulary, an input needing more KV blocks than the cache has). */
+int64_t engine_submit_embed(engine *e, engine_client *c, const embed_request *r, llc_err *err);
 /* Cancels a request: its blocks are freed at the next step and each of its
  * samples ends with FINISH_CANCELLED. */
 void engine_cancel(engine *e, int64_t request_id);

@@ -47,6 +47,7 @@ void eng_client_destroy(engine_client *c) {
     for (ev_node *n = c->head, *next; n; n = next) {
         next = n->next;
         free(n->ev.text);
+        free(n->ev.embedding);
         free(n);
     }
     close(c->efd);
@@ -107,6 +108,7 @@ engine_event *engine_client_wait(engine_client *c, int timeout_ms) {
 void engine_event_free(engine_event *ev) {
     if (!ev) return;
     free(ev->text);
+    free(ev->embedding);
     free((ev_node *)ev);
 }
 

@@ -60,6 +60,9 @@ typedef struct seq {
     sampler *dsmp;   /* the draft's sampler (same params, own RNG stream) */
     float *q;        /* [draft_max][n_vocab]: the draft's distributions (sampling) */
     int64_t drafted, accepted; /* totals, reported in its done event */
+    /* embeddings (engine_embed.c) */
+    double *embd_sum; /* [dim] sum of its rows' final-norm hidden states so far */
+    int hid_row;      /* index of its first hidden-state row in the current step */
 } seq;
 
 struct request {
@@ -71,6 +74,8 @@ struct request {
     int n, max_tokens, priority;
     bool continues_prompt; /* gen_request.continues_prompt */
     bool special_text;     /* gen_request.special_text */
+    bool embed;      /* an embeddings request: seqs[i] is input i (no sampling) */
+    int *input_start; /* embed: input i is prompt[input_start[i] .. input_start[i+1]) */
     int n_slots;     /* entries of seqs: n, or the beam width */
     beam_search *bs; /* beam search state, or NULL when sampling */
     double t_first_beam; /* first beam step (ms) */
@@ -112,6 +117,8 @@ struct engine {
     float *dlogits;
     int cap_dlogits;
     float *probs, *resid;  /* [n_vocab] scratch for verification */
+    float *hidden;         /* [cap_hidden][dim] final-norm hidden states of the step (embeddings) */
+    int cap_hidden;
 
     pthread_t thread;
     pthread_mutex_t mu; /* inbox, metrics, client refcounts */
@@ -172,6 +179,16 @@ void eng_text_add(char **buf, size_t *len, const char *src, size_t n);
 bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len);
 /* Streams one sampled token (false while the sample goes on). */
 bool eng_emit_token(engine *e, seq *s, const sample_result *res);
+
+/* Releases s's KV (and the draft's); an embedding input's blocks are not cached. */
+void eng_seq_drop_kv(seq *s);
+
+/* engine_embed.c */
+/* Creates the sequences of embeddings request r (one per input, waiting). */
+int eng_embed_seqs(engine *e, request *r);
+/* After the forward pass: adds s's rows of hidden (from s->hid_row) to its sum;
+ * once its whole input is computed, sends the embedding and ends it. */
+void eng_embed_take(engine *e, seq *s, int rows, const float *hidden);
 
 /* engine_sched.c */
 /* The running list (admission order is kept for preemption). */

@@ -28,6 +28,7 @@ void eng_inbox_post(engine *e, inbox_msg *msg) {
 void eng_request_free(request *r) {
     if (!r) return;
     free(r->prompt);
+    free(r->input_start);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->seqs);
@@ -128,6 +129,7 @@ void eng_seq_free(seq *s) {
     if (!s) return;
     kv_seq_free(s->kv);
     eng_spec_seq_free(s);
+    free(s->embd_sum);
     sampler_free(s->smp);
     tok_stream_free(s->ts);
     stopstr_free(s->ss);
@@ -167,7 +169,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
 static void emit_done(engine *e, seq *s, engine_finish finish) {
     request *r = s->req;
     engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = s->index, .finish = finish};
-    ev.prompt_tokens = r->n_prompt;
+    ev.prompt_tokens = r->embed ? s->n_tokens : r->n_prompt;
     ev.cached_tokens = s->cached;
     ev.completion_tokens = s->n_gen;
     ev.queue_ms = r->t_admit > 0 ? r->t_admit - r->t_submit : llc_now_ms() - r->t_submit;
@@ -176,6 +178,14 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
     ev.drafted_tokens = (int)s->drafted;
     ev.accepted_tokens = (int)s->accepted;
     eng_client_push(r->client, &ev);
+}
+
+void eng_seq_drop_kv(seq *s) {
+    if (s->req->embed) kv_seq_free_uncached(s->kv);
+    else kv_seq_free(s->kv);
+    s->kv = NULL;
+    kv_seq_free(s->dkv);
+    s->dkv = NULL;
 }
 
 /* Ends one sample: event, blocks back to the pool (full ones stay cached). */
@@ -189,10 +199,7 @@ void eng_seq_finish(engine *e, seq *s, engine_finish finish) {
     }
     if (s->state == SEQ_RUNNING) eng_running_remove(e, s);
     s->state = SEQ_DONE;
-    kv_seq_free(s->kv);
-    s->kv = NULL;
-    kv_seq_free(s->dkv);
-    s->dkv = NULL;
+    eng_seq_drop_kv(s);
     if (!s->req->client->closed && !s->req->bs) emit_done(e, s, finish);
     s->req->n_live--;
 }
@@ -263,16 +270,18 @@ void eng_drain_inbox(engine *e, bool *stop) {
         if (m->kind == MSG_SUBMIT) {
             request *r = m->req;
             seq *s0 = NULL;
-            if (eng_seq_create(e, r, 0, NULL, &s0)) {
+            if (r->embed ? eng_embed_seqs(e, r) : eng_seq_create(e, r, 0, NULL, &s0)) {
                 engine_event ev = {.kind = EV_ERROR, .request_id = r->id};
                 snprintf(ev.message, sizeof ev.message, "out of memory");
                 eng_client_push(r->client, &ev);
                 eng_client_release(e, r->client);
                 eng_request_free(r);
             } else {
-                r->seqs[0] = s0;
-                r->n_live = 1;
-                s0->state = SEQ_WAITING;
+                if (!r->embed) {
+                    r->seqs[0] = s0;
+                    r->n_live = 1;
+                    s0->state = SEQ_WAITING;
+                }
                 request **pp = &e->requests; /* keep submission order */
                 while (*pp) pp = &(*pp)->next;
                 *pp = r;

@@ -45,10 +45,7 @@ static bool preempt_newest(engine *e, const seq *keep) {
     if (!victim) return false;
     eng_running_remove(e, victim);
     eng_spec_drop(e, victim);
-    kv_seq_free(victim->kv);
-    victim->kv = NULL;
-    kv_seq_free(victim->dkv);
-    victim->dkv = NULL;
+    eng_seq_drop_kv(victim);
     victim->state = SEQ_WAITING;
     e->stats.preemptions++;
     return true;
@@ -131,9 +128,10 @@ int eng_plan_step(engine *e) {
     /* admit waiting sequences while budget and blocks last */
     while (budget > 0 && e->n_running < e->p.max_running) {
         seq *s = eng_next_waiting(e);
-        if (!s || shares_uncomputed_prefix(e, s)) break;
+        bool embed = s && s->req->embed; /* computes every position: no prefix from the cache */
+        if (!s || (!embed && shares_uncomputed_prefix(e, s))) break;
         if (kv_seq_create(e->pool, &s->kv)) return LLC_ERR_NOMEM;
-        int hit = kv_seq_match_prefix(s->kv, s->tokens, s->n_tokens);
+        int hit = embed ? 0 : kv_seq_match_prefix(s->kv, s->tokens, s->n_tokens);
         int need = kv_seq_blocks_needed(s->kv, s->n_tokens - hit < budget ? s->n_tokens - hit : budget);
         if (need > kv_pool_available(e->pool)) {
             kv_seq_free(s->kv);
@@ -144,7 +142,7 @@ int eng_plan_step(engine *e) {
             s->admitted_once = true;
             s->cached = hit;
             s->req->t_admit = llc_now_ms();
-            e->stats.prompt_tokens += s->req->n_prompt;
+            e->stats.prompt_tokens += embed ? s->n_tokens : s->req->n_prompt;
             e->stats.cached_tokens += hit;
         }
         eng_running_add(e, s);
@@ -171,6 +169,14 @@ int eng_plan_step(engine *e) {
         int computed = kv_seq_computed(s->kv), n_blocks;
         const int32_t *blocks = kv_seq_blocks(s->kv, &n_blocks);
         bool last = computed + s->rows == s->n_tokens;
+        if (s->req->embed) { /* the hidden state of every row, no logits */
+            int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
+                               BATCH_OUT_HIDDEN);
+            if (rc < 0) return rc;
+            s->hid_row = rc;
+            total += s->rows;
+            continue;
+        }
         int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
                            s->n_draft ? BATCH_OUT_ALL : last ? BATCH_OUT_LAST : BATCH_OUT_NONE);
         if (rc < 0) return rc;

@@ -91,7 +91,7 @@ static int ngram_propose(const int32_t *t, int n, int k, int32_t *out) {
  * down a pause. Called once per sequence per step. */
 static int spec_budget(const engine *e, seq *s) {
     const request *r = s->req;
-    if (r->bs || r->sp.n_logprobs > 0 || s->state != SEQ_RUNNING) return 0;
+    if (r->bs || r->embed || r->sp.n_logprobs > 0 || s->state != SEQ_RUNNING) return 0;
     if (s->n_tokens - kv_seq_computed(s->kv) != 1) return 0; /* not in decode */
     int k = spec_policy_budget(&s->spec); /* 0: mostly wrong lately, decoding plainly a while */
     if (k <= 0) return 0;

@@ -518,6 +518,18 @@ void kv_seq_free(kv_seq *s) {
     free(s);
 }
 
+void kv_seq_free_uncached(kv_seq *s) {
+    if (!s) return;
+    kv_pool *p = s->pool;
+    for (int i = s->n_blocks - 1; p && i >= 0; i--) {
+        int32_t b = s->blocks[i];
+        if (p->refcount[b] != 1 || p->pin[b] > 0) continue; /* others keep it, or a copy reads it */
+        if (p->flags[b] & F_LISTED) table_remove(p, p->hash[b]);
+        p->flags[b] = 0; /* released below as a plain free block */
+    }
+    kv_seq_free(s);
+}
+
 int kv_seq_len(const kv_seq *s) { return s->len; }
 int kv_seq_computed(const kv_seq *s) { return s->computed; }
 

@@ -99,6 +99,11 @@ int kv_pool_take_copies(kv_pool *p, const int32_t **src, const int32_t **dst);
 int kv_seq_create(kv_pool *p, kv_seq **out);
 /* Drops its block references (last block first); full hashed blocks stay cached. */
 void kv_seq_free(kv_seq *s);
+/* The same, but the blocks this frees (refcount 0, not pinned) forget their
+ * hashes and become plain free blocks: nothing of s stays cached, so it evicts
+ * no one else's cached prefix (embeddings: one-off texts). Blocks others still
+ * hold keep their hashes. */
+void kv_seq_free_uncached(kv_seq *s);
 int kv_seq_len(const kv_seq *s);      /* tokens reserved (appended) */
 int kv_seq_computed(const kv_seq *s); /* tokens committed */
 /* Its block table: ceil(len / block_size) block ids, valid until the next call

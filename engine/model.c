@@ -5,7 +5,8 @@
  * optional soft-capping, output projection, optional post-norm, residual) and a
  * gated feed-forward (SwiGLU or GeGLU; or a mixture of experts routed on the
  * host), then the final norm and logits (optionally soft-capped) for the rows
- * that ask for them. */
+ * that ask for them, and the final norm alone (hidden states, for embeddings)
+ * for the rows that ask for that. */
 #include "engine/model_internal.h"
 
 #include <math.h>
@@ -208,6 +209,11 @@ static int check_batch(const model *m, const model_kv *kv, const bk_batch *b, ll
     for (int k = 0; k < b->n_out; k++)
         if (b->out_rows[k] < 0 || b->out_rows[k] >= b->n_tokens)
             return llc_fail(err, LLC_ERR_RANGE, "output row %d is not in the batch", b->out_rows[k]);
+    if (b->n_hidden < 0 || b->n_hidden > b->n_tokens)
+        return llc_fail(err, LLC_ERR_RANGE, "bad count of hidden-state rows %d", b->n_hidden);
+    for (int k = 0; k < b->n_hidden; k++)
+        if (b->hidden_rows[k] < 0 || b->hidden_rows[k] >= b->n_tokens)
+            return llc_fail(err, LLC_ERR_RANGE, "hidden-state row %d is not in the batch", b->hidden_rows[k]);
     return 0;
 }
 
@@ -289,7 +295,13 @@ static int moe_ffn(model *m, const layer *ly, int T, llc_err *err) {
 }
 
 int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, llc_err *err) {
+    return model_forward_hidden(m, kv, batch, logits, NULL, err);
+}
+
+int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
+                         llc_err *err) {
     if (kv->m != m) return llc_fail(err, LLC_ERR_RANGE, "KV cache belongs to another model");
+    if (batch->n_hidden > 0 && !hidden) return llc_fail(err, LLC_ERR_RANGE, "no buffer for the hidden states");
     int rc = check_batch(m, kv, batch, err);
     if (!rc) rc = ensure_activations(m, batch->n_tokens, batch->n_out, err);
     if (rc) return rc;
@@ -343,6 +355,11 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
         }
         if (ly->post_ffn_norm.data) OP(op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps));
         OP(op->add(c, m->x, ffn_out, (size_t)T * dim));
+    }
+    if (batch->n_hidden > 0) { /* embeddings: the final norm of the rows asked for (xb is free now) */
+        OP(op->gather_rows(c, m->x, dim, batch->hidden_rows, batch->n_hidden, m->xb));
+        OP(op->rmsnorm(c, m->xb, &m->out_norm, m->xb, batch->n_hidden, dim, hp->norm_eps));
+        OP(op->to_host(c, hidden, m->xb, (size_t)batch->n_hidden * dim * sizeof(float)));
     }
     if (batch->n_out == 0) return 0;
     OP(op->gather_out_rows(c, m->x, dim, m->xo));

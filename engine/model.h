@@ -70,5 +70,11 @@ size_t model_kv_bytes_per_token(const model *m);
  * order of batch->out_rows. Returns 0 or negative with err set (bad token ids,
  * slots outside the cache, out of memory). */
 int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, llc_err *err);
+/* The same, and also the hidden-state output mode: hidden (host memory) receives
+ * batch->n_hidden rows of dim floats, the output of the final norm (before the
+ * output projection) of rows batch->hidden_rows, in that order. Rows may be in
+ * both lists; hidden may be NULL when n_hidden is 0. */
+int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
+                         llc_err *err);
 
 #endif

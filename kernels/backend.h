@@ -52,6 +52,8 @@ typedef struct bk_batch {
     const int32_t *slots;       /* [T] KV slot (block * block_size + offset) each row's K/V goes to */
     int n_out;                  /* rows whose logits are wanted */
     const int32_t *out_rows;    /* [n_out] */
+    int n_hidden;               /* rows whose final-norm hidden state is wanted (embeddings); */
+    const int32_t *hidden_rows; /* [n_hidden] read by model.c (gather_rows), not by backends */
 } bk_batch;
 
 typedef enum bk_rope_style {

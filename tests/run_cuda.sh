@@ -1,7 +1,7 @@
 #!/bin/sh
 # run_cuda.sh — `make test-cuda`: the CUDA backend on a GPU machine. The parity
 # tests (every op and whole-model logits against the CPU backend), then the
-# engine's batching, prefix-cache, fork/COW, beam and speculative tests on the GPU
+# engine's batching, prefix-cache, fork/COW, beam, speculative and embeddings tests on the GPU
 # backend (LLC_TEST_DEVICE=cuda), then the parity tests again under
 # compute-sanitizer (memcheck) when it is installed.
 # Ends with "N passed, N failed" like make test, and exits non-zero when anything
@@ -21,7 +21,7 @@ fi
 nvidia-smi -L
 
 LLC_NO_CLI=1 sh tests/run.sh "$BUILD/tests/cuda/test_cuda_parity" "$BUILD/tests/test_engine" \
-    "$BUILD/tests/test_engine_beam" "$BUILD/tests/test_engine_spec" >"$BUILD/cuda-tests.log" 2>&1
+    "$BUILD/tests/test_engine_beam" "$BUILD/tests/test_engine_spec" "$BUILD/tests/test_embed" >"$BUILD/cuda-tests.log" 2>&1
 [ $? -eq 0 ] || status=1
 cat "$BUILD/cuda-tests.log"
 summary=$(tail -n 1 "$BUILD/cuda-tests.log")

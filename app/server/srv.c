@@ -583,6 +583,7 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     s->m.tmpl = t;
     s->m.tool_format = chat_tmpl_is_jinja(t) ? toolcall_detect(chat_tmpl_source(t)) : TOOLCALL_GENERIC;
     s->m.n_ctx = model_hparams_of(l->m)->n_ctx_train;
+    s->m.n_embd = model_hparams_of(l->m)->dim;
     s->m.n_vocab = tok_n_vocab(l->tok);
     s->m.has_fim = tok_special(l->tok, TOK_SPECIAL_FIM_PRE) >= 0 &&
                    tok_special(l->tok, TOK_SPECIAL_FIM_SUF) >= 0 &&

@@ -6,7 +6,7 @@
  * with their per-listener count, request deadlines and eviction; routing, the
  * API key on TCP, size limits on headers and bodies, and the small endpoints
  * (/health, /v1/models). Generation endpoints are in srv_http_gen.c, Ollama's
- * API in srv_ollama.c.
+ * API in srv_ollama.c, the embeddings endpoints in srv_embed.c.
  *
  * Why not MHD's thread-per-connection mode: libmicrohttpd 0.9.75 deadlocks in
  * it once its own connection limit is reached (its listen thread locks a mutex
@@ -32,6 +32,7 @@ typedef struct http_req {
     size_t seen;
     bool have_body; /* the body is complete */
     http_gen *gen;  /* a one-piece answer waiting for the engine */
+    srv_embed *emb; /* an embeddings answer waiting for the engine */
 } http_req;
 
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len) {
@@ -135,6 +136,20 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
             return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
         return srv_http_generate(s, mc, gen[i].ep, q->body.p ? q->body.p : "", q->body.len, &q->gen);
     }
+    static const struct {
+        const char *path;
+        http_embed_kind kind;
+    } embed[] = {
+        {"/v1/embeddings", HTTP_EMBED_OPENAI}, {"/embeddings", HTTP_EMBED_OPENAI},
+        {"/api/embed", HTTP_EMBED_OLLAMA},     {"/api/embeddings", HTTP_EMBED_OLLAMA_OLD},
+    };
+    for (size_t i = 0; i < sizeof embed / sizeof embed[0]; i++) {
+        if (strcmp(url, embed[i].path)) continue;
+        if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
+        if (atomic_load(&s->stopping))
+            return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
+        return srv_http_embed(s, mc, embed[i].kind, q->body.p ? q->body.p : "", q->body.len, &q->emb);
+    }
     return srv_http_error(mc, MHD_HTTP_NOT_FOUND, "not_found_error", "File Not Found");
 }
 
@@ -150,6 +165,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     http_req *q = *ctx;
     if (q && q->gen) /* resumed: the engine has news for a one-piece answer */
         return srv_http_generate_resume(s, mc, &q->gen);
+    if (q && q->emb) return srv_http_embed_resume(s, mc, &q->emb);
     if (!q) { /* the headers are in */
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         *ctx = q;
@@ -206,6 +222,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **ctx, enum 
     }
     if (!q) return;
     srv_http_gen_free(q->gen);
+    srv_embed_free(q->emb);
     sb_free(&q->body);
     free(q);
     *ctx = NULL;
@@ -270,7 +287,7 @@ int srv_http_npoll(const srv *s) {
     int n = 1;
     for (const http_gen *g = s->gens; g; g = srv_http_gen_next(g))
         if (srv_http_gen_suspended(g)) n += 2;
-    return n;
+    return n + srv_embed_npoll(s);
 }
 
 int srv_http_poll_fds(srv *s, struct pollfd *p, int *timeout_ms, double now) {
@@ -285,6 +302,7 @@ int srv_http_poll_fds(srv *s, struct pollfd *p, int *timeout_ms, double now) {
             srv_http_gen_poll(g, p + n);
             n += 2;
         }
+    n += srv_embed_poll_fds(s, p + n);
     for (const http_conn *hc = s->http_head; hc; hc = hc->next)
         if (hc->deadline > 0 && !hc->evicted) {
             int left = (int)(hc->deadline - now) + 1;
@@ -307,6 +325,7 @@ void srv_http_dispatch(srv *s, const struct pollfd *p, int n, double now) {
         if (srv_http_gen_ready(s, g, p + k, now)) srv_http_gen_resume(g);
         k += 2;
     }
+    srv_embed_dispatch(s, p + k, n - k);
     for (http_conn *hc = s->http_head; hc; hc = hc->next)
         if (hc->deadline > 0 && now >= hc->deadline) shut(hc); /* too slow to send its request */
     MHD_run(s->mhd);
@@ -328,6 +347,7 @@ bool srv_http_evict_idle(srv *s, bool tcp, double older_than) {
 
 void srv_http_cancel_all(srv *s) {
     for (http_gen *g = s->gens; g; g = srv_http_gen_next(g)) srv_http_gen_cancel(s, g);
+    srv_embed_cancel_all(s, false);
 }
 
 void srv_http_stop(srv *s) {
@@ -337,6 +357,7 @@ void srv_http_stop(srv *s) {
         srv_http_gen_cancel(s, g);
         if (srv_http_gen_suspended(g)) srv_http_gen_resume(g);
     }
+    srv_embed_cancel_all(s, true);
     MHD_run(s->mhd);
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;

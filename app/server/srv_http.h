@@ -74,4 +74,23 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
 /* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
 void srv_http_gen_free(http_gen *g);
 
+/* srv_embed.c: the embeddings endpoints, one-piece answers that suspend the
+ * connection like srv_http_generate's (*pending set until answered). */
+typedef enum http_embed_kind {
+    HTTP_EMBED_OPENAI,     /* POST /v1/embeddings, /embeddings */
+    HTTP_EMBED_OLLAMA,     /* POST /api/embed */
+    HTTP_EMBED_OLLAMA_OLD, /* POST /api/embeddings */
+} http_embed_kind;
+enum MHD_Result srv_http_embed(srv *s, struct MHD_Connection *mc, http_embed_kind kind, const char *body,
+                               size_t len, srv_embed **pending);
+enum MHD_Result srv_http_embed_resume(srv *s, struct MHD_Connection *mc, srv_embed **pending);
+void srv_embed_free(srv_embed *q); /* cancels it when it still runs; NULL is a no-op */
+/* The server loop's side: 2 poll entries per suspended request (engine fd,
+ * socket), in list order; dispatch resumes those with news or a hang-up. */
+int srv_embed_npoll(const srv *s);
+int srv_embed_poll_fds(srv *s, struct pollfd *p);
+void srv_embed_dispatch(srv *s, const struct pollfd *p, int n);
+/* Shutdown: cancels every embeddings request (and resumes them, before the daemon stops). */
+void srv_embed_cancel_all(srv *s, bool resume_all);
+
 #endif

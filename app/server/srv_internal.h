@@ -51,6 +51,7 @@ typedef struct srv_model {
     const tokenizer *tok;
     chat_tmpl tmpl;
     int n_ctx, n_vocab;
+    int n_embd;   /* the model's embedding width (the embeddings endpoints' vectors) */
     char name[128];
     bool has_fim; /* FIM prefix, suffix and middle tokens all present */
     toolcall_format tool_format; /* the Jinja template's tool calls (GENERIC: our prompt) */
@@ -156,6 +157,8 @@ typedef struct http_conn {
 
 /* An HTTP generation in flight (srv_http_gen.c). */
 typedef struct http_gen http_gen;
+/* An HTTP embeddings request in flight (srv_embed.c). */
+typedef struct srv_embed srv_embed;
 
 /* A session whose answer still has to be stored (the database refused). */
 typedef struct srv_unsaved {
@@ -197,6 +200,7 @@ struct srv {
     struct MHD_Daemon *mhd;  /* external epoll mode, run by the server thread */
     http_conn *http_head;    /* connections handed to it */
     http_gen *gens;          /* generations in flight */
+    srv_embed *embeds;       /* embeddings requests in flight */
     int http_active;         /* generations not yet freed */
     engine_client *warm_ec;  /* warm-up requests: events dropped */
     int n_warm;
