@@ -104,21 +104,11 @@ void srv_embed_cancel_all(srv *s, bool resume_all) {
 
 /* ---- answers ---- */
 
-static enum MHD_Result ollama_error(struct MHD_Connection *mc, unsigned status, const char *msg) {
-    sbuf b = {0};
-    sb_str(&b, "{\"error\":");
-    sb_json_str(&b, msg, strlen(msg));
-    sb_str(&b, "}");
-    enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, status, b.p, b.len);
-    sb_free(&b);
-    return ret;
-}
-
 static enum MHD_Result fail(struct MHD_Connection *mc, http_embed_kind kind, int rc, const char *msg) {
     unsigned status = rc == LLC_ERR_NOMEM  ? MHD_HTTP_INTERNAL_SERVER_ERROR
                       : rc == EMBED_SHUTDOWN ? MHD_HTTP_SERVICE_UNAVAILABLE
                                            : MHD_HTTP_BAD_REQUEST;
-    if (kind != HTTP_EMBED_OPENAI) return ollama_error(mc, status, msg);
+    if (kind != HTTP_EMBED_OPENAI) return srv_ollama_error(mc, status, msg);
     const char *type = status == MHD_HTTP_BAD_REQUEST               ? "invalid_request_error"
                        : status == MHD_HTTP_SERVICE_UNAVAILABLE ? "unavailable_error"
                                                                 : "server_error";

@@ -177,7 +177,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/"); /* "/": Ollama's probe */
         if (!health && !authorized(s, mc)) {
             q->too_large = q->answered = true; /* ignore any body */
-            if (srv_ollama_path(url)) return srv_ollama_error(mc, MHD_HTTP_UNAUTHORIZED, "Invalid API Key");
+            if (srv_ollama_path(url) || !strncmp(url, "/api/", 5)) /* Ollama's error shape */
+                return srv_ollama_error(mc, MHD_HTTP_UNAUTHORIZED, "Invalid API Key");
             return srv_http_error(mc, MHD_HTTP_UNAUTHORIZED, "authentication_error", "Invalid API Key");
         }
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
