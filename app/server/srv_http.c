@@ -33,11 +33,21 @@ typedef struct http_req {
     http_gen *gen;  /* a one-piece answer waiting for the engine */
 } http_req;
 
+http_conn *srv_http_conn_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+enum MHD_Result srv_http_queue(struct MHD_Connection *mc, unsigned status, struct MHD_Response *r) {
+    srv_http_cors_headers(mc, r);
+    return MHD_queue_response(mc, status, r);
+}
+
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(mc, status, r);
+    enum MHD_Result ret = srv_http_queue(mc, status, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -64,7 +74,7 @@ static enum MHD_Result too_large(struct MHD_Connection *mc, size_t limit) {
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "application/json");
     MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ret = MHD_queue_response(mc, 413 /* payload too large */, r);
+    enum MHD_Result ret = srv_http_queue(mc, 413 /* payload too large */, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -85,18 +95,9 @@ static bool authorized(srv *s, struct MHD_Connection *mc) {
 }
 
 static enum MHD_Result models(srv *s, struct MHD_Connection *mc) {
-    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
     cJSON_AddStringToObject(o, "object", "list");
-    cJSON_AddStringToObject(m, "id", s->m.name);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", 0);
-    cJSON_AddStringToObject(m, "owned_by", "llmchat");
-    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
-    cJSON_AddNumberToObject(meta, "n_ctx_train", s->m.n_ctx);
-    cJSON_AddNumberToObject(meta, "n_vocab", s->m.n_vocab);
-    cJSON_AddStringToObject(meta, "chat_template", chat_tmpl_name(s->m.tmpl));
-    cJSON_AddBoolToObject(meta, "fim", s->m.has_fim);
-    cJSON_AddItemToArray(data, m);
+    cJSON_AddItemToArray(data, srv_http_model_object(s));
     char *txt = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
@@ -125,6 +126,8 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         {"/v1/completions", HTTP_OPENAI_TEXT},      {"/completion", HTTP_LLAMA_COMPLETION},
         {"/completions", HTTP_LLAMA_COMPLETION},    {"/infill", HTTP_LLAMA_INFILL},
     };
+    enum MHD_Result extra;
+    if (srv_http_extra(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &extra)) return extra;
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(url, gen[i].path)) continue;
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
@@ -133,11 +136,6 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         return srv_http_generate(s, mc, gen[i].ep, q->body.p ? q->body.p : "", q->body.len, &q->gen);
     }
     return srv_http_error(mc, MHD_HTTP_NOT_FOUND, "not_found_error", "File Not Found");
-}
-
-static http_conn *conn_of(struct MHD_Connection *mc) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
@@ -150,10 +148,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (!q) { /* the headers are in */
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         *ctx = q;
-        http_conn *hc = conn_of(mc);
+        http_conn *hc = srv_http_conn_of(mc);
         if (hc) { /* the head came: the body has its own, longer deadline */
             hc->awaiting_head = false;
             hc->deadline = llc_now_ms() + SRV_BODY_MS;
+            srv_http_cors_begin(s, mc, hc);
+        }
+        if (!strcmp(method, "OPTIONS")) { /* a CORS preflight: no key asked */
+            q->too_large = q->answered = true; /* ignore any body */
+            return srv_http_preflight(s, mc);
         }
         bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health");
         if (!health && !authorized(s, mc)) {
@@ -180,7 +183,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (!q->have_body) { /* the whole request is in: no deadline while it is answered */
         q->have_body = true;
-        http_conn *hc = conn_of(mc);
+        http_conn *hc = srv_http_conn_of(mc);
         if (hc) hc->deadline = 0;
     }
     if (q->too_large) {
@@ -195,7 +198,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **ctx, enum 
     srv *s = cls;
     (void)t;
     http_req *q = *ctx;
-    http_conn *hc = conn_of(mc);
+    http_conn *hc = srv_http_conn_of(mc);
     if (hc && !hc->evicted) { /* kept alive: the next request head has the same deadline */
         hc->awaiting_head = true;
         hc->deadline = llc_now_ms() + s->cfg.request_timeout_ms;

@@ -639,7 +639,7 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
         }
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
-        enum MHD_Result ret = MHD_queue_response(mc, MHD_HTTP_OK, r);
+        enum MHD_Result ret = srv_http_queue(mc, MHD_HTTP_OK, r);
         MHD_destroy_response(r); /* st is freed with the response */
         return ret;
     }

@@ -136,6 +136,7 @@ typedef struct http_conn {
     bool evicted;       /* shut down to make room; no longer counted */
     bool awaiting_head; /* between requests: no complete request head yet (evictable) */
     double deadline;    /* ms: shut down when passed (0: none) */
+    char cors[256];     /* the current request's Access-Control-Allow-Origin ("": none) */
 } http_conn;
 
 /* An HTTP generation in flight (srv_http_gen.c). */
@@ -184,6 +185,10 @@ struct srv {
     int http_active;         /* generations not yet freed */
     engine_client *warm_ec;  /* warm-up requests: events dropped */
     int n_warm;
+
+    /* srv_http_extra.c: GET /props, CORS */
+    char *model_path, *cors_origins; /* copies of cfg's (NULL when not given) */
+    const char *chat_src;    /* the chat template's Jinja source (the llm's), or NULL */
 
     /* notes for the UI */
     pthread_mutex_t note_mu;
