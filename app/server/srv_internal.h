@@ -88,8 +88,13 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
 /* The prompt of chat_msg's already in memory (sessions). */
 int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err);
 /* A raw prompt: a string (tokenized with BOS as the vocabulary wants, special
- * token texts recognised) or an array of token ids. */
+ * token texts recognised) or an array of token ids (or a list of one of those). */
 int srv_gen_text(const srv_model *m, const cJSON *prompt, srv_gen *g, llc_err *err);
+/* OpenAI's prompt lists: how many prompts `prompt` holds (a list of strings or
+ * of token-id lists: one per entry; anything else: 1), and the k-th of them
+ * for srv_gen_text. */
+int srv_prompt_count(const cJSON *prompt);
+const cJSON *srv_prompt_at(const cJSON *prompt, int k);
 /* A fill-in-the-middle prompt (llama-server's layout); LLC_ERR_UNSUPPORTED when
  * the vocabulary has no FIM tokens. extra: NULL or [{filename, text}]. */
 int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, const cJSON *extra,
