@@ -5,7 +5,9 @@
  * first byte and hands HTTP connections over); the list of those connections
  * with their per-listener count, request deadlines and eviction; routing, the
  * API key on TCP, size limits on headers and bodies, and the small endpoints
- * (/health, /v1/models). Generation endpoints are in srv_http_gen.c.
+ * (/health, /v1/models). Generation endpoints are in srv_http_gen.c, the
+ * small llama-server extras (/tokenize, /props, /metrics, ...) in
+ * srv_http_extra.c, CORS in srv_http_cors.c.
  *
  * Why not MHD's thread-per-connection mode: libmicrohttpd 0.9.75 deadlocks in
  * it once its own connection limit is reached (its listen thread locks a mutex
