@@ -10,7 +10,8 @@
 #include "app/llm.h"
 #include "app/server/srv.h"
 
-static const char *g_listen, *g_api_key, *g_template, *g_template_file;
+static const char *g_listen, *g_api_key, *g_template, *g_template_file, *g_cors;
+static bool g_no_metrics, g_no_slots;
 static int g_max_clients = 256, g_request_timeout = 5;
 static int64_t g_client_buffer, g_max_body;
 
@@ -21,6 +22,10 @@ static const cli_opt g_opts[] = {
      "key TCP clients must give (Bearer); needed for a non-loopback --listen (or LLMCHAT_API_KEY)", 0, 0, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template", 0, 0, NULL},
     {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
+    {"cors-origin", 0, CLI_STR, &g_cors, "ORIGINS",
+     "browser origins allowed to read TCP answers, comma-separated (default *: any; none: no CORS headers)", 0, 0, NULL},
+    {"no-metrics", 0, CLI_FLAG, &g_no_metrics, NULL, "turn GET /metrics off", 0, 0, NULL},
+    {"no-slots", 0, CLI_FLAG, &g_no_slots, NULL, "turn GET /slots off", 0, 0, NULL},
     {"max-clients", 0, CLI_INT, &g_max_clients, "N",
      "open connections per listener (Unix socket, TCP) at most (default 256)", 1, 100000, NULL},
     {"request-timeout", 0, CLI_INT, &g_request_timeout, "S",
@@ -67,7 +72,8 @@ int cmd_serve(int argc, char **argv) {
     srv_config cfg = {.socket_path = common.socket, .listen = g_listen, .api_key = g_api_key,
                       .db_path = common.db, .model_name = name, .max_clients = g_max_clients,
                       .max_outbuf = (size_t)g_client_buffer, .max_body = (size_t)g_max_body,
-                      .request_timeout_ms = g_request_timeout * 1000};
+                      .request_timeout_ms = g_request_timeout * 1000, .model_path = common.model,
+                      .cors_origins = g_cors, .no_metrics = g_no_metrics, .no_slots = g_no_slots};
     int status = 1;
     if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
         llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {

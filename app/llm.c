@@ -78,7 +78,9 @@ static void open_draft(const char *path, llm *l) {
  * `whose` names it in the message when it cannot be used. */
 static void compile_chat(llm *l, const char *src, size_t len, const char *whose) {
     chat_template_free(l->chat);
+    free(l->chat_src);
     l->chat = NULL;
+    l->chat_src = NULL;
     l->chat_error[0] = 0;
     char *copy = strndup(src, len);
     l->chat_fallback = copy ? chat_detect(copy) : CHAT_FMT_CHATML;
@@ -86,7 +88,9 @@ static void compile_chat(llm *l, const char *src, size_t len, const char *whose)
     int32_t bos = tok_bos(l->tok), eos = tok_eos(l->tok);
     const char *bt = bos >= 0 ? tok_text(l->tok, bos) : "", *et = eos >= 0 ? tok_text(l->tok, eos) : "";
     llc_err e = {{0}};
-    if (chat_template_from_jinja(src, len, bt ? bt : "", et ? et : "", tok_add_bos(l->tok), &l->chat, &e))
+    if (chat_template_from_jinja(src, len, bt ? bt : "", et ? et : "", tok_add_bos(l->tok), &l->chat, &e) == 0)
+        l->chat_src = strndup(src, len); /* (GET /props shows it; NULL if out of memory) */
+    else
         snprintf(l->chat_error, sizeof l->chat_error, "%s chat template cannot be used (%s); using the built-in %s format",
                  whose, e.msg, chat_format_name(l->chat_fallback));
 }
@@ -126,6 +130,7 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
 
 void llm_close(llm *l) {
     chat_template_free(l->chat);
+    free(l->chat_src);
     model_free(l->draft);
     tok_free(l->draft_tok);
     gguf_free(l->draft_file);

@@ -25,6 +25,7 @@ typedef struct llm {
      * none or it cannot be used (chat_error says why, chat_fallback is the
      * built-in format used instead) */
     chat_template *chat;
+    char *chat_src;        /* its Jinja source (NULL with no chat) */
     chat_format chat_fallback;
     char chat_error[400];
     /* --device auto on a CUDA build without a usable GPU, opened quietly

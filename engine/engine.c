@@ -13,6 +13,7 @@
  * same thing, and a preempted sequence just starts again from its cached prefix. */
 #include "engine/engine.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,22 @@ void engine_get_metrics(engine *e, engine_metrics *out) {
     pthread_mutex_lock(&e->mu);
     *out = e->metrics;
     pthread_mutex_unlock(&e->mu);
+}
+
+const double engine_latency_bounds_ms[ENGINE_LAT_BUCKETS] = {1,   2,    5,    10,   20,    50,
+                                                             100, 200,  500,  1000, 2000,  5000,
+                                                             10000, INFINITY};
+
+int engine_get_slots(engine *e, engine_slot **out) {
+    *out = NULL;
+    pthread_mutex_lock(&e->mu);
+    int n = e->n_slots_pub;
+    engine_slot *copy = n ? malloc((size_t)n * sizeof *copy) : NULL;
+    if (copy) memcpy(copy, e->slots, (size_t)n * sizeof *copy);
+    pthread_mutex_unlock(&e->mu);
+    if (n && !copy) return LLC_ERR_NOMEM;
+    *out = copy;
+    return n;
 }
 
 static int run_step(engine *e, llc_err *err) {
@@ -118,6 +135,35 @@ static void percentiles(const double *hist, int n, double out[3]) {
     for (int i = 0; i < 3; i++) out[i] = n ? v[(int)(q[i] * (n - 1) + 0.5)] : 0;
 }
 
+static engine_slot slot_of(const seq *s) {
+    const request *r = s->req;
+    return (engine_slot){.request_id = r->id, .index = s->index, .running = s->state == SEQ_RUNNING,
+                         .n_prompt = r->n_prompt, .n_cached = s->cached, .n_decoded = s->n_gen,
+                         .max_tokens = r->max_tokens, .n = r->n, .beam_width = r->bs ? r->n_slots : 0,
+                         .priority = r->priority, .sampling = r->sp};
+}
+
+/* The live sequences into e->slots_work (running first, then waiting); the
+ * count, or -1 when out of memory (the last snapshot then stays). */
+static int snapshot_slots(engine *e) {
+    int n = e->n_running;
+    for (request *r = e->requests; r; r = r->next)
+        for (int i = 0; i < r->n_slots; i++)
+            if (r->seqs[i] && r->seqs[i]->state == SEQ_WAITING) n++;
+    if (n > e->cap_slots_work) {
+        engine_slot *p = realloc(e->slots_work, (size_t)n * sizeof *p);
+        if (!p) return -1;
+        e->slots_work = p;
+        e->cap_slots_work = n;
+    }
+    int k = 0;
+    for (int i = 0; i < e->n_running; i++) e->slots_work[k++] = slot_of(e->running[i]);
+    for (request *r = e->requests; r; r = r->next)
+        for (int i = 0; i < r->n_slots; i++)
+            if (r->seqs[i] && r->seqs[i]->state == SEQ_WAITING) e->slots_work[k++] = slot_of(r->seqs[i]);
+    return k;
+}
+
 static void publish_metrics(engine *e) {
     double ttft[3], tpot[3], t = llc_now_ms();
     percentiles(e->ttft_hist, e->hist_n, ttft);
@@ -145,8 +191,17 @@ static void publish_metrics(engine *e) {
         e->rate_t = t;
         e->rate_tokens = m->generated_tokens;
     }
+    m->max_running = e->p.max_running;
+    m->block_size = e->p.block_size;
+    int n_slots = snapshot_slots(e);
     pthread_mutex_lock(&e->mu);
     e->metrics = *m;
+    if (n_slots >= 0) { /* the buffers trade places: no allocation under the lock */
+        engine_slot *pub = e->slots;
+        int cap = e->cap_slots_pub;
+        e->slots = e->slots_work, e->cap_slots_pub = e->cap_slots_work, e->n_slots_pub = n_slots;
+        e->slots_work = pub, e->cap_slots_work = cap;
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -234,6 +289,8 @@ void engine_destroy(engine *e) {
         free(m);
     }
     free(e->running);
+    free(e->slots);
+    free(e->slots_work);
     free(e->logits);
     free(e->hidden);
     eng_spec_free(e);

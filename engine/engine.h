@@ -98,6 +98,8 @@ typedef struct engine_event {
     int n_embd;
 } engine_event;
 
+#define ENGINE_LAT_BUCKETS 14 /* see engine_latency_bounds_ms */
+
 typedef struct engine_metrics {
     int running, waiting;
     int kv_used, kv_cached, kv_free, kv_total;
@@ -111,7 +113,31 @@ typedef struct engine_metrics {
     /* speculative decoding */
     int64_t spec_drafted, spec_accepted, spec_verifies; /* tokens proposed, accepted; checks */
     double draft_ms, step_ms;  /* time drafting, and in steps overall */
+    int max_running;           /* engine_params.max_running: sequences one step takes at most */
+    int block_size;            /* tokens per KV block */
+    /* every sample finished since the start (with at least one token): time to
+     * first token and time per output token (samples of 2+ tokens), counted per
+     * bucket of engine_latency_bounds_ms (not cumulative), with their sums */
+    int64_t ttft_buckets[ENGINE_LAT_BUCKETS], tpot_buckets[ENGINE_LAT_BUCKETS];
+    int64_t ttft_count, tpot_count;
+    double ttft_sum_ms, tpot_sum_ms;
 } engine_metrics;
+
+/* The engine's latency histogram buckets: upper bounds in ms, ascending; the
+ * last is +infinity. */
+extern const double engine_latency_bounds_ms[ENGINE_LAT_BUCKETS];
+
+/* A live sequence as engine_get_slots reports it. */
+typedef struct engine_slot {
+    int64_t request_id;
+    int index;             /* which sample (or beam) of the request */
+    bool running;          /* in the running set; false: waiting (queued or preempted) */
+    int n_prompt;          /* prompt tokens */
+    int n_cached;          /* of those, found in the prefix cache (once admitted) */
+    int n_decoded;         /* tokens generated so far */
+    int max_tokens, n, beam_width, priority;
+    sampler_params sampling;
+} engine_slot;
 
 /* Starts the engine thread on a loaded model. m, tok stay the caller's and must
  * outlive the engine. */
@@ -143,5 +169,9 @@ int64_t engine_submit_embed(engine *e, engine_client *c, const embed_request *r,
 void engine_cancel(engine *e, int64_t request_id);
 
 void engine_get_metrics(engine *e, engine_metrics *out);
+/* The live sequences as of the engine's last step (running ones first, in
+ * admission order, then waiting ones). *out is malloc'd (NULL when there are
+ * none); returns the count, or LLC_ERR_NOMEM. Safe from any thread. */
+int engine_get_slots(engine *e, engine_slot **out);
 
 #endif

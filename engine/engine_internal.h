@@ -127,9 +127,13 @@ struct engine {
     bool stop;
     int64_t next_id;
     engine_metrics metrics; /* the published copy, guarded by mu */
+    engine_slot *slots;     /* the published live sequences (n_slots_pub), guarded by mu */
+    int n_slots_pub, cap_slots_pub;
 
     /* engine-thread state */
     engine_metrics stats;  /* the engine thread's working copy of the metrics */
+    engine_slot *slots_work; /* the next snapshot of the live sequences, swapped with slots */
+    int cap_slots_work;
     double ttft_hist[256], tpot_hist[256]; /* ring of the latest finished samples */
     int hist_n, hist_pos;
     double rate_t;        /* start of the current tokens/s window (ms) */

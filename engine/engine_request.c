@@ -188,6 +188,15 @@ void eng_seq_drop_kv(seq *s) {
     s->dkv = NULL;
 }
 
+/* One latency into a histogram of engine_latency_bounds_ms (metrics). */
+static void latency_add(int64_t *buckets, int64_t *count, double *sum, double ms) {
+    int b = 0;
+    while (b < ENGINE_LAT_BUCKETS - 1 && !(ms <= engine_latency_bounds_ms[b])) b++;
+    buckets[b]++;
+    (*count)++;
+    *sum += ms;
+}
+
 /* Ends one sample: event, blocks back to the pool (full ones stay cached). */
 void eng_seq_finish(engine *e, seq *s, engine_finish finish) {
     if (s->state == SEQ_DONE) return;
@@ -196,6 +205,11 @@ void eng_seq_finish(engine *e, seq *s, engine_finish finish) {
         e->tpot_hist[e->hist_pos] = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
         e->hist_pos = (e->hist_pos + 1) % 256;
         if (e->hist_n < 256) e->hist_n++;
+        latency_add(e->stats.ttft_buckets, &e->stats.ttft_count, &e->stats.ttft_sum_ms,
+                    s->t_first - s->req->t_submit);
+        if (s->n_gen > 1)
+            latency_add(e->stats.tpot_buckets, &e->stats.tpot_count, &e->stats.tpot_sum_ms,
+                        (s->t_last - s->t_first) / (s->n_gen - 1));
     }
     if (s->state == SEQ_RUNNING) eng_running_remove(e, s);
     s->state = SEQ_DONE;

@@ -183,6 +183,63 @@ static void test_cancel_and_bad_requests(void) {
     engine_destroy(e);
 }
 
+/* engine_get_slots: the live sequences of a running request with its
+ * parameters; none once idle. The latency histograms count each finished
+ * sample once, in one bucket. */
+static void test_slots_and_latency_histograms(void) {
+    int32_t prompt[] = {1, 403, 407, 261, 378};
+    engine *e = make_engine(64, 512);
+    if (!e) return;
+    engine_client *c;
+    engine_client_create(e, &c);
+    llc_err err;
+    gen_request r = greedy_req(prompt, 5, 300);
+    r.n = 2;
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = 7;
+    int64_t id = engine_submit(e, c, &r, &err);
+    CHECK(id > 0);
+    engine_slot *sl = NULL;
+    int n = 0, dones = 0;
+    bool cancelled = false;
+    for (engine_event *ev; dones < 2 && (ev = engine_client_wait(c, 20000));) {
+        if (ev->kind == EV_DONE) dones++;
+        if (ev->kind == EV_TOKEN && !cancelled) {
+            free(sl);
+            n = engine_get_slots(e, &sl);
+            if (n == 2) { /* both samples exist: the snapshot is complete */
+                engine_cancel(e, id);
+                cancelled = true;
+            }
+        }
+        engine_event_free(ev);
+    }
+    CHECKF(cancelled && n == 2, "%d slots", n);
+    for (int i = 0; cancelled && i < n; i++)
+        CHECKF(sl[i].request_id == id && sl[i].running && sl[i].n_prompt == 5 && sl[i].max_tokens == 300 &&
+                   sl[i].n == 2 && sl[i].sampling.temperature == 1.0f && sl[i].sampling.seed == 7 &&
+                   sl[i].n_decoded >= 1 && sl[i].n_decoded <= 300,
+               "slot %d: request %lld index %d running %d prompt %d decoded %d", i, (long long)sl[i].request_id,
+               sl[i].index, sl[i].running, sl[i].n_prompt, sl[i].n_decoded);
+    CHECK(n != 2 || sl[0].index + sl[1].index == 1);
+    free(sl);
+    engine_metrics m0, m1;
+    wait_idle(e, &m0);
+    CHECK(engine_get_slots(e, &sl) == 0 && sl == NULL);
+    gen_request one = greedy_req(prompt, 5, 10);
+    result res;
+    run_all(e, &one, 1, 1, &res);
+    wait_idle(e, &m1);
+    CHECK(m1.ttft_count == m0.ttft_count + 1 && m1.tpot_count == m0.tpot_count + 1);
+    CHECK(m1.ttft_sum_ms > m0.ttft_sum_ms && m1.tpot_sum_ms > m0.tpot_sum_ms);
+    int64_t in_buckets = 0;
+    for (int i = 0; i < ENGINE_LAT_BUCKETS; i++) in_buckets += m1.ttft_buckets[i];
+    CHECKF(in_buckets == m1.ttft_count, "%lld in buckets, count %lld", (long long)in_buckets, (long long)m1.ttft_count);
+    CHECK(m1.max_running > 0 && m1.block_size == 16);
+    engine_client_free(c);
+    engine_destroy(e);
+}
+
 int main(void) {
     if (setup()) {
         printf("0 passed, 1 failed\n");
@@ -196,6 +253,7 @@ int main(void) {
     RUN(test_parallel_samples_equal_seeds);
     RUN(test_stop_string);
     RUN(test_cancel_and_bad_requests);
+    RUN(test_slots_and_latency_histograms);
     teardown();
     return t_summary();
 }

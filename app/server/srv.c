@@ -535,6 +535,8 @@ static void srv_free(srv *s) {
     free(s->busy_sessions);
     free(s->api_key);
     free(s->model_name_copy);
+    free(s->model_path);
+    free(s->cors_origins);
     free(s);
 }
 
@@ -593,6 +595,14 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     s->m.gpu = l->be && l->be->name && strcmp(l->be->name, "cpu") != 0;
     s->m.loaded_at = (long long)time(NULL);
     s->cfg.model_name = s->m.name;
+    s->chat_src = t && t == l->chat ? l->chat_src : NULL;
+    if ((cfg->model_path && !(s->model_path = strdup(cfg->model_path))) ||
+        (cfg->cors_origins && !(s->cors_origins = strdup(cfg->cors_origins)))) {
+        srv_free(s);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    s->cfg.model_path = s->model_path;
+    s->cfg.cors_origins = s->cors_origins;
 
     int rc = 0;
     if (cfg->socket_path && *cfg->socket_path) {

@@ -53,6 +53,11 @@ typedef struct srv_config {
     size_t max_outbuf;       /* bytes queued for one slow NDJSON client before it is
                                 dropped (default 4 MiB) */
     bool notify;             /* queue srv_note's for a UI (srv_next_note) */
+    const char *model_path;  /* shown by GET /props (copied; NULL: "") */
+    const char *cors_origins; /* TCP: the browser origins whose pages may read the answers,
+                                comma-separated (copied); NULL or "*": any (as llama-server);
+                                "none": no CORS headers at all */
+    bool no_metrics, no_slots; /* GET /metrics, GET /slots answer 501 */
 } srv_config;
 
 /* The default socket path: $XDG_RUNTIME_DIR/llmchat/llmchat.sock, or

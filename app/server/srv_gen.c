@@ -511,10 +511,20 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     return rc;
 }
 
+static bool prompt_list(const cJSON *p) {
+    const cJSON *first = cJSON_IsArray(p) ? cJSON_GetArrayItem(p, 0) : NULL;
+    return cJSON_IsString(first) || cJSON_IsArray(first);
+}
+
+int srv_prompt_count(const cJSON *p) { return prompt_list(p) ? cJSON_GetArraySize(p) : 1; }
+
+const cJSON *srv_prompt_at(const cJSON *p, int k) { return prompt_list(p) ? cJSON_GetArrayItem(p, k) : p; }
+
 int srv_gen_text(const srv_model *m, const cJSON *p, srv_gen *g, llc_err *err) {
-    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 &&
-        cJSON_IsString(cJSON_GetArrayItem(p, 0)))
-        p = cJSON_GetArrayItem(p, 0); /* OpenAI's list of one prompt */
+    if (prompt_list(p) && cJSON_GetArraySize(p) > 1)
+        return llc_fail(err, LLC_ERR_RANGE, "'prompt' is a list of %d prompts; this endpoint takes one",
+                        cJSON_GetArraySize(p));
+    if (prompt_list(p)) p = cJSON_GetArrayItem(p, 0); /* OpenAI's list of one prompt */
     int n;
     free(g->ids);
     g->ids = NULL;

@@ -6,7 +6,9 @@
  * with their per-listener count, request deadlines and eviction; routing, the
  * API key on TCP, size limits on headers and bodies, and the small endpoints
  * (/health, /v1/models). Generation endpoints are in srv_http_gen.c, Ollama's
- * API in srv_ollama.c, the embeddings endpoints in srv_embed.c.
+ * API in srv_ollama.c, the embeddings endpoints in srv_embed.c, the small
+ * llama-server extras (/tokenize, /props, /metrics, ...) in srv_http_extra.c,
+ * CORS in srv_http_cors.c.
  *
  * Why not MHD's thread-per-connection mode: libmicrohttpd 0.9.75 deadlocks in
  * it once its own connection limit is reached (its listen thread locks a mutex
@@ -35,11 +37,21 @@ typedef struct http_req {
     srv_embed *emb; /* an embeddings answer waiting for the engine */
 } http_req;
 
+http_conn *srv_http_conn_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+enum MHD_Result srv_http_queue(struct MHD_Connection *mc, unsigned status, struct MHD_Response *r) {
+    srv_http_cors_headers(mc, r);
+    return MHD_queue_response(mc, status, r);
+}
+
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len) {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = MHD_queue_response(mc, status, r);
+    enum MHD_Result ret = srv_http_queue(mc, status, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -66,7 +78,7 @@ static enum MHD_Result too_large(struct MHD_Connection *mc, size_t limit) {
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "application/json");
     MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ret = MHD_queue_response(mc, 413 /* payload too large */, r);
+    enum MHD_Result ret = srv_http_queue(mc, 413 /* payload too large */, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -87,18 +99,9 @@ static bool authorized(srv *s, struct MHD_Connection *mc) {
 }
 
 static enum MHD_Result models(srv *s, struct MHD_Connection *mc) {
-    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+    cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
     cJSON_AddStringToObject(o, "object", "list");
-    cJSON_AddStringToObject(m, "id", s->m.name);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", 0);
-    cJSON_AddStringToObject(m, "owned_by", "llmchat");
-    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
-    cJSON_AddNumberToObject(meta, "n_ctx_train", s->m.n_ctx);
-    cJSON_AddNumberToObject(meta, "n_vocab", s->m.n_vocab);
-    cJSON_AddStringToObject(meta, "chat_template", chat_tmpl_name(s->m.tmpl));
-    cJSON_AddBoolToObject(meta, "fim", s->m.has_fim);
-    cJSON_AddItemToArray(data, m);
+    cJSON_AddItemToArray(data, srv_http_model_object(s));
     char *txt = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
@@ -127,6 +130,8 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         {"/v1/completions", HTTP_OPENAI_TEXT},      {"/completion", HTTP_LLAMA_COMPLETION},
         {"/completions", HTTP_LLAMA_COMPLETION},    {"/infill", HTTP_LLAMA_INFILL},
     };
+    enum MHD_Result extra;
+    if (srv_http_extra(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &extra)) return extra;
     if (srv_ollama_path(url)) /* Ollama's API: srv_ollama.c */
         return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &q->gen);
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
@@ -153,11 +158,6 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
     return srv_http_error(mc, MHD_HTTP_NOT_FOUND, "not_found_error", "File Not Found");
 }
 
-static http_conn *conn_of(struct MHD_Connection *mc) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **ctx) {
     srv *s = cls;
@@ -169,10 +169,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (!q) { /* the headers are in */
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         *ctx = q;
-        http_conn *hc = conn_of(mc);
+        http_conn *hc = srv_http_conn_of(mc);
         if (hc) { /* the head came: the body has its own, longer deadline */
             hc->awaiting_head = false;
             hc->deadline = llc_now_ms() + SRV_BODY_MS;
+            srv_http_cors_begin(s, mc, hc);
+        }
+        if (!strcmp(method, "OPTIONS")) { /* a CORS preflight: no key asked */
+            q->too_large = q->answered = true; /* ignore any body */
+            return srv_http_preflight(s, mc);
         }
         bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/"); /* "/": Ollama's probe */
         if (!health && !authorized(s, mc)) {
@@ -201,7 +206,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (!q->have_body) { /* the whole request is in: no deadline while it is answered */
         q->have_body = true;
-        http_conn *hc = conn_of(mc);
+        http_conn *hc = srv_http_conn_of(mc);
         if (hc) hc->deadline = 0;
     }
     if (q->too_large) {
@@ -216,7 +221,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **ctx, enum 
     srv *s = cls;
     (void)t;
     http_req *q = *ctx;
-    http_conn *hc = conn_of(mc);
+    http_conn *hc = srv_http_conn_of(mc);
     if (hc && !hc->evicted) { /* kept alive: the next request head has the same deadline */
         hc->awaiting_head = true;
         hc->deadline = llc_now_ms() + s->cfg.request_timeout_ms;

@@ -15,6 +15,29 @@ typedef enum http_endpoint {
     HTTP_LLAMA_INFILL, /* POST /infill */
 } http_endpoint;
 
+/* Queues r with the headers every answer carries (CORS on TCP). */
+enum MHD_Result srv_http_queue(struct MHD_Connection *mc, unsigned status, struct MHD_Response *r);
+/* The connection's entry in the server's list, or NULL. */
+http_conn *srv_http_conn_of(struct MHD_Connection *mc);
+
+/* srv_http_cors.c: at a request's head, decides the CORS headers of its
+ * answers (cfg.cors_origins against its Origin header; TCP only). */
+void srv_http_cors_begin(srv *s, struct MHD_Connection *mc, http_conn *hc);
+/* Adds them to r (nothing on the Unix socket or for an origin not allowed). */
+void srv_http_cors_headers(struct MHD_Connection *mc, struct MHD_Response *r);
+/* Answers an OPTIONS request (a CORS preflight) on any path: 204 with the
+ * allowed methods and headers, or 403 for an origin not allowed. No API key
+ * is asked for. */
+enum MHD_Result srv_http_preflight(srv *s, struct MHD_Connection *mc);
+
+/* srv_http_extra.c: /tokenize, /detokenize, /apply-template, /props,
+ * /metrics, /slots, /v1/models/{id}. True when url is one of them; *ret is
+ * then the answer. */
+bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
+                    const char *body, size_t len, enum MHD_Result *ret);
+/* The model as /v1/models lists it (OpenAI's model object). */
+cJSON *srv_http_model_object(const srv *s);
+
 /* Queues a JSON response (body copied). */
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len);
 /* Queues {"error":{"code":status,"message":msg,"type":type}} (OpenAI's and

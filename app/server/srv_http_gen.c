@@ -35,6 +35,15 @@ typedef struct gen_sample {
 
 typedef struct http_gen gen_state;
 
+/* One prompt of a request (/v1/completions takes a list): its engine request. */
+typedef struct gen_part {
+    srv_gen g;            /* prompts after the first (the first is the state's g) */
+    int64_t eid;
+    bool counted;         /* its prompt is in the usage */
+} gen_part;
+
+#define HTTP_MAX_CHOICES 256 /* prompts x n in one request */
+
 struct http_gen {
     http_gen *prev, *next; /* s->gens */
     struct MHD_Connection *mc;
@@ -47,10 +56,11 @@ struct http_gen {
     cJSON *fields;        /* llama "response_fields" */
     srv_gen g;
     engine_client *ec;
-    int64_t eid;
     int fd;               /* the client's socket, watched for a hang-up */
-    int n, n_done;
+    int n, n_done;        /* choices: n_parts x the request's n */
     gen_sample *sm;
+    gen_part *parts;      /* [n_parts]; choice index = part * g.req.n + sample */
+    int n_parts;
     int prompt_tokens, cached_tokens, completion_tokens;
     double queue_ms, ttft_ms, tpot_ms;
     char err_msg[256];
@@ -83,6 +93,8 @@ static void state_free(gen_state *st) {
         toolcall_parser_free(st->sm[i].tc);
     }
     free(st->sm);
+    for (int i = 0; st->parts && i < st->n_parts; i++) srv_gen_free(&st->parts[i].g);
+    free(st->parts);
     cJSON_Delete(st->fields);
     if (st->fmt && st->fmt->free_ctx) st->fmt->free_ctx(st->fmt_ctx);
     srv_gen_free(&st->g);
@@ -105,7 +117,8 @@ void srv_http_gen_poll(http_gen *g, struct pollfd *p) {
 
 void srv_http_gen_cancel(srv *s, http_gen *g) {
     if (g->cancel_sent || !g->ec) return;
-    engine_cancel(s->e, g->eid);
+    for (int i = 0; i < g->n_parts; i++)
+        if (g->parts[i].eid > 0) engine_cancel(s->e, g->parts[i].eid);
     g->cancel_sent = true;
 }
 
@@ -520,12 +533,14 @@ static void chunk_finish(gen_state *st, int idx, bool last) {
 /* ---- events ---- */
 
 static void on_event(gen_state *st, const engine_event *ev) {
-    int idx = ev->seq_index;
+    int part = 0;
+    while (part < st->n_parts - 1 && st->parts[part].eid != ev->request_id) part++;
+    int idx = part * st->g.req.n + ev->seq_index;
     if (ev->kind == EV_ERROR) {
         snprintf(st->err_msg, sizeof st->err_msg, "%s", ev->message);
         return;
     }
-    if (idx < 0 || idx >= st->n || st->sm[idx].done) return;
+    if (ev->seq_index < 0 || ev->seq_index >= st->g.req.n || st->sm[idx].done) return;
     gen_sample *sm = &st->sm[idx];
     sm->seen = true;
     if (ev->kind == EV_TOKEN) {
@@ -555,8 +570,11 @@ static void on_event(gen_state *st, const engine_event *ev) {
     sm->done = true;
     sm->finish = ev->finish;
     if (sm->tc) toolcall_finish(sm->tc); /* held text, an unfinished call */
-    st->prompt_tokens = ev->prompt_tokens;
-    st->cached_tokens = ev->cached_tokens;
+    if (!st->parts[part].counted) { /* the samples of one prompt share it */
+        st->parts[part].counted = true;
+        st->prompt_tokens += ev->prompt_tokens;
+        st->cached_tokens += ev->cached_tokens;
+    }
     st->completion_tokens += st->g.warm_only ? 0 : ev->completion_tokens;
     st->queue_ms = ev->queue_ms, st->ttft_ms = ev->ttft_ms, st->tpot_ms = ev->tpot_ms;
     st->n_done++;
@@ -603,6 +621,33 @@ static void reader_free(void *cls) { state_free(cls); }
 
 /* ---- the request ---- */
 
+/* /v1/completions: a prompt, or a list of them (strings or token-id lists),
+ * each its own engine request with the same parameters. */
+static int build_prompts(gen_state *st, const cJSON *j, llc_err *err) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    if (!f) return llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
+    int k = srv_prompt_count(f);
+    if (k < 1) return llc_fail(err, LLC_ERR_RANGE, "'prompt' is an empty list");
+    if (k * st->g.req.n > HTTP_MAX_CHOICES)
+        return llc_fail(err, LLC_ERR_RANGE, "%d prompts x n %d is more than %d choices", k, st->g.req.n,
+                        HTTP_MAX_CHOICES);
+    gen_part *p = calloc((size_t)k, sizeof *p);
+    if (!p) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    free(st->parts);
+    st->parts = p;
+    st->n_parts = k;
+    for (int i = 0; i < k; i++) {
+        const cJSON *one = srv_prompt_at(f, i);
+        if (k > 1 && !cJSON_IsString(one) && !cJSON_IsArray(one))
+            return llc_fail(err, LLC_ERR_TYPE, "prompt[%d] must be a string or an array of token ids", i);
+        srv_gen_init(&p[i].g);
+        llc_err e1 = {{0}};
+        int rc = srv_gen_text(&st->s->m, one, i ? &p[i].g : &st->g, &e1);
+        if (rc) return k > 1 ? llc_fail(err, rc, "prompt[%d]: %s", i, e1.msg) : llc_fail(err, rc, "%s", e1.msg);
+    }
+    return 0;
+}
+
 static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
     const srv_model *m = &st->s->m;
     const cJSON *f;
@@ -612,6 +657,7 @@ static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
         return rc ? rc : srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
     }
     case HTTP_OPENAI_TEXT:
+        return build_prompts(st, j, err);
     case HTTP_LLAMA_COMPLETION:
         f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
         if (!f) return llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
@@ -649,6 +695,7 @@ static enum MHD_Result refuse(const http_format *f, struct MHD_Connection *mc, i
  * with no text ("length"); the prompt went to srv_warm_submit. */
 static void answer_warm(gen_state *st) {
     st->prompt_tokens = st->g.req.n_prompt;
+    for (int i = 1; i < st->n_parts; i++) st->prompt_tokens += st->parts[i].g.req.n_prompt;
     for (int i = 0; i < st->n; i++) {
         st->sm[i].done = true;
         st->sm[i].finish = FINISH_LENGTH;
@@ -772,7 +819,12 @@ static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_ge
     const http_format *f = st->fmt;
     llc_err err = {{0}};
     int rc;
-    st->n = st->g.req.n;
+    if (!st->parts && !(st->parts = calloc(1, sizeof *st->parts))) {
+        state_free(st);
+        return MHD_NO;
+    }
+    if (st->n_parts < 1) st->n_parts = 1;
+    st->n = st->g.req.n * st->n_parts;
     st->sm = calloc((size_t)st->n, sizeof *st->sm);
     if (!st->sm) {
         state_free(st);
@@ -791,20 +843,29 @@ static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_ge
     snprintf(st->id, sizeof st->id, "%s-%llx%05x", st->d == SRV_OPENAI_CHAT ? "chatcmpl" : "cmpl",
              st->created, g_counter++ & 0xFFFFF);
     if (st->g.warm_only) { /* answered now; the cache fills in the background */
-        srv_warm_submit(s, &st->g);
+        for (int i = 0; i < st->n_parts; i++) {
+            srv_gen one = st->g; /* (a shallow copy: the same parameters, prompt i) */
+            if (i) one.req.prompt = st->parts[i].g.req.prompt, one.req.n_prompt = st->parts[i].g.req.n_prompt;
+            srv_warm_submit(s, &one);
+        }
         answer_warm(st);
     } else {
         if (engine_client_create(s->e, &st->ec)) {
             state_free(st);
             return MHD_NO;
         }
-        st->eid = engine_submit(s->e, st->ec, &st->g.req, &err);
-        if (st->eid < 0) {
-            rc = (int)st->eid;
-            engine_client_free(st->ec);
-            st->ec = NULL;
-            state_free(st);
-            return refuse(f, mc, rc, err.msg);
+        for (int i = 0; i < st->n_parts; i++) {
+            gen_request req = st->g.req;
+            if (i) req.prompt = st->parts[i].g.req.prompt, req.n_prompt = st->parts[i].g.req.n_prompt;
+            int64_t eid = engine_submit(s->e, st->ec, &req, &err);
+            if (eid < 0) { /* freeing the client cancels the prompts already submitted */
+                char msg[sizeof err.msg + 32];
+                if (st->n_parts > 1) snprintf(msg, sizeof msg, "prompt[%d]: %s", i, err.msg);
+                else snprintf(msg, sizeof msg, "%s", err.msg);
+                state_free(st);
+                return refuse(f, mc, (int)eid, msg);
+            }
+            st->parts[i].eid = eid;
         }
         if (atomic_load(&s->stopping)) srv_http_gen_cancel(s, st);
     }
@@ -818,7 +879,7 @@ static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_ge
         }
         MHD_add_response_header(r, "Content-Type", f ? f->stream_type : "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
-        enum MHD_Result ret = MHD_queue_response(mc, MHD_HTTP_OK, r);
+        enum MHD_Result ret = srv_http_queue(mc, MHD_HTTP_OK, r);
         MHD_destroy_response(r); /* st is freed with the response */
         return ret;
     }

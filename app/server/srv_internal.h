@@ -105,8 +105,13 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
 /* The prompt of chat_msg's already in memory (sessions). */
 int srv_gen_chat_msgs(const srv_model *m, const chat_msg *msgs, int n, srv_gen *g, llc_err *err);
 /* A raw prompt: a string (tokenized with BOS as the vocabulary wants, special
- * token texts recognised) or an array of token ids. */
+ * token texts recognised) or an array of token ids (or a list of one of those). */
 int srv_gen_text(const srv_model *m, const cJSON *prompt, srv_gen *g, llc_err *err);
+/* OpenAI's prompt lists: how many prompts `prompt` holds (a list of strings or
+ * of token-id lists: one per entry; anything else: 1), and the k-th of them
+ * for srv_gen_text. */
+int srv_prompt_count(const cJSON *prompt);
+const cJSON *srv_prompt_at(const cJSON *prompt, int k);
 /* A fill-in-the-middle prompt (llama-server's layout); LLC_ERR_UNSUPPORTED when
  * the vocabulary has no FIM tokens. extra: NULL or [{filename, text}]. */
 int srv_gen_infill(const srv_model *m, const char *prefix, const char *suffix, const cJSON *extra,
@@ -153,6 +158,7 @@ typedef struct http_conn {
     bool evicted;       /* shut down to make room; no longer counted */
     bool awaiting_head; /* between requests: no complete request head yet (evictable) */
     double deadline;    /* ms: shut down when passed (0: none) */
+    char cors[256];     /* the current request's Access-Control-Allow-Origin ("": none) */
 } http_conn;
 
 /* An HTTP generation in flight (srv_http_gen.c). */
@@ -204,6 +210,10 @@ struct srv {
     int http_active;         /* generations not yet freed */
     engine_client *warm_ec;  /* warm-up requests: events dropped */
     int n_warm;
+
+    /* srv_http_extra.c: GET /props, CORS */
+    char *model_path, *cors_origins; /* copies of cfg's (NULL when not given) */
+    const char *chat_src;    /* the chat template's Jinja source (the llm's), or NULL */
 
     /* notes for the UI */
     pthread_mutex_t note_mu;

@@ -500,7 +500,7 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
             MHD_create_response_from_buffer(sizeof running - 1, (void *)running, MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
         MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
-        enum MHD_Result ret = MHD_queue_response(mc, MHD_HTTP_OK, r);
+        enum MHD_Result ret = srv_http_queue(mc, MHD_HTTP_OK, r);
         MHD_destroy_response(r);
         return ret;
     }
