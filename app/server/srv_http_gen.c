@@ -818,7 +818,6 @@ static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_ge
     srv *s = st->s;
     const http_format *f = st->fmt;
     llc_err err = {{0}};
-    int rc;
     if (!st->parts && !(st->parts = calloc(1, sizeof *st->parts))) {
         state_free(st);
         return MHD_NO;
