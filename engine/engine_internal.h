@@ -12,6 +12,7 @@
 #include "engine/batch.h"
 #include "engine/beam.h"
 #include "engine/engine.h"
+#include "engine/grammar.h"
 #include "engine/kvcache.h"
 #include "engine/spec_policy.h"
 #include "engine/stopstr.h"
@@ -60,6 +61,7 @@ typedef struct seq {
     sampler *dsmp;   /* the draft's sampler (same params, own RNG stream) */
     float *q;        /* [draft_max][n_vocab]: the draft's distributions (sampling) */
     int64_t drafted, accepted; /* totals, reported in its done event */
+    grammar_state *gst; /* where its text stands in the request's grammar, or NULL */
 } seq;
 
 struct request {
@@ -70,6 +72,7 @@ struct request {
     sampler_params sp;
     int n, max_tokens, priority;
     bool continues_prompt; /* gen_request.continues_prompt */
+    grammar *grammar;  /* gen_request.grammar parsed, or NULL */
     int n_slots;     /* entries of seqs: n, or the beam width */
     beam_search *bs; /* beam search state, or NULL when sampling */
     double t_first_beam; /* first beam step (ms) */
@@ -111,6 +114,11 @@ struct engine {
     float *dlogits;
     int cap_dlogits;
     float *probs, *resid;  /* [n_vocab] scratch for verification */
+    /* constrained decoding (engine_grammar.c), made at the first grammar request */
+    grammar_vocab *gvocab; /* the vocabulary's texts for grammars */
+    bool gstrip;           /* the tokenizer prefixes a space the output drops (SPM) */
+    float *grow;           /* [n_vocab] a logits row with disallowed tokens at -inf */
+    uint8_t *gallowed;     /* [n_vocab] */
 
     pthread_t thread;
     pthread_mutex_t mu; /* inbox, metrics, client refcounts */
@@ -197,6 +205,19 @@ int eng_spec_verify(engine *e, seq *s, const float *logits);
 int eng_spec_init(engine *e, llc_err *err);
 void eng_spec_free(engine *e);
 void eng_spec_seq_free(seq *s);
+
+/* engine_grammar.c */
+/* A sequence's grammar state (when its request has a grammar): a copy of
+ * from's, or a fresh one. Builds the engine's grammar vocabulary on first use. */
+int eng_grammar_seq_init(engine *e, seq *s, const seq *from);
+/* The row to sample s from: logits itself without a grammar, else a copy with
+ * the tokens the grammar refuses at -inf. NULL when no token is allowed. */
+const float *eng_grammar_row(engine *e, seq *s, const float *logits);
+/* sampler_sample under s's grammar: with no log-probabilities asked for, the
+ * unmasked choice is kept when the grammar allows it (the mask is only built
+ * when it does not). Negative when nothing can be sampled. */
+int eng_sample(engine *e, seq *s, const float *logits, sample_result *res);
+void eng_grammar_free(engine *e);
 
 /* engine_beam.c */
 /* Stores the candidates of beam s from its logits row. */

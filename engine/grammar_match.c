@@ -111,20 +111,41 @@ int grammar_vocab_size(const grammar_vocab *v) { return v->n_vocab; }
 
 /* ---- UTF-8 ---- */
 
+/* Set in a decoded character's bits while its first continuation byte is still
+ * to come: that byte is the one that rules out overlong forms and surrogates. */
+#define UTF8_LEAD 0x80000000u
+
 /* Feeds byte b to the character being decoded (*cp, *need continuation bytes
  * still to come). Returns 1 when a character is complete (in *cp), 0 when more
- * bytes are needed, -1 when b cannot come here. */
+ * bytes are needed, -1 when b cannot come here (invalid UTF-8, overlong forms
+ * and UTF-16 surrogates included, as the detokenizer shows them as U+FFFD). */
 static int utf8_feed(uint32_t *cp, int *need, uint8_t b) {
     if (*need == 0) {
         if (b < 0x80) return *cp = b, 1;
-        if (b >= 0xC2 && b <= 0xDF) return *cp = b & 0x1Fu, *need = 1, 0;
-        if (b >= 0xE0 && b <= 0xEF) return *cp = b & 0x0Fu, *need = 2, 0;
-        if (b >= 0xF0 && b <= 0xF4) return *cp = b & 0x07u, *need = 3, 0;
+        if (b >= 0xC2 && b <= 0xDF) return *cp = (b & 0x1Fu) | UTF8_LEAD, *need = 1, 0;
+        if (b >= 0xE0 && b <= 0xEF) return *cp = (b & 0x0Fu) | UTF8_LEAD, *need = 2, 0;
+        if (b >= 0xF0 && b <= 0xF4) return *cp = (b & 0x07u) | UTF8_LEAD, *need = 3, 0;
         return -1;
     }
     if ((b & 0xC0) != 0x80) return -1;
+    if (*cp & UTF8_LEAD) {
+        uint32_t lead = *cp & ~UTF8_LEAD;
+        if (*need == 2 && ((lead == 0 && b < 0xA0) || (lead == 0xD && b > 0x9F))) return -1;
+        if (*need == 3 && ((lead == 0 && b < 0x90) || (lead == 4 && b > 0x8F))) return -1;
+        *cp = lead;
+    }
     *cp = (*cp << 6) | (b & 0x3Fu);
     return --*need == 0 ? 1 : 0;
+}
+
+/* The code points an unfinished character (cp, need) may still become. */
+static void utf8_range(uint32_t cp, int need, uint32_t *lo, uint32_t *hi) {
+    static const uint32_t least[4] = {0, 0x80, 0x800, 0x10000};
+    uint32_t c = cp & ~UTF8_LEAD;
+    *lo = c << (6 * need);
+    *hi = *lo | ((1u << (6 * need)) - 1);
+    if ((cp & UTF8_LEAD) && *lo < least[need]) *lo = least[need];
+    if (*hi > 0x10FFFF) *hi = 0x10FFFF;
 }
 
 /* ---- stacks ---- */
@@ -305,7 +326,8 @@ static int advance(grammar_state *st, int s0, int s1, uint32_t c) {
 
 /* Whether an unfinished character (cp, need) may still match some stack of sv[s0..s1). */
 static bool partial_ok(const grammar_state *st, int s0, int s1, uint32_t cp, int need) {
-    uint32_t lo = cp << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+    uint32_t lo, hi;
+    utf8_range(cp, need, &lo, &hi);
     for (int i = s0; i < s1; i++)
         if (st->sv[i] >= 0 && match_range(&st->g->elems[st->nodes[st->sv[i]].pos], lo, hi)) return true;
     return false;

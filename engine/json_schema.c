@@ -149,7 +149,9 @@ static const char *primitive(conv *c, const char *name) {
          "integral-part decimal-part space"},
         {"nonneg-number", "integral-part (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
          "integral-part decimal-part space"},
-        {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})", ""},
+        {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" hex4)", "hex4"},
+        /* \\u escapes of UTF-16 surrogates are left out: alone they are not text */
+        {"hex4", "[0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}", ""},
         {"string", "\"\\\"\" char* \"\\\"\" space", "char space"},
         {"value", "object | array | string | number | boolean | null",
          "object array string number boolean null"},
@@ -490,9 +492,9 @@ static const char *ref_rule(conv *c, const char *ref, const char *path) {
     /* name the rule before visiting, so recursive references find it */
     char name[192];
     name_part(name, sizeof name, "ref", *key ? key : "root");
-    char uniq[200];
-    snprintf(uniq, sizeof uniq, "%s", name);
-    for (int k = 1; find_rule(c, uniq); k++) snprintf(uniq, sizeof uniq, "%s%d", name, k);
+    char uniq[220];
+    snprintf(uniq, sizeof uniq, "%.180s", name);
+    for (int k = 1; find_rule(c, uniq); k++) snprintf(uniq, sizeof uniq, "%.180s%d", name, k);
     if (c->n_refs == c->cap_refs) {
         int cap = c->cap_refs ? c->cap_refs * 2 : 8;
         ref_entry *r = realloc(c->refs, (size_t)cap * sizeof *r);
@@ -696,7 +698,8 @@ const char *json_object_gbnf(void) {
            "array ::= \"[\" space ( value (\",\" space value)* )? \"]\" space\n"
            "value ::= object | array | string | number | boolean | null\n"
            "string ::= \"\\\"\" char* \"\\\"\" space\n"
-           "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
+           "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" hex4)\n"
+           "hex4 ::= [0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}\n"
            "number ::= (\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space\n"
            "integral-part ::= [0] | [1-9] [0-9]{0,15}\n"
            "decimal-part ::= [0-9]{1,16}\n"

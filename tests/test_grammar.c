@@ -145,6 +145,19 @@ static void test_match_utf8(void) {
     CHECK(!grammar_state_allows_bytes(st, "\xFF", 1));
     grammar_state_free(st);
     grammar_free(g);
+    /* overlong forms and surrogates are not characters (the detokenizer shows U+FFFD) */
+    g = parse("root ::= [^x]+\n");
+    CHECK(!prefix_ok(g, "\xC0\xBB"));
+    CHECK(!prefix_ok(g, "\xE0\x81"));
+    CHECK(!prefix_ok(g, "\xF0\x80"));
+    CHECK(!prefix_ok(g, "\xED\xA0"));
+    CHECK(!prefix_ok(g, "\xF4\x90"));
+    CHECK(matches(g, "\xF0\x9F\x98\x80\xED\x9F\xBF"));
+    grammar_free(g);
+    g = parse("root ::= \"{\"\n");
+    CHECK(!prefix_ok(g, "\xF0")); /* cannot become '{' */
+    CHECK(!prefix_ok(g, "\xC1"));
+    grammar_free(g);
 }
 
 static void test_leading_space_strip(void) {

@@ -52,7 +52,8 @@ static void test_primitives(void) {
     DOCS("{\"type\":\"number\"}", {"1.5", true}, {"-0.25e10", true}, {"1.", false}, {".5", false});
     DOCS("{\"type\":\"number\",\"minimum\":0}", {"1.5", true}, {"-1", false});
     DOCS("{\"type\":\"string\"}", {"\"\"", true}, {"\"a b\\\"\\n\\u00e9\"", true}, {"\"é\"", true},
-         {"\"a", false}, {"\"a\nb\"", false}, {"\"\\q\"", false});
+         {"\"a", false}, {"\"a\nb\"", false}, {"\"\\q\"", false},
+         {"\"\\ud83d\"", false}); /* a lone surrogate is not text */
     DOCS("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", {"\"ab\"", true}, {"\"abc\"", true},
          {"\"a\"", false}, {"\"abcd\"", false});
     DOCS("{\"type\":\"string\",\"format\":\"date\"}", {"\"2024-02-29\"", true}, {"\"2024-13-01\"", false});
