@@ -55,6 +55,13 @@ typedef enum grammar_token_kind {
  * kind. Copies what it needs. */
 int grammar_vocab_create(int n_vocab, const char *const *texts, const int *lens,
                          const uint8_t *kinds, grammar_vocab **out);
+/* The vocabulary of a tokenizer: each token's printed bytes (tok_piece);
+ * end-of-generation tokens are END, control, unknown and unused ones NEVER. */
+struct tokenizer;
+int grammar_vocab_from_tokenizer(const struct tokenizer *tok, grammar_vocab **out);
+/* Whether the tokenizer prefixes a space on encoding that decoding drops
+ * (SentencePiece): then the first token's leading space is not output text. */
+bool grammar_tokenizer_strips_space(const struct tokenizer *tok);
 void grammar_vocab_free(grammar_vocab *v);
 int grammar_vocab_size(const grammar_vocab *v);
 

@@ -12,11 +12,14 @@
  * UTF-8 as it goes; a completed character advances the set of stacks (nodes
  * made on the way are dropped again when the walk returns), an empty set ends
  * the subtree, an unfinished character is checked against the classes on top
- * of the stacks. Cost: one step per trie node the grammar lets through. */
+ * of the stacks. Sets met on the way are named and their transitions
+ * remembered, so a trie node the grammar lets through mostly costs one hash
+ * lookup. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/grammar_internal.h"
+#include "engine/tokenizer.h"
 
 /* ---- vocabulary trie ---- */
 
@@ -97,6 +100,67 @@ int grammar_vocab_create(int n_vocab, const char *const *texts, const int *lens,
     return 0;
 }
 
+bool grammar_tokenizer_strips_space(const tokenizer *tok) {
+    int32_t ids[8];
+    int n = tok_encode(tok, "a", 1, false, false, ids, 8);
+    if (n < 1 || n > 8) return false;
+    char piece[8];
+    int len = tok_piece(tok, ids[0], false, piece, sizeof piece);
+    char *text = NULL;
+    size_t tlen = 0;
+    if (len < 1 || piece[0] != ' ' || tok_decode(tok, ids, n, false, &text, &tlen) < 0) return false;
+    bool strips = tlen == 0 || text[0] != ' ';
+    free(text);
+    return strips;
+}
+
+int grammar_vocab_from_tokenizer(const tokenizer *tok, grammar_vocab **out) {
+    int V = tok_n_vocab(tok);
+    const char **texts = calloc((size_t)V, sizeof *texts);
+    int *lens = calloc((size_t)V, sizeof *lens);
+    uint8_t *kinds = calloc((size_t)V, 1);
+    char *buf = NULL;
+    size_t used = 0, cap = (size_t)V * 8;
+    int rc = texts && lens && kinds && (buf = malloc(cap)) ? 0 : LLC_ERR_NOMEM;
+    size_t *off = rc ? NULL : calloc((size_t)V, sizeof *off); /* pointers once buf stops moving */
+    if (!rc && !off) rc = LLC_ERR_NOMEM;
+    for (int i = 0; !rc && i < V; i++) {
+        int attr = tok_attr(tok, i);
+        if (tok_is_eog(tok, i)) kinds[i] = GRAMMAR_TOKEN_END;
+        else if (attr < 0 || (attr & (TOK_ATTR_CONTROL | TOK_ATTR_UNKNOWN | TOK_ATTR_UNUSED))) kinds[i] = GRAMMAR_TOKEN_NEVER;
+        else kinds[i] = GRAMMAR_TOKEN_TEXT;
+        if (kinds[i] != GRAMMAR_TOKEN_TEXT) continue;
+        int n = tok_piece(tok, i, false, NULL, 0);
+        if (n <= 0) {
+            kinds[i] = GRAMMAR_TOKEN_NEVER;
+            continue;
+        }
+        if (used + (size_t)n > cap) {
+            while (used + (size_t)n > cap) cap *= 2;
+            char *b = realloc(buf, cap);
+            if (!b) {
+                rc = LLC_ERR_NOMEM;
+                break;
+            }
+            buf = b;
+        }
+        tok_piece(tok, i, false, buf + used, n);
+        off[i] = used;
+        lens[i] = n;
+        used += (size_t)n;
+    }
+    if (!rc) {
+        for (int i = 0; i < V; i++) texts[i] = kinds[i] == GRAMMAR_TOKEN_TEXT ? buf + off[i] : "";
+        rc = grammar_vocab_create(V, texts, lens, kinds, out);
+    }
+    free(texts);
+    free(off);
+    free(lens);
+    free(kinds);
+    free(buf);
+    return rc;
+}
+
 void grammar_vocab_free(grammar_vocab *v) {
     if (!v) return;
     free(v->kind);
@@ -170,6 +234,16 @@ struct grammar_state {
     int need;           /* and continuation bytes still to come */
     bool strip_space;   /* the first token's leading space is not text */
     bool oom;
+    /* the last allowed set computed, for the set of stacks it was computed at
+       (inside a string most steps come back to the same set) */
+    const grammar_vocab *memo_v; /* NULL: none */
+    int32_t *memo_set;  /* its stacks, sorted */
+    int memo_n;
+    uint32_t memo_cp;
+    int memo_need;
+    bool memo_strip;
+    int memo_count;
+    uint8_t *memo_mask; /* [n_vocab] */
 };
 
 static uint32_t node_hash(int32_t parent, uint32_t pos) {
@@ -226,6 +300,18 @@ static void drop_nodes(grammar_state *st, int mark) {
 static void set_add(grammar_state *st, int32_t id) {
     if (st->seen[id + 1] == st->gen) return;
     st->seen[id + 1] = st->gen;
+    if (st->n_sv == st->cap_sv) {
+        int cap = st->cap_sv * 2;
+        int32_t *v = realloc(st->sv, (size_t)cap * sizeof *v);
+        if (!v) return (void)(st->oom = true);
+        st->sv = v;
+        st->cap_sv = cap;
+    }
+    st->sv[st->n_sv++] = id;
+}
+
+/* Appends id to sv with no duplicate check. */
+static void set_add_raw(grammar_state *st, int32_t id) {
     if (st->n_sv == st->cap_sv) {
         int cap = st->cap_sv * 2;
         int32_t *v = realloc(st->sv, (size_t)cap * sizeof *v);
@@ -364,6 +450,7 @@ int grammar_state_clone(const grammar_state *src, grammar_state **out) {
     grammar_state *st = calloc(1, sizeof *st);
     if (!st) return LLC_ERR_NOMEM;
     *st = *src;
+    st->memo_v = NULL, st->memo_set = NULL, st->memo_mask = NULL;
     st->nodes = malloc((size_t)st->cap_nodes * sizeof *st->nodes);
     st->seen = malloc((size_t)(st->cap_nodes + 1) * sizeof *st->seen);
     st->sv = malloc((size_t)st->cap_sv * sizeof *st->sv);
@@ -386,6 +473,8 @@ void grammar_state_free(grammar_state *st) {
     free(st->seen);
     free(st->sv);
     free(st->bucket);
+    free(st->memo_set);
+    free(st->memo_mask);
     free(st);
 }
 
@@ -465,6 +554,9 @@ static void compact(grammar_state *st) {
     if (tmp->oom) return grammar_state_free(tmp);
     tmp->n_set = tmp->n_sv;
     tmp->cp = st->cp, tmp->need = st->need, tmp->strip_space = st->strip_space;
+    tmp->memo_v = NULL; /* node ids change: the remembered set means nothing now */
+    tmp->memo_set = st->memo_set, tmp->memo_mask = st->memo_mask;
+    st->memo_set = NULL, st->memo_mask = NULL;
     grammar_state old = *st;
     *st = *tmp;
     *tmp = old;
@@ -483,7 +575,7 @@ int grammar_state_accept_bytes(grammar_state *st, const char *bytes, size_t len)
     }
     memmove(st->sv, st->sv + r0, (size_t)(r1 - r0) * sizeof *st->sv);
     st->n_set = st->n_sv = r1 - r0;
-    st->cp = c, st->need = nd;
+    st->cp = nd ? c : 0, st->need = nd; /* no character open: cp means nothing */
     if (len > 0) st->strip_space = false;
     if (st->n_nodes > 4096 && st->n_nodes > 64 * st->n_set) compact(st);
     return 0;
@@ -495,24 +587,144 @@ int grammar_state_accept(grammar_state *st, const grammar_vocab *v, int32_t id) 
     return grammar_state_accept_bytes(st, v->bytes + v->off[id], (size_t)(v->off[id + 1] - v->off[id]));
 }
 
-/* ---- the allowed set ---- */
+/* ---- the allowed set ----
+ *
+ * Many trie paths reach the same set of stacks (inside a string, nearly every
+ * character leads back to the set it came from), so the walk names each set
+ * it meets (sorted node ids, interned) and remembers the transitions
+ * (set, code point) -> set in a hash table. Nodes made during the walk stay
+ * until it ends, so the remembered sets stay valid. */
+
+typedef struct wset {
+    int s0, s1;     /* its stacks: sv[s0..s1), sorted */
+    uint64_t hash;
+} wset;
 
 typedef struct walk_ctx {
     grammar_state *st;
     const grammar_vocab *v;
     uint8_t *allowed;
     int count;
+    wset *sets;
+    int n_sets, cap_sets;
+    int32_t *set_bucket;     /* set hash -> first set id (chained through set_next) */
+    int32_t *set_next;
+    uint32_t n_set_bucket;
+    uint64_t *tkey;          /* transitions: (set id << 32 | code point) + 1, 0 = empty */
+    int32_t *tval;           /* the set reached, or -1 (no stack accepts it) */
+    uint32_t n_trans, cap_trans; /* cap a power of two */
+    bool oom;
 } walk_ctx;
 
-static void walk(walk_ctx *w, int node, int s0, int s1, uint32_t cp, int need, bool first) {
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static void sort_ids(int32_t *a, int n) {
+    for (int i = 1; i < n; i++) {
+        int32_t x = a[i];
+        int j = i - 1;
+        for (; j >= 0 && a[j] > x; j--) a[j + 1] = a[j];
+        a[j + 1] = x;
+    }
+}
+
+/* The id of the set sv[s0..s1) (the last slice of sv): an equal set met before
+ * (the slice is then given back), or a new one. -1 when out of memory. */
+static int intern_set(walk_ctx *w, int s0, int s1) {
+    grammar_state *st = w->st;
+    sort_ids(st->sv + s0, s1 - s0);
+    uint64_t h = 0x9E3779B97F4A7C15ull * (uint64_t)(s1 - s0 + 1);
+    for (int i = s0; i < s1; i++) h = mix64(h ^ (uint32_t)st->sv[i]);
+    uint32_t b = (uint32_t)h & (w->n_set_bucket - 1);
+    for (int32_t id = w->set_bucket[b]; id >= 0; id = w->set_next[id]) {
+        const wset *x = &w->sets[id];
+        if (x->hash == h && x->s1 - x->s0 == s1 - s0 &&
+            !memcmp(st->sv + x->s0, st->sv + s0, (size_t)(s1 - s0) * sizeof *st->sv)) {
+            if (s1 == st->n_sv) st->n_sv = s0;
+            return id;
+        }
+    }
+    if (w->n_sets == w->cap_sets) {
+        int cap = w->cap_sets * 2;
+        wset *ns = realloc(w->sets, (size_t)cap * sizeof *ns);
+        if (ns) w->sets = ns;
+        int32_t *nx = ns ? realloc(w->set_next, (size_t)cap * sizeof *nx) : NULL;
+        if (!nx) return w->oom = true, -1;
+        w->set_next = nx;
+        w->cap_sets = cap;
+    }
+    int id = w->n_sets++;
+    w->sets[id] = (wset){.s0 = s0, .s1 = s1, .hash = h};
+    w->set_next[id] = w->set_bucket[b];
+    w->set_bucket[b] = id;
+    if ((uint32_t)w->n_sets > 2 * w->n_set_bucket) { /* grow the buckets */
+        uint32_t nb = w->n_set_bucket * 4;
+        int32_t *bk = malloc((size_t)nb * sizeof *bk);
+        if (bk) {
+            for (uint32_t i = 0; i < nb; i++) bk[i] = -1;
+            for (int i = 0; i < w->n_sets; i++) {
+                uint32_t k = (uint32_t)w->sets[i].hash & (nb - 1);
+                w->set_next[i] = bk[k];
+                bk[k] = i;
+            }
+            free(w->set_bucket);
+            w->set_bucket = bk;
+            w->n_set_bucket = nb;
+        }
+    }
+    return id;
+}
+
+/* The set reached from set `id` over code point c (-1: none), remembered. */
+static int transition(walk_ctx *w, int id, uint32_t c) {
+    uint64_t key = ((uint64_t)(uint32_t)id << 32 | c) + 1;
+    uint32_t mask = w->cap_trans - 1, i = (uint32_t)mix64(key) & mask;
+    for (; w->tkey[i]; i = (i + 1) & mask)
+        if (w->tkey[i] == key) return w->tval[i];
+    grammar_state *st = w->st;
+    int ns = advance(st, w->sets[id].s0, w->sets[id].s1, c);
+    int to = st->n_sv > ns && !st->oom ? intern_set(w, ns, st->n_sv) : -1;
+    if (to < 0) st->n_sv = ns;
+    if (2 * (w->n_trans + 1) > w->cap_trans) { /* grow, then insert */
+        uint32_t cap = w->cap_trans * 2;
+        uint64_t *k2 = calloc(cap, sizeof *k2);
+        int32_t *v2 = malloc((size_t)cap * sizeof *v2);
+        if (!k2 || !v2) {
+            free(k2), free(v2);
+            return to; /* not remembered */
+        }
+        for (uint32_t j = 0; j < w->cap_trans; j++) {
+            if (!w->tkey[j]) continue;
+            uint32_t p = (uint32_t)mix64(w->tkey[j]) & (cap - 1);
+            while (k2[p]) p = (p + 1) & (cap - 1);
+            k2[p] = w->tkey[j], v2[p] = w->tval[j];
+        }
+        free(w->tkey), free(w->tval);
+        w->tkey = k2, w->tval = v2, w->cap_trans = cap;
+        mask = cap - 1;
+        for (i = (uint32_t)mix64(key) & mask; w->tkey[i]; i = (i + 1) & mask) {}
+    }
+    w->tkey[i] = key, w->tval[i] = to;
+    w->n_trans++;
+    return to;
+}
+
+static void walk(walk_ctx *w, int node, int set, uint32_t cp, int need, bool first) {
     grammar_state *st = w->st;
     const grammar_vocab *v = w->v;
-    for (int32_t t = v->trie[node].tok; t >= 0; t = v->tok_next[t])
-        if (node != 0 && (need == 0 || partial_ok(st, s0, s1, cp, need))) w->allowed[t] = 1, w->count++;
+    if (v->trie[node].tok >= 0 && node != 0) {
+        bool ok = need == 0 || partial_ok(st, w->sets[set].s0, w->sets[set].s1, cp, need);
+        for (int32_t t = v->trie[node].tok; ok && t >= 0; t = v->tok_next[t]) w->allowed[t] = 1, w->count++;
+    }
     for (int32_t ch = v->trie[node].child; ch >= 0; ch = v->trie[ch].sibling) {
         uint8_t b = v->trie[ch].byte;
         if (first && st->strip_space && need == 0 && b == ' ') {
-            walk(w, ch, s0, s1, cp, need, false);
+            walk(w, ch, set, cp, need, false);
             continue;
         }
         uint32_t c = cp;
@@ -520,25 +732,76 @@ static void walk(walk_ctx *w, int node, int s0, int s1, uint32_t cp, int need, b
         int r = utf8_feed(&c, &nd, b);
         if (r < 0) continue;
         if (r == 0) {
-            if (partial_ok(st, s0, s1, c, nd)) walk(w, ch, s0, s1, c, nd, false);
+            if (partial_ok(st, w->sets[set].s0, w->sets[set].s1, c, nd)) walk(w, ch, set, c, nd, false);
             continue;
         }
-        int mark = st->n_nodes, sv_mark = st->n_sv;
-        int ns = advance(st, s0, s1, c);
-        if (st->n_sv > ns) walk(w, ch, ns, st->n_sv, 0, 0, false);
-        drop_nodes(st, mark);
-        st->n_sv = sv_mark;
+        int to = transition(w, set, c);
+        if (to >= 0) walk(w, ch, to, 0, 0, false);
     }
 }
 
+/* Whether the memo holds the allowed set of the state's set sv[s0..s1) (sorted). */
+static bool memo_hit(const grammar_state *st, const grammar_vocab *v, int s0, int s1) {
+    return st->memo_v == v && st->memo_n == s1 - s0 && st->memo_cp == st->cp && st->memo_need == st->need &&
+           st->memo_strip == st->strip_space && !memcmp(st->memo_set, st->sv + s0, (size_t)(s1 - s0) * sizeof *st->sv);
+}
+
+static void memo_store(grammar_state *st, const grammar_vocab *v, int s0, int s1, const uint8_t *allowed, int count) {
+    int32_t *set = realloc(st->memo_set, (size_t)(s1 - s0 + 1) * sizeof *set);
+    if (set) st->memo_set = set;
+    if (!st->memo_mask) st->memo_mask = malloc((size_t)v->n_vocab);
+    if (!set || !st->memo_mask || (st->memo_v && st->memo_v->n_vocab != v->n_vocab)) {
+        st->memo_v = NULL;
+        return;
+    }
+    memcpy(set, st->sv + s0, (size_t)(s1 - s0) * sizeof *set);
+    memcpy(st->memo_mask, allowed, (size_t)v->n_vocab);
+    st->memo_n = s1 - s0, st->memo_cp = st->cp, st->memo_need = st->need, st->memo_strip = st->strip_space;
+    st->memo_count = count;
+    st->memo_v = v;
+}
+
 int grammar_state_allowed(grammar_state *st, const grammar_vocab *v, uint8_t *allowed) {
+    /* the state's own set, copied (sorted, so equal sets compare equal) */
+    int sv_mark0 = st->n_sv;
+    for (int i = 0; i < st->n_set; i++) set_add_raw(st, st->sv[i]);
+    sort_ids(st->sv + sv_mark0, st->n_set);
+    if (!st->oom && memo_hit(st, v, sv_mark0, st->n_sv)) {
+        st->n_sv = sv_mark0;
+        memcpy(allowed, st->memo_mask, (size_t)v->n_vocab);
+        return st->memo_count;
+    }
+    st->n_sv = sv_mark0;
     memset(allowed, 0, (size_t)v->n_vocab);
-    walk_ctx w = {.st = st, .v = v, .allowed = allowed};
-    walk(&w, 0, 0, st->n_set, st->cp, st->need, true);
+    walk_ctx w = {.st = st, .v = v, .allowed = allowed, .cap_sets = 64, .n_set_bucket = 64, .cap_trans = 1024};
+    w.sets = malloc((size_t)w.cap_sets * sizeof *w.sets);
+    w.set_next = malloc((size_t)w.cap_sets * sizeof *w.set_next);
+    w.set_bucket = malloc((size_t)w.n_set_bucket * sizeof *w.set_bucket);
+    w.tkey = calloc(w.cap_trans, sizeof *w.tkey);
+    w.tval = malloc((size_t)w.cap_trans * sizeof *w.tval);
+    int mark = st->n_nodes, sv_mark = st->n_sv;
+    if (w.sets && w.set_next && w.set_bucket && w.tkey && w.tval) {
+        for (uint32_t i = 0; i < w.n_set_bucket; i++) w.set_bucket[i] = -1;
+        /* the state's own set, copied so that sorting it changes nothing */
+        for (int i = 0; i < st->n_set; i++) set_add_raw(st, st->sv[i]);
+        int root = intern_set(&w, sv_mark, st->n_sv);
+        if (root >= 0) walk(&w, 0, root, st->cp, st->need, true);
+    } else {
+        w.oom = true;
+    }
+    drop_nodes(st, mark);
+    st->n_sv = sv_mark;
+    free(w.sets), free(w.set_next), free(w.set_bucket), free(w.tkey), free(w.tval);
     if (grammar_state_complete(st))
         for (int i = 0; i < v->n_vocab; i++)
             if (v->kind[i] == GRAMMAR_TOKEN_END) allowed[i] = 1, w.count++;
-    bool oom = st->oom;
+    bool oom = st->oom || w.oom;
     st->oom = false;
-    return oom ? LLC_ERR_NOMEM : w.count;
+    if (oom) return LLC_ERR_NOMEM;
+    for (int i = 0; i < st->n_set; i++) set_add_raw(st, st->sv[i]);
+    sort_ids(st->sv + sv_mark, st->n_set);
+    if (!st->oom) memo_store(st, v, sv_mark, st->n_sv, allowed, w.count);
+    st->n_sv = sv_mark;
+    st->oom = false;
+    return w.count;
 }

@@ -75,7 +75,6 @@ static void check_valid(const result *r, const char *what, int i) {
     const char *why = "";
     CHECKF(r->done && r->finish == FINISH_STOP, "%s %d: finish %d", what, i, r->finish);
     CHECKF(valid_doc(r->text, &why), "%s %d: %s: %s", what, i, why, r->text);
-    if (getenv("DBG")) fprintf(stderr, "%d tokens: %s\n", r->n_tokens, r->text);
 }
 
 static void test_schema_over_seeds(void) {
