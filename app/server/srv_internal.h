@@ -74,6 +74,7 @@ typedef struct srv_gen {
     bool echo_prompt;   /* return_prompt: put the prompt ids in the done event */
     int n_dropped;      /* chat turns left out to fit the context */
     double t_max_predict_ms; /* llama: stop after this long once a newline came (0: off) */
+    char *grammar;      /* GBNF from grammar / json_schema / response_format (req.grammar) */
 } srv_gen;
 
 /* Sampling and length parameters of j (an object) in the given dialect, over
@@ -81,6 +82,13 @@ typedef struct srv_gen {
  * of the wrong type or out of range gives LLC_ERR_TYPE / LLC_ERR_RANGE with a
  * message naming it; unknown fields are ignored. */
 int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g, llc_err *err);
+/* Structured output, in every dialect: grammar (GBNF text), json_schema (a
+ * schema, llama-server), response_format ({"type": "text" | "json_object" |
+ * "json_schema", "json_schema": {"name", "schema", "strict"}}, OpenAI; a
+ * json_object with a "schema" as llama-server takes it). At most one of them;
+ * a bad grammar or schema is LLC_ERR_FORMAT naming the field. Called by
+ * srv_gen_params. */
+int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err);
 /* The prompt of a conversation (array of {role, content}), built with
  * prompt_build within n_ctx - min(max_tokens, n_ctx / 2) tokens (as the UI
  * does); adds the template's stop strings. */
