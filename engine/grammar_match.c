@@ -233,7 +233,9 @@ struct grammar_state {
     uint32_t cp;        /* unfinished character: bits so far, */
     int need;           /* and continuation bytes still to come */
     bool strip_space;   /* the first token's leading space is not text */
-    bool oom;
+    bool oom;           /* out of memory, or an expansion over the limits below */
+    int depth;          /* rule references being expanded now */
+    int work;           /* expansion steps since the set being built began */
     /* the last allowed set computed, for the set of stacks it was computed at
        (inside a string most steps come back to the same set) */
     const grammar_vocab *memo_v; /* NULL: none */
@@ -322,7 +324,13 @@ static void set_add_raw(grammar_state *st, int32_t id) {
     st->sv[st->n_sv++] = id;
 }
 
+/* Limits on expanding one character's stacks, so that a hostile grammar (nested
+ * nullable repetitions) fails instead of holding the engine thread. */
+#define GRAMMAR_MAX_DEPTH 2048
+#define GRAMMAR_MAX_WORK (1 << 20)
+
 static void new_set(grammar_state *st) {
+    st->work = 0;
     if (++st->gen == 0) { /* wrapped: forget every mark */
         memset(st->seen, 0, (size_t)(st->cap_nodes + 1) * sizeof *st->seen);
         st->gen = 1;
@@ -345,10 +353,14 @@ static void expand(grammar_state *st, int32_t parent, uint32_t pos) {
             continue;
         }
         if (el->type == GE_RULE_REF) {
+            if (st->depth >= GRAMMAR_MAX_DEPTH || ++st->work > GRAMMAR_MAX_WORK) return (void)(st->oom = true);
             int32_t cont = parent;
             if (!is_end(g->elems[pos + 1].type) && (cont = intern(st, parent, pos + 1)) < 0) return;
             int r = (int)el->value;
-            for (int a = g->rule_alts[r]; a < g->rule_alts[r + 1]; a++) expand(st, cont, (uint32_t)g->alts[a]);
+            st->depth++;
+            for (int a = g->rule_alts[r]; a < g->rule_alts[r + 1] && !st->oom; a++)
+                expand(st, cont, (uint32_t)g->alts[a]);
+            st->depth--;
             return;
         }
         int32_t id = intern(st, parent, pos);

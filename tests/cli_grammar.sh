@@ -51,6 +51,8 @@ out=$(req "$S" '{"id":1,"method":"complete","prompt":"Once upon a time","max_tok
 txt=$(printf '%s\n' '{"id":1,"method":"complete","prompt":"Once upon a time","max_tokens":30,"temperature":0.9,"seed":2,"grammar":"root ::= [0-9]{3} \"-\" [a-c]{2}"}' | $C --text "$S")
 check "NDJSON grammar: the text matches" '^[0-9]{3}-[a-c]{2}$' "$txt"
 check "NDJSON grammar: finish_reason stop" '"event":"done","index":0,"finish_reason":"stop"' "$out"
+txt=$(printf '%s\n' '{"id":4,"method":"complete","prompt":"Once upon a time","max_tokens":30,"temperature":0.9,"seed":4,"logprobs":2,"grammar":"root ::= [0-9]{3} \"-\" [a-c]{2}"}' | $C --text "$S")
+check "NDJSON grammar with logprobs: the text matches" '^[0-9]{3}-[a-c]{2}$' "$(printf '%s' "$txt" | tr -d '\n')"
 out=$(req "$S" '{"id":2,"method":"chat","messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"response_format":{"type":"json_object"}}')
 check "NDJSON response_format json_object, max_tokens 4: finish length" '"id":2,"event":"done","index":0,"finish_reason":"length"' "$out"
 check "NDJSON json_object: the answer opens an object" '"id":2,"event":"token","index":0,"text":"\{' "$out"

@@ -247,6 +247,19 @@ static void test_long_run(void) {
     grammar_free(g);
 }
 
+/* Nested nullable repetitions: expansion stops at its limits instead of running away. */
+static void test_hostile_grammar_bounded(void) {
+    grammar *g = parse("root ::= ((((\"a\"?){0,50}){0,50}){0,50}) \"b\"\n");
+    grammar_state *st = NULL;
+    int rc = g ? grammar_state_create(g, false, &st) : -1;
+    if (rc == 0) {
+        (void)grammar_state_allows_bytes(st, "ab", 2); /* any answer, but an answer */
+        grammar_state_free(st);
+    }
+    CHECK(rc == 0 || rc == LLC_ERR_NOMEM);
+    grammar_free(g);
+}
+
 int main(void) {
     RUN(test_parse_good);
     RUN(test_parse_bad);
@@ -256,5 +269,6 @@ int main(void) {
     RUN(test_leading_space_strip);
     RUN(test_allowed_matches_single_checks);
     RUN(test_long_run);
+    RUN(test_hostile_grammar_bounded);
     return t_summary();
 }
