@@ -22,7 +22,9 @@
  * \\ \" \' \[ \] \- \/ \xHH \uHHHH \UHHHHHHHH, `.` (any character), rule names
  * of letters, digits and '-', comments from '#'. A rule ends at a newline
  * unless inside a group or after `|` or `::=`. Undefined rules and left
- * recursion are errors. */
+ * recursion are errors. Expanding the stacks for one character is bounded
+ * (nesting depth and steps): a grammar past that fails as out of memory
+ * rather than holding the caller. */
 #ifndef LLC_GRAMMAR_H
 #define LLC_GRAMMAR_H
 

@@ -245,7 +245,8 @@ struct grammar_state {
     int memo_need;
     bool memo_strip;
     int memo_count;
-    uint8_t *memo_mask; /* [n_vocab] */
+    uint8_t *memo_mask; /* [memo_cap] */
+    int memo_cap;
 };
 
 static uint32_t node_hash(int32_t parent, uint32_t pos) {
@@ -462,7 +463,7 @@ int grammar_state_clone(const grammar_state *src, grammar_state **out) {
     grammar_state *st = calloc(1, sizeof *st);
     if (!st) return LLC_ERR_NOMEM;
     *st = *src;
-    st->memo_v = NULL, st->memo_set = NULL, st->memo_mask = NULL;
+    st->memo_v = NULL, st->memo_set = NULL, st->memo_mask = NULL, st->memo_cap = 0;
     st->nodes = malloc((size_t)st->cap_nodes * sizeof *st->nodes);
     st->seen = malloc((size_t)(st->cap_nodes + 1) * sizeof *st->seen);
     st->sv = malloc((size_t)st->cap_sv * sizeof *st->sv);
@@ -567,8 +568,8 @@ static void compact(grammar_state *st) {
     tmp->n_set = tmp->n_sv;
     tmp->cp = st->cp, tmp->need = st->need, tmp->strip_space = st->strip_space;
     tmp->memo_v = NULL; /* node ids change: the remembered set means nothing now */
-    tmp->memo_set = st->memo_set, tmp->memo_mask = st->memo_mask;
-    st->memo_set = NULL, st->memo_mask = NULL;
+    tmp->memo_set = st->memo_set, tmp->memo_mask = st->memo_mask, tmp->memo_cap = st->memo_cap;
+    st->memo_set = NULL, st->memo_mask = NULL, st->memo_cap = 0;
     grammar_state old = *st;
     *st = *tmp;
     *tmp = old;
@@ -761,11 +762,13 @@ static bool memo_hit(const grammar_state *st, const grammar_vocab *v, int s0, in
 static void memo_store(grammar_state *st, const grammar_vocab *v, int s0, int s1, const uint8_t *allowed, int count) {
     int32_t *set = realloc(st->memo_set, (size_t)(s1 - s0 + 1) * sizeof *set);
     if (set) st->memo_set = set;
-    if (!st->memo_mask) st->memo_mask = malloc((size_t)v->n_vocab);
-    if (!set || !st->memo_mask || (st->memo_v && st->memo_v->n_vocab != v->n_vocab)) {
-        st->memo_v = NULL;
-        return;
+    st->memo_v = NULL;
+    if (st->memo_cap != v->n_vocab) {
+        free(st->memo_mask);
+        st->memo_mask = malloc((size_t)v->n_vocab);
+        st->memo_cap = st->memo_mask ? v->n_vocab : 0;
     }
+    if (!set || !st->memo_mask) return;
     memcpy(set, st->sv + s0, (size_t)(s1 - s0) * sizeof *set);
     memcpy(st->memo_mask, allowed, (size_t)v->n_vocab);
     st->memo_n = s1 - s0, st->memo_cp = st->cp, st->memo_need = st->need, st->memo_strip = st->strip_space;
