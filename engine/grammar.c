@@ -257,6 +257,7 @@ static void parse_sequence(parser *ps, int rid, bool nested) {
                 }
                 push(ps, rid, first ? type : GE_CHAR_ALT, parse_char(ps));
                 first = false;
+                if (ps->rc) break;
                 if (ps->p + 1 < ps->end && *ps->p == '-' && ps->p[1] != ']') {
                     ps->p++;
                     const char *rng = ps->p;

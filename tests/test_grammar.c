@@ -76,6 +76,8 @@ static void test_parse_bad(void) {
         {"root ::= \"a\"{99999}", "repetition count over"},
         {"root ::= \"a\" )", "unexpected ')'"},
         {"root ::= \"\\x4\"", "needs 2 hex digits"},
+        {"root ::= [\x95-c]", "line 1, column 11: invalid UTF-8"},
+        {"root ::= \"a\xC3\"", "invalid UTF-8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *msg = parse_error(bad[i].text);
