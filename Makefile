@@ -7,7 +7,7 @@
 #   make test-tsan  ThreadSanitizer: the engine and kernel tests, the server and the
 #                   UI driven through a TSan-built program
 #   make fuzz       libFuzzer targets (clang) for the GGUF reader, the server's JSON
-#                   requests and the tokenizer, each for FUZZ_SECONDS (default 60)
+#                   requests, the tokenizer and grammars, each for FUZZ_SECONDS (default 60)
 #   make CUDA=0     force a CPU-only build even when nvcc is present
 # Library code is built twice: optimised for the program, and with
 # AddressSanitizer + UBSan for the unit tests (build/asan/).
@@ -161,7 +161,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_OBJ     := $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o) $(filter-out $(BUILD)/fuzz/app/main.o,$(APP_SRC:%.c=$(BUILD)/fuzz/%.o)) \
                 $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-FUZZ_TARGETS := gguf tokenizer json
+FUZZ_TARGETS := gguf tokenizer json grammar
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 $(BUILD)/fuzz/%.o: %.c

@@ -17,10 +17,12 @@
 #include <cjson/cJSON.h>
 
 #include "app/commands.h"
+#include "app/fileio.h"
 #include "app/llm.h"
 #include "app/server/srv.h"
 
-static const char *g_session, *g_system, *g_template, *g_template_file;
+static const char *g_session, *g_system, *g_template, *g_template_file, *g_grammar_file, *g_json_schema;
+static char *g_grammar; /* GBNF from --grammar-file / --json-schema */
 static bool g_new, g_local;
 static float g_temp = -1;
 static int g_max_tokens, g_seed = -2;
@@ -35,6 +37,8 @@ static const cli_opt g_opts[] = {
     {"seed", 0, CLI_INT, &g_seed, "N", "random seed (default: the session's, else random)", -1, 2147483647, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "with --local: override the model's chat template", 0, 0, NULL},
     {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
+    {"grammar-file", 0, CLI_STR, &g_grammar_file, "FILE", "constrain the answer to a GBNF grammar", 0, 0, NULL},
+    {"json-schema", 0, CLI_STR, &g_json_schema, "FILE|JSON", "constrain the answer to JSON valid against a schema", 0, 0, NULL},
     {0},
 };
 
@@ -203,6 +207,7 @@ static int ask(client *c, const char *prompt) {
     if (g_max_tokens > 0) cJSON_AddNumberToObject(req, "max_tokens", g_max_tokens);
     if (g_seed >= -1) cJSON_AddNumberToObject(req, "seed", g_seed);
     else if (sid == 0) cJSON_AddNumberToObject(req, "seed", -1); /* a new answer each time, as in the UI */
+    if (g_grammar) cJSON_AddStringToObject(req, "grammar", g_grammar);
     if (cl_send(c, req)) {
         fprintf(stderr, "llmchat ask: the connection to llmchat was lost\n");
         return 1;
@@ -270,6 +275,11 @@ int cmd_ask(int argc, char **argv) {
     int npos = cli_parse(&cli_ask, &common, argc, argv, pos, 1);
     if (g_session && g_new) cli_usage_error(&cli_ask, "give --session NAME or --new, not both");
     if (npos < 1) cli_usage_error(&cli_ask, "give a PROMPT, or - to read it from stdin");
+    llc_err gerr;
+    if (file_read_grammar(g_grammar_file, g_json_schema, &g_grammar, &gerr)) {
+        fprintf(stderr, "llmchat ask: %s\n", gerr.msg);
+        return 1;
+    }
     char *text = !strcmp(pos[0], "-") ? read_stdin() : strdup(pos[0]);
     if (!text) {
         fprintf(stderr, "llmchat ask: cannot read the prompt\n");
@@ -330,5 +340,6 @@ out:
     engine_destroy(e);
     if (L.m) llm_close(&L);
     if (dir[0]) rmdir(dir);
+    free(g_grammar);
     return status;
 }

@@ -11,6 +11,7 @@
 
 #include "app/clock.h"
 #include "app/commands.h"
+#include "app/fileio.h"
 #include "app/llm.h"
 #include "engine/batch.h"
 #include "engine/chat.h"
@@ -19,7 +20,8 @@
 
 #define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
 
-static const char *g_prompt, *g_template, *g_template_file, *g_system;
+static const char *g_prompt, *g_template, *g_template_file, *g_system, *g_grammar_file, *g_json_schema;
+static char *g_grammar; /* GBNF from --grammar-file / --json-schema */
 static bool g_chat;
 static int g_n = 128, g_logprobs;
 static bool g_json, g_special;
@@ -44,6 +46,8 @@ static const cli_opt g_opts[] = {
     {"system", 0, CLI_STR, &g_system, "TEXT", "system message (implies --chat)", 0, 0, NULL},
     {"special", 0, CLI_FLAG, &g_special, NULL, "parse special-token text in the prompt, print special tokens", 0, 0, NULL},
     {"json", 0, CLI_FLAG, &g_json, NULL, "print a JSON summary on the last line", 0, 0, NULL},
+    {"grammar-file", 0, CLI_STR, &g_grammar_file, "FILE", "constrain the output to a GBNF grammar", 0, 0, NULL},
+    {"json-schema", 0, CLI_STR, &g_json_schema, "FILE|JSON", "constrain the output to JSON valid against a schema", 0, 0, NULL},
     {0},
 };
 
@@ -107,7 +111,7 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
         return 1;
     }
     gen_request r = {.prompt = prompt, .n_prompt = n_prompt, .n = 1, .max_tokens = n_max, .sampling = g_sp,
-                     .continues_prompt = !g_chat};
+                     .continues_prompt = !g_chat, .grammar = g_grammar};
     double t0 = clock_now_s(), t_first = 0;
     int status = 1;
     if (engine_submit(e, c, &r, &err) < 0) {
@@ -183,6 +187,10 @@ int cmd_generate(int argc, char **argv) {
     g_sp.n_logprobs = g_logprobs;
     llc_err err;
     if (sampler_params_check(&g_sp, &err)) cli_usage_error(&cli_generate, "%s", err.msg);
+    if (file_read_grammar(g_grammar_file, g_json_schema, &g_grammar, &err)) {
+        fprintf(stderr, "llmchat: %s\n", err.msg);
+        return 1;
+    }
 
     /* one sequence decodes a row at a time: packing the weights for few-row GEMMs
        would cost start-up time and memory for nothing (speculation checks several) */
@@ -229,8 +237,8 @@ int cmd_generate(int argc, char **argv) {
     }
     int n_max = g_n < hp->n_ctx_train - n_prompt ? g_n : hp->n_ctx_train - n_prompt;
     if (L.draft_error[0]) fprintf(stderr, "llmchat: %s; going on without speculation\n", L.draft_error);
-    if ((L.draft || common.ngram) && n_max > 0) {
-        if (g_logprobs) fprintf(stderr, "llmchat: --logprobs turns speculation off\n");
+    if ((L.draft || common.ngram || g_grammar) && n_max > 0) { /* the engine does grammars too */
+        if (g_logprobs && !g_grammar) fprintf(stderr, "llmchat: --logprobs turns speculation off\n");
         status = generate_speculative(&L, &common, prompt, n_prompt, n_max);
         goto out;
     }
@@ -333,5 +341,6 @@ out:
     free(blocks);
     free(logits);
     llm_close(&L);
+    free(g_grammar);
     return status;
 }

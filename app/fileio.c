@@ -1,10 +1,13 @@
-/* fileio.c — whole-file reads with clear errors. */
+/* fileio.c — whole-file reads with clear errors, and the grammar options. */
 #include "app/fileio.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "engine/grammar.h"
+#include "engine/json_schema.h"
 
 char *file_read_all(const char *path, size_t *len, llc_err *err) {
     FILE *f = fopen(path, "rb");
@@ -33,4 +36,33 @@ char *file_read_all(const char *path, size_t *len, llc_err *err) {
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+int file_read_grammar(const char *grammar_file, const char *json_schema, char **out, llc_err *err) {
+    *out = NULL;
+    if (grammar_file && json_schema) return llc_fail(err, LLC_ERR_RANGE, "give --grammar-file or --json-schema, not both");
+    char *text = NULL;
+    size_t len;
+    if (grammar_file && !(text = file_read_all(grammar_file, &len, err))) return LLC_ERR_IO;
+    if (json_schema) {
+        const char *p = json_schema;
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+        char *schema = *p == '{' ? strdup(p) : file_read_all(json_schema, &len, err);
+        if (!schema) return *p == '{' ? llc_fail(err, LLC_ERR_NOMEM, "out of memory") : LLC_ERR_IO;
+        llc_err e2;
+        int rc = json_schema_text_to_gbnf(schema, &text, &e2);
+        free(schema);
+        if (rc) return llc_fail(err, rc, "--json-schema: %s", e2.msg);
+    }
+    if (!text) return 0;
+    grammar *g;
+    llc_err e2;
+    int rc = grammar_parse(text, strlen(text), &g, &e2);
+    if (rc) {
+        free(text);
+        return llc_fail(err, rc, "%s: %s", grammar_file ? grammar_file : "--json-schema", e2.msg);
+    }
+    grammar_free(g);
+    *out = text;
+    return 0;
 }

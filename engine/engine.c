@@ -107,7 +107,7 @@ static int run_step(engine *e, llc_err *err) {
         for (int k = 0; k < count; k++) {
             seq *t = first_of_request ? r->seqs[k] : s;
             sample_result res;
-            int tok = sampler_sample(t->smp, lg, e->n_vocab, &res);
+            int tok = eng_sample(e, t, lg, &res);
             if (tok < 0) {
                 eng_seq_finish(e, t, FINISH_ERROR);
                 continue;
@@ -256,6 +256,7 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     if (!rc) rc = eng_spec_init(e, err);
     if (rc) {
         eng_spec_free(e);
+        eng_grammar_free(e);
         batch_free(e->batch);
         kv_pool_free(e->pool);
         model_kv_free(e->kv_store);
@@ -294,6 +295,7 @@ void engine_destroy(engine *e) {
     free(e->logits);
     free(e->hidden);
     eng_spec_free(e);
+    eng_grammar_free(e);
     batch_free(e->batch);
     kv_pool_free(e->pool);
     model_kv_free(e->kv_store);

@@ -46,6 +46,11 @@ typedef struct gen_request {
     const char *const *stop; /* stop strings (copied), n_stop of them */
     int n_stop;
     int priority;          /* higher runs first; FCFS within a priority */
+    const char *grammar;   /* GBNF text (copied) the output must match, or NULL (see
+                              engine/grammar.h): disallowed tokens are masked at every
+                              step, an end token only once the grammar is complete,
+                              and the sample stops when nothing more may follow.
+                              Not with beam search */
     bool continues_prompt; /* the output continues the prompt's text (completion,
                               infill): its first token keeps its SentencePiece
                               leading space (" was" after "..., there"). false

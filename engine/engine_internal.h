@@ -12,6 +12,7 @@
 #include "engine/batch.h"
 #include "engine/beam.h"
 #include "engine/engine.h"
+#include "engine/grammar.h"
 #include "engine/kvcache.h"
 #include "engine/spec_policy.h"
 #include "engine/stopstr.h"
@@ -63,6 +64,7 @@ typedef struct seq {
     /* embeddings (engine_embed.c) */
     double *embd_sum; /* [dim] sum of its rows' final-norm hidden states so far */
     int hid_row;      /* index of its first hidden-state row in the current step */
+    grammar_state *gst; /* where its text stands in the request's grammar, or NULL */
 } seq;
 
 struct request {
@@ -76,6 +78,7 @@ struct request {
     bool special_text;     /* gen_request.special_text */
     bool embed;      /* an embeddings request: seqs[i] is input i (no sampling) */
     int *input_start; /* embed: input i is prompt[input_start[i] .. input_start[i+1]) */
+    grammar *grammar;  /* gen_request.grammar parsed, or NULL */
     int n_slots;     /* entries of seqs: n, or the beam width */
     beam_search *bs; /* beam search state, or NULL when sampling */
     double t_first_beam; /* first beam step (ms) */
@@ -119,6 +122,11 @@ struct engine {
     float *probs, *resid;  /* [n_vocab] scratch for verification */
     float *hidden;         /* [cap_hidden][dim] final-norm hidden states of the step (embeddings) */
     int cap_hidden;
+    /* constrained decoding (engine_grammar.c), made at the first grammar request */
+    grammar_vocab *gvocab; /* the vocabulary's texts for grammars */
+    bool gstrip;           /* the tokenizer prefixes a space the output drops (SPM) */
+    float *grow;           /* [n_vocab] a logits row with disallowed tokens at -inf */
+    uint8_t *gallowed;     /* [n_vocab] */
 
     pthread_t thread;
     pthread_mutex_t mu; /* inbox, metrics, client refcounts */
@@ -219,6 +227,19 @@ int eng_spec_verify(engine *e, seq *s, const float *logits);
 int eng_spec_init(engine *e, llc_err *err);
 void eng_spec_free(engine *e);
 void eng_spec_seq_free(seq *s);
+
+/* engine_grammar.c */
+/* A sequence's grammar state (when its request has a grammar): a copy of
+ * from's, or a fresh one. Builds the engine's grammar vocabulary on first use. */
+int eng_grammar_seq_init(engine *e, seq *s, const seq *from);
+/* The row to sample s from: logits itself without a grammar, else a copy with
+ * the tokens the grammar refuses at -inf. NULL when no token is allowed. */
+const float *eng_grammar_row(engine *e, seq *s, const float *logits);
+/* sampler_sample under s's grammar: with no log-probabilities asked for, the
+ * unmasked choice is kept when the grammar allows it (the mask is only built
+ * when it does not). Negative when nothing can be sampled. */
+int eng_sample(engine *e, seq *s, const float *logits, sample_result *res);
+void eng_grammar_free(engine *e);
 
 /* engine_beam.c */
 /* Stores the candidates of beam s from its logits row. */

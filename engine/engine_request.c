@@ -33,6 +33,7 @@ void eng_request_free(request *r) {
     free(r->stop);
     free(r->seqs);
     beam_search_free(r->bs);
+    grammar_free(r->grammar);
     free(r);
 }
 
@@ -57,8 +58,13 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
             return llc_fail(err, LLC_ERR_RANGE, "token id %d is outside the vocabulary", g->prompt[i]);
     int rc = sampler_params_check(&g->sampling, err);
     if (rc) return rc;
+    if (g->grammar && g->beam_width > 0)
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "a grammar (structured output) cannot be used with beam search");
+    grammar *gr = NULL;
+    if (g->grammar && (rc = grammar_parse(g->grammar, strlen(g->grammar), &gr, err))) return rc;
     request *r = calloc(1, sizeof *r);
-    if (!r) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    if (!r) return grammar_free(gr), llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    r->grammar = gr;
     r->prompt = malloc((size_t)g->n_prompt * sizeof *r->prompt);
     r->n_slots = g->beam_width > g->n ? g->beam_width : g->n;
     r->seqs = calloc((size_t)r->n_slots, sizeof *r->seqs);
@@ -131,6 +137,7 @@ void eng_seq_free(seq *s) {
     eng_spec_seq_free(s);
     free(s->embd_sum);
     sampler_free(s->smp);
+    grammar_state_free(s->gst);
     tok_stream_free(s->ts);
     stopstr_free(s->ss);
     free(s->tokens);
@@ -153,6 +160,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
         if (!rc) rc = tok_stream_create(e->tok, r->special_text, &s->ts);
         if (!rc && r->continues_prompt) tok_stream_continue(s->ts, r->prompt, r->n_prompt); /* " was" */
         if (!rc) rc = stopstr_create((const char *const *)r->stop, r->n_stop, &s->ss);
+        if (!rc) rc = eng_grammar_seq_init(e, s, from);
     }
     const int32_t *src = from ? from->tokens : r->prompt;
     int n = from ? from->n_tokens : r->n_prompt;
@@ -356,7 +364,17 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
         eng_seq_finish(e, s, FINISH_STOP);
         return true;
     }
-    bool at_end = s->n_gen >= r->max_tokens || s->n_tokens + 1 >= e->n_ctx;
+    /* the grammar follows the token (sampled from its mask); when nothing more
+       may follow, the sample ends here */
+    bool grammar_done = false;
+    if (s->gst) {
+        if (grammar_state_accept(s->gst, e->gvocab, tok)) {
+            eng_seq_finish(e, s, FINISH_ERROR);
+            return true;
+        }
+        grammar_done = grammar_state_must_end(s->gst);
+    }
+    bool at_end = grammar_done || s->n_gen >= r->max_tokens || s->n_tokens + 1 >= e->n_ctx;
     size_t len = 0;
     char *text = NULL;
     bool stopped = eng_token_text(s->ts, s->ss, tok, at_end, &text, &len);
@@ -365,7 +383,7 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     if (!r->client->closed) eng_client_push(r->client, &ev);
     else free(text);
     if (stopped || at_end) {
-        eng_seq_finish(e, s, stopped ? FINISH_STOP : FINISH_LENGTH);
+        eng_seq_finish(e, s, stopped || grammar_done ? FINISH_STOP : FINISH_LENGTH);
         return true;
     }
     return false;

@@ -238,9 +238,11 @@ int eng_spec_verify(engine *e, seq *s, const float *logits) {
         int tok;
         bool took_draft = false;
         if (greedy) {
-            if ((tok = sampler_sample(s->smp, row, V, &res)) < 0) return tok;
+            if ((tok = eng_sample(e, s, row, &res)) < 0) return tok;
             took_draft = i < k && tok == drafts[i];
         } else {
+            /* a grammar masks the row: a draft token it refuses has p = 0 */
+            if (!(row = eng_grammar_row(e, s, row))) return LLC_ERR_RANGE;
             if (sampler_probs(s->smp, row, V, e->probs)) return LLC_ERR_RANGE;
             if (i < k) {
                 int x = drafts[i];

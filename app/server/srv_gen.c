@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "app/server/srv_internal.h"
+#include "engine/grammar.h"
+#include "engine/json_schema.h"
 #include "engine/prompt.h"
 
 void srv_gen_init(srv_gen *g) {
@@ -21,6 +23,7 @@ void srv_gen_free(srv_gen *g) {
     for (int i = 0; i < g->n_stops; i++) free(g->stops[i]);
     free(g->stops);
     cJSON_Delete(g->tools);
+    free(g->grammar);
     memset(g, 0, sizeof *g);
 }
 
@@ -212,7 +215,71 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
     if (g->req.beam_width > 0 && g->req.n > g->req.beam_width)
         return llc_fail(err, LLC_ERR_RANGE, "'n' (%d) cannot exceed 'beam_width' (%d)", g->req.n,
                         g->req.beam_width);
+    if ((rc = srv_gen_grammar(j, g, err))) return rc;
+    if (g->grammar && g->req.beam_width > 0)
+        return llc_fail(err, LLC_ERR_RANGE, "structured output (grammar, json_schema, response_format) cannot be used with 'beam_width'");
     return sampler_params_check(sp, err);
+}
+
+/* ---- structured output ---- */
+
+/* g->grammar from a schema (field names where it came from, for the message). */
+static int schema_grammar(const cJSON *schema, const char *field, srv_gen *g, llc_err *err) {
+    llc_err e2;
+    if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+        return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a JSON schema (an object)", field);
+    if (json_schema_to_gbnf(schema, &g->grammar, &e2))
+        return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", field, e2.msg);
+    return 0;
+}
+
+int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err) {
+    const cJSON *gr = field(j, "grammar"), *js = field(j, "json_schema"), *rf = field(j, "response_format");
+    const cJSON *type = rf ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+    if (rf && (!cJSON_IsObject(rf) || !cJSON_IsString(type)))
+        return llc_fail(err, LLC_ERR_TYPE, "'response_format' must be an object with a string 'type'");
+    if (rf && !strcmp(type->valuestring, "text")) rf = NULL; /* the default */
+    if ((gr != NULL) + (js != NULL) + (rf != NULL) > 1)
+        return llc_fail(err, LLC_ERR_RANGE, "give only one of 'grammar', 'json_schema' and 'response_format'");
+    int rc = 0;
+    free(g->grammar);
+    g->grammar = NULL;
+    if (gr) {
+        if (!cJSON_IsString(gr)) return llc_fail(err, LLC_ERR_TYPE, "'grammar' must be a string (GBNF)");
+        if (!gr->valuestring[0]) return 0; /* llama-server's "no grammar" */
+        if (!(g->grammar = strdup(gr->valuestring))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    } else if (js) {
+        rc = schema_grammar(js, "json_schema", g, err);
+    } else if (rf && !strcmp(type->valuestring, "json_object")) {
+        const cJSON *schema = field(rf, "schema"); /* llama-server's form */
+        if (schema) rc = schema_grammar(schema, "response_format.schema", g, err);
+        else if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    } else if (rf && !strcmp(type->valuestring, "json_schema")) {
+        const cJSON *spec = field(rf, "json_schema");
+        const cJSON *schema = cJSON_IsObject(spec) ? field(spec, "schema") : NULL;
+        if (!cJSON_IsObject(spec)) return llc_fail(err, LLC_ERR_TYPE, "'response_format.json_schema' must be an object");
+        const cJSON *strict = field(spec, "strict");
+        if (strict && !cJSON_IsBool(strict))
+            return llc_fail(err, LLC_ERR_TYPE, "'response_format.json_schema.strict' must be true or false");
+        if (!schema) { /* OpenAI: a schema is optional; then any JSON object */
+            if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        } else {
+            rc = schema_grammar(schema, "response_format.json_schema.schema", g, err);
+        }
+    } else if (rf) {
+        return llc_fail(err, LLC_ERR_RANGE, "'response_format.type' must be text, json_object or json_schema, not '%s'",
+                        type->valuestring);
+    }
+    if (rc) return rc;
+    if (g->grammar) { /* a bad grammar is the request's fault: say so now */
+        grammar *parsed;
+        llc_err e2;
+        if (grammar_parse(g->grammar, strlen(g->grammar), &parsed, &e2))
+            return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", gr ? "grammar" : js ? "json_schema" : "response_format", e2.msg);
+        grammar_free(parsed);
+    }
+    g->req.grammar = g->grammar;
+    return 0;
 }
 
 /* ---- prompts ---- */

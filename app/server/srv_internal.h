@@ -84,6 +84,7 @@ typedef struct srv_gen {
     cJSON *tools;       /* the tools offered (OpenAI's array; NULL: none, or tool_choice "none") */
     bool tools_required; /* tool_choice "required" or a named function */
     toolcall_format tool_format; /* how the answer's calls are read (with tools) */
+    char *grammar;      /* GBNF from grammar / json_schema / response_format (req.grammar) */
 } srv_gen;
 
 /* Sampling and length parameters of j (an object) in the given dialect, over
@@ -95,6 +96,13 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
  * naming the field otherwise). tool_choice "none" offers no tools; a named
  * function offers only that one. */
 int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err);
+/* Structured output, in every dialect: grammar (GBNF text), json_schema (a
+ * schema, llama-server), response_format ({"type": "text" | "json_object" |
+ * "json_schema", "json_schema": {"name", "schema", "strict"}}, OpenAI; a
+ * json_object with a "schema" as llama-server takes it). At most one of them;
+ * a bad grammar or schema is LLC_ERR_FORMAT naming the field. Called by
+ * srv_gen_params. */
+int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err);
 /* The prompt of a conversation (array of {role, content}), built with
  * prompt_build within n_ctx - min(max_tokens, n_ctx / 2) tokens (as the UI
  * does); adds the template's stop strings. With tools (srv_gen_tools), tool

@@ -204,6 +204,10 @@ static void json_seeds(void) {
         {0x07, "{\"input_prefix\":\"int main() {\",\"input_suffix\":\"}\",\"input_extra\":[{\"filename\":\"x.c\",\"text\":\"//\"}],"
                "\"prompt\":\"\",\"n_predict\":4,\"repeat_penalty\":1.1,\"repeat_last_n\":64,\"min_p\":0.05}"},
         {0x08, "{\"messages\":[{\"role\":\"user\",\"content\":\"<s>[INST] hi\"}],\"stop\":\"END\",\"seed\":-1}"},
+        {0x01, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"type\":\"json_schema\","
+               "\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}}}}"},
+        {0x03, "{\"prompt\":\"x\",\"grammar\":\"root ::= [a-z]{2,5} \\\"!\\\"\",\"n_predict\":4}"},
+        {0x02, "{\"prompt\":\"x\",\"json_schema\":{\"enum\":[1,\"a\"]},\"response_format\":{\"type\":\"text\"}}"},
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         char item[1024], name[32];
@@ -215,14 +219,34 @@ static void json_seeds(void) {
     }
 }
 
+static void grammar_seeds(void) {
+    static const char *const items[] = {
+        "root ::= \"{\" ws (pair (\",\" ws pair)*)? \"}\"\npair ::= [a-z]+ \":\" ws [0-9]{1,3}\nws ::= [ \\t\\n]*\n\0{a: 12, b:3}",
+        "root ::= (\"é\" | [^\\x00-\\x7F] | .)+ \"!\"?\n\0é€😀!",
+        "# comment\nroot ::= x{2,4} y?\nx ::= [a-c] | \"\\u0041\"\ny ::= \"\\x21\"\n\0abcA!",
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":99},"
+        "\"b\":{\"enum\":[\"x\",null,true]},\"c\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+        "\"maxLength\":3},\"maxItems\":2}},\"required\":[\"a\"]}\0{\"a\":12,\"c\":[\"ab\"]}",
+        "{\"$ref\":\"#/$defs/n\",\"$defs\":{\"n\":{\"anyOf\":[{\"type\":\"number\"},{\"type\":\"array\","
+        "\"items\":{\"$ref\":\"#/$defs/n\"}}]}}}\0[1,[2.5e3,[]]]",
+    };
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+        char name[32];
+        const char *nul = strchr(items[i], 0); /* the grammar part */
+        size_t len = (size_t)(nul - items[i]) + 1 + strlen(nul + 1);
+        snprintf(name, sizeof name, "grammar-%02zu", i);
+        put("grammar", name, items[i], len);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: seeds OUT\n");
         return 2;
     }
     g_out = argv[1];
-    static const char *const dirs[] = {"", "/gguf", "/tokenizer", "/json"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const dirs[] = {"", "/gguf", "/tokenizer", "/json", "/grammar"};
+    for (int i = 0; i < 5; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s%s", g_out, dirs[i]);
         if (mkdir(path, 0755) && errno != EEXIST) {
@@ -233,6 +257,7 @@ int main(int argc, char **argv) {
     gguf_seeds();
     tokenizer_seeds();
     json_seeds();
+    grammar_seeds();
     printf("seeds: %d files under %s\n", g_n, g_out);
     return 0;
 }

@@ -1,0 +1,180 @@
+/* test_json_schema.c — JSON Schema to GBNF: the grammar of each schema accepts
+ * documents valid against it and refuses invalid ones; unsupported keywords and
+ * bad schemas give errors naming them. */
+#include "tests/test.h"
+
+#include "engine/grammar.h"
+#include "engine/json_schema.h"
+
+static grammar *schema_grammar(const char *schema) {
+    char *gbnf = NULL;
+    llc_err err = {{0}};
+    int rc = json_schema_text_to_gbnf(schema, &gbnf, &err);
+    CHECKF(rc == 0, "%s: %s", schema, err.msg);
+    if (rc) return NULL;
+    grammar *g = NULL;
+    rc = grammar_parse(gbnf, strlen(gbnf), &g, &err);
+    CHECKF(rc == 0, "%s\n%s: %s", schema, gbnf, err.msg);
+    free(gbnf);
+    return g;
+}
+
+static bool matches(const grammar *g, const char *s) {
+    grammar_state *st;
+    if (!g || grammar_state_create(g, false, &st)) return false;
+    bool ok = grammar_state_accept_bytes(st, s, strlen(s)) == 0 && grammar_state_complete(st);
+    grammar_state_free(st);
+    return ok;
+}
+
+typedef struct doc_case {
+    const char *doc;
+    bool valid;
+} doc_case;
+
+static void check_docs(const char *schema, const doc_case *docs, int n) {
+    grammar *g = schema_grammar(schema);
+    for (int i = 0; i < n; i++)
+        CHECKF(matches(g, docs[i].doc) == docs[i].valid, "schema %s, doc %s: want %s", schema, docs[i].doc,
+               docs[i].valid ? "valid" : "invalid");
+    grammar_free(g);
+}
+#define DOCS(schema, ...)                                                                  \
+    do {                                                                                   \
+        static const doc_case d_[] = {__VA_ARGS__};                                        \
+        check_docs(schema, d_, (int)(sizeof d_ / sizeof *d_));                             \
+    } while (0)
+
+static void test_primitives(void) {
+    DOCS("{\"type\":\"boolean\"}", {"true", true}, {"false", true}, {"True", false}, {"1", false});
+    DOCS("{\"type\":\"null\"}", {"null", true}, {"nul", false});
+    DOCS("{\"type\":\"integer\"}", {"0", true}, {"-12", true}, {"012", false}, {"1.5", false}, {"-", false});
+    DOCS("{\"type\":\"number\"}", {"1.5", true}, {"-0.25e10", true}, {"1.", false}, {".5", false});
+    DOCS("{\"type\":\"number\",\"minimum\":0}", {"1.5", true}, {"-1", false});
+    DOCS("{\"type\":\"string\"}", {"\"\"", true}, {"\"a b\\\"\\n\\u00e9\"", true}, {"\"é\"", true},
+         {"\"a", false}, {"\"a\nb\"", false}, {"\"\\q\"", false},
+         {"\"\\ud83d\"", false}); /* a lone surrogate is not text */
+    DOCS("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", {"\"ab\"", true}, {"\"abc\"", true},
+         {"\"a\"", false}, {"\"abcd\"", false});
+    DOCS("{\"type\":\"string\",\"format\":\"date\"}", {"\"2024-02-29\"", true}, {"\"2024-13-01\"", false});
+    DOCS("{\"type\":\"string\",\"format\":\"uuid\"}", {"\"123e4567-e89b-12d3-a456-426614174000\"", true},
+         {"\"123e4567\"", false});
+    DOCS("{\"type\":\"string\",\"format\":\"email\",\"title\":\"t\",\"description\":\"d\"}", {"\"x\"", true});
+    DOCS("true", {"{\"a\":[1,null,\"x\"]}", true}, {"3", true}, {"[", false});
+}
+
+static void test_integer_ranges(void) {
+    static const struct { double lo, hi; bool has_lo, has_hi; } r[] = {
+        {0, 150, true, true}, {-5, 5, true, true}, {7, 7, true, true}, {10, 0, true, false},
+        {0, 99, false, true}, {-120, -3, true, true}, {95, 1205, true, true}, {1, 0, true, false},
+    };
+    for (size_t k = 0; k < sizeof r / sizeof *r; k++) {
+        char schema[160];
+        int n = snprintf(schema, sizeof schema, "{\"type\":\"integer\"");
+        if (r[k].has_lo) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"minimum\":%g", r[k].lo);
+        if (r[k].has_hi) n += snprintf(schema + n, sizeof schema - (size_t)n, ",\"maximum\":%g", r[k].hi);
+        snprintf(schema + n, sizeof schema - (size_t)n, "}");
+        grammar *g = schema_grammar(schema);
+        for (int v = -1500; v <= 1500; v++) {
+            char doc[16];
+            snprintf(doc, sizeof doc, "%d", v);
+            bool want = (!r[k].has_lo || v >= r[k].lo) && (!r[k].has_hi || v <= r[k].hi);
+            CHECKF(matches(g, doc) == want, "%s: %d", schema, v);
+        }
+        CHECK(!matches(g, "007"));
+        grammar_free(g);
+    }
+    DOCS("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":3}", {"0", false}, {"1", true},
+         {"2", true}, {"3", false});
+}
+
+static void test_objects(void) {
+    const char *person = "{\"type\":\"object\",\"properties\":{"
+                         "\"name\":{\"type\":\"string\",\"maxLength\":8},"
+                         "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":150},"
+                         "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",3]},\"minItems\":1,\"maxItems\":2},"
+                         "\"nick\":{\"type\":[\"string\",\"null\"]}},"
+                         "\"required\":[\"age\",\"name\"],\"additionalProperties\":false}";
+    DOCS(person, {"{\"name\":\"Al\",\"age\":3}", true},
+         {"{ \"name\": \"Al\", \"age\": 30, \"tags\": [\"a\", 3], \"nick\": null}", true},
+         {"{\"name\":\"Al\",\"age\":3,\"nick\":\"x\"}", true},
+         {"{\"age\":3}", false},                                 /* name is required */
+         {"{\"name\":\"Al\",\"age\":151}", false},               /* out of range */
+         {"{\"name\":\"Al\",\"age\":3,\"tags\":[]}", false},     /* minItems */
+         {"{\"name\":\"Al\",\"age\":3,\"tags\":[\"a\",\"b\",3]}", false}, /* maxItems */
+         {"{\"name\":\"Al\",\"age\":3,\"tags\":[\"c\"]}", false},  /* enum */
+         {"{\"name\":\"Al\",\"age\":3,\"x\":1}", false},          /* no additional properties */
+         {"{\"name\":\"Aloysius the great\",\"age\":3}", false});  /* maxLength */
+    /* all optional, with additional properties of a schema */
+    DOCS("{\"type\":\"object\",\"properties\":{\"a\":{\"const\":1},\"b\":{\"type\":\"boolean\"}},"
+         "\"additionalProperties\":{\"type\":\"integer\"}}",
+         {"{}", true}, {"{\"b\":true}", true}, {"{\"a\":1,\"b\":false}", true}, {"{\"a\":\"s\"}", false},
+         {"{\"a\":1,\"zz\":5}", true}, {"{\"zz\":5,\"yy\":6}", true}, {"{\"zz\":\"s\"}", false});
+    DOCS("{\"type\":\"object\"}", {"{\"x\":{\"y\":[1,2]}}", true}, {"[]", false});
+    DOCS("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}]}",
+         {"[1,\"a\"]", true}, {"[1]", false}, {"[\"a\",1]", false});
+    DOCS("{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"maxItems\":0}]}",
+         {"5", true}, {"[]", true}, {"[1]", false});
+}
+
+static void test_refs(void) {
+    const char *tree = "{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{"
+                       "\"v\":{\"type\":\"integer\"},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/node\"}}},"
+                       "\"required\":[\"v\"]}}}";
+    DOCS(tree, {"{\"v\":1}", true}, {"{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":3}]},{\"v\":4}]}", true},
+         {"{\"v\":1,\"kids\":[{}]}", false});
+    DOCS("{\"definitions\":{\"c\":{\"enum\":[\"red\",\"green\"]}},\"type\":\"array\",\"items\":{\"$ref\":\"#/definitions/c\"}}",
+         {"[\"red\",\"green\"]", true}, {"[\"blue\"]", false});
+}
+
+static void test_errors(void) {
+    static const struct { const char *schema, *msg; } bad[] = {
+        {"{\"type\":\"string\",\"pattern\":\"^a+$\"}", "schema: 'pattern' is not supported"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\",\"multipleOf\":2}}}",
+         "schema.properties.a: 'multipleOf' is not supported"},
+        {"{\"$ref\":\"http://example.com/s.json\"}", "only local references"},
+        {"{\"$ref\":\"#/$defs/missing\"}", "points at nothing"},
+        {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}", "no integer lies between"},
+        {"{\"type\":\"number\",\"maximum\":1}", "bounds on 'number'"},
+        {"{\"type\":\"strin\"}", "unknown type 'strin'"},
+        {"{\"allOf\":[{\"type\":\"integer\"},{\"minimum\":1}]}", "'allOf' is supported with one schema only"},
+        {"{\"type\":\"object\",\"properties\":{},\"required\":[\"x\"]}", "required property 'x'"},
+        {"false", "allows nothing"},
+        {"{not json", "not valid JSON"},
+        {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}}}", ""}, /* caught by the grammar */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *gbnf = NULL;
+        llc_err err = {{0}};
+        int rc = json_schema_text_to_gbnf(bad[i].schema, &gbnf, &err);
+        if (rc == 0) { /* only the self-reference converts; the grammar refuses it */
+            grammar *g = NULL;
+            rc = grammar_parse(gbnf, strlen(gbnf), &g, &err);
+            grammar_free(g);
+            free(gbnf);
+        }
+        CHECKF(rc != 0 && strstr(err.msg, bad[i].msg), "%s: got '%s'", bad[i].schema, err.msg);
+    }
+}
+
+static void test_json_object_grammar(void) {
+    grammar *g = NULL;
+    llc_err err;
+    CHECK(grammar_parse(json_object_gbnf(), strlen(json_object_gbnf()), &g, &err) == 0);
+    CHECK(matches(g, "{}"));
+    CHECK(matches(g, "{\"a\": [1, {\"b\": null}], \"c\": \"x\"}"));
+    CHECK(!matches(g, "[1]"));
+    CHECK(!matches(g, "{\"a\":}"));
+    CHECK(!matches(g, "{} "));      /* the document ends with its object */
+    grammar_free(g);
+}
+
+int main(void) {
+    RUN(test_primitives);
+    RUN(test_integer_ranges);
+    RUN(test_objects);
+    RUN(test_refs);
+    RUN(test_errors);
+    RUN(test_json_object_grammar);
+    return t_summary();
+}
