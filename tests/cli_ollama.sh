@@ -50,8 +50,10 @@ check "bad JSON: 400" '^\{"error":"the body is not valid JSON"\} 400$' "$($T/api
 check "no model: 400" '^\{"error":"model is required"\} 400$' "$($T/api/generate -d '{"prompt":"hi"}' -w ' %{http_code}')"
 check "images: 400" 'images are not supported.*400$' \
     "$($T/api/generate -d '{"model":"x","prompt":"hi","images":["aGk="]}' -w ' %{http_code}')"
-check "format: 400 not supported yet" '^\{"error":"format is not supported yet"\} 400$' \
-    "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}' -w ' %{http_code}')"
+check "format of the wrong kind: 400 naming it" 'format.*must be \\"json\\" or a JSON schema.*400$' \
+    "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"format":5}' -w ' %{http_code}')"
+check "format with a schema it cannot honour: 400 naming it" "'format'.*pattern.*400$" \
+    "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"format":{"type":"string","pattern":"a+"}}' -w ' %{http_code}')"
 check "template: refused clearly" "'template' is not supported.*400$" \
     "$($T/api/generate -d '{"model":"x","prompt":"hi","template":"{{ .Prompt }}"}' -w ' %{http_code}')"
 check "a bad option: 400 naming it" "^\{\"error\":\"options: 'top_k' must be an integer\"\} 400$" \

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "app/server/srv_http.h"
+#include "engine/json_schema.h"
 #include "kernels/quant.h"
 
 /* The Ollama version /api/version reports: the API level answered here. */
@@ -405,6 +406,31 @@ static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_e
     return srv_gen_chat_msgs(m, msgs, n, g, err);
 }
 
+/* Ollama's "format": "json" (any JSON object) or a JSON schema, enforced by
+ * constrained decoding as the OpenAI endpoints' response_format is. */
+static int format_grammar(const cJSON *format, srv_gen *g, llc_err *err) {
+    if (cJSON_IsString(format) && !strcmp(format->valuestring, "json")) {
+        free(g->grammar);
+        if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        g->req.grammar = g->grammar;
+        return 0;
+    }
+    if (!cJSON_IsObject(format)) return 0; /* "" : none */
+    cJSON *wrap = cJSON_CreateObject(); /* srv_gen_grammar reads llama-server's json_schema field */
+    if (!wrap || !cJSON_AddItemToObject(wrap, "json_schema", cJSON_Duplicate(format, true))) {
+        cJSON_Delete(wrap);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    int rc = srv_gen_grammar(wrap, g, err);
+    cJSON_Delete(wrap);
+    if (rc && !strncmp(err->msg, "'json_schema'", 13)) { /* name the field the client sent */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "'format'%s", err->msg + 13);
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    return rc;
+}
+
 static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON *j, bool chat,
                                   http_gen **pending) {
     if (!cJSON_IsObject(j)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the request must be a JSON object");
@@ -418,11 +444,10 @@ static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON
     if (num_ctx && (!cJSON_IsNumber(num_ctx) || num_ctx->valuedouble < 1 ||
                     num_ctx->valuedouble != floor(num_ctx->valuedouble)))
         return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'num_ctx' must be a positive integer");
-    /* HOOK(grammar): "format" ("json" or a JSON schema) becomes a constrained-
-       decoding grammar once the engine has one; until then it is refused */
     const cJSON *format = field(j, "format");
-    if (format && !(cJSON_IsString(format) && !*format->valuestring))
-        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "format is not supported yet");
+    if (format && !cJSON_IsObject(format) && !(cJSON_IsString(format) && (!*format->valuestring ||
+                                                                          !strcmp(format->valuestring, "json"))))
+        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'format' must be \"json\" or a JSON schema (an object)");
     const cJSON *tools = field(j, "tools");
     if (tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
         return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "tools are not supported yet");
@@ -464,6 +489,7 @@ static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON
     int rc = srv_gen_params(&s->m, SRV_OLLAMA, opts ? opts : empty, &g, &err);
     cJSON_Delete(empty);
     bool params_done = !rc;
+    if (!rc) rc = format_grammar(format, &g, &err);
     if (!rc) rc = chat ? srv_gen_chat(&s->m, field(j, "messages"), &g, &err) : generate_prompt(&s->m, j, &g, &err);
     if (rc) {
         srv_gen_free(&g);
