@@ -68,7 +68,13 @@ int llm_chat_template_file(llm *l, const char *path, llc_err *err);
 #define LLM_DEFAULT_SEQUENCES 8
 #define LLM_DEFAULT_CONTEXT 8192
 
-/* KV blocks of block_size tokens for --kv-mem, or the default budget above.
+/* The K/V element type --kv-type names (a qtype id: QT_F32, QT_F16, QT_Q8_0),
+ * LLM_DEFAULT_KV_TYPE when it is not given. */
+#define LLM_DEFAULT_KV_TYPE QT_F16
+uint32_t llm_kv_type(const cli_common *common);
+
+/* KV blocks of block_size tokens for --kv-mem, or the default budget above, with
+ * K/V stored as llm_kv_type (a smaller type fits more tokens in the same bytes).
  * Negative with err set when --kv-mem holds fewer than 2 blocks, or when not even
  * one short context fits in the memory available (said in one line, before
  * anything is allocated). */

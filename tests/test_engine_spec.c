@@ -14,7 +14,8 @@ static model *g_draft;
 
 static engine *make_spec_engine(int n_blocks, int step_tokens, model *draft, bool ngram) {
     engine_params p = {.n_blocks = n_blocks, .block_size = 16, .max_step_tokens = step_tokens,
-                       .draft = draft, .ngram = ngram, .draft_max = 6, .spec_max_seqs = 16};
+                       .draft = draft, .ngram = ngram, .draft_max = 6, .spec_max_seqs = 16,
+                       .kv_type = test_kv_type()};
     engine *e = NULL;
     llc_err err;
     CHECKF(engine_create(g_model, g_tok, &p, &e, &err) == 0, "%s", err.msg);

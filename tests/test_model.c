@@ -74,7 +74,7 @@ static void check_reference_n(const char *model_name, const char *ref_name, int 
         model_kv *kv;
         batch *b;
         llc_err err;
-        CHECK(model_kv_create(L.m, n_blocks, 16, &kv, &err) == 0);
+        CHECK(model_kv_create(L.m, n_blocks, 16, 0 /* f32 */, &kv, &err) == 0);
         batch_create(n_blocks, 16, &b);
         batch_add(b, toks, np, 0, blocks, n_blocks, BATCH_OUT_LAST);
         int mismatch = -1;
@@ -137,7 +137,7 @@ static void check_batched_equals_single(const char *path, int threads, double to
     model_kv *kv;
     batch *b;
     llc_err err;
-    CHECK(model_kv_create(L.m, n_blocks, 16, &kv, &err) == 0);
+    CHECK(model_kv_create(L.m, n_blocks, 16, 0 /* f32 */, &kv, &err) == 0);
     batch_create(max_blocks, 16, &b);
     int32_t toks[NS][64], blocks[NS][8];
     uint64_t rng = 12345;
@@ -245,7 +245,7 @@ static void test_window_prefix_sharing(void) {
     model_kv *kv;
     batch *b;
     llc_err err;
-    CHECK(model_kv_create(L.m, 64, BS, &kv, &err) == 0);
+    CHECK(model_kv_create(L.m, 64, BS, 0 /* f32 */, &kv, &err) == 0);
     batch_create(16, BS, &b);
     int32_t a_toks[56], b_toks[52], a_blocks[14], b_blocks[13], fresh[13];
     for (int i = 0; i < 56; i++) a_toks[i] = (i * 131 + 7) % V;
@@ -341,7 +341,7 @@ static void check_levels_agree(const char *path, double tol) {
     model_kv *kv;
     batch *b;
     llc_err err;
-    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
+    CHECK(model_kv_create(L.m, 4, 16, 0 /* f32 */, &kv, &err) == 0);
     batch_create(4, 16, &b);
     int32_t toks[20], blocks[4] = {0, 1, 2, 3};
     for (int i = 0; i < 20; i++) toks[i] = (i * 37 + 5) % n_vocab;
@@ -420,7 +420,7 @@ static int one_step_open(one_step *o, int32_t tok) {
     memset(o, 0, sizeof *o);
     if (load(path, 1, &o->L)) return -1;
     llc_err err;
-    if (model_kv_create(o->L.m, 4, 16, &o->kv, &err)) {
+    if (model_kv_create(o->L.m, 4, 16, 0 /* f32 */, &o->kv, &err)) {
         unload(&o->L);
         return -1;
     }
@@ -617,7 +617,7 @@ static int prefill_logits(model *m, const int32_t *toks, int n, float *logits) {
     model_kv *kv;
     batch *b;
     llc_err err;
-    int rc = model_kv_create(m, n_blocks, 16, &kv, &err);
+    int rc = model_kv_create(m, n_blocks, 16, 0 /* f32 */, &kv, &err);
     if (rc) return rc;
     batch_create(n_blocks, 16, &b);
     batch_add(b, toks, n, 0, blocks, n_blocks, BATCH_OUT_LAST);
