@@ -164,6 +164,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         cJSON_AddNumberToObject(j, "shared_prefix", o->shared_prefix);
         cJSON_AddStringToObject(j, "kv_type", model_kv_type_name(p.kv_type));
         cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(L->m, p.kv_type));
+        cJSON_AddNumberToObject(j, "kv_blocks", p.n_blocks);
         cJSON_AddNumberToObject(j, "gen_tokens", (double)generated);
         cJSON_AddNumberToObject(j, "wall_s", wall);
         cJSON_AddNumberToObject(j, "gen_tokens_per_s", gen_tps);

@@ -112,6 +112,11 @@ int cmd_bench(int argc, char **argv) {
                 cli_usage_error(&cli_bench, "--kv-mem: %lld bytes hold no 16-token block (%lld needed)",
                                 (long long)common.kv_mem, (long long)per_block);
             o.kv_blocks = blocks > (1 << 24) ? 1 << 24 : (int)blocks;
+            if (llm_kv_mem_check(&L, (int64_t)o.kv_blocks * per_block, &err)) {
+                fprintf(stderr, "llmchat: %s\n", err.msg);
+                llm_close(&L);
+                return 1;
+            }
         }
         int rc = bench_engine_run(&L, &o, &err);
         if (rc) fprintf(stderr, "llmchat: %s\n", err.msg);

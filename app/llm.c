@@ -201,6 +201,13 @@ uint32_t llm_kv_type(const cli_common *common) {
     return t >= 0 ? (uint32_t)t : LLM_DEFAULT_KV_TYPE;
 }
 
+int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err) {
+    const int64_t avail = mem_available();
+    if (strcmp(l->be->name, "cpu") || avail <= 0 || bytes <= avail) return 0;
+    return llc_fail(err, LLC_ERR_NOMEM, "a KV cache of %.1f GB does not fit in memory (%.1f GB is available)",
+                    bytes / 1e9, avail / 1e9);
+}
+
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err) {
     const model_hparams *hp = model_hparams_of(l->m);
     const uint32_t kv_type = llm_kv_type(common);
@@ -229,7 +236,9 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
     if (blocks < 2)
         return llc_fail(err, LLC_ERR_RANGE, "--kv-mem %lld bytes hold fewer than 2 KV blocks of %lld bytes",
                         (long long)budget, (long long)per_block);
-    return blocks > (1 << 24) ? 1 << 24 : (int)blocks;
+    if (blocks > (1 << 24)) blocks = 1 << 24;
+    rc = llm_kv_mem_check(l, blocks * per_block, err);
+    return rc ? rc : (int)blocks;
 }
 
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err) {

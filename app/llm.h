@@ -80,6 +80,12 @@ uint32_t llm_kv_type(const cli_common *common);
  * anything is allocated). */
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
 
+/* 0 when a KV cache of `bytes` can be allocated: on the CPU backend, no more than
+ * the memory available now (the allocation would succeed, overcommitted, and
+ * clearing it would exhaust the machine); else LLC_ERR_NOMEM with err set ("...
+ * does not fit in memory"). Other backends report their own allocation failure. */
+int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err);
+
 /* Starts the shared engine on l with the KV budget above, and the draft model
  * (or n-gram drafting) and draft lengths of common. */
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err);
