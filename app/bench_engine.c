@@ -30,6 +30,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
     int live_per_request = o->beam > (o->n > 0 ? o->n : 1) ? o->beam : (o->n > 0 ? o->n : 1);
     engine_params p = {.block_size = 16, .max_step_tokens = o->step_tokens > 0 ? o->step_tokens : 512};
     if (o->common) {
+        p.kv_type = llm_kv_type(o->common);
         p.draft = L->draft;
         p.ngram = o->common->ngram && !L->draft;
         p.draft_max = o->common->draft_max;
@@ -161,6 +162,9 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         cJSON_AddNumberToObject(j, "prompt_len", o->prompt_len);
         cJSON_AddNumberToObject(j, "gen_len", o->gen_len);
         cJSON_AddNumberToObject(j, "shared_prefix", o->shared_prefix);
+        cJSON_AddStringToObject(j, "kv_type", model_kv_type_name(p.kv_type));
+        cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(L->m, p.kv_type));
+        cJSON_AddNumberToObject(j, "kv_blocks", p.n_blocks);
         cJSON_AddNumberToObject(j, "gen_tokens", (double)generated);
         cJSON_AddNumberToObject(j, "wall_s", wall);
         cJSON_AddNumberToObject(j, "gen_tokens_per_s", gen_tps);
@@ -190,6 +194,8 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
                o->n > 0 ? o->n : 1, o->beam ? " (beam search)" : "", o->prompt_len,
                o->shared_prefix, o->gen_len);
         if (o->beam) printf("  beam width      %d\n", o->beam);
+        printf("  KV cache        %s, %zu bytes per token, %d blocks of 16\n", model_kv_type_name(p.kv_type),
+               model_kv_bytes_per_token(L->m, p.kv_type), p.n_blocks);
         printf("  generation      %10.2f tokens/s aggregate (%ld tokens in %.2f s)\n", gen_tps,
                generated, wall);
         if (!o->beam) printf("  decode only     %10.2f tokens/s once every prompt is in\n", decode_tps);

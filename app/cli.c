@@ -11,10 +11,11 @@
 #include <unistd.h>
 
 static const char *const g_devices[] = {"auto", "cpu", "cuda", NULL};
+static const char *const g_kv_types[] = {"f32", "f16", "q8_0", NULL};
 
 /* The shared options, bound to a cli_common at parse time. */
-static void common_opts(cli_common *c, cli_opt out[12]) {
-    cli_opt opts[12] = {
+static void common_opts(cli_common *c, cli_opt out[13]) {
+    cli_opt opts[13] = {
         {"model", 'm', CLI_STR, &c->model, "PATH", "GGUF model file", 0, 0, NULL},
         {"threads", 0, CLI_INT, &c->threads, "N", "CPU threads (default: all cores)", 0, 1024,
          NULL},
@@ -25,6 +26,8 @@ static void common_opts(cli_common *c, cli_opt out[12]) {
          NULL},
         {"kv-mem", 0, CLI_SIZE, &c->kv_mem, "SIZE", "KV cache memory, e.g. 512M (default auto)",
          0, 0, NULL},
+        {"kv-type", 0, CLI_CHOICE, &c->kv_type, "TYPE", "KV cache element type: f32, f16 or q8_0 (default f16)",
+         0, 0, g_kv_types},
         {"draft", 0, CLI_STR, &c->draft, "PATH", "draft model for speculative decoding (same vocabulary)",
          0, 0, NULL},
         {"draft-max", 0, CLI_INT, &c->draft_max, "N", "most tokens drafted per step (default 8)", 1, 32, NULL},
@@ -170,7 +173,7 @@ static const cli_opt *find_short(const cli_opt *a, const cli_opt *b, char c) {
 
 int cli_parse(const cli_cmd *cmd, cli_common *common, int argc, char **argv,
               const char **pos, int max_pos) {
-    cli_opt copts[12];
+    cli_opt copts[13];
     common_opts(common, copts);
     if (!common->device) common->device = "auto";
     int npos = 0;

@@ -42,6 +42,7 @@ typedef struct cli_common {
     const char *db;        /* --db PATH */
     const char *socket;    /* --socket PATH */
     int64_t kv_mem;        /* --kv-mem SIZE (0 = automatic) */
+    const char *kv_type;   /* --kv-type f32|f16|q8_0: K/V element type (NULL: the default, f16) */
     const char *draft;     /* --draft PATH: speculative decoding draft model */
     int draft_max, draft_min; /* --draft-max/--draft-min N (0 = engine default) */
     float draft_p_min;     /* --draft-p-min P (0 = engine default) */

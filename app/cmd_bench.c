@@ -106,12 +106,17 @@ int cmd_bench(int argc, char **argv) {
                                .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n, .beam = g_beam,
                                .kv_blocks = g_kv_blocks, .json = g_json, .common = &common};
         if (!o.kv_blocks && common.kv_mem > 0) { /* --kv-mem sizes the block pool */
-            int64_t per_block = (int64_t)model_kv_bytes_per_token(L.m) * 16;
+            int64_t per_block = (int64_t)model_kv_bytes_per_token(L.m, llm_kv_type(&common)) * 16;
             int64_t blocks = common.kv_mem / per_block;
             if (blocks < 1)
                 cli_usage_error(&cli_bench, "--kv-mem: %lld bytes hold no 16-token block (%lld needed)",
                                 (long long)common.kv_mem, (long long)per_block);
             o.kv_blocks = blocks > (1 << 24) ? 1 << 24 : (int)blocks;
+            if (llm_kv_mem_check(&L, (int64_t)o.kv_blocks * per_block, &err)) {
+                fprintf(stderr, "llmchat: %s\n", err.msg);
+                llm_close(&L);
+                return 1;
+            }
         }
         int rc = bench_engine_run(&L, &o, &err);
         if (rc) fprintf(stderr, "llmchat: %s\n", err.msg);
@@ -119,6 +124,7 @@ int cmd_bench(int argc, char **argv) {
         return rc ? 1 : 0;
     }
     const model_hparams *hp = model_hparams_of(L.m);
+    const uint32_t kv_type = llm_kv_type(&common);
     int block = 16, total = g_prompt + g_gen, n_blocks = (total + block - 1) / block;
     model_kv *kv = NULL;
     batch *b = NULL;
@@ -126,7 +132,7 @@ int cmd_bench(int argc, char **argv) {
     int32_t *toks = malloc((size_t)total * sizeof *toks);
     float *logits = malloc((size_t)hp->n_vocab * sizeof *logits);
     int status = 1;
-    if (!blocks || !toks || !logits || model_kv_create(L.m, n_blocks, block, &kv, &err) ||
+    if (!blocks || !toks || !logits || model_kv_create(L.m, n_blocks, block, kv_type, &kv, &err) ||
         batch_create(n_blocks, block, &b)) {
         fprintf(stderr, "llmchat: %s\n", kv ? "out of memory" : err.msg);
         goto out;
@@ -166,6 +172,8 @@ int cmd_bench(int argc, char **argv) {
         cJSON_AddStringToObject(o, "model", common.model);
         cJSON_AddStringToObject(o, "backend", L.be->name);
         cJSON_AddNumberToObject(o, "threads", threads);
+        cJSON_AddStringToObject(o, "kv_type", model_kv_type_name(kv_type));
+        cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)model_kv_bytes_per_token(L.m, kv_type));
         cJSON_AddNumberToObject(o, "weight_bytes", (double)model_weight_bytes(L.m));
         cJSON_AddNumberToObject(o, "prompt_tokens", g_prompt);
         cJSON_AddNumberToObject(o, "prompt_tok_s", best_pp);
@@ -183,6 +191,8 @@ int cmd_bench(int argc, char **argv) {
         printf("model        %s (%s, %d layers, dim %d, %.1f MiB of weights)\n", common.model,
                hp->arch_name, hp->n_layers, hp->dim, weight_gb * 1e9 / (1024.0 * 1024.0));
         printf("backend      %s, %d threads\n", L.be->name, threads);
+        printf("KV cache     %s, %zu bytes per token\n", model_kv_type_name(kv_type),
+               model_kv_bytes_per_token(L.m, kv_type));
         printf("%-24s %12s\n", "test", "tokens/s");
         printf("%-24s %12.2f\n", "prompt (pp)", best_pp);
         printf("%-24s %12.2f\n", "generation (tg)", best_tg);

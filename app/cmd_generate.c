@@ -251,7 +251,7 @@ int cmd_generate(int argc, char **argv) {
         goto out;
     }
     for (int i = 0; i < n_blocks; i++) blocks[i] = i;
-    if (model_kv_create(L.m, n_blocks, block, &kv, &err) || sampler_create(&g_sp, &smp, &err) ||
+    if (model_kv_create(L.m, n_blocks, block, llm_kv_type(&common), &kv, &err) || sampler_create(&g_sp, &smp, &err) ||
         tok_stream_create(L.tok, g_special, &ts) || batch_create(n_blocks, block, &b)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         goto out;

@@ -72,7 +72,7 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "llmchat: %s has %d tokens, fewer than one chunk of %d\n", g_file, n_tok, n_ctx);
         goto out;
     }
-    if (model_kv_create(L.m, n_blocks, block, &kv, &err) || batch_create(n_blocks, block, &b)) {
+    if (model_kv_create(L.m, n_blocks, block, llm_kv_type(&common), &kv, &err) || batch_create(n_blocks, block, &b)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         goto out;
     }

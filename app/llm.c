@@ -1,6 +1,7 @@
 /* llm.c — opening a model for a subcommand. */
 #include "app/llm.h"
 #include "app/fileio.h"
+#include "kernels/quant.h"
 
 #ifdef LLC_CUDA
 #include "kernels/cuda/backend_cuda.h"
@@ -208,9 +209,24 @@ static int64_t mem_available(void) {
     return kb < 0 ? -1 : (int64_t)kb * 1024;
 }
 
+uint32_t llm_kv_type(const cli_common *common) {
+    const int t = common->kv_type ? model_kv_type_from_name(common->kv_type) : -1;
+    return t >= 0 ? (uint32_t)t : LLM_DEFAULT_KV_TYPE;
+}
+
+int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err) {
+    const int64_t avail = mem_available();
+    if (strcmp(l->be->name, "cpu") || avail <= 0 || bytes <= avail) return 0;
+    return llc_fail(err, LLC_ERR_NOMEM, "a KV cache of %.1f GB does not fit in memory (%.1f GB is available)",
+                    bytes / 1e9, avail / 1e9);
+}
+
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err) {
     const model_hparams *hp = model_hparams_of(l->m);
-    const int64_t per_token = (int64_t)model_kv_bytes_per_token(l->m);
+    const uint32_t kv_type = llm_kv_type(common);
+    const int64_t per_token = (int64_t)model_kv_bytes_per_token(l->m, kv_type);
+    int rc = model_kv_check_type(l->m, kv_type, err);
+    if (rc) return rc;
     const int64_t per_block = per_token * block_size;
     int64_t budget = common->kv_mem;
     if (budget <= 0) {
@@ -233,11 +249,13 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
     if (blocks < 2)
         return llc_fail(err, LLC_ERR_RANGE, "--kv-mem %lld bytes hold fewer than 2 KV blocks of %lld bytes",
                         (long long)budget, (long long)per_block);
-    return blocks > (1 << 24) ? 1 << 24 : (int)blocks;
+    if (blocks > (1 << 24)) blocks = 1 << 24;
+    rc = llm_kv_mem_check(l, blocks * per_block, err);
+    return rc ? rc : (int)blocks;
 }
 
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err) {
-    engine_params p = {.block_size = 16, .draft = l->draft, .ngram = common->ngram && !l->draft,
+    engine_params p = {.block_size = 16, .kv_type = llm_kv_type(common), .draft = l->draft, .ngram = common->ngram && !l->draft,
                        .draft_max = common->draft_max, .draft_min = common->draft_min,
                        .draft_p_min = common->draft_p_min};
     int blocks = llm_kv_blocks(l, common, p.block_size, err);

@@ -72,11 +72,23 @@ int llm_chat_template_file(llm *l, const char *path, llc_err *err);
 #define LLM_DEFAULT_SEQUENCES 8
 #define LLM_DEFAULT_CONTEXT 8192
 
-/* KV blocks of block_size tokens for --kv-mem, or the default budget above.
+/* The K/V element type --kv-type names (a qtype id: QT_F32, QT_F16, QT_Q8_0),
+ * LLM_DEFAULT_KV_TYPE when it is not given. */
+#define LLM_DEFAULT_KV_TYPE QT_F16
+uint32_t llm_kv_type(const cli_common *common);
+
+/* KV blocks of block_size tokens for --kv-mem, or the default budget above, with
+ * K/V stored as llm_kv_type (a smaller type fits more tokens in the same bytes).
  * Negative with err set when --kv-mem holds fewer than 2 blocks, or when not even
  * one short context fits in the memory available (said in one line, before
  * anything is allocated). */
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
+
+/* 0 when a KV cache of `bytes` can be allocated: on the CPU backend, no more than
+ * the memory available now (the allocation would succeed, overcommitted, and
+ * clearing it would exhaust the machine); else LLC_ERR_NOMEM with err set ("...
+ * does not fit in memory"). Other backends report their own allocation failure. */
+int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err);
 
 /* Starts the shared engine on l with the KV budget above, and the draft model
  * (or n-gram drafting) and draft lengths of common. */

@@ -248,7 +248,7 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     e->n_vocab = hp->n_vocab;
     e->n_ctx = hp->n_ctx_train;
     e->max_blocks_per_seq = (e->n_ctx + e->p.block_size - 1) / e->p.block_size + 1;
-    int rc = model_kv_create(m, e->p.n_blocks, e->p.block_size, &e->kv_store, err);
+    int rc = model_kv_create(m, e->p.n_blocks, e->p.block_size, e->p.kv_type, &e->kv_store, err);
     if (!rc && kv_pool_create(e->p.n_blocks, e->p.block_size, &e->pool))
         rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory for the KV pool");
     if (!rc && batch_create(e->max_blocks_per_seq, e->p.block_size, &e->batch))

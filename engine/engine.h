@@ -22,6 +22,7 @@ typedef struct engine_params {
     int block_size;        /* default 16 */
     int max_step_tokens;   /* token budget of one step (default 512) */
     int max_running;       /* sequences in one step at most (default 256) */
+    uint32_t kv_type;      /* K/V element type: QT_F32 (0, the default), QT_F16 or QT_Q8_0 */
     /* speculative decoding: a draft model on the same backend and vocabulary
      * proposes tokens the main model checks in the same step as everything else */
     model *draft;          /* NULL: none (the caller keeps it alive) */

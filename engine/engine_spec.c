@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "kernels/quant.h"
 
 #define SPEC_MAX 32 /* draft_max is clamped to this */
 
@@ -36,7 +37,9 @@ int eng_spec_init(engine *e, llc_err *err) {
     if (dh->n_vocab != e->n_vocab)
         return llc_fail(err, LLC_ERR_RANGE, "the draft model has %d tokens, the model %d: they must share one vocabulary",
                         dh->n_vocab, e->n_vocab);
-    int rc = model_kv_create(e->draft, e->p.n_blocks, e->p.block_size, &e->dkv_store, err);
+    /* the model's KV type, or f16 where the draft's rows cannot take it (q8_0) */
+    const uint32_t kv_type = model_kv_bytes_per_token(e->draft, e->p.kv_type) ? e->p.kv_type : QT_F16;
+    int rc = model_kv_create(e->draft, e->p.n_blocks, e->p.block_size, kv_type, &e->dkv_store, err);
     if (rc) return rc;
     if (kv_pool_create(e->p.n_blocks, e->p.block_size, &e->dpool) ||
         batch_create(e->max_blocks_per_seq, e->p.block_size, &e->dbatch))

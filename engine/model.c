@@ -13,11 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "kernels/quant.h"
 
 struct model_kv {
     const model *m;
     int n_blocks, block_size;
-    float **k, **v; /* [n_layers] -> [n_blocks * block_size * kv_dim] */
+    uint32_t type;     /* element type of K and V */
+    size_t row_bytes;  /* one slot's row of kv_dim elements */
+    void **k, **v;     /* [n_layers] -> [n_blocks * block_size] rows */
 };
 
 int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
@@ -110,22 +115,69 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
 
 /* ---- KV cache ---- */
 
-size_t model_kv_bytes_per_token(const model *m) {
-    return (size_t)m->hp.n_layers * 2 * (size_t)m->hp.n_kv_heads * m->hp.head_dim * sizeof(float);
+/* Bytes of one slot's row of kv_dim elements as type, or 0 when the cache cannot
+ * hold that type for this model (why: a message for the error). */
+static size_t kv_row_bytes(const model_hparams *hp, uint32_t type, char *why, size_t why_n) {
+    const int kv_dim = hp->n_kv_heads * hp->head_dim;
+    if (why_n) why[0] = 0;
+    switch (type) {
+    case QT_F32: return (size_t)kv_dim * sizeof(float);
+    case QT_F16: return (size_t)kv_dim * sizeof(uint16_t);
+    case QT_Q8_0:
+        if (kv_dim % QK8_0 == 0 && hp->head_dim % 8 == 0) return qtype_row_bytes(QT_Q8_0, kv_dim);
+        if (why_n)
+            snprintf(why, why_n, "a Q8_0 KV cache needs KV rows that are whole blocks of %d and heads a multiple "
+                     "of 8 wide (this model: %d KV heads of %d)", QK8_0, hp->n_kv_heads, hp->head_dim);
+        return 0;
+    default:
+        if (why_n) snprintf(why, why_n, "the KV cache cannot be stored as %s (f32, f16 or q8_0)", qtype_name(type));
+        return 0;
+    }
 }
 
-int model_kv_create(const model *m, int n_blocks, int block_size, model_kv **out, llc_err *err) {
+size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type) {
+    return (size_t)m->hp.n_layers * 2 * kv_row_bytes(&m->hp, kv_type, NULL, 0);
+}
+
+int model_kv_check_type(const model *m, uint32_t kv_type, llc_err *err) {
+    char why[200];
+    return kv_row_bytes(&m->hp, kv_type, why, sizeof why) ? 0 : llc_fail(err, LLC_ERR_UNSUPPORTED, "%s", why);
+}
+
+int model_kv_type_from_name(const char *name) {
+    static const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+    for (size_t i = 0; name && i < LLC_ARRAY_LEN(types); i++)
+        if (!strcasecmp(name, model_kv_type_name(types[i]))) return (int)types[i];
+    return -1;
+}
+
+const char *model_kv_type_name(uint32_t kv_type) {
+    switch (kv_type) {
+    case QT_F32: return "f32";
+    case QT_F16: return "f16";
+    case QT_Q8_0: return "q8_0";
+    default: return "?";
+    }
+}
+
+int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_type, model_kv **out,
+                    llc_err *err) {
     *out = NULL;
     if (n_blocks < 1 || block_size < 1 || (int64_t)n_blocks * block_size > INT32_MAX)
         return llc_fail(err, LLC_ERR_RANGE, "bad KV cache geometry %d x %d", n_blocks, block_size);
+    int rc = model_kv_check_type(m, kv_type, err);
+    if (rc) return rc;
+    const size_t row_bytes = kv_row_bytes(&m->hp, kv_type, NULL, 0);
     model_kv *kv = calloc(1, sizeof *kv);
     if (!kv) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     kv->m = m;
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
+    kv->type = kv_type;
+    kv->row_bytes = row_bytes;
     kv->k = calloc((size_t)m->hp.n_layers, sizeof *kv->k);
     kv->v = calloc((size_t)m->hp.n_layers, sizeof *kv->v);
-    size_t bytes = (size_t)n_blocks * block_size * m->hp.n_kv_heads * m->hp.head_dim * sizeof(float);
+    size_t bytes = (size_t)n_blocks * block_size * row_bytes;
     bool ok = kv->k && kv->v;
     for (int l = 0; ok && l < m->hp.n_layers; l++) {
         kv->k[l] = m->be->ops->alloc(m->be->ctx, bytes);
@@ -162,15 +214,16 @@ int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, i
             return llc_fail(err, LLC_ERR_RANGE, "block copy %d -> %d outside the cache", src[i], dst[i]);
     if (n == 0) return 0;
     const model *m = kv->m;
-    size_t block_floats = (size_t)kv->block_size * m->hp.n_kv_heads * m->hp.head_dim;
+    const size_t block_bytes = (size_t)kv->block_size * kv->row_bytes;
     for (int l = 0; l < m->hp.n_layers; l++) {
-        int rc = m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_floats);
-        if (!rc) rc = m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_floats);
+        int rc = m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_bytes);
+        if (!rc) rc = m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_bytes);
         if (rc) return llc_fail(err, rc, "copying KV blocks failed in the backend");
     }
     return 0;
 }
 
+int model_kv_type(const model_kv *kv) { return (int)kv->type; }
 int model_kv_block_size(const model_kv *kv) { return kv->block_size; }
 int model_kv_n_blocks(const model_kv *kv) { return kv->n_blocks; }
 
@@ -313,7 +366,7 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     const int T = batch->n_tokens, dim = hp->dim;
     const int kv_dim = hp->n_kv_heads * hp->head_dim;
     const bk_attn attn = {.n_heads = hp->n_heads, .n_kv_heads = hp->n_kv_heads,
-                          .head_dim = hp->head_dim, .block_size = kv->block_size,
+                          .head_dim = hp->head_dim, .kv_type = kv->type, .block_size = kv->block_size,
                           .scale = hp->attn_scale, .softcap = hp->attn_softcap};
     bk_attn attn_swa = attn;
     attn_swa.window = hp->swa_window;
@@ -337,7 +390,7 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
         const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
         OP(op->rope(c, m->q, hp->n_heads, hp->head_dim, rope));
         OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
-        OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim));
+        OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim, kv->type));
         OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn));
         OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
         if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));

@@ -54,17 +54,30 @@ const model_hparams *model_hparams_of(const model *m);
 uint64_t model_weight_bytes(const model *m);
 
 /* A paged KV cache: n_blocks blocks of block_size tokens for every layer, in the
- * backend's memory. Slot s = block * block_size + offset. */
+ * backend's memory. Slot s = block * block_size + offset. K and V are stored as
+ * kv_type (QT_F32, QT_F16 or QT_Q8_0; see bk_attn in kernels/backend.h): another
+ * type, or Q8_0 on a model whose KV rows do not split into its blocks, is
+ * LLC_ERR_UNSUPPORTED with a message naming it. */
 typedef struct model_kv model_kv;
-int model_kv_create(const model *m, int n_blocks, int block_size, model_kv **out, llc_err *err);
+int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_type, model_kv **out,
+                    llc_err *err);
 void model_kv_free(model_kv *kv);
 int model_kv_block_size(const model_kv *kv);
 int model_kv_n_blocks(const model_kv *kv);
 /* Copies whole blocks (all layers, K and V): block dst[i] = block src[i].
  * Returns LLC_ERR_RANGE for ids outside the cache. */
 int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, int n, llc_err *err);
-/* Bytes one token of KV takes across all layers. */
-size_t model_kv_bytes_per_token(const model *m);
+int model_kv_type(const model_kv *kv);
+/* 0 when the model's KV can be stored as kv_type, else LLC_ERR_UNSUPPORTED with
+ * the reason in err (as model_kv_create gives it). */
+int model_kv_check_type(const model *m, uint32_t kv_type, llc_err *err);
+/* Bytes one token of KV takes across all layers when stored as kv_type (0 for a
+ * type the cache cannot hold). */
+size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type);
+/* The KV types a cache can hold, by name ("f32", "f16", "q8_0"; any case): the
+ * qtype id, or -1. model_kv_type_name is the reverse ("?" for others). */
+int model_kv_type_from_name(const char *name);
+const char *model_kv_type_name(uint32_t kv_type);
 
 /* Runs one step. logits (host memory) receives n_out rows of n_vocab floats, in the
  * order of batch->out_rows. Returns 0 or negative with err set (bad token ids,

@@ -69,6 +69,11 @@ typedef struct bk_rope {
     const float *freq_factors; /* [n_rot/2] host memory, or NULL (llama3 rope_freqs) */
 } bk_rope;
 
+/* KV cache element types (qtype ids, kernels/quant.h): QT_F32, QT_F16 (IEEE half),
+ * QT_Q8_0 (blocks of 32 along each slot's row of kv_dim elements: an fp16 scale and
+ * 32 int8, as GGML's; needs kv_dim % 32 == 0 and head_dim % 8 == 0). A cache holds
+ * one row per slot, qtype_row_bytes(type, kv_dim) bytes; element e of a row is
+ * where quant.h's layout puts it, so a head starts at element kv_head * head_dim. */
 typedef struct bk_attn {
     int n_heads, n_kv_heads, head_dim;
     int block_size;      /* tokens per KV block */
@@ -76,6 +81,7 @@ typedef struct bk_attn {
     /* (zero-initialised, these are off) */
     int window;          /* > 0: sliding window, a row at position p sees keys p-window+1 .. p */
     float softcap;       /* > 0: scores become softcap * tanh(score / softcap) before the softmax */
+    uint32_t kv_type;    /* element type of the caches (0 = QT_F32) */
 } bk_attn;
 
 /* Every op but destroy, alloc and free returns 0 or a negative code: a backend
@@ -104,21 +110,22 @@ typedef struct backend_ops {
     int (*add_bias)(void *ctx, float *y, const bk_weight *b, int rows);
     /* Rotates x[T, n_heads * head_dim] in place by each row's position. */
     int (*rope)(void *ctx, float *x, int n_heads, int head_dim, const bk_rope *rp);
-    /* Writes k, v [T, kv_dim] into the layer's caches ([n_slots, kv_dim]) at the batch slots. */
-    int (*kv_store)(void *ctx, float *k_cache, float *v_cache, const float *k, const float *v,
-                     int kv_dim);
+    /* Writes k, v [T, kv_dim] into the layer's caches (a row per slot, of kv_type
+     * elements: see bk_attn) at the batch slots, converting from f32. */
+    int (*kv_store)(void *ctx, void *k_cache, void *v_cache, const float *k, const float *v,
+                     int kv_dim, uint32_t kv_type);
     /* out[T, n_heads*head_dim]: causal attention of each row over its sequence's KV
      * entries 0..position (or its window of them), read through the block table. */
-    int (*attention)(void *ctx, const float *q, const float *k_cache, const float *v_cache,
+    int (*attention)(void *ctx, const float *q, const void *k_cache, const void *v_cache,
                       float *out, const bk_attn *a);
     /* gate[i] = silu(gate[i]) * up[i] */
     int (*silu_mul)(void *ctx, float *gate, const float *up, size_t n);
     /* x[i] += y[i] */
     int (*add)(void *ctx, float *x, const float *y, size_t n);
-    /* For each i < n: cache block dst[i] = block src[i] (block_floats floats each);
+    /* For each i < n: cache block dst[i] = block src[i] (block_bytes bytes each);
      * the copy-on-write copies of one step, done together before the forward. */
-    int (*copy_blocks)(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
-                        size_t block_floats);
+    int (*copy_blocks)(void *ctx, void *cache, const int32_t *src, const int32_t *dst, int n,
+                        size_t block_bytes);
     /* out[k] = x[out_rows[k]] for the batch's output rows; rows are dim wide. */
     int (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
 

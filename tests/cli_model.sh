@@ -1,6 +1,8 @@
 # cli_model.sh — running models from the command line: generate reproduces the
-# reference continuations, perplexity matches the reference within 0.5% (1% for each
-# of the 17 types of ../shared/models/quant), --json is
+# reference continuations (made with an F32 KV cache; the default F16 cache keeps
+# them), perplexity matches the reference within 0.5% (1% for each
+# of the 17 types of ../shared/models/quant), an F16 KV cache's perplexity is within
+# 0.1% of F32's and Q8_0's within 1%, --json is
 # well-formed, sampling is reproducible by seed, bench reports, and bad inputs fail
 # cleanly.
 . tests/lib_cli.sh
@@ -137,6 +139,25 @@ check_ppl() {
 check_ppl stories260K 11.7919
 check_ppl llama2xs 5.8832
 
+# the KV cache types: F16 within 0.1% of an F32 cache, Q8_0 within 1% (the same
+# text and chunks; --kv-type f16 is the default)
+ppl_kv() {
+    $LLMCHAT perplexity -m "$SHARED/models/$1.gguf" -f "$REF/ppl_text.txt" --ctx 128 --kv-type "$2" 2>"$TMP/ppl.err" |
+        sed -n 's/^PPL = //p'
+}
+for m in stories260K llama2xs; do
+    f32=$(ppl_kv $m f32)
+    for kv in f16:0.001 q8_0:0.01; do
+        t=${kv%%:*} tol=${kv#*:}
+        got=$(ppl_kv $m "$t")
+        if [ -n "$f32" ] && [ -n "$got" ] &&
+           python3 -c "import sys; g=float('$got'); w=float('$f32'); sys.exit(0 if abs(g-w)/w < $tol else 1)"; then
+            ok "perplexity $m with a $t KV cache = $got (f32 cache $f32, within $tol)"
+        else bad "perplexity $m --kv-type $t" "got '$got', f32 cache '$f32'" "$(head -c 300 "$TMP/ppl.err")"; fi
+    done
+done
+expect_fail "unknown --kv-type" 2 "--kv-type: 'q4_0' is not one of" $LLMCHAT perplexity --kv-type q4_0
+
 # every common GGUF type: one trained model in 17 types, each within 1% of the
 # reference perplexity in its README (a wrong kernel or block layout is off by far
 # more); at the best SIMD level and at AVX2 (the scalar level: test_matmul)
@@ -189,8 +210,9 @@ expect_fail "missing --chat-template-file" 1 "^llmchat: /no/t.jinja: No such fil
     $LLMCHAT generate --chat-template-file /no/t.jinja -p x
 
 # the shared engine through bench: every token arrives even when a tiny KV budget
-# forces preemption, and shared prefixes come from the cache
-if $LLMCHAT bench -c 8 -p 64 -n 40 --kv-mem 200K --json >"$TMP/b.json" 2>"$TMP/b.err" &&
+# forces preemption, and shared prefixes come from the cache (100K: 10 blocks of
+# the default f16 cache)
+if $LLMCHAT bench -c 8 -p 64 -n 40 --kv-mem 100K --json >"$TMP/b.json" 2>"$TMP/b.err" &&
    python3 -c '
 import json, sys
 o = json.load(open(sys.argv[1]))
@@ -208,6 +230,24 @@ assert o["prompt_tokens_computed"] + o["prompt_tokens_cached"] == 6 * 80, o
 assert o["gen_tokens"] == 6 * 4, o
 ' "$TMP/s.json"; then ok "bench -c 6 arriving together with a shared prefix compute it once"
 else bad "bench -c shared prefix" "$(cat "$TMP/s.json" "$TMP/b.err")"; fi
+# bench names the KV type; the same --kv-mem holds 2x the f32 tokens in f16 and
+# 64/34 of that in q8_0 (blocks of 32: 32 int8 + an fp16 scale)
+expect_grep "bench shows the KV cache type" "KV cache +q8_0, [0-9]+ bytes per token" \
+    $LLMCHAT bench -p 16 -n 2 -r 1 --kv-type q8_0
+for t in f32 f16 q8_0; do
+    $LLMCHAT bench -c 1 -p 8 -n 2 --kv-mem 1M --kv-type $t --json >"$TMP/kv_$t.json" 2>"$TMP/b.err" || cat "$TMP/b.err"
+done
+if python3 - "$TMP" <<'PY'
+import json, sys
+o = {t: json.load(open(f"{sys.argv[1]}/kv_{t}.json")) for t in ("f32", "f16", "q8_0")}
+b = {t: o[t]["kv_bytes_per_token"] for t in o}
+assert all(o[t]["kv_type"] == t for t in o), o
+assert b["f32"] == 2 * b["f16"] and b["q8_0"] * 64 == b["f16"] * 34, b
+for t in o:
+    assert o[t]["kv_blocks"] == (1 << 20) // (16 * b[t]), (t, o[t])
+PY
+then ok "bench -c: --kv-mem buys tokens by the KV type's bytes per token"
+else bad "bench --kv-type budget" "$(cat "$TMP"/kv_*.json)"; fi
 expect_fail "bench --kv-mem too small for one block" 2 "hold no 16-token block" \
     $LLMCHAT bench -c 2 --kv-mem 100
 expect_fail "bench --kv-mem that does not fit" 1 "does not fit in memory" \

@@ -1,7 +1,9 @@
 /* engine_util.h — what the engine tests share: the stories260K model loaded once,
  * greedy requests, running a set of requests to completion and collecting each
  * sample's tokens and text, and waiting for the engine to go idle. Included by
- * one test file each (static functions). */
+ * one test file each (static functions). The KV element type of every engine and
+ * cache the tests make is LLC_TEST_KV_TYPE (f32, f16 or q8_0; default f32):
+ * tests/run.sh runs the engine tests again with f16 and q8_0. */
 #ifndef LLC_TEST_ENGINE_UTIL_H
 #define LLC_TEST_ENGINE_UTIL_H
 
@@ -36,6 +38,18 @@ static int test_backend_create(backend **out, llc_err *err) {
     return backend_cpu_create(2, out, err);
 }
 
+/* LLC_TEST_KV_TYPE as a qtype id (f32 when unset; an unknown name fails the run) */
+static uint32_t test_kv_type(void) {
+    const char *s = getenv("LLC_TEST_KV_TYPE");
+    if (!s || !*s) return 0;
+    int t = model_kv_type_from_name(s);
+    if (t < 0) {
+        fprintf(stderr, "LLC_TEST_KV_TYPE=%s: not f32, f16 or q8_0\n", s);
+        exit(1);
+    }
+    return (uint32_t)t;
+}
+
 static int setup(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
@@ -45,6 +59,7 @@ static int setup(void) {
         fprintf(stderr, "setup: %s\n", err.msg);
         return -1;
     }
+    if (test_kv_type()) printf("KV cache: %s\n", model_kv_type_name(test_kv_type()));
     return 0;
 }
 
@@ -97,7 +112,8 @@ static void run_all(engine *e, const gen_request *reqs, int n, int max_n, result
 }
 
 static engine *make_engine(int n_blocks, int step_tokens) {
-    engine_params p = {.n_blocks = n_blocks, .block_size = 16, .max_step_tokens = step_tokens};
+    engine_params p = {.n_blocks = n_blocks, .block_size = 16, .max_step_tokens = step_tokens,
+                       .kv_type = test_kv_type()};
     engine *e = NULL;
     llc_err err;
     CHECKF(engine_create(g_model, g_tok, &p, &e, &err) == 0, "%s", err.msg);

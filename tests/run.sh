@@ -7,6 +7,9 @@
 # scalar), so a kernel path that breaks "batched == alone" fails on any machine
 # (LLC_SIMD only lowers the level: on a machine without AVX-512 the avx2 run
 # repeats the default one). LLC_NO_SIMD_RERUN=1 leaves these runs out.
+# The engine tests (prefix sharing, forks, preemption, beams, speculation) run
+# again with f16 and q8_0 KV caches (LLC_TEST_KV_TYPE); LLC_NO_KV_RERUN=1 leaves
+# these runs out.
 # LLC_RUN_PREFIX runs each test program through a command (make test-arm: qemu-aarch64).
 # Every test has a time limit (LLC_TEST_TIMEOUT seconds, default 600): a hung test
 # fails with its name instead of hanging the run.
@@ -23,17 +26,29 @@ simd_tests=""
             simd_tests="$simd_tests avx2:$t scalar:$t" ;;
     esac
 done
-for entry in "$@" $scripts $simd_tests; do
+kv_tests=""
+[ -n "$LLC_NO_KV_RERUN" ] || for t in "$@"; do
+    case "$t" in
+        */test_engine|*/test_engine_spec|*/test_engine_beam)
+            kv_tests="$kv_tests kv_f16:$t kv_q8_0:$t" ;;
+    esac
+done
+for entry in "$@" $scripts $simd_tests $kv_tests; do
     simd=""
+    kv=""
     t=$entry
     case "$entry" in
         avx2:*|scalar:*) simd=${entry%%:*}; t=${entry#*:} ;;
+        kv_*:*) kv=${entry%%:*}; kv=${kv#kv_}; t=${entry#*:} ;;
     esac
     [ -e "$t" ] || continue
-    if [ -n "$simd" ]; then echo "== LLC_SIMD=$simd $t"; else echo "== $t"; fi
+    if [ -n "$simd" ]; then echo "== LLC_SIMD=$simd $t"
+    elif [ -n "$kv" ]; then echo "== LLC_TEST_KV_TYPE=$kv $t"
+    else echo "== $t"; fi
     case "$t" in
         *.sh) timeout -k 10 "$limit" sh "$t" >"$log" 2>&1 ;;
-        *) LLC_SIMD=${simd:-$LLC_SIMD} timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1 ;;
+        *) LLC_SIMD=${simd:-$LLC_SIMD} LLC_TEST_KV_TYPE=${kv:-$LLC_TEST_KV_TYPE} \
+               timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1 ;;
     esac
     rc=$?
     cat "$log"

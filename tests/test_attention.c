@@ -1,10 +1,12 @@
 /* test_attention.c — CPU paged attention at every SIMD level against a double
  * precision reference: several sequences (prefill chunks and decode rows) with
  * scrambled block tables, grouped-query heads, head sizes with and without a
- * vector tail, sliding windows and soft-capping; the result is the same for 1
- * and 2 threads. */
+ * vector tail, sliding windows and soft-capping, caches of f32, f16 and q8_0
+ * (the reference reads their values dequantized); the result is the same for 1
+ * and 2 threads. Writing cache rows gives the same bytes at every level. */
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/quant.h"
 #include "tests/test.h"
 
 static uint64_t g_rng = 12345;
@@ -16,12 +18,14 @@ static float frand(void) {
 static int g_bs = 16; /* KV block size of the next setup */
 static int g_window;     /* and its sliding window (0: none) */
 static float g_softcap;  /* and its score soft-capping (0: none) */
+static uint32_t g_type = QT_F32; /* and its cache element type */
 
 typedef struct setup {
     bk_attn a;
     bk_batch b;
     int32_t positions[256], seq_start[8], kv_len[8], table[8 * 16];
-    float *q, *k, *v;
+    float *q, *k, *v; /* k, v: the caches' values as f32 */
+    void *kc, *vc;    /* the caches in g_type */
     int max_kv;
 } setup;
 
@@ -29,7 +33,7 @@ typedef struct setup {
  * row at position 70, and a 5-row chunk at 0. Blocks are handed out shuffled. */
 static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     memset(s, 0, sizeof *s);
-    s->a = (bk_attn){n_heads, n_kv_heads, hd, g_bs, 1.0f / sqrtf((float)hd), g_window, g_softcap};
+    s->a = (bk_attn){n_heads, n_kv_heads, hd, g_bs, 1.0f / sqrtf((float)hd), g_window, g_softcap, g_type};
     int starts[3] = {10, 70, 0}, rows[3] = {40, 1, 5}, T = 0;
     int n_blocks = 0, order[48];
     for (int i = 0; i < 48; i++) order[i] = i;
@@ -58,6 +62,17 @@ static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     s->v = malloc(kv * sizeof(float));
     for (size_t i = 0; i < qn; i++) s->q[i] = frand() * 2;
     for (size_t i = 0; i < kv; i++) s->k[i] = frand() * 2, s->v[i] = frand();
+    /* the typed caches, and their values read back for the reference */
+    const int kv_dim = n_kv_heads * hd;
+    const size_t rb = qtype_row_bytes(g_type, kv_dim), n_rows = kv / kv_dim;
+    s->kc = malloc(n_rows * rb);
+    s->vc = malloc(n_rows * rb);
+    for (size_t r = 0; r < n_rows; r++) {
+        cpu_kv_write_row(g_type, (uint8_t *)s->kc + r * rb, s->k + r * kv_dim, kv_dim);
+        cpu_kv_write_row(g_type, (uint8_t *)s->vc + r * rb, s->v + r * kv_dim, kv_dim);
+        dequantize_row(g_type, (uint8_t *)s->kc + r * rb, s->k + r * kv_dim, kv_dim);
+        dequantize_row(g_type, (uint8_t *)s->vc + r * rb, s->v + r * kv_dim, kv_dim);
+    }
 }
 
 static void reference(const setup *s, double *out) {
@@ -104,21 +119,21 @@ static void check_shape(int n_heads, int n_kv_heads, int hd) {
     cpu_simd_level saved = cpu_matmul_level();
     for (int lvl = CPU_SIMD_SCALAR; lvl <= (int)cpu_matmul_max_level(); lvl++) {
         cpu_matmul_set_level((cpu_simd_level)lvl);
-        cpu_attention_run(p2, &s.b, &s.a, s.q, s.k, s.v, got, s.max_kv);
-        cpu_attention_run(p1, &s.b, &s.a, s.q, s.k, s.v, got1, s.max_kv);
+        cpu_attention_run(p2, &s.b, &s.a, s.q, s.kc, s.vc, got, s.max_kv);
+        cpu_attention_run(p1, &s.b, &s.a, s.q, s.kc, s.vc, got1, s.max_kv);
         double worst = 0;
         for (size_t i = 0; i < n; i++) {
             double d = fabs(got[i] - want[i]);
             if (d > worst) worst = d;
         }
-        CHECKF(worst < 2e-5, "heads %d/%d dim %d level %d: max error %g", n_heads, n_kv_heads, hd,
-               lvl, worst);
+        CHECKF(worst < 2e-5, "%s heads %d/%d dim %d level %d: max error %g", qtype_name(g_type), n_heads,
+               n_kv_heads, hd, lvl, worst);
         CHECKF(!memcmp(got, got1, n * sizeof *got), "level %d: 1 and 2 threads differ", lvl);
     }
     cpu_matmul_set_level(saved);
     cpu_pool_free(p1);
     cpu_pool_free(p2);
-    free(want), free(got), free(got1), free(s.q), free(s.k), free(s.v);
+    free(want), free(got), free(got1), free(s.q), free(s.k), free(s.v), free(s.kc), free(s.vc);
 }
 
 static void test_gqa_head64(void) { check_shape(8, 2, 64); }
@@ -155,11 +170,60 @@ static void test_window_and_softcap(void) {
     g_bs = 16;
 }
 
+/* f16 and q8_0 caches: the shapes above where q8_0 applies (rows of whole blocks,
+ * heads a multiple of 8 wide: 40- and 8-wide heads straddle its blocks) */
+static void test_f16_and_q8_0_caches(void) {
+    const uint32_t types[] = {QT_F16, QT_Q8_0};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(types); i++) {
+        g_type = types[i];
+        check_shape(8, 2, 64);
+        check_shape(4, 4, 40);
+        check_shape(8, 4, 8);
+        if (g_type == QT_F16) check_shape(6, 3, 13);
+        g_bs = 5;
+        check_shape(4, 2, 80);
+        g_window = 7;
+        g_softcap = 1.5f;
+        check_shape(4, 2, 32);
+        g_window = 0;
+        g_softcap = 0;
+        g_bs = 16;
+    }
+    g_type = QT_F32;
+    CHECK(cpu_kv_type_supported(QT_F16, 39, 13) && !cpu_kv_type_supported(QT_Q8_0, 48, 12) &&
+          !cpu_kv_type_supported(QT_Q8_0, 40, 8) && !cpu_kv_type_supported(QT_Q4_0, 64, 64));
+}
+
+/* A written row is the same bytes at every SIMD level: f16 rounds to nearest even
+ * (as f32_to_fp16, subnormals, ties and overflow included), q8_0 as quantize_row. */
+static void test_write_row_same_at_every_level(void) {
+    enum { N = 96 };
+    float x[N];
+    for (int i = 0; i < N; i++) x[i] = frand() * 4;
+    x[0] = 1e-6f, x[1] = -3e-7f, x[2] = 70000.0f, x[3] = 1.0f + 1.0f / 2048, x[4] = 0; /* subnormal, overflow, tie */
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+    cpu_simd_level saved = cpu_matmul_level();
+    for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
+        uint8_t want[N * 4 + 1], got[N * 4 + 1];
+        const size_t rb = qtype_row_bytes(types[t], N);
+        quantize_row(types[t], x, want, N);
+        for (int lvl = CPU_SIMD_SCALAR; lvl <= (int)cpu_matmul_max_level(); lvl++) {
+            cpu_matmul_set_level((cpu_simd_level)lvl);
+            memset(got, 0xAA, sizeof got);
+            cpu_kv_write_row(types[t], got, x, N);
+            CHECKF(!memcmp(got, want, rb) && got[rb] == 0xAA, "%s row at level %d", qtype_name(types[t]), lvl);
+        }
+    }
+    cpu_matmul_set_level(saved);
+}
+
 int main(void) {
     RUN(test_gqa_head64);
     RUN(test_mha_head_with_tail);
     RUN(test_odd_head_size);
     RUN(test_block_size_5);
     RUN(test_window_and_softcap);
+    RUN(test_f16_and_q8_0_caches);
+    RUN(test_write_row_same_at_every_level);
     return t_summary();
 }

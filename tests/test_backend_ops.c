@@ -178,7 +178,7 @@ static void test_kv_store(void) {
     float *k = frands((size_t)T * kv_dim), *v = frands((size_t)T * kv_dim);
     float *kc = malloc((size_t)n_slots * kv_dim * 4), *vc = malloc((size_t)n_slots * kv_dim * 4);
     for (int i = 0; i < n_slots * kv_dim; i++) kc[i] = vc[i] = -7.0f;
-    OPS(1)->kv_store(CTX(1), kc, vc, k, v, kv_dim);
+    OPS(1)->kv_store(CTX(1), kc, vc, k, v, kv_dim, QT_F32);
     bool ok = true;
     for (int r = 0; r < T; r++)
         ok &= !memcmp(kc + (size_t)tb.slots[r] * kv_dim, k + (size_t)r * kv_dim, (size_t)kv_dim * 4) &&
@@ -208,7 +208,7 @@ static void test_bias_copies_gather(void) {
     float *cache = frands(nb * bf), *orig = malloc(nb * bf * 4);
     memcpy(orig, cache, nb * bf * 4);
     const int32_t src[] = {0, 3, 3, 11}, dst[] = {5, 1, 7, 2};
-    OPS(1)->copy_blocks(CTX(1), cache, src, dst, 4, bf);
+    OPS(1)->copy_blocks(CTX(1), cache, src, dst, 4, bf * sizeof(float));
     bool ok = true;
     for (int blk = 0; blk < nb; blk++) {
         int from = blk;

@@ -19,7 +19,7 @@ static int logits_from_scratch(const int32_t *const *seqs, const int *lens, int 
     model_kv *kv;
     batch *b;
     llc_err err;
-    if (model_kv_create(g_model, n * blocks_each, bs, &kv, &err)) return -1;
+    if (model_kv_create(g_model, n * blocks_each, bs, test_kv_type(), &kv, &err)) return -1;
     if (batch_create(per_seq, bs, &b)) return -1;
     int32_t *table = malloc((size_t)n * blocks_each * sizeof *table);
     for (int i = 0; i < n * blocks_each; i++) table[i] = i;

@@ -10,6 +10,7 @@
 #include "engine/modelgen.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/quant.h"
 #include "tests/test.h"
 
 #include <unistd.h>
@@ -74,7 +75,7 @@ static void check_reference_n(const char *model_name, const char *ref_name, int 
         model_kv *kv;
         batch *b;
         llc_err err;
-        CHECK(model_kv_create(L.m, n_blocks, 16, &kv, &err) == 0);
+        CHECK(model_kv_create(L.m, n_blocks, 16, 0 /* f32 */, &kv, &err) == 0);
         batch_create(n_blocks, 16, &b);
         batch_add(b, toks, np, 0, blocks, n_blocks, BATCH_OUT_LAST);
         int mismatch = -1;
@@ -137,7 +138,7 @@ static void check_batched_equals_single(const char *path, int threads, double to
     model_kv *kv;
     batch *b;
     llc_err err;
-    CHECK(model_kv_create(L.m, n_blocks, 16, &kv, &err) == 0);
+    CHECK(model_kv_create(L.m, n_blocks, 16, 0 /* f32 */, &kv, &err) == 0);
     batch_create(max_blocks, 16, &b);
     int32_t toks[NS][64], blocks[NS][8];
     uint64_t rng = 12345;
@@ -245,7 +246,7 @@ static void test_window_prefix_sharing(void) {
     model_kv *kv;
     batch *b;
     llc_err err;
-    CHECK(model_kv_create(L.m, 64, BS, &kv, &err) == 0);
+    CHECK(model_kv_create(L.m, 64, BS, 0 /* f32 */, &kv, &err) == 0);
     batch_create(16, BS, &b);
     int32_t a_toks[56], b_toks[52], a_blocks[14], b_blocks[13], fresh[13];
     for (int i = 0; i < 56; i++) a_toks[i] = (i * 131 + 7) % V;
@@ -341,7 +342,7 @@ static void check_levels_agree(const char *path, double tol) {
     model_kv *kv;
     batch *b;
     llc_err err;
-    CHECK(model_kv_create(L.m, 4, 16, &kv, &err) == 0);
+    CHECK(model_kv_create(L.m, 4, 16, 0 /* f32 */, &kv, &err) == 0);
     batch_create(4, 16, &b);
     int32_t toks[20], blocks[4] = {0, 1, 2, 3};
     for (int i = 0; i < 20; i++) toks[i] = (i * 37 + 5) % n_vocab;
@@ -420,7 +421,7 @@ static int one_step_open(one_step *o, int32_t tok) {
     memset(o, 0, sizeof *o);
     if (load(path, 1, &o->L)) return -1;
     llc_err err;
-    if (model_kv_create(o->L.m, 4, 16, &o->kv, &err)) {
+    if (model_kv_create(o->L.m, 4, 16, 0 /* f32 */, &o->kv, &err)) {
         unload(&o->L);
         return -1;
     }
@@ -614,6 +615,61 @@ static void test_unsupported_named(void) {
     CHECK(load_variant("arch/phi3.gguf", NULL, NULL, NULL, NULL, &err) == 0);
 }
 
+/* The KV cache types: bytes per token (f16 half of f32, q8_0 34/128 of it, others
+ * refused by name); a copied block (copy-on-write) reads exactly as its source in
+ * every type, so copies move the type's whole block; an f16 cache's logits are
+ * near f32's, q8_0's a little further. */
+static void test_kv_types(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", t_shared());
+    loaded L;
+    if (load(path, 2, &L)) {
+        CHECK(0);
+        return;
+    }
+    const size_t f32 = model_kv_bytes_per_token(L.m, QT_F32);
+    CHECK(f32 > 0 && model_kv_bytes_per_token(L.m, QT_F16) * 2 == f32 &&
+          model_kv_bytes_per_token(L.m, QT_Q8_0) * 128 == f32 * 34 && model_kv_bytes_per_token(L.m, QT_Q4_0) == 0);
+    CHECK(model_kv_type_from_name("F16") == QT_F16 && model_kv_type_from_name("q8_0") == QT_Q8_0 &&
+          model_kv_type_from_name("q4_0") < 0 && model_kv_type_from_name(NULL) < 0);
+    model_kv *kv = NULL;
+    llc_err err = {{0}};
+    CHECK(model_kv_create(L.m, 4, 16, QT_Q4_0, &kv, &err) == LLC_ERR_UNSUPPORTED && !kv && strstr(err.msg, "Q4_0"));
+    const int n_vocab = model_hparams_of(L.m)->n_vocab;
+    int32_t toks[21];
+    for (int i = 0; i < 21; i++) toks[i] = (i * 37 + 5) % n_vocab;
+    float *ref = malloc((size_t)n_vocab * 4), *a = malloc((size_t)n_vocab * 4), *c = malloc((size_t)n_vocab * 4);
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+    const double tol[] = {0, 0.01, 0.05};
+    for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
+        CHECK(model_kv_create(L.m, 3, 16, types[t], &kv, &err) == 0 && model_kv_type(kv) == (int)types[t]);
+        if (!kv) continue;
+        batch *b;
+        batch_create(3, 16, &b);
+        int32_t blocks[2] = {0, 1}, copied[2] = {0, 2}, src = 1, dst = 2;
+        batch_add(b, toks, 20, 0, blocks, 2, BATCH_OUT_LAST);
+        CHECK(model_forward(L.m, kv, batch_view(b), a, &err) == 0);
+        CHECK(model_kv_copy_blocks(kv, &src, &dst, 1, &err) == 0); /* block 2 = block 1 (tokens 16..19) */
+        batch_clear(b);
+        batch_add(b, toks + 20, 1, 20, blocks, 2, BATCH_OUT_LAST);
+        CHECK(model_forward(L.m, kv, batch_view(b), a, &err) == 0);
+        batch_clear(b);
+        batch_add(b, toks + 20, 1, 20, copied, 2, BATCH_OUT_LAST);
+        CHECK(model_forward(L.m, kv, batch_view(b), c, &err) == 0);
+        CHECKF(!memcmp(a, c, (size_t)n_vocab * 4), "%s: the copied block does not read as its source",
+               qtype_name(types[t]));
+        if (t == 0) memcpy(ref, a, (size_t)n_vocab * 4);
+        double scale, worst = max_abs_diff(ref, a, n_vocab, &scale);
+        CHECKF(worst <= tol[t] * scale, "%s KV: logits differ from f32's by %g (largest %g)", qtype_name(types[t]),
+               worst, scale);
+        batch_free(b);
+        model_kv_free(kv);
+        kv = NULL;
+    }
+    free(ref), free(a), free(c);
+    unload(&L);
+}
+
 /* Logits of the last of n prompt tokens, in one prefill step. */
 static int prefill_logits(model *m, const int32_t *toks, int n, float *logits) {
     int n_blocks = (n + 15) / 16;
@@ -622,7 +678,7 @@ static int prefill_logits(model *m, const int32_t *toks, int n, float *logits) {
     model_kv *kv;
     batch *b;
     llc_err err;
-    int rc = model_kv_create(m, n_blocks, 16, &kv, &err);
+    int rc = model_kv_create(m, n_blocks, 16, 0 /* f32 */, &kv, &err);
     if (rc) return rc;
     batch_create(n_blocks, 16, &b);
     batch_add(b, toks, n, 0, blocks, n_blocks, BATCH_OUT_LAST);
@@ -716,6 +772,7 @@ int main(void) {
     RUN(test_failing_op_stops_the_step);
     RUN(test_shape_mismatch);
     RUN(test_unsupported_named);
+    RUN(test_kv_types);
     RUN(test_alignment_1);
     return t_summary();
 }

@@ -251,20 +251,23 @@ static int cpu_rope(void *ctx_, float *x, int n_heads, int head_dim, const bk_ro
     return 0;
 }
 
-static int cpu_kv_store(void *ctx_, float *k_cache, float *v_cache, const float *k,
-                         const float *v, int kv_dim) {
+static int cpu_kv_store(void *ctx_, void *k_cache, void *v_cache, const float *k,
+                         const float *v, int kv_dim, uint32_t kv_type) {
     cpu_ctx *ctx = ctx_;
+    if (!cpu_kv_type_supported(kv_type, kv_dim, kv_dim)) return LLC_ERR_UNSUPPORTED;
+    const size_t rb = qtype_row_bytes(kv_type, kv_dim);
     for (int r = 0; r < ctx->batch.n_tokens; r++) {
         size_t slot = (size_t)ctx->batch.slots[r];
-        memcpy(k_cache + slot * kv_dim, k + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
-        memcpy(v_cache + slot * kv_dim, v + (size_t)r * kv_dim, (size_t)kv_dim * sizeof(float));
+        cpu_kv_write_row(kv_type, (uint8_t *)k_cache + slot * rb, k + (size_t)r * kv_dim, kv_dim);
+        cpu_kv_write_row(kv_type, (uint8_t *)v_cache + slot * rb, v + (size_t)r * kv_dim, kv_dim);
     }
     return 0;
 }
 
-static int cpu_attention(void *ctx_, const float *q, const float *k_cache, const float *v_cache,
+static int cpu_attention(void *ctx_, const float *q, const void *k_cache, const void *v_cache,
                           float *out, const bk_attn *a) {
     cpu_ctx *ctx = ctx_;
+    if (!cpu_kv_type_supported(a->kv_type, a->n_kv_heads * a->head_dim, a->head_dim)) return LLC_ERR_UNSUPPORTED;
     cpu_attention_run(ctx->pool, &ctx->batch, a, q, k_cache, v_cache, out, ctx->max_kv_len);
     return 0;
 }
@@ -281,11 +284,11 @@ static int cpu_add(void *ctx_, float *x, const float *y, size_t n) {
     return 0;
 }
 
-static int cpu_copy_blocks(void *ctx, float *cache, const int32_t *src, const int32_t *dst, int n,
-                            size_t block_floats) {
+static int cpu_copy_blocks(void *ctx, void *cache, const int32_t *src, const int32_t *dst, int n,
+                            size_t block_bytes) {
+    uint8_t *c = cache;
     for (int i = 0; i < n; i++)
-        memcpy(cache + (size_t)dst[i] * block_floats, cache + (size_t)src[i] * block_floats,
-               block_floats * sizeof(float));
+        memcpy(c + (size_t)dst[i] * block_bytes, c + (size_t)src[i] * block_bytes, block_bytes);
     return 0;
 }
 

@@ -280,21 +280,72 @@ __global__ void k_rope(float *x, const int *pos, int T, int n_heads, int head_di
     }
 }
 
-__global__ void k_kv_store(float *kc, float *vc, const float *k, const float *v, const int *slots, int T,
-                           int kv_dim) {
+/* ---- the KV cache: rows of f32, f16 or q8_0 (bk_attn.kv_type) ---- */
+
+/* Element e of a cache row of type KT */
+template <int KT> __device__ __forceinline__ float kv_elem(const uint8_t *row, int e) {
+    if (KT == QT_F16) return __half2float(((const __half *)row)[e]);
+    if (KT == QT_Q8_0) {
+        const uint8_t *b = row + (size_t)(e / 32) * 34;
+        return ld_f16(b) * (float)(int8_t)b[2 + e % 32];
+    }
+    return ((const float *)row)[e];
+}
+
+/* f32 and f16: one element per thread */
+__global__ void k_kv_store_elem(uint8_t *kc, uint8_t *vc, const float *k, const float *v, const int *slots, int T,
+                                int kv_dim, int f16) {
     int64_t n = (int64_t)T * kv_dim;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         int r = (int)(e / kv_dim), i = (int)(e % kv_dim);
         size_t dst = (size_t)slots[r] * kv_dim + i;
-        kc[dst] = k[e];
-        vc[dst] = v[e];
+        if (f16) {
+            ((__half *)kc)[dst] = __float2half_rn(k[e]);
+            ((__half *)vc)[dst] = __float2half_rn(v[e]);
+        } else {
+            ((float *)kc)[dst] = k[e];
+            ((float *)vc)[dst] = v[e];
+        }
+    }
+}
+
+/* One Q8_0 block of 32 from x into b, as quantize_row: the scale absmax/127 stored
+ * as fp16 rounded away from zero, q = round(x / scale) */
+__device__ void q8_0_block(const float *x, uint8_t *b) {
+    float amax = 0;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float want = amax / 127.0f;
+    __half h = __float2half_rn(want);
+    unsigned short bits;
+    memcpy(&bits, &h, 2);
+    if (fabsf(__half2float(h)) < want && (bits & 0x7fffu) < 0x7c00u) {
+        bits++;
+        memcpy(&h, &bits, 2);
+    }
+    memcpy(b, &bits, 2);
+    const float d = __half2float(h), id = d != 0 ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)nearbyintf(fminf(fmaxf(x[j] * id, -127.0f), 127.0f));
+}
+
+/* Q8_0: one block of 32 per thread */
+__global__ void k_kv_store_q8_0(uint8_t *kc, uint8_t *vc, const float *k, const float *v, const int *slots, int T,
+                                int kv_dim) {
+    const int nb = kv_dim / 32;
+    const size_t row_bytes = (size_t)nb * 34;
+    int64_t n = (int64_t)T * nb;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+        int r = (int)(e / nb), blk = (int)(e % nb);
+        size_t dst = (size_t)slots[r] * row_bytes + (size_t)blk * 34;
+        q8_0_block(k + (size_t)r * kv_dim + (size_t)blk * 32, kc + dst);
+        q8_0_block(v + (size_t)r * kv_dim + (size_t)blk * 32, vc + dst);
     }
 }
 
 /* One block per (row, head): scores for a tile of keys per pass, online softmax,
  * each thread owning output dimensions d = tid, tid + blockDim ... */
 #define ATT_THREADS 128
-__global__ void k_attention(const float *q, const float *kc, const float *vc, float *out, const int *pos,
+template <int KT>
+__global__ void k_attention(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out, const int *pos,
                             const int *row_seq, const int *kv_len, const int *table, int max_blocks,
                             int n_heads, int n_kv_heads, int head_dim, int block_size, float scale,
                             int window, float softcap) {
@@ -306,7 +357,7 @@ __global__ void k_attention(const float *q, const float *kc, const float *vc, fl
     int n_end = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
     int lo = window > 0 && pos[r] - window + 1 > 0 ? pos[r] - window + 1 : 0; /* sliding window */
     int n_kv = n_end > lo ? n_end - lo : 0; /* keys lo .. n_end-1, as t = lo + index */
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    int e0 = h / (n_heads / n_kv_heads) * head_dim; /* the head's first element in a row */
     const int *blocks = table + (size_t)s * max_blocks;
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) qs[d] = q[((size_t)r * n_heads + h) * head_dim + d];
     __syncthreads();
@@ -318,9 +369,9 @@ __global__ void k_attention(const float *q, const float *kc, const float *vc, fl
         if (t < n_kv) {
             int key = lo + t;
             size_t slot = (size_t)blocks[key / block_size] * block_size + key % block_size;
-            const float *k = kc + slot * kv_dim + (size_t)kvh * head_dim;
+            const uint8_t *k = kc + slot * row_bytes;
             float dot = 0;
-            for (int d = 0; d < head_dim; d++) dot += qs[d] * k[d];
+            for (int d = 0; d < head_dim; d++) dot += qs[d] * kv_elem<KT>(k, e0 + d);
             score = dot * scale;
             if (softcap > 0) score = softcap * tanhf(score / softcap);
         }
@@ -353,7 +404,7 @@ __global__ void k_attention(const float *q, const float *kc, const float *vc, fl
             for (int j = 0; j < n_tile; j++) {
                 int tt = lo + t0 + j;
                 size_t slot = (size_t)blocks[tt / block_size] * block_size + tt % block_size;
-                v += sc[j] * vc[slot * kv_dim + (size_t)kvh * head_dim + d];
+                v += sc[j] * kv_elem<KT>(vc + slot * row_bytes, e0 + d);
             }
             acc[a] = v;
         }
@@ -380,11 +431,13 @@ __global__ void k_add(float *x, const float *y, int64_t n) {
         x[k] += y[k];
 }
 
-__global__ void k_copy_blocks(float *cache, const int *src, const int *dst, int n, size_t block_floats) {
+/* block_bytes / W words of W bytes (W = 4, or 1 for a block size that is not whole words) */
+template <typename W>
+__global__ void k_copy_blocks(W *cache, const int *src, const int *dst, int n, size_t block_words) {
     int i = blockIdx.y;
     if (i >= n) return;
-    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < block_floats; k += (size_t)gridDim.x * blockDim.x)
-        cache[(size_t)dst[i] * block_floats + k] = cache[(size_t)src[i] * block_floats + k];
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < block_words; k += (size_t)gridDim.x * blockDim.x)
+        cache[(size_t)dst[i] * block_words + k] = cache[(size_t)src[i] * block_words + k];
 }
 
 __global__ void k_gather(const float *x, int dim, const int *rows, int n_out, float *out) {
@@ -669,15 +722,28 @@ static int cu_rope(void *p, float *x, int n_heads, int head_dim, const bk_rope *
     return cu_status(p);
 }
 
-static int cu_kv_store(void *p, float *kc, float *vc, const float *k, const float *v, int kv_dim) {
+static int cu_kv_store(void *p, void *kc, void *vc, const float *k, const float *v, int kv_dim, uint32_t kv_type) {
     cuda_ctx *c = C(p);
     if (!c->T) return cu_status(p);
-    k_kv_store<<<grid_for((size_t)c->T * kv_dim, 256), 256, 0, c->stream>>>(kc, vc, k, v, c->slots.p, c->T, kv_dim);
+    if (kv_type == QT_Q8_0) {
+        if (kv_dim % 32) {
+            ctx_fail(c, "CUDA: a Q8_0 KV cache needs rows of whole blocks of 32 (kv_dim %d)", kv_dim);
+            return cu_status(p);
+        }
+        k_kv_store_q8_0<<<grid_for((size_t)c->T * (kv_dim / 32), 128), 128, 0, c->stream>>>(
+            (uint8_t *)kc, (uint8_t *)vc, k, v, c->slots.p, c->T, kv_dim);
+    } else if (kv_type == QT_F32 || kv_type == QT_F16) {
+        k_kv_store_elem<<<grid_for((size_t)c->T * kv_dim, 256), 256, 0, c->stream>>>(
+            (uint8_t *)kc, (uint8_t *)vc, k, v, c->slots.p, c->T, kv_dim, kv_type == QT_F16);
+    } else {
+        ctx_fail(c, "CUDA: the KV cache cannot be stored as %s", qtype_name(kv_type));
+        return cu_status(p);
+    }
     LAUNCHED(c);
     return cu_status(p);
 }
 
-static int cu_attention(void *p, const float *q, const float *kc, const float *vc, float *out, const bk_attn *a) {
+static int cu_attention(void *p, const float *q, const void *kc, const void *vc, float *out, const bk_attn *a) {
     cuda_ctx *c = C(p);
     if (!c->T) return cu_status(p);
     if (a->head_dim > 4 * ATT_THREADS) {
@@ -686,9 +752,19 @@ static int cu_attention(void *p, const float *q, const float *kc, const float *v
     }
     dim3 grid((unsigned)c->T, (unsigned)a->n_heads);
     size_t shm = (size_t)(a->head_dim + ATT_THREADS) * sizeof(float);
-    k_attention<<<grid, ATT_THREADS, shm, c->stream>>>(q, kc, vc, out, c->pos.p, c->row_seq.p, c->kv_len.p, c->table.p,
-                                                       c->max_blocks, a->n_heads, a->n_kv_heads, a->head_dim,
-                                                       a->block_size, a->scale, a->window, a->softcap);
+    const size_t rb = qtype_row_bytes(a->kv_type, (int64_t)a->n_kv_heads * a->head_dim);
+    const uint8_t *k8 = (const uint8_t *)kc, *v8 = (const uint8_t *)vc;
+#define ATT_ARGS q, k8, v8, rb, out, c->pos.p, c->row_seq.p, c->kv_len.p, c->table.p, c->max_blocks, a->n_heads, \
+                 a->n_kv_heads, a->head_dim, a->block_size, a->scale, a->window, a->softcap
+    switch (a->kv_type) {
+    case QT_F32: k_attention<QT_F32><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
+    case QT_F16: k_attention<QT_F16><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
+    case QT_Q8_0: k_attention<QT_Q8_0><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
+    default:
+        ctx_fail(c, "CUDA: the KV cache cannot be read as %s", qtype_name(a->kv_type));
+        return cu_status(p);
+    }
+#undef ATT_ARGS
     LAUNCHED(c);
     return cu_status(p);
 }
@@ -709,13 +785,16 @@ static int cu_add(void *p, float *x, const float *y, size_t n) {
     return cu_status(p);
 }
 
-static int cu_copy_blocks(void *p, float *cache, const int32_t *src, const int32_t *dst, int n, size_t block_floats) {
+static int cu_copy_blocks(void *p, void *cache, const int32_t *src, const int32_t *dst, int n, size_t block_bytes) {
     cuda_ctx *c = C(p);
     if (n <= 0 || !ensure_ints(c, &c->copy, 2 * (size_t)n)) return cu_status(p);
     CK(c, cudaMemcpy(c->copy.p, src, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
     CK(c, cudaMemcpy(c->copy.p + n, dst, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
-    dim3 grid(grid_for(block_floats, 256) > 64 ? 64 : grid_for(block_floats, 256), (unsigned)n);
-    k_copy_blocks<<<grid, 256, 0, c->stream>>>(cache, c->copy.p, c->copy.p + n, n, block_floats);
+    const bool words = block_bytes % 4 == 0;
+    const size_t block_words = words ? block_bytes / 4 : block_bytes;
+    dim3 grid(grid_for(block_words, 256) > 64 ? 64 : grid_for(block_words, 256), (unsigned)n);
+    if (words) k_copy_blocks<uint32_t><<<grid, 256, 0, c->stream>>>((uint32_t *)cache, c->copy.p, c->copy.p + n, n, block_words);
+    else k_copy_blocks<uint8_t><<<grid, 256, 0, c->stream>>>((uint8_t *)cache, c->copy.p, c->copy.p + n, n, block_words);
     LAUNCHED(c);
     return cu_status(p);
 }

@@ -197,9 +197,9 @@ static void test_attention_and_small_ops(void) {
     CHECKF(max_rel(got, q, (size_t)T * q_dim) < 1e-5, "rope (normal): %g", max_rel(got, q, (size_t)T * q_dim));
     to_host(dk, got, (size_t)T * kv_dim);
     CHECKF(max_rel(got, k, (size_t)T * kv_dim) < 1e-5, "rope (neox): %g", max_rel(got, k, (size_t)T * kv_dim));
-    g_cpu->ops->kv_store(g_cpu->ctx, kc, vc, k, v, kv_dim);
-    g_gpu->ops->kv_store(g_gpu->ctx, dkc, dvc, dk, dv, kv_dim);
-    bk_attn at = {n_heads, n_kv, hd, 16, 0.125f, 0, 0.0f};
+    g_cpu->ops->kv_store(g_cpu->ctx, kc, vc, k, v, kv_dim, QT_F32);
+    g_gpu->ops->kv_store(g_gpu->ctx, dkc, dvc, dk, dv, kv_dim, QT_F32);
+    bk_attn at = {n_heads, n_kv, hd, 16, 0.125f, 0, 0.0f, QT_F32};
     float *want = malloc((size_t)T * q_dim * 4);
     g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want, &at);
     g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at);
@@ -222,7 +222,7 @@ static void test_attention_and_small_ops(void) {
     const size_t bf = (size_t)16 * kv_dim;
     float *before = malloc(cache * 4), *gk = malloc(cache * 4);
     to_host(dkc, before, cache);
-    g_gpu->ops->copy_blocks(g_gpu->ctx, dkc, src, dst, 2, bf);
+    g_gpu->ops->copy_blocks(g_gpu->ctx, dkc, src, dst, 2, bf * sizeof(float));
     to_host(dkc, gk, cache);
     for (int i = 0; i < 2; i++)
         CHECKF(!memcmp(gk + dst[i] * bf, before + src[i] * bf, bf * 4), "block %d is not a copy of block %d", dst[i], src[i]);
@@ -264,8 +264,8 @@ static void test_attention_and_small_ops(void) {
     free(q), free(k), free(v), free(kc), free(vc), free(got), free(want), free(gk);
 }
 
-/* A model: one varlen step on both backends, logits compared. */
-static void check_model_logits(const char *name) {
+/* A model: one varlen step on both backends, logits compared, K/V stored as kv_type. */
+static void check_model_logits(const char *name, uint32_t kv_type) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/%s", t_shared(), name);
     gguf *g;
@@ -273,7 +273,7 @@ static void check_model_logits(const char *name) {
     model *mc = NULL, *mg = NULL;
     model_kv *kc = NULL, *kg = NULL;
     if (gguf_open(path, &g, &err) || model_load(g, g_cpu, &mc, &err) || model_load(g, g_gpu, &mg, &err) ||
-        model_kv_create(mc, 24, 16, &kc, &err) || model_kv_create(mg, 24, 16, &kg, &err)) {
+        model_kv_create(mc, 24, 16, kv_type, &kc, &err) || model_kv_create(mg, 24, 16, kv_type, &kg, &err)) {
         fprintf(stderr, "  %s\n", err.msg);
         CHECK(0);
         return;
@@ -286,7 +286,7 @@ static void check_model_logits(const char *name) {
     CHECK(model_forward(mc, kc, &st.b, want, &err) == 0);
     CHECKF(model_forward(mg, kg, &st.b, got, &err) == 0, "%s", err.msg);
     double e = max_rel(got, want, (size_t)3 * V);
-    fprintf(stderr, "  %s logits: max relative error %.3g\n", name, e);
+    fprintf(stderr, "  %s logits (%s KV): max relative error %.3g\n", name, qtype_name(kv_type), e);
     CHECKF(e < 1e-3, "logits differ: %g", e);
     for (int r = 0; r < 3; r++) { /* same argmax */
         int a = 0, b = 0;
@@ -304,7 +304,16 @@ static void test_model_logits(void) {
     static const char *const names[] = {"stories260K.gguf", "arch/gemma2.gguf", "arch/gemma3.gguf",
                                         "arch/phi3.gguf", "arch/qwen3moe.gguf", "arch/qwen2-bias.gguf",
                                         "arch/llama-rope-scale.gguf"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) check_model_logits(names[i]);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) check_model_logits(names[i], QT_F32);
+}
+
+/* f16 and q8_0 caches: both backends store the same values and read them alike */
+static void test_model_logits_kv_types(void) {
+    static const char *const names[] = {"stories260K.gguf", "arch/gemma2.gguf", "arch/qwen3moe.gguf"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        check_model_logits(names[i], QT_F16);
+        check_model_logits(names[i], QT_Q8_0);
+    }
 }
 
 int main(void) {
@@ -317,6 +326,7 @@ int main(void) {
     RUN(test_matmul_every_type);
     RUN(test_attention_and_small_ops);
     RUN(test_model_logits);
+    RUN(test_model_logits_kv_types);
     backend_free(g_gpu);
     backend_free(g_cpu);
     return t_summary();
