@@ -3,8 +3,10 @@
 # (with the Qwen 2.5 Jinja template, the prompt is llama.cpp's byte for byte; with
 # a built-in template, the generic tools prompt), bad tool fields are refused
 # with a 400 naming them, and the official `openai` npm client gets valid
-# answers, streaming and not. The tiny models cannot be made to write a tool
-# call, so reading calls out of answers is tested in tests/test_toolcall.c.
+# answers, streaming and not. tool_choice "required" (or a named tool) enforces
+# the call with a grammar, so even a random model writes one: read back as
+# tool_calls, streamed as deltas. Reading free-form answers is tested in
+# tests/test_toolcall.c.
 # The model is a random-weight one with the stories260K vocabulary and a 4096
 # context: the tool prompts do not fit stories260K's 512 tokens.
 . tests/lib_cli.sh
@@ -86,6 +88,46 @@ for l in sys.stdin:
             t += c["delta"].get("content") or ""
 print(json.dumps(t))')
 same "stream with tools: the same content" "$one" "$streamed"
+
+# ---- tool_choice "required" / a named tool: the call is enforced by a grammar ----
+# (a random model writes a real call: the answer must be one call of an offered
+# tool, arguments valid against its schema, read back as tool_calls)
+WEATHER='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","enum":["Paris","Oslo"]},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"]}}}'
+for seed in 1 2 3; do
+    out=$($H http://x/v1/chat/completions -d "{\"messages\":$MSGS,\"tools\":[$TOOL,$WEATHER],\"tool_choice\":\"required\",\"max_tokens\":300,\"seed\":$seed}")
+    verdict=$(printf '%s' "$out" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["choices"][0]
+calls = c["message"].get("tool_calls") or []
+ok = c["finish_reason"] == "tool_calls" and len(calls) == 1 and c["message"]["content"] is None
+if ok:
+    f = calls[0]["function"]; a = json.loads(f["arguments"])
+    ok = (f["name"] == "now" and isinstance(a, dict)) or (f["name"] == "get_weather" and
+          a.get("city") in ("Paris", "Oslo") and isinstance(a.get("days"), int) and 1 <= a["days"] <= 7)
+print("valid" if ok else "invalid")' 2>&1)
+    check "tool_choice required (seed $seed): one valid call of an offered tool" '^valid$' "$verdict" "$out"
+done
+NAMED="{\"messages\":$MSGS,\"tools\":[$TOOL,$WEATHER],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"max_tokens\":300,\"seed\":5"
+one=$($H http://x/v1/chat/completions -d "$NAMED}" | python3 -c '
+import json, sys
+f = json.load(sys.stdin)["choices"][0]["message"]["tool_calls"][0]["function"]
+print(f["name"], json.dumps(json.loads(f["arguments"]), sort_keys=True))')
+check "named tool_choice: that tool is called" '^get_weather \{"city": "(Paris|Oslo)", "days": [1-7]\}$' "$one"
+streamed=$($H http://x/v1/chat/completions -d "$NAMED,\"stream\":true}" | python3 -c '
+import json, sys
+name, args, finish = "", "", None
+for l in sys.stdin:
+    if l.startswith("data: {"):
+        for c in json.loads(l[6:])["choices"]:
+            for tc in c["delta"].get("tool_calls") or []:
+                name += tc.get("function", {}).get("name") or ""
+                args += tc.get("function", {}).get("arguments") or ""
+            finish = c.get("finish_reason") or finish
+print(name, json.dumps(json.loads(args), sort_keys=True), finish)')
+same "named tool_choice streamed: the same call in deltas" "$one tool_calls" "$streamed"
+refused "tool_choice required with response_format" \
+    "{\"messages\":$MSGS,\"tools\":[$TOOL],\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}" \
+    "cannot be combined"
 
 # ---- the official openai client ----
 if out=$(node tests/js/openai_tools.mjs "$PORT" 2>&1); then ok "openai client: tools conversation"

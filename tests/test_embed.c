@@ -20,7 +20,7 @@ static void reference_embedding(const int32_t *toks, int n, float *out, int dim)
     batch *b = NULL;
     llc_err err;
     int n_blocks = (n + 15) / 16;
-    CHECKF(model_kv_create(g_model, n_blocks, 16, &kv, &err) == 0, "%s", err.msg);
+    CHECKF(model_kv_create(g_model, n_blocks, 16, 0 /* f32, as the engine here */, &kv, &err) == 0, "%s", err.msg);
     CHECK(batch_create(n_blocks, 16, &b) == 0);
     if (!kv || !b) goto out;
     int32_t blocks[64];

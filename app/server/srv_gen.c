@@ -547,6 +547,62 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
     return 0;
 }
 
+/* tool_choice "required" (or a named function) as constrained decoding: the
+ * answer must be one call, in the format's markup, of an offered tool with
+ * arguments valid against its parameters schema (any object where that schema
+ * has keywords the converter cannot enforce). HERMES and GENERIC answers are
+ * <tool_call>{"name", "arguments"}</tool_call>, LLAMA3 a bare {"name",
+ * "parameters"}; MISTRAL's markers are control tokens: only the prompt asks. */
+static int tools_grammar(srv_gen *g, llc_err *err) {
+    if (g->tool_format == TOOLCALL_MISTRAL) return 0;
+    if (g->grammar)
+        return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' \"required\" (or a named function) cannot be combined "
+                                            "with 'response_format', 'grammar' or 'json_schema'");
+    const char *args_key = g->tool_format == TOOLCALL_LLAMA3 ? "parameters" : "arguments";
+    char *gbnf = NULL;
+    int rc = 0;
+    for (int loose = 0; loose < 2 && !gbnf; loose++) { /* loose: any object as arguments */
+        cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
+        const cJSON *t;
+        cJSON_ArrayForEach(t, g->tools) {
+            const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"),
+                                                                   "parameters");
+            cJSON *alt = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(alt, "properties");
+            cJSON_AddStringToObject(alt, "type", "object");
+            cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", tool_name(t));
+            cJSON *a = loose || !params ? NULL : cJSON_Duplicate(params, true);
+            if (!a) {
+                a = cJSON_CreateObject();
+                cJSON_AddStringToObject(a, "type", "object");
+                cJSON_AddTrueToObject(a, "additionalProperties");
+            }
+            cJSON_AddItemToObject(props, args_key, a);
+            cJSON *req = cJSON_AddArrayToObject(alt, "required");
+            cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+            cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
+            cJSON_AddItemToArray(any, alt);
+        }
+        llc_err e2;
+        rc = json_schema_to_gbnf(schema, &gbnf, &e2);
+        cJSON_Delete(schema);
+        if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "out of memory");
+    }
+    if (!gbnf) return llc_fail(err, LLC_ERR_FORMAT, "the tools' parameters cannot be turned into a grammar");
+    if (g->tool_format == TOOLCALL_LLAMA3) {
+        g->grammar = gbnf;
+    } else { /* wrap the converter's root rule (its first line) in the markup */
+        const char *rhs = strncmp(gbnf, "root ::= ", 9) ? NULL : gbnf + 9, *eol = rhs ? strchr(rhs, '\n') : NULL;
+        size_t n = strlen(gbnf) + 64;
+        char *w = eol ? malloc(n) : NULL;
+        if (w) snprintf(w, n, "root ::= \"<tool_call>\\n\" ( %.*s ) \"\\n</tool_call>\"%s", (int)(eol - rhs), rhs, eol);
+        free(gbnf);
+        if (!w) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        g->grammar = w;
+    }
+    g->req.grammar = g->grammar;
+    return 0;
+}
+
 int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {
     if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0)
         return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
@@ -564,6 +620,10 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     /* the markers of these formats are control tokens: the answer must show them */
     g->req.special_text =
         native && g->tools && (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3);
+    if (g->tools_required && (rc = tools_grammar(g, err))) {
+        cJSON_Delete(msgs);
+        return rc;
+    }
     if (native) {
         prompt p;
         rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, budget_of(m, g), &p, err);
