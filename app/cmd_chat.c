@@ -202,7 +202,7 @@ int cmd_chat(int argc, char **argv) {
     g_common = common;
     char *model_abs = realpath(common.model, NULL); /* how sessions name a model file */
     ui_app_config ac = {.prov = p, .model_path = model_abs ? model_abs : common.model, .open_model = open_model,
-                        .db_path = dbp};
+                        .config_models = cfg.other_models, .n_config_models = cfg.n_other_models, .db_path = dbp};
     srv *server = NULL;
     char srv_error[400] = "";
     if (!g_no_socket) {
