@@ -62,6 +62,23 @@ static const char *database_path(const cli_common *common, char *buf, size_t n) 
     return db_default_path(buf, n, &derr) == 0 ? buf : NULL;
 }
 
+/* The line on the terminal while the default model, its engine and the server
+ * start (curses is not up yet: no blank screen meanwhile); cleared before an
+ * error or the UI, so that it is not left behind after quitting. */
+static bool g_loading_shown;
+
+static void loading_line(const char *path) {
+    if (!isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "llmchat: loading %s ...", path);
+    fflush(stderr);
+    g_loading_shown = true;
+}
+
+static void loading_clear(void) {
+    if (g_loading_shown) fprintf(stderr, "\r\033[K");
+    g_loading_shown = false;
+}
+
 /* Runs the UI on a provider; 0 when it ended normally. */
 static int run_ui(ui_app_config *ac, const char *notice1, const char *notice2) {
     ui_app *app;
@@ -161,13 +178,9 @@ int cmd_chat(int argc, char **argv) {
     llm L;
     common.quiet = true; /* notices go to the chat's status area: stderr before curses would stay on the
                             screen under it, and show again after quitting */
-    if (isatty(STDERR_FILENO)) { /* no blank screen while a big model loads */
-        fprintf(stderr, "llmchat: loading %s ...", common.model);
-        fflush(stderr);
-    }
-    int open_rc = llm_open(&common, &L, &err);
-    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
-    if (open_rc) {
+    loading_line(common.model);
+    if (llm_open(&common, &L, &err)) {
+        loading_clear();
         fprintf(stderr, "llmchat: %s\n", err.msg);
         config_free(&cfg);
         return 1;
@@ -181,6 +194,7 @@ int cmd_chat(int argc, char **argv) {
         L.chat_error[0] = 0;
     }
     if (trc || llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {
+        loading_clear();
         fprintf(stderr, "llmchat: %s\n", err.msg);
         llm_close(&L);
         config_free(&cfg);
@@ -193,6 +207,7 @@ int cmd_chat(int argc, char **argv) {
                             .model_name = slash ? slash + 1 : common.model, .device_name = L.be->name};
     provider *p = NULL;
     if (prov_local_create(&lc, &p, &err)) {
+        loading_clear();
         fprintf(stderr, "llmchat: %s\n", err.msg);
         engine_destroy(e);
         llm_close(&L);
@@ -202,7 +217,7 @@ int cmd_chat(int argc, char **argv) {
     g_common = common;
     char *model_abs = realpath(common.model, NULL); /* how sessions name a model file */
     ui_app_config ac = {.prov = p, .model_path = model_abs ? model_abs : common.model, .open_model = open_model,
-                        .db_path = dbp};
+                        .config_models = cfg.other_models, .n_config_models = cfg.n_other_models, .db_path = dbp};
     srv *server = NULL;
     char srv_error[400] = "";
     if (!g_no_socket) {
@@ -224,6 +239,7 @@ int cmd_chat(int argc, char **argv) {
         if (more[i][0])
             snprintf(draft_note + strlen(draft_note), sizeof draft_note - strlen(draft_note), "%s%s",
                      draft_note[0] ? "; " : "", more[i]);
+    loading_clear(); /* the model, its engine and the server are ready: the UI takes the screen */
     int status = run_ui(&ac, srv_error, draft_note);
     srv_stop(server); /* before the engine goes */
     prov_free(p);

@@ -36,10 +36,17 @@ int config_load(config *out, llc_err *err) {
         }
         *eq = 0;
         char *key = trim(s), *val = trim(eq + 1);
+        if (!strcmp(key, "other-model")) { /* one more for /model's list */
+            char **m = realloc(out->other_models, (size_t)(out->n_other_models + 1) * sizeof *m);
+            if (m) out->other_models = m;
+            if (!m || !(m[out->n_other_models] = strdup(val))) rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+            else out->n_other_models++;
+            continue;
+        }
         char **dst = !strcmp(key, "model") ? &out->model
                      : !strcmp(key, "chat-template") ? &out->chat_template : NULL;
         if (!dst) {
-            rc = llc_fail(err, LLC_ERR_FORMAT, "%s:%d: unknown key '%s' (model, chat-template)", path, n, key);
+            rc = llc_fail(err, LLC_ERR_FORMAT, "%s:%d: unknown key '%s' (model, chat-template, other-model)", path, n, key);
             break;
         }
         free(*dst);
@@ -53,5 +60,7 @@ int config_load(config *out, llc_err *err) {
 void config_free(config *c) {
     free(c->model);
     free(c->chat_template);
+    for (int i = 0; i < c->n_other_models; i++) free(c->other_models[i]);
+    free(c->other_models);
     memset(c, 0, sizeof *c);
 }

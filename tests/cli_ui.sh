@@ -112,7 +112,7 @@ line "/quit"
 check "/quit quits" "EXITED 0"
 
 # /model PATH: this tab switches to another model, loaded in the background,
-# and the session remembers it
+# and the session remembers it; /model lists models to pick with /model N
 start ui "$TMP/models.db"
 check "starts on the default model" "stories260K.gguf \| cpu"
 line "/set max_tokens 8"
@@ -126,13 +126,23 @@ keys C-t
 check "a new tab has the default model" "^ stories260K.gguf \| cpu"
 keys C-q
 check "quits" "EXITED 0"
+mkdir -p "$TMP/cfg/llmchat"
+echo "other-model = $TMP/configured.gguf" >"$TMP/cfg/llmchat/config"
 start ui "$TMP/models.db"
 keys M-1
 check "after a restart the session's model is loaded again" "^ llama2xs.gguf \| cpu"
 line "/model default"
 check "/model default goes back" "answers with stories260K.gguf again"
+# /model lists the default, the models sessions used and the config file's; /model N picks
+line "/model"
+check "/model numbers the default model" "^  1  stories260K.gguf  \(default\)  \(this tab\)"
+check "/model lists the model a session used" "^  2  llama2xs.gguf  \(open\)"
+check "/model lists the config file's other-model, marked missing" "^  3  configured.gguf  \(missing\)"
+line "/model 2"
+check "/model N switches the tab to entry N" "this tab answers with llama2xs.gguf"
 keys C-q
 check "quits" "EXITED 0"
+rm -f "$TMP/cfg/llmchat/config"
 
 # a corrupt database: the error is shown, the file is left as it was, and
 # chatting goes on in memory

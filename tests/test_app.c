@@ -7,8 +7,11 @@
  * the reason. The rough edges of issue 19: /edit can be left, versions of a
  * message can be switched, /system shows before it changes anything, cut-off
  * answers are marked, sessions are archived or deleted only when asked twice,
- * panels and notices do not outstay their command, and two UIs on one database
- * are warned. */
+ * panels and notices do not outstay their command, two UIs on one database
+ * are warned, and /model lists the models open, used by sessions and named in
+ * the config file, each once, for /model N to pick. */
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "tests/test.h"
@@ -276,6 +279,73 @@ static void test_model_switch_in_the_background(void) {
     ui_app_free(a);
 }
 
+/* The number /model's list gives the line that names file (0: none). */
+static int listed_as(const char *panel, const char *file) {
+    for (const char *l = panel; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        int n = 0, used = 0;
+        if (sscanf(l, "%d  %n", &n, &used) == 1 && used && !strncmp(l + used, file, strlen(file))) return n;
+    }
+    return 0;
+}
+
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+static void test_model_picker_lists_recent_and_configured(void) {
+    char dir[PATH_MAX], recent[PATH_MAX + 32], gone[PATH_MAX + 32], conf[PATH_MAX + 32], def[PATH_MAX + 32];
+    CHECK(realpath(g_dir, dir) != NULL); /* sessions name models by their real path */
+    snprintf(recent, sizeof recent, "%s/recent.gguf", dir);
+    snprintf(gone, sizeof gone, "%s/gone.gguf", dir);
+    snprintf(conf, sizeof conf, "%s/conf.gguf", dir);
+    snprintf(def, sizeof def, "%s/default.gguf", dir);
+    fclose(fopen(recent, "w"));
+    fclose(fopen(conf, "w"));
+    fclose(fopen(def, "w"));
+    char *config_models[] = {conf, "/no/such/listed.gguf", recent, def}; /* recent and the default: once */
+    g_fake = (fake){.base.ops = &f_ops, .max_len = 1000};
+    ui_app_config cfg = {.prov = &g_fake.base, .model_path = def, .db_path = g_db, .open_model = open_other,
+                         .config_models = config_models, .n_config_models = 4};
+    ui_app *a = NULL;
+    CHECK(ui_app_create(&cfg, &a, NULL) == 0);
+    wait_loaded(a); /* (tabs of earlier tests load their models) */
+    CHECK(!input(a, "/model 2")); /* no list shown yet */
+    CHECK(strstr(a->notice, "no such entry in the last /model list") != NULL);
+    /* sessions that used models: gone.gguf (its file is missing now), then recent.gguf */
+    int64_t id;
+    CHECK(db_session_create(a->db, "old", "", gone, "", &id, NULL) == 0);
+    CHECK(db_session_create(a->db, "by name", "", "fake-model", "", &id, NULL) == 0);
+    usleep(5 * 1000);
+    CHECK(db_session_create(a->db, "newer", "", recent, "", &id, NULL) == 0);
+    CHECK(input(a, "/new") && input(a, "/model"));
+    const char *p = a->panel;
+    CHECK(p && strstr(p, "  1  fake-model  (default)  (this tab)\n"));
+    int n_recent = listed_as(p, "recent.gguf"), n_gone = listed_as(p, "gone.gguf");
+    int n_conf = listed_as(p, "conf.gguf"), n_listed = listed_as(p, "listed.gguf");
+    CHECKF(n_recent > 1 && n_gone > n_recent && n_conf > n_gone && n_listed == n_conf + 1, "%s", p);
+    CHECK(strstr(p, "recent.gguf\n") && strstr(p, "gone.gguf  (missing)\n") && strstr(p, "listed.gguf  (missing)\n"));
+    CHECK(count_of(p, "/recent.gguf\n") == 1 && count_of(p, "fake-model") == 1 && !strstr(p, "default.gguf"));
+    CHECK(a->n_picks == n_listed);
+    /* /model N switches the tab like /model PATH */
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "/model %d", n_recent);
+    CHECK(input(a, cmd));
+    wait_loaded(a);
+    conv *c = ui_app_tab(a);
+    CHECK(!strcmp(c->model, recent) && c->prov == &g_other.base);
+    CHECK(input(a, "/model"));
+    CHECK(strstr(a->panel, "recent.gguf  (this tab)  (open)\n") && strstr(a->panel, "  1  fake-model  (default)\n"));
+    snprintf(cmd, sizeof cmd, "/model %d", listed_as(a->panel, "gone.gguf"));
+    CHECK(!input(a, cmd) && strstr(a->notice, "cannot read"));
+    snprintf(cmd, sizeof cmd, "/model %d", a->n_picks + 1);
+    CHECK(!input(a, cmd) && strstr(a->notice, "no such entry"));
+    CHECK(input(a, "/model 1") && c->model[0] == 0 && c->prov == NULL); /* back to the default */
+    CHECK(strstr(a->notice, "answers with fake-model again") != NULL);
+    ui_app_free(a);
+}
+
 static void test_history_is_kept_per_database(void) {
     ui_app *a = open_app();
     int before = ui_app_history_count(a);
@@ -525,6 +595,7 @@ int main(void) {
     RUN(test_streaming_saves_often);
     RUN(test_failed_answer_keeps_text_and_reason);
     RUN(test_model_switch_in_the_background);
+    RUN(test_model_picker_lists_recent_and_configured);
     RUN(test_history_is_kept_per_database);
     RUN(test_edit_is_left_with_esc_and_versions_switch);
     RUN(test_system_shows_before_it_changes);

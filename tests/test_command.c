@@ -54,6 +54,13 @@ static void test_commands_with_values(void) {
     CHECK(parse("/unarchive 2", &c, err) == 0 && c.kind == UI_CMD_UNARCHIVE && c.ivalue == 2);
     CHECK(parse("/delete 1", &c, err) == 0 && c.kind == UI_CMD_DELETE && c.ivalue == 1);
     CHECK(parse("/tab 12", &c, err) == 0 && c.kind == UI_CMD_TAB && c.ivalue == 12);
+    /* /model N picks from the list; anything else is a path */
+    CHECK(parse("/model 3 ", &c, err) == 0 && c.kind == UI_CMD_MODEL && c.ivalue == 3);
+    CHECK(parse("/model 12", &c, err) == 0 && c.ivalue == 12);
+    CHECK(parse("/model ./3", &c, err) == 0 && c.ivalue == 0 && c.arg_len == 3 && !strncmp(c.arg, "./3", 3));
+    CHECK(parse("/model /m/7b.gguf", &c, err) == 0 && c.ivalue == 0 && c.arg_len == 10);
+    CHECK(parse("/model 2x.gguf", &c, err) == 0 && c.ivalue == 0 && c.arg_len == 7);
+    CHECK(parse("/model default", &c, err) == 0 && c.ivalue == 0 && c.arg_len == 7);
 }
 
 static void test_errors(void) {
@@ -61,6 +68,9 @@ static void test_errors(void) {
     char err[128];
     struct { const char *in, *want; } bad[] = {
         {"/frobnicate", "unknown command"},
+        {"/model 0", "not an entry of the list"},
+        {"/model 1000", "not an entry of the list"},
+        {"/model 99999999999999999999999", "not an entry of the list"},
         {"/copy everything", "/copy code"},
         {"/set temp hot", "not a number"},
         {"/set temp -1", "not a number"},

@@ -21,6 +21,9 @@ typedef struct ui_app_config {
      * not offered). The app frees what it returns. */
     int (*open_model)(void *ctx, const char *path, provider **out, llc_err *err);
     void *open_ctx;
+    /* models the config file names (other-model): /model lists them too */
+    char *const *config_models;
+    int n_config_models;
     const char *db_path;     /* NULL: no database (memory only) */
     /* another source of work for the main loop (the socket server's notes):
      * while extra_fd is readable, on_extra(extra_ctx, app) is called */
@@ -39,6 +42,8 @@ struct ui_app {
     ui_model *models;        /* models opened by /model (or for restored sessions) */
     int n_models;
     struct ui_loader *loader; /* the model being opened in the background, or NULL */
+    char **picks;            /* the model files numbered by the last /model ("" : the default) */
+    int n_picks;
     db *db;                  /* NULL when it could not be opened */
     char db_error[320];      /* why (shown until it works) */
     conv **tabs;

@@ -57,8 +57,8 @@ void app_models_load_next(ui_app *a);
 void app_models_poll(ui_app *a, double now_ms);
 /* The loading thread's wake fd, or -1 when nothing loads. */
 int app_models_fd(const ui_app *a);
-/* /model [PATH]. */
-void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len);
+/* /model [PATH]; /model N (pick > 0): entry N of the list the last /model showed. */
+void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len, long long pick);
 /* Waits for a model still loading, frees every model opened. */
 void app_models_free(ui_app *a);
 

@@ -1,6 +1,8 @@
 /* app_models.c — models other than the default (see app_internal.h): /model
- * PATH, opening a model on a thread of its own with the time so far shown, and
- * the tabs that wait for one (also sessions that remember a model at start). */
+ * PATH, /model's numbered list (open, recently used by sessions, named in the
+ * config file) and /model N, opening a model on a thread of its own with the
+ * time so far shown, and the tabs that wait for one (also sessions that
+ * remember a model at start). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -132,6 +134,14 @@ void app_models_poll(ui_app *a, double now_ms) {
     app_models_load_next(a);
 }
 
+/* The numbered list of the last /model (see picks_build). */
+static void picks_clear(ui_app *a) {
+    for (int i = 0; i < a->n_picks; i++) free(a->picks[i]);
+    free(a->picks);
+    a->picks = NULL;
+    a->n_picks = 0;
+}
+
 void app_models_free(ui_app *a) {
     if (a->loader) { /* a model still loading: wait for it, then let it go */
         int rc;
@@ -146,28 +156,82 @@ void app_models_free(ui_app *a) {
     free(a->models);
     a->models = NULL;
     a->n_models = 0;
+    picks_clear(a);
 }
 
-void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len) {
-    if (!len) {
+/* ---- /model: the numbered list, and switching ---- */
+
+/* Adds a model file to the list unless it is there already ("" is the default;
+ * the default's own file is the default too). */
+static void pick_add(ui_app *a, const char *path) {
+    if (a->cfg.model_path && a->cfg.model_path[0] && !strcmp(path, a->cfg.model_path)) path = "";
+    for (int i = 0; i < a->n_picks; i++)
+        if (!strcmp(a->picks[i], path)) return;
+    char **p = realloc(a->picks, (size_t)(a->n_picks + 1) * sizeof *p);
+    if (!p) return;
+    a->picks = p;
+    if ((p[a->n_picks] = strdup(path))) a->n_picks++;
+}
+
+enum { RECENT_MAX = 10 }; /* models of stored sessions listed at most */
+
+/* The models /model numbers: the default, those open or loading, those stored
+ * sessions used (most recently active first), those the config file names. */
+static void picks_build(ui_app *a) {
+    picks_clear(a);
+    pick_add(a, "");
+    for (int i = 0; i < a->n_models; i++) pick_add(a, a->models[i].path);
+    if (a->loader) pick_add(a, a->loader->path);
+    db_session *s = NULL;
+    int n = 0;
+    if (a->db && db_session_list(a->db, true, &s, &n, NULL) == 0) {
+        int base = a->n_picks;
+        for (int i = 0; i < n && a->n_picks - base < RECENT_MAX; i++)
+            if (s[i].model[0] == '/') pick_add(a, s[i].model); /* (other names are the default's, or a server's) */
+        db_sessions_free(s, n);
+    }
+    for (int i = 0; i < a->cfg.n_config_models; i++) {
+        char abs[PATH_MAX];
+        pick_add(a, realpath(a->cfg.config_models[i], abs) ? abs : a->cfg.config_models[i]);
+    }
+}
+
+static void show_picks(ui_app *a, conv *c, char **text, size_t *tl) {
+    picks_build(a);
+    app_cat(text, tl, "Models (/model N switches this tab to model N, /model PATH to any file; /model 1 goes back)\n");
+    for (int i = 0; i < a->n_picks; i++) {
+        const char *p = a->picks[i];
+        bool is_default = !p[0], here = !strcmp(c->model, p);
+        bool open = is_default || find_model(a, p), loading = a->loader && !strcmp(a->loader->path, p);
+        app_cat(text, tl, "%3d  %s%s%s%s%s%s\n", i + 1, is_default ? prov_model_name(a->cfg.prov) : app_base_name(p),
+                is_default ? "  (default)" : "", here ? "  (this tab)" : "", open && !is_default ? "  (open)" : "",
+                loading ? "  (loading)" : "", !is_default && access(p, R_OK) ? "  (missing)" : "");
+        if (!is_default) app_cat(text, tl, "       %s\n", p);
+    }
+}
+
+void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len, long long pick) {
+    if (!len && !pick) {
         char *about = prov_about(app_tab_prov(a, c));
         char *text = NULL;
         size_t tl = 0;
         app_cat(&text, &tl, "%s\n  database %s\n", about ? about : "", a->db ? db_path(a->db) : a->db_error);
         free(about);
-        if (a->cfg.open_model) {
-            app_cat(&text, &tl, "Models (/model PATH switches this tab; /model default goes back)\n  %s%s\n",
-                prov_model_name(a->cfg.prov), c->prov || c->model[0] ? "" : "  (this tab)");
-            for (int i = 0; i < a->n_models; i++)
-                app_cat(&text, &tl, "  %s%s\n", a->models[i].path, c->prov == a->models[i].prov ? "  (this tab)" : "");
-            if (a->loader) app_cat(&text, &tl, "  %s  (loading)\n", a->loader->path);
-        }
+        if (a->cfg.open_model) show_picks(a, c, &text, &tl);
         app_set_panel(a, text);
         return;
     }
     if (!a->cfg.open_model) {
         app_reject(a, "/model PATH: this chat cannot open other models");
         return;
+    }
+    if (pick) {
+        if (pick > a->n_picks) {
+            app_reject(a, "/model %lld: no such entry in the last /model list (/model shows it)", pick);
+            return;
+        }
+        arg = a->picks[pick - 1][0] ? a->picks[pick - 1] : "default";
+        len = strlen(arg);
     }
     if (c->req_id) {
         app_reject(a, "an answer is still coming (Ctrl-C stops it)");

@@ -100,6 +100,19 @@ static int parse_flag_arg(ui_cmd *out, const char *p, size_t n, char *err, size_
         else if (arg_is(p, n, "prev")) out->ivalue = -1;
         else if (n) return fail(err, err_size, "/branch opens a new tab; /branch next|prev shows another version of your message");
         break;
+    case UI_CMD_MODEL: { /* a number picks from /model's list; a file named so is ./N */
+        size_t digits = 0;
+        while (digits < n && isdigit((unsigned char)p[digits])) digits++;
+        if (!n || digits < n) break;
+        char word[8];
+        if (n >= sizeof word || (memcpy(word, p, n), word[n] = 0, !parse_ll(word, &out->ivalue)) || out->ivalue < 1 ||
+            out->ivalue > 999) {
+            out->ivalue = 0;
+            return fail(err, err_size, "/model N: '%.*s' is not an entry of the list (1 to 999; a file named so is ./%.*s)",
+                        (int)(n > 20 ? 20 : n), p, (int)(n > 20 ? 20 : n), p);
+        }
+        break;
+    }
     case UI_CMD_SESSIONS:
         if (arg_is(p, n, "--all")) out->ivalue = 1;
         else if (n) return fail(err, err_size, "/sessions lists the sessions; /sessions --all the archived ones too");
@@ -219,7 +232,7 @@ const char *ui_help_text(void) {
            "  /search TEXT       search every session\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"
-           "  /model [PATH]      this tab's model; PATH switches it (loaded in the background)\n"
+           "  /model [N|PATH]    list models (open, recent, configured); N or PATH switches this tab\n"
            "  /stats  /new  /close  /help  /quit\n"
            "  //text             send a message that starts with '/'";
 }

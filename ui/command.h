@@ -27,7 +27,8 @@ typedef enum ui_cmd_kind {
     UI_CMD_SEARCH,  /* /search TEXT */
     UI_CMD_EXPORT,  /* /export [FILE.md] */
     UI_CMD_STATS,   /* /stats */
-    UI_CMD_MODEL,   /* /model [PATH]: show the tab's model, or switch it */
+    UI_CMD_MODEL,   /* /model [PATH]: show the tab's model and the list, or switch it;
+                       /model N (ivalue N, 1..999): entry N of that list */
     UI_CMD_COPY,    /* /copy [code]: the last answer (or its last code block) to the clipboard */
     UI_CMD_NEW,     /* /new: new tab */
     UI_CMD_CLOSE,   /* /close: close the tab (the session stays) */
