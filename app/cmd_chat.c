@@ -85,8 +85,17 @@ static int run_ui(ui_app_config *ac, const char *notice1, const char *notice2) {
     llc_err err;
     int status = 1;
     if (ui_app_create(ac, &app, &err) == 0) {
-        if (notice1 && notice1[0]) ui_app_notice(app, true, "%s", notice1);
-        if (notice2 && notice2[0]) ui_app_notice(app, true, "%s", notice2);
+        /* one notice line: what the app said while opening (the database, a
+         * second chat) first, then the start-up notes (no GPU, the template) */
+        char joined[1200];
+        snprintf(joined, sizeof joined, "%s", app->notice);
+        const char *more[] = {notice1, notice2};
+        for (int i = 0; i < 2; i++)
+            if (more[i] && more[i][0])
+                snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", joined[0] ? "; " : "",
+                         more[i]);
+        if (joined[0]) ui_app_notice(app, app->notice_error || (notice1 && notice1[0]) || (notice2 && notice2[0]),
+                                     "%s", joined);
         if (ui_run(app, &err) == 0) status = 0;
         else fprintf(stderr, "llmchat: %s\n", err.msg);
         ui_app_free(app);
