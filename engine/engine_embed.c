@@ -67,17 +67,7 @@ int64_t engine_submit_embed(engine *e, engine_client *c, const embed_request *g,
     r->max_tokens = 1;
     r->priority = g->priority;
     r->sp = sampler_params_default();
-    r->client = c;
-    r->t_submit = llc_now_ms();
-    pthread_mutex_lock(&e->mu);
-    r->id = ++e->next_id;
-    c->active++;
-    pthread_mutex_unlock(&e->mu);
-    msg->kind = MSG_SUBMIT;
-    msg->req = r;
-    int64_t id = r->id;
-    eng_inbox_post(e, msg);
-    return id;
+    return eng_request_post(e, c, r, msg);
 }
 
 int eng_embed_seqs(engine *e, request *r) {

@@ -167,6 +167,9 @@ void eng_inbox_post(engine *e, inbox_msg *msg);
  * end their requests; *stop reports engine_destroy. */
 void eng_drain_inbox(engine *e, bool *stop);
 void eng_request_free(request *r);
+/* Hands a filled request to the engine thread: gives it its client, submit
+ * time and id, counts it on the client and posts msg (MSG_SUBMIT). Returns the id. */
+int64_t eng_request_post(engine *e, engine_client *c, request *r, inbox_msg *msg);
 /* Ends one sample: done event, blocks back to the pool (full ones stay cached). */
 void eng_seq_finish(engine *e, seq *s, engine_finish finish);
 /* Sends an error event and ends every sample of r. */

@@ -91,13 +91,17 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     r->n = g->n;
     r->max_tokens = g->max_tokens;
     r->priority = g->priority;
-    r->client = c;
-    r->t_submit = llc_now_ms();
     inbox_msg *msg = calloc(1, sizeof *msg);
     if (!msg) {
         eng_request_free(r);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
+    return eng_request_post(e, c, r, msg);
+}
+
+int64_t eng_request_post(engine *e, engine_client *c, request *r, inbox_msg *msg) {
+    r->client = c;
+    r->t_submit = llc_now_ms();
     pthread_mutex_lock(&e->mu);
     r->id = ++e->next_id;
     c->active++;

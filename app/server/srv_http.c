@@ -56,6 +56,14 @@ enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const 
     return ret;
 }
 
+enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o) {
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
+    free(txt);
+    return ret;
+}
+
 enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type, const char *msg) {
     sbuf b = {0};
     sb_printf(&b, "{\"error\":{\"code\":%u,\"message\":", status);
@@ -102,11 +110,7 @@ static enum MHD_Result models(srv *s, struct MHD_Connection *mc) {
     cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
     cJSON_AddStringToObject(o, "object", "list");
     cJSON_AddItemToArray(data, srv_http_model_object(s));
-    char *txt = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
-    free(txt);
-    return ret;
+    return srv_http_send_json(mc, o);
 }
 
 static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,

@@ -40,6 +40,8 @@ cJSON *srv_http_model_object(const srv *s);
 
 /* Queues a JSON response (body copied). */
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len);
+/* Queues o as a 200 JSON answer and deletes it (NULL, or out of memory: MHD_NO). */
+enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o);
 /* Queues {"error":{"code":status,"message":msg,"type":type}} (OpenAI's and
  * llama-server's error shape). */
 enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type,

@@ -17,14 +17,6 @@
 
 /* ---- helpers ---- */
 
-static enum MHD_Result send_json(struct MHD_Connection *mc, cJSON *o) {
-    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
-    free(txt);
-    return ret;
-}
-
 static enum MHD_Result send_sbuf(struct MHD_Connection *mc, sbuf *b) {
     enum MHD_Result ret = b->oom ? MHD_NO : srv_http_json(mc, MHD_HTTP_OK, b->p, b->len);
     sb_free(b);
@@ -227,7 +219,7 @@ static enum MHD_Result props(srv *s, struct MHD_Connection *mc) {
     cJSON_AddBoolToObject(mod, "audio", false);
     cJSON_AddBoolToObject(o, "fim", s->m.has_fim);
     cJSON_AddStringToObject(o, "build_info", "llmchat");
-    return send_json(mc, o);
+    return srv_http_send_json(mc, o);
 }
 
 static enum MHD_Result slots(srv *s, struct MHD_Connection *mc) {
@@ -255,7 +247,7 @@ static enum MHD_Result slots(srv *s, struct MHD_Connection *mc) {
         cJSON_AddItemToArray(a, o);
     }
     free(sl);
-    return send_json(mc, a);
+    return srv_http_send_json(mc, a);
 }
 
 /* ---- /metrics ---- */
@@ -332,7 +324,7 @@ cJSON *srv_http_model_object(const srv *s) {
 
 /* GET /v1/models/{id}: the model, or OpenAI's 404 for another id. */
 static enum MHD_Result model_by_id(srv *s, struct MHD_Connection *mc, const char *id) {
-    if (!strcmp(id, s->m.name)) return send_json(mc, srv_http_model_object(s));
+    if (!strcmp(id, s->m.name)) return srv_http_send_json(mc, srv_http_model_object(s));
     sbuf b = {0};
     sb_str(&b, "{\"error\":{\"message\":");
     char msg[300];

@@ -49,14 +49,6 @@ static enum MHD_Result o_errorf(struct MHD_Connection *mc, unsigned status, cons
     return srv_ollama_error(mc, status, msg);
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *mc, cJSON *o) {
-    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
-    free(txt);
-    return ret;
-}
-
 /* RFC 3339 in UTC, with nanoseconds as Ollama writes it. */
 static void iso_time(struct timespec ts, char *buf, size_t n) {
     struct tm tm;
@@ -217,7 +209,7 @@ static cJSON *model_entry(const srv_model *m, bool running) {
 static enum MHD_Result model_list(srv *s, struct MHD_Connection *mc, bool running) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "models"), model_entry(&s->m, running));
-    return send_json(mc, o);
+    return srv_http_send_json(mc, o);
 }
 
 /* A GGUF value in model_info; long arrays are null unless verbose. */
@@ -288,7 +280,7 @@ static enum MHD_Result show(srv *s, struct MHD_Connection *mc, const cJSON *j) {
     char when[64];
     loaded_iso(m, when, sizeof when);
     cJSON_AddStringToObject(o, "modified_at", when);
-    return send_json(mc, o);
+    return srv_http_send_json(mc, o);
 }
 
 /* ---- /api/chat and /api/generate: the answers ---- */
