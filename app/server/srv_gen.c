@@ -223,13 +223,20 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
 
 /* ---- structured output ---- */
 
-/* g->grammar from a schema (field names where it came from, for the message). */
-static int schema_grammar(const cJSON *schema, const char *field, srv_gen *g, llc_err *err) {
-    llc_err e2;
-    if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
-        return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a JSON schema (an object)", field);
-    if (json_schema_to_gbnf(schema, &g->grammar, &e2))
-        return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", field, e2.msg);
+int srv_gen_json_grammar(const cJSON *schema, const char *field, srv_gen *g, llc_err *err) {
+    free(g->grammar);
+    g->grammar = NULL;
+    g->req.grammar = NULL;
+    if (!schema) {
+        if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    } else {
+        llc_err e2;
+        if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+            return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a JSON schema (an object)", field);
+        if (json_schema_to_gbnf(schema, &g->grammar, &e2))
+            return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", field, e2.msg);
+    }
+    g->req.grammar = g->grammar;
     return 0;
 }
 
@@ -249,11 +256,9 @@ int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err) {
         if (!gr->valuestring[0]) return 0; /* llama-server's "no grammar" */
         if (!(g->grammar = strdup(gr->valuestring))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     } else if (js) {
-        rc = schema_grammar(js, "json_schema", g, err);
-    } else if (rf && !strcmp(type->valuestring, "json_object")) {
-        const cJSON *schema = field(rf, "schema"); /* llama-server's form */
-        if (schema) rc = schema_grammar(schema, "response_format.schema", g, err);
-        else if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        rc = srv_gen_json_grammar(js, "json_schema", g, err);
+    } else if (rf && !strcmp(type->valuestring, "json_object")) { /* a "schema" in it: llama-server's form */
+        rc = srv_gen_json_grammar(field(rf, "schema"), "response_format.schema", g, err);
     } else if (rf && !strcmp(type->valuestring, "json_schema")) {
         const cJSON *spec = field(rf, "json_schema");
         const cJSON *schema = cJSON_IsObject(spec) ? field(spec, "schema") : NULL;
@@ -261,11 +266,8 @@ int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err) {
         const cJSON *strict = field(spec, "strict");
         if (strict && !cJSON_IsBool(strict))
             return llc_fail(err, LLC_ERR_TYPE, "'response_format.json_schema.strict' must be true or false");
-        if (!schema) { /* OpenAI: a schema is optional; then any JSON object */
-            if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-        } else {
-            rc = schema_grammar(schema, "response_format.json_schema.schema", g, err);
-        }
+        /* OpenAI: a schema is optional; then any JSON object */
+        rc = srv_gen_json_grammar(schema, "response_format.json_schema.schema", g, err);
     } else if (rf) {
         return llc_fail(err, LLC_ERR_RANGE, "'response_format.type' must be text, json_object or json_schema, not '%s'",
                         type->valuestring);

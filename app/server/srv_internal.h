@@ -103,6 +103,10 @@ int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err);
  * a bad grammar or schema is LLC_ERR_FORMAT naming the field. Called by
  * srv_gen_params. */
 int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err);
+/* g's grammar (replacing any) for JSON documents valid against schema, or for
+ * any JSON object when schema is NULL; field names where the schema came from
+ * in an error ("'format': schema.properties.age: ..."). */
+int srv_gen_json_grammar(const cJSON *schema, const char *field, srv_gen *g, llc_err *err);
 /* The prompt of a conversation (array of {role, content}), built with
  * prompt_build within n_ctx - min(max_tokens, n_ctx / 2) tokens (as the UI
  * does); adds the template's stop strings. With tools (srv_gen_tools), tool

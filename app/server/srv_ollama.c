@@ -17,7 +17,6 @@
 #include <xxhash.h>
 
 #include "app/server/srv_http.h"
-#include "engine/json_schema.h"
 #include "kernels/quant.h"
 
 /* The Ollama version /api/version reports: the API level answered here. */
@@ -401,26 +400,9 @@ static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_e
 /* Ollama's "format": "json" (any JSON object) or a JSON schema, enforced by
  * constrained decoding as the OpenAI endpoints' response_format is. */
 static int format_grammar(const cJSON *format, srv_gen *g, llc_err *err) {
-    if (cJSON_IsString(format) && !strcmp(format->valuestring, "json")) {
-        free(g->grammar);
-        if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-        g->req.grammar = g->grammar;
-        return 0;
-    }
+    if (cJSON_IsString(format) && !strcmp(format->valuestring, "json")) return srv_gen_json_grammar(NULL, "format", g, err);
     if (!cJSON_IsObject(format)) return 0; /* "" : none */
-    cJSON *wrap = cJSON_CreateObject(); /* srv_gen_grammar reads llama-server's json_schema field */
-    if (!wrap || !cJSON_AddItemToObject(wrap, "json_schema", cJSON_Duplicate(format, true))) {
-        cJSON_Delete(wrap);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    }
-    int rc = srv_gen_grammar(wrap, g, err);
-    cJSON_Delete(wrap);
-    if (rc && !strncmp(err->msg, "'json_schema'", 13)) { /* name the field the client sent */
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "'format'%s", err->msg + 13);
-        snprintf(err->msg, sizeof err->msg, "%s", msg);
-    }
-    return rc;
+    return srv_gen_json_grammar(format, "format", g, err);
 }
 
 static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON *j, bool chat,
