@@ -104,7 +104,8 @@ typedef struct engine_event {
     int prompt_tokens, cached_tokens, completion_tokens;
     double queue_ms, ttft_ms, tpot_ms;
     int drafted_tokens, accepted_tokens; /* speculative decoding */
-    /* EV_ERROR */
+    /* EV_ERROR: why; the samples it ended then get their EV_DONE (FINISH_ERROR).
+       seq_index: the sample, when one sample alone failed */
     char message[256];
     /* EV_EMBEDDING (seq_index = the input; prompt_tokens set too) */
     float *embedding;       /* [n_embd], norm 1; freed with the event */
