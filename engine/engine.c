@@ -1,8 +1,8 @@
-/* engine.c — the engine thread and its step runner: create and destroy the
- * engine, the thread's loop (drain the inbox, run a step, free finished
- * requests, publish metrics, sleep until there is work), and one step (draft
- * proposals, plan, copy-on-write copies, the forward pass, then commit, sample
- * or verify, and stream per sequence). The scheduler is engine_sched.c, request
+/* engine.c — the engine thread and its step runner: create (and warm up) and
+ * destroy the engine, the thread's loop (drain the inbox, run a step, end what a
+ * failed step is blamed on, free finished requests, publish metrics, sleep until
+ * there is work), and one step (draft proposals, plan, copy-on-write copies, the
+ * forward pass, then commit, sample or verify, and stream per sequence). The scheduler is engine_sched.c, request
  * and sequence lifecycles engine_request.c, client event queues
  * engine_client.c, beam search engine_beam.c, speculative decoding
  * engine_spec.c.
@@ -114,7 +114,7 @@ static int run_step(engine *e, llc_err *err) {
                 continue;
             }
             e->stats.generated_tokens++;
-            if (!eng_emit_token(e, t, &res) && eng_seq_push_token(t, tok)) eng_seq_error(e, t, "out of memory");
+            if (!eng_emit_token(e, t, &res) && eng_seq_push_token(t, tok)) eng_seq_error(e, t, "out of memory for the sample's tokens");
         }
     }
     free(snap);
@@ -288,12 +288,14 @@ static void warm_model(engine *e, model *m, model_kv *kv, kv_pool *pool, batch *
     }
     kv_seq *s;
     if (kv_seq_create(pool, &s)) return;
-    int n_blocks;
     llc_err err;
     batch_clear(b);
-    if (kv_seq_append(s, toks, n) == 0 &&
-        batch_add(b, toks, n, 0, kv_seq_blocks(s, &n_blocks), n_blocks, BATCH_OUT_LAST) >= 0)
-        model_forward(m, kv, batch_view(b), *logits, &err);
+    if (kv_seq_append(s, toks, n) == 0) {
+        int n_blocks;
+        const int32_t *blocks = kv_seq_blocks(s, &n_blocks);
+        if (batch_add(b, toks, n, 0, blocks, n_blocks, BATCH_OUT_LAST) >= 0)
+            model_forward(m, kv, batch_view(b), *logits, &err);
+    }
     batch_clear(b);
     kv_seq_free_uncached(s); /* never committed: nothing was hashed, nothing stays cached */
 }
