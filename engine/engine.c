@@ -46,7 +46,8 @@ int engine_get_slots(engine *e, engine_slot **out) {
 static int run_step(engine *e, llc_err *err) {
     eng_spec_propose(e);
     int rows = eng_plan_step(e);
-    if (rows < 0) return llc_fail(err, rows, "scheduling failed");
+    if (rows < 0)
+        return llc_fail(err, rows, rows == LLC_ERR_NOMEM ? "out of memory scheduling the step" : "scheduling failed");
     if (rows == 0) {
         /* a lone sequence that cannot grow: the cache is full for it */
         if (e->n_running > 0 && e->running[0]->req->bs) eng_beam_end(e, e->running[0]->req, FINISH_NONE);
