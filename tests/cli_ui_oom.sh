@@ -15,6 +15,7 @@ send "Once upon a time there was a little girl who lived in a village near the f
 check "the failed answer says why" "the answer failed: out of memory for activations"
 idle
 send "Tell me a story"
+wait_for "^Assistant$" 30 # (the failed answer's header says [error])
 idle
 screen >"$TMP/s"
 if grep -A1 "^Assistant$" "$TMP/s" | tail -1 | grep -qE "^  [A-Za-z\"]"; then ok "the next message is answered"
