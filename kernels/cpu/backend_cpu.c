@@ -9,6 +9,7 @@
 
 #include "kernels/quant.h"
 #include "kernels/backend.h"
+#include "kernels/fault.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul.h"
@@ -124,6 +125,7 @@ static int cpu_weight_load(void *ctx_, const bk_tensor *t_in, bk_weight *out, ll
 }
 
 static void *cpu_alloc(void *ctx, size_t bytes) {
+    if (llc_fault_alloc_fails()) return NULL; /* tests: out of memory here */
     size_t size = (bytes + 63) / 64 * 64;
     return aligned_alloc(64, size ? size : 64);
 }
