@@ -5,7 +5,8 @@
  * give bitwise identical results, unsupported types and bad shapes are refused,
  * every output is written (Y is poisoned with NaN before each call), nothing reads
  * past the weights or activations (placed against a PROT_NONE page, as a tensor at
- * the end of an mmapped GGUF file may be), and NaN/inf activations propagate.
+ * the end of an mmapped GGUF file may be), and NaN/inf activations propagate;
+ * cpu_matmul_multi equals separate calls bit for bit (test_multi).
  *
  * Tolerances. The reference uses the exact activations x; the kernels use them
  * exactly for float weights, and quantized to int8 per 32-element block for the

@@ -1,6 +1,7 @@
 /* matmul.c — cpu_matmul's dispatcher: argument checks, the run-time choice of SIMD
  * level (cpuid, capped by LLC_SIMD), activation quantization into pool scratch, and
- * the split of the work over the pool's threads; plus the scalar reference
+ * the split of the work over the pool's threads, for one matrix or several against
+ * the same activations (cpu_matmul_multi); plus the scalar reference
  * cpu_matmul_ref. The kernels themselves live in matmul_<level>*.c. */
 #include "kernels/cpu/matmul.h"
 

@@ -10,7 +10,8 @@
  * every activation row; above (T >= 3..6 depending on the type, AVX-512 only, and
  * only for F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K),
  * weights are repacked tile by tile into a cache-resident layout that every
- * activation row then passes over (blocked GEMM, compute bound).
+ * activation row then passes over (blocked GEMM, compute bound). Several matrices
+ * that read the same activations can go in one call (cpu_matmul_multi).
  *
  * The SIMD level is chosen at run time: AVX-512 (F/BW/VL/DQ + VNNI), AVX2 (+FMA,
  * F16C), or plain C. AMX is never used. The environment variable
