@@ -5,7 +5,8 @@
  * give bitwise identical results, unsupported types and bad shapes are refused,
  * every output is written (Y is poisoned with NaN before each call), nothing reads
  * past the weights or activations (placed against a PROT_NONE page, as a tensor at
- * the end of an mmapped GGUF file may be), and NaN/inf activations propagate.
+ * the end of an mmapped GGUF file may be), and NaN/inf activations propagate;
+ * cpu_matmul_multi equals separate calls bit for bit (test_multi).
  *
  * Tolerances. The reference uses the exact activations x; the kernels use them
  * exactly for float weights, and quantized to int8 per 32-element block for the
@@ -491,6 +492,104 @@ static void test_levels(void) {
     CHECK(cpu_matmul_level() == max);
 }
 
+/* cpu_matmul_multi: several matrices against the same activations give, bit for
+ * bit, what separate cpu_matmul_packed calls give, for mixes of types (one type
+ * thrice, Q4_K_M's Q4_K + Q6_K, types whose quantized activations are the same
+ * bytes, float types, float and quantized together, panels packed ahead for some
+ * matrices only, an empty matrix), T = 1, 3 and 64, every level, with no pool,
+ * one thread and two; every output is written (Y is poisoned first). */
+typedef struct multi_mix {
+    uint32_t types[4];
+    int n;
+    int pack_mask; /* matrices packed ahead (where the level packs) */
+} multi_mix;
+
+static void test_multi(void) {
+    static const multi_mix mixes[] = {
+        {{QT_Q8_0, QT_Q8_0, QT_Q8_0}, 3, 0},
+        {{QT_Q8_0, QT_Q8_0, QT_Q8_0}, 3, 7},
+        {{QT_Q4_K, QT_Q4_K, QT_Q6_K}, 3, 0},
+        {{QT_Q4_K, QT_Q4_K, QT_Q6_K}, 3, 7},
+        {{QT_Q4_0, QT_Q8_0, QT_Q4_1, QT_IQ4_NL}, 4, 1},
+        {{QT_Q4_K, QT_Q5_K, QT_Q2_K, QT_Q3_K}, 4, 0},
+        {{QT_F16, QT_F32, QT_BF16, QT_F16}, 4, 0},
+        {{QT_F32, QT_Q8_0, QT_Q6_K, QT_Q8_0}, 4, 2},
+        {{QT_Q4_K, QT_Q4_K}, 2, 1},
+        {{QT_IQ4_XS, QT_Q5_0, QT_Q5_1}, 3, 0},
+    };
+    static const int64_t outs[4] = {67, 16, 33, 48};
+    static const int64_t n_ins[2] = {256, 2048 + 256};
+    static const int64_t Ts[3] = {1, 3, 64};
+    cpu_pool *pools[3] = {NULL, g_pool1, g_pool2};
+    for (size_t mi = 0; mi < LLC_ARRAY_LEN(mixes); mi++)
+        for (int ni = 0; ni < 2; ni++) {
+            const multi_mix *mx = &mixes[mi];
+            const int64_t n_in = n_ins[ni], Tmax = 64;
+            uint8_t *W[4];
+            cpu_packed_w pk[4];
+            cpu_matmul_w w[4];
+            float *X = malloc(sizeof(float) * (size_t)(n_in * Tmax)), *row = malloc(sizeof(float) * (size_t)n_in);
+            for (int64_t i = 0; i < n_in * Tmax; i++) X[i] = rnd_val();
+            for (int k = 0; k < mx->n; k++) {
+                /* the third matrix of the float mix is empty: it is skipped, the others done */
+                const int64_t n_out = mi == 6 && k == 2 ? 0 : outs[k];
+                const size_t rb = qtype_row_bytes(mx->types[k], n_in);
+                W[k] = malloc(rb * (size_t)(n_out ? n_out : 1));
+                for (int64_t o = 0; o < n_out; o++) {
+                    for (int64_t i = 0; i < n_in; i++) row[i] = rnd_val() * 0.05f;
+                    CHECK(quantize_row(mx->types[k], row, W[k] + (size_t)o * rb, n_in) == 0);
+                }
+                memset(&pk[k], 0, sizeof pk[k]);
+                if (mx->pack_mask >> k & 1)
+                    CHECK(cpu_matmul_prepack(g_pool2, mx->types[k], W[k], n_in, n_out, &pk[k]) == 0);
+                w[k] = (cpu_matmul_w){.type = mx->types[k], .W = W[k], .packed = &pk[k], .n_in = n_in, .n_out = n_out};
+            }
+            for (size_t ti = 0; ti < LLC_ARRAY_LEN(Ts); ti++)
+                for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+                    if (g_levels[li] > cpu_matmul_max_level()) continue;
+                    cpu_matmul_set_level(g_levels[li]);
+                    const int64_t T = Ts[ti];
+                    float *alone[4], *multi[4];
+                    for (int k = 0; k < mx->n; k++) {
+                        const size_t ny = (size_t)(w[k].n_out * T) + 1;
+                        alone[k] = malloc(ny * sizeof(float));
+                        multi[k] = malloc(ny * sizeof(float));
+                        CHECK(cpu_matmul_packed(g_pool2, w[k].type, W[k], &pk[k], n_in, w[k].n_out, X, T, alone[k]) == 0);
+                    }
+                    for (size_t pi = 0; pi < LLC_ARRAY_LEN(pools); pi++) {
+                        for (int k = 0; k < mx->n; k++)
+                            for (int64_t i = 0; i < w[k].n_out * T; i++) multi[k][i] = NAN;
+                        CHECK(cpu_matmul_multi(pools[pi], w, mx->n, X, T, multi) == 0);
+                        for (int k = 0; k < mx->n; k++)
+                            CHECKF(memcmp(alone[k], multi[k], sizeof(float) * (size_t)(w[k].n_out * T)) == 0,
+                                   "mix %zu matrix %d (%s) n_in %lld T %lld level %s, %zu threads: multi differs from alone",
+                                   mi, k, qtype_name(w[k].type), (long long)n_in, (long long)T, cpu_simd_name(), pi);
+                    }
+                    for (int k = 0; k < mx->n; k++) free(alone[k]), free(multi[k]);
+                }
+            cpu_matmul_set_level(cpu_matmul_max_level());
+            for (int k = 0; k < mx->n; k++) free(W[k]), cpu_packed_w_free(&pk[k]);
+            free(X);
+            free(row);
+        }
+    /* refused before any work: differing widths, too many or too few matrices, a bad type */
+    uint8_t Wb[4096] = {0};
+    float Xb[512] = {0}, Yb[64], *Y[CPU_MATMUL_MULTI_MAX + 1];
+    cpu_matmul_w w[CPU_MATMUL_MULTI_MAX + 1];
+    for (int k = 0; k <= CPU_MATMUL_MULTI_MAX; k++) {
+        w[k] = (cpu_matmul_w){.type = QT_Q8_0, .W = Wb, .n_in = 64, .n_out = 2};
+        Y[k] = Yb;
+    }
+    CHECK(cpu_matmul_multi(g_pool2, w, CPU_MATMUL_MULTI_MAX + 1, Xb, 1, Y) == LLC_ERR_RANGE);
+    CHECK(cpu_matmul_multi(g_pool2, w, -1, Xb, 1, Y) == LLC_ERR_RANGE);
+    CHECK(cpu_matmul_multi(g_pool2, w, 0, Xb, 1, Y) == 0);
+    w[1].n_in = 96;
+    CHECK(cpu_matmul_multi(g_pool2, w, 2, Xb, 1, Y) == LLC_ERR_RANGE);
+    w[1].n_in = 64;
+    w[1].type = QT_Q8_1;
+    CHECK(cpu_matmul_multi(g_pool2, w, 2, Xb, 1, Y) == LLC_ERR_UNSUPPORTED);
+}
+
 int main(void) {
     if (cpu_pool_create(1, &g_pool1) || cpu_pool_create(2, &g_pool2)) {
         fprintf(stderr, "pool creation failed\n");
@@ -505,6 +604,7 @@ int main(void) {
     RUN(test_guard_pages);
     RUN(test_nonfinite);
     RUN(test_prepacked);
+    RUN(test_multi);
     cpu_pool_free(g_pool1);
     cpu_pool_free(g_pool2);
     return t_summary();
