@@ -53,6 +53,11 @@ static int has_avx512_gemm(uint32_t type) {
            type == QT_Q4_K || type == QT_Q6_K;
 }
 
+/* types the AVX2 level multiplies with a blocked GEMM when T > 1 */
+static int has_avx2_gemm(uint32_t type) {
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+}
+
 static int is_quant(uint32_t type) {
     return type != QT_F32 && type != QT_F16 && type != QT_BF16;
 }
@@ -282,8 +287,8 @@ static void test_large(void) {
  * around the exact integer block sums may differ. Tolerance: 1e-5 of the row's max |y|
  * plus a tiny absolute epsilon — far below the quantization error the reference test
  * allows, so a scale, min or offset handled differently by one path shows up. Where
- * one dot kernel serves both (scalar and AVX2 levels, and the types without an
- * AVX-512 GEMM) the results must be identical bit for bit. */
+ * one dot kernel serves both (the scalar level, and the types without a GEMM at the
+ * AVX2 or AVX-512 level) the results must be identical bit for bit. */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
     const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
@@ -311,12 +316,13 @@ static void test_batch_vs_single(void) {
                                                  p.X + t * n_in, 1, Y1) == 0);
                                 double amax = 0;
                                 for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
-                                /* scalar and AVX2 (NEON) compute every pair the same way
-                                 * at any T: bit for bit, as the engine's parallel samples
-                                 * on those machines need; so does AVX-512 for the types
-                                 * without a GEMM (the same dot kernel serves both); the
-                                 * AVX-512 GEMM may round differently from its one-row path */
-                                const int exact = g_levels[li] <= CPU_SIMD_AVX2 || !has_avx512_gemm(type);
+                                /* scalar (and NEON) compute every pair the same way at
+                                 * any T: bit for bit; so do AVX2 and AVX-512 for the types
+                                 * without a GEMM at that level (the same dot kernel serves
+                                 * both); a GEMM may round differently from its one-row path */
+                                const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type)) ||
+                                                 (g_levels[li] == CPU_SIMD_AVX512 && has_avx512_gemm(type));
+                                const int exact = !gemm;
                                 const double tol = exact ? 0 : 1e-5 * amax + 1e-7;
                                 for (int64_t o = 0; o < n_out && !bad; o++) {
                                     const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
