@@ -42,9 +42,11 @@
 #define KUNROLL "GCC unroll 2" /* (fully unrolled, GCC reassociates the sums and spills) */
 #endif
 
+#ifndef RXMAX
+#define RXMAX 4 /* activation rows per microkernel call (at most 8) */
+#endif
 enum {
-    RXMAX = 4,  /* activation rows per microkernel call */
-    XP = 4,     /* interleave stride of packed activations (rows, padded) */
+    XP = RXMAX, /* interleave stride of packed activations (rows, padded) */
     KC = 2048,  /* K-slice (multiple of 256) */
     PR = 8,     /* rows per panel */
 };
@@ -76,8 +78,18 @@ static size_t xgroup_bytes(uint32_t type, int64_t n_in) {
     return (size_t)(n_in / x_bs(type)) * x_blk_bytes(x_bs(type));
 }
 
+/* Below these batch sizes the dot kernels (each weight block read once, then from
+ * cache for every activation row) beat packing the weights per call; measured on the
+ * TinyLlama shapes, 1 thread: the K-quants' packing (scales, Q6_K's 6-bit values)
+ * costs about as much as 4-8 rows of GEMM. */
 int mm_avx2_gemmq_rows(uint32_t type, int64_t T) {
-    return mm_type_has_gemmq(type) && T >= 2 ? PR : 0;
+    switch (type) {
+    case QT_Q8_0:
+    case QT_Q4_0: return T >= 4 ? PR : 0;
+    case QT_Q4_K:
+    case QT_Q6_K: return T >= 8 ? PR : 0;
+    default: return 0;
+    }
 }
 
 int64_t mm_avx2_gemmq_groups(int64_t T) { return (T + RXMAX - 1) / RXMAX; }
@@ -161,23 +173,25 @@ static void pack_q4_0(const uint8_t *const row[PR], int64_t b0, int64_t nb, uint
     }
 }
 
-/* u0, u1: 64-element units (4 per super-block) */
+/* u0, nu: 64-element units (4 per super-block; multiples of 4) */
 static void pack_q4_K(const uint8_t *const row[PR], int64_t u0, int64_t nu, uint8_t *dst) {
-    for (int64_t u = u0; u < u0 + nu; u++, dst += 384) {
-        const int64_t sb = u / 4;
-        const int j = (int)(u % 4);
+    for (int64_t sb = u0 / 4; sb < (u0 + nu) / 4; sb++) {
         const size_t off = (size_t)sb * sizeof(block_q4_K);
-        pack32(row, off + 16 + 32 * (size_t)j, dst);
-        float *s = (float *)(void *)(dst + 256);
+        float sc[8][PR], mn[8][PR]; /* per sub-block: d·sc and -dmin·m of each row */
         for (int r = 0; r < PR; r++) {
             const uint8_t *blk = row[r] + off;
             uint8_t sm[16];
             mm_q4k_scales(blk + 4, sm);
             const float d = h2f(blk), dmin = h2f(blk + 2);
-            s[r] = d * (float)sm[2 * j];
-            s[8 + r] = d * (float)sm[2 * j + 1];
-            s[16 + r] = -dmin * (float)sm[8 + 2 * j];
-            s[24 + r] = -dmin * (float)sm[8 + 2 * j + 1];
+            for (int j = 0; j < 8; j++) {
+                sc[j][r] = d * (float)sm[j];
+                mn[j][r] = -dmin * (float)sm[8 + j];
+            }
+        }
+        for (int j = 0; j < 4; j++, dst += 384) {
+            pack32(row, off + 16 + 32 * (size_t)j, dst);
+            memcpy(dst + 256, sc[2 * j], 64);
+            memcpy(dst + 320, mn[2 * j], 64);
         }
     }
 }
@@ -201,25 +215,37 @@ static void q6_K_unpack(const uint8_t *w, uint8_t out[256]) {
 /* g0, ng: 16-groups (16 per super-block; g0 and ng multiples of 16) */
 static void pack_q6_K(const uint8_t *const row[PR], int64_t g0, int64_t ng, uint8_t *dst) {
     uint8_t st[PR][256] __attribute__((aligned(32)));
-    for (int64_t sb = g0 / 16; sb < (g0 + ng) / 16; sb++) {
+    float sc[PR][16] __attribute__((aligned(32)));
+    for (int64_t sb = g0 / 16; sb < (g0 + ng) / 16; sb++, dst += 16 * 160) {
         const size_t off = (size_t)sb * sizeof(block_q6_K);
-        const uint8_t *p[PR];
         for (int r = 0; r < PR; r++) {
-            q6_K_unpack(row[r] + off, st[r]);
-            p[r] = st[r];
+            const uint8_t *blk = row[r] + off;
+            q6_K_unpack(blk, st[r]);
+            const __m256 d = _mm256_set1_ps(h2f(blk + 208));
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
+            _mm256_store_ps(sc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s8))));
+            _mm256_store_ps(sc[r] + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(s8, 8)))));
         }
+        /* 32 elements at a time: the 8 transposed vectors are steps 0-3 of group 2c
+         * and steps 0-3 of group 2c + 1 */
         for (int c = 0; c < 8; c++) {
-            /* 32 elements: groups 2c and 2c+1, whose 4 steps each are 4 of the 8 ymm */
-            uint8_t tmp[256] __attribute__((aligned(32)));
-            pack32(p, 32 * (size_t)c, tmp);
-            memcpy(dst + (2 * c) * 160, tmp, 128);
-            memcpy(dst + (2 * c + 1) * 160, tmp + 128, 128);
+            __m256i v[8];
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < PR; r++) v[r] = _mm256_load_si256((const __m256i *)(const void *)(st[r] + 32 * c));
+            tr8x8(v);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 8; k++)
+                _mm256_store_si256((__m256i *)(void *)(dst + (2 * c + k / 4) * 160 + 32 * (k % 4)), v[k]);
         }
-        for (int g = 0; g < 16; g++) {
-            float *s = (float *)(void *)(dst + g * 160 + 128);
-            for (int r = 0; r < PR; r++) s[r] = h2f(row[r] + off + 208) * (float)(int8_t)row[r][off + 192 + g];
+        /* scales: row r's 16 group scales → group g's 8 row scales */
+        for (int h = 0; h < 2; h++) {
+            __m256i v[8];
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < PR; r++) v[r] = _mm256_castps_si256(_mm256_load_ps(sc[r] + 8 * h));
+            tr8x8(v);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(void *)(dst + (8 * h + k) * 160 + 128), v[k]);
         }
-        dst += 16 * 160;
     }
 }
 
@@ -417,7 +443,11 @@ AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
         case 1: KERN(pw, px, nu, 1, y, ys, m, accum); break;                                         \
         case 2: KERN(pw, px, nu, 2, y, ys, m, accum); break;                                         \
         case 3: KERN(pw, px, nu, 3, y, ys, m, accum); break;                                         \
-        default: KERN(pw, px, nu, 4, y, ys, m, accum); break;                                        \
+        case 4: KERN(pw, px, nu, 4 < RXMAX ? 4 : RXMAX, y, ys, m, accum); break;                     \
+        case 5: KERN(pw, px, nu, 5 < RXMAX ? 5 : RXMAX, y, ys, m, accum); break;                     \
+        case 6: KERN(pw, px, nu, 6 < RXMAX ? 6 : RXMAX, y, ys, m, accum); break;                     \
+        case 7: KERN(pw, px, nu, 7 < RXMAX ? 7 : RXMAX, y, ys, m, accum); break;                     \
+        default: KERN(pw, px, nu, RXMAX, y, ys, m, accum); break;                                    \
         }                                                                                            \
     }
 KERN_FN(run_q8_0, kern_q8_0)
