@@ -55,7 +55,7 @@ static int has_avx512_gemm(uint32_t type) {
 
 /* types the AVX2 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx2_gemm(uint32_t type) {
-    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
 
 static int is_quant(uint32_t type) {
@@ -265,7 +265,7 @@ static void test_large(void) {
         {QT_Q8_0, 2048, 100, 40}, {QT_Q4_K, 2304, 70, 29}, {QT_Q6_K, 1536, 50, 13},
         {QT_F16, 1100, 90, 26},   {QT_Q4_0, 1120, 33, 3},  {QT_F32, 600, 40, 64},
         {QT_BF16, 520, 35, 15},   {QT_Q8_0, 2080, 40, 100}, {QT_F16, 1040, 50, 100},
-        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9},
+        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9}, {QT_Q5_K, 2304, 45, 19},
     };
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
         problem p;

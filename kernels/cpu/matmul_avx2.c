@@ -1,7 +1,9 @@
-/* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C): the 256-bit dot-product
- * kernels of matmul_dot256.h with maddubs/madd byte products (no VNNI), used for
- * every T (the rows of a chunk stay in cache while the activation rows pass).
- * Compiled for AVX2 by a target pragma; only called after cpuid says so. */
+/* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C) and its kernel table: the
+ * 256-bit dot-product kernels of matmul_dot256.h with maddubs/madd byte products (no
+ * VNNI), for one row and for the types without a GEMM at every T (the rows of a
+ * chunk stay in cache while the activation rows pass), and the blocked GEMM of
+ * matmul_avx2_gemm.c for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K at T > 1. Compiled for
+ * AVX2 by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options

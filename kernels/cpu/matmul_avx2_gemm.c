@@ -1,5 +1,5 @@
 /* matmul_avx2_gemm.c — the AVX2 blocked GEMM for quantized weights (Q8_0, Q4_0, Q4_K,
- * Q6_K) at T > 1 ("gemmq" of the AVX2 level; no VNNI): a chunk of output rows is
+ * Q5_K, Q6_K) at T > 1 ("gemmq" of the AVX2 level; no VNNI): a chunk of output rows is
  * repacked, one K-slice at a time, into 8-row panels, and every group of activation
  * rows then passes over them with an outer-product microkernel.
  *
@@ -13,9 +13,10 @@
  *         pairing: low and high nibble are two 4-element steps) and split with an and
  *         and a shift; a block's 8 maddubs results add up in int16 (<= 16·15·127 =
  *         30480) before one madd;
+ *   Q5_K  5-bit values (0..31) unpacked to u8, four maddubs added in int16 (<= 31496);
  *   Q6_K  u = w + 32 (0..63) as u8, two maddubs added in int16 (<= 4·63·127 = 32004).
  * Offsets come from the activations' per-block sums (aux, see matmul_internal.h):
- * Q4_0's -8·Σq, Q6_K's -32·Σq, Q4_K's min term (one fma per block). Each block's
+ * Q4_0's -8·Σq, Q6_K's -32·Σq, Q4_K's and Q5_K's min term (one fma per block). Each block's
  * integer sum is exact; it is scaled once per block (cvt, mul by the activation
  * scale, fma with the row's weight scale), as in the AVX-512 GEMM, for up to RXMAX
  * activation rows at a time (their int and float sums in registers).
@@ -23,7 +24,7 @@
  * The quantized activations are interleaved once per call, per group of rows
  * ([k/4][XP] dwords per block, then the block's scale and aux word), so every
  * broadcast is a constant offset from one pointer. Panels are filled with 8×8 dword
- * transposes of the file's bytes (Q6_K's 6-bit values first unpacked per row). Y is
+ * transposes of the file's bytes (Q5_K's and Q6_K's values first unpacked per row). Y is
  * written per K-slice (accumulated after the first); every output's arithmetic is
  * fixed by the shapes alone, so the thread count never changes a result. The
  * one-row path (T = 1) keeps the dot kernels of matmul_dot256.h, so a batched row
@@ -61,6 +62,7 @@ static size_t x_blk_bytes(int bs) { return (size_t)(bs / 4 + 2) * XP * 4; }
  *   Q4_0  32: nibbles [4][8][4] (low: step j, high: step 4 + j), f32 s[8]
  *   Q4_K  64: nibbles [8][8][4] (low: sub-block A step j, high: B step j),
  *             f32 sA[8], sB[8], mA[8], mB[8] (scale d·sc, min -dmin·m)
+ *   Q5_K  32: u8 u[8][8][4], f32 s[8], m[8] (scale d·sc, min -dmin·m)
  *   Q6_K  16: u8 u[4][8][4], f32 s[8] */
 static int w_unit(uint32_t t) { return t == QT_Q4_K ? 64 : t == QT_Q6_K ? 16 : 32; }
 static size_t w_unit_bytes(uint32_t t) {
@@ -68,6 +70,7 @@ static size_t w_unit_bytes(uint32_t t) {
     case QT_Q8_0: return 256 + 32;
     case QT_Q4_0: return 128 + 32;
     case QT_Q4_K: return 256 + 128;
+    case QT_Q5_K: return 256 + 64;
     default: return 128 + 32; /* Q6_K */
     }
 }
@@ -87,6 +90,7 @@ int mm_avx2_gemmq_rows(uint32_t type, int64_t T) {
     case QT_Q8_0:
     case QT_Q4_0: return T >= 4 ? PR : 0;
     case QT_Q4_K:
+    case QT_Q5_K:
     case QT_Q6_K: return T >= 8 ? PR : 0;
     default: return 0;
     }
@@ -196,6 +200,43 @@ static void pack_q4_K(const uint8_t *const row[PR], int64_t u0, int64_t nu, uint
     }
 }
 
+/* u0, nu: 32-element sub-blocks (8 per super-block; multiples of 8); the 5-bit
+ * values are unpacked per row (as the dot kernel does), then transposed */
+static void pack_q5_K(const uint8_t *const row[PR], int64_t u0, int64_t nu, uint8_t *dst) {
+    uint8_t st[PR][256] __attribute__((aligned(32)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    for (int64_t sb = u0 / 8; sb < (u0 + nu) / 8; sb++, dst += 8 * 320) {
+        const size_t off = (size_t)sb * sizeof(block_q5_K);
+        float sc[8][PR], mn[8][PR];
+        for (int r = 0; r < PR; r++) {
+            const uint8_t *blk = row[r] + off;
+            uint8_t sm[16];
+            mm_q4k_scales(blk + 4, sm);
+            const float d = h2f(blk), dmin = h2f(blk + 2);
+            for (int j = 0; j < 8; j++) {
+                sc[j][r] = d * (float)sm[j];
+                mn[j][r] = -dmin * (float)sm[8 + j];
+            }
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16));
+            for (int j = 0; j < 4; j++) {
+                const __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 48 + 32 * j));
+                const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+                const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+                _mm256_store_si256((__m256i *)(void *)(st[r] + 64 * j), _mm256_or_si256(_mm256_and_si256(qw, m4), h0));
+                _mm256_store_si256((__m256i *)(void *)(st[r] + 64 * j + 32),
+                                   _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qw, 4), m4), h1));
+            }
+        }
+        const uint8_t *p[PR];
+        for (int r = 0; r < PR; r++) p[r] = st[r];
+        for (int j = 0; j < 8; j++) {
+            pack32(p, 32 * (size_t)j, dst + j * 320);
+            memcpy(dst + j * 320 + 256, sc[j], 32);
+            memcpy(dst + j * 320 + 288, mn[j], 32);
+        }
+    }
+}
+
 /* 256 6-bit values of one Q6_K block as u8 (0..63), in element order */
 static void q6_K_unpack(const uint8_t *w, uint8_t out[256]) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
@@ -258,6 +299,7 @@ static void pack_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int
     case QT_Q8_0: pack_q8_0(row, k0 / 32, kn / 32, dst); break;
     case QT_Q4_0: pack_q4_0(row, k0 / 32, kn / 32, dst); break;
     case QT_Q4_K: pack_q4_K(row, k0 / 64, kn / 64, dst); break;
+    case QT_Q5_K: pack_q5_K(row, k0 / 32, kn / 32, dst); break;
     case QT_Q6_K: pack_q6_K(row, k0 / 16, kn / 16, dst); break;
     default: break;
     }
@@ -266,7 +308,8 @@ static void pack_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int
 /* ---- packing activations ------------------------------------------------------------ */
 
 /* Group g's rows → per block int32 q[bs/4][XP], f32 d[XP], aux[XP] (rows beyond the
- * group zero). aux: Q4_0 -8·Σq (int), Q4_K d·Σq (float), Q6_K -32·Σq per group (int). */
+ * group zero). aux: Q4_0 -8·Σq (int), Q4_K and Q5_K d·Σq (float), Q6_K -32·Σq per
+ * group (int). */
 void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     int64_t t0, t1;
     mm_avx2_gemmq_group(a->T, g, &t0, &t1);
@@ -288,7 +331,8 @@ void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
             float *af = d + XP;
             switch (a->type) {
             case QT_Q4_0: ai[t] = r.ai[b] / 16; break;
-            case QT_Q4_K: af[t] = r.af[b]; break;
+            case QT_Q4_K:
+            case QT_Q5_K: af[t] = r.af[b]; break;
             case QT_Q6_K: ai[t] = r.ai[b]; break;
             default: break;
             }
@@ -408,6 +452,44 @@ AI void kern_q4_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
     store_acc(fa, rx, y, ys, m);
 }
 
+/* Q5_K: 5-bit values (0..31), four maddubs added in int16 (<= 8·31·127 = 31496) */
+AI void kern_q5_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    const size_t xbs = x_blk_bytes(32);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 fa[RXMAX];
+    load_acc(fa, rx, y, ys, m, accum);
+    for (int64_t b = 0; b < nu; b++, pw += 320, px += xbs) {
+        const int32_t *xi = (const int32_t *)(const void *)px;
+        const float *xd = (const float *)(const void *)(px + 8 * XP * 4);
+        __m256i ia[RXMAX];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) ia[t] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 1")
+        for (int q = 0; q < 2; q++) {
+            __m256i h[RXMAX];
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) h[t] = _mm256_setzero_si256();
+            _Pragma(KUNROLL)
+            for (int k = 4 * q; k < 4 * q + 4; k++) {
+                const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
+                _Pragma("GCC unroll 8")
+                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+            }
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(h[t], ones));
+        }
+        const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256));
+        const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 288));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) {
+            fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), _mm256_set1_ps(xd[t])), s, fa[t]);
+            fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
+        }
+    }
+    store_acc(fa, rx, y, ys, m);
+}
+
 AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
                   __m256i m, int accum) {
     const size_t xbs = x_blk_bytes(16);
@@ -453,6 +535,7 @@ AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
 KERN_FN(run_q8_0, kern_q8_0)
 KERN_FN(run_q4_0, kern_q4_0)
 KERN_FN(run_q4_K, kern_q4_K)
+KERN_FN(run_q5_K, kern_q5_K)
 KERN_FN(run_q6_K, kern_q6_K)
 
 /* ---- driver -------------------------------------------------------------------------- */
@@ -488,6 +571,7 @@ void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 case QT_Q8_0: run_q8_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 case QT_Q4_0: run_q4_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 case QT_Q4_K: run_q4_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q5_K: run_q5_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 case QT_Q6_K: run_q6_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 default: break;
                 }
