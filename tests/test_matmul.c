@@ -349,7 +349,7 @@ static void test_batch_vs_single(void) {
 }
 
 /* each output is computed by exactly one thread in a fixed order: 1 and 2 threads
- * (and no pool at all) agree bit for bit */
+ * (and no pool at all) agree bit for bit, at every SIMD level */
 static void test_threads_bitwise(void) {
     const int64_t Ts[] = {1, 5, 40};
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
@@ -364,16 +364,20 @@ static void test_threads_bitwise(void) {
             const size_t ny = (size_t)(n_out * T);
             float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
             float *y0 = malloc(ny * sizeof(float));
-            if (y1 && y2 && y0) {
+            /* every level: each has its own GEMMs and chunking */
+            for (size_t li = 0; y1 && y2 && y0 && li < LLC_ARRAY_LEN(g_levels); li++) {
+                if (g_levels[li] > cpu_matmul_max_level()) continue;
+                cpu_matmul_set_level(g_levels[li]);
                 for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = y2[i] = NAN;
                 CHECK(cpu_matmul(g_pool1, type, problem_w(&p), n_in, n_out, p.X, T, y1) == 0);
                 CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, y2) == 0);
                 CHECK(cpu_matmul(NULL, type, problem_w(&p), n_in, n_out, p.X, T, y0) == 0);
-                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s T=%lld: 1 vs 2 threads differ",
-                       qtype_name(type), (long long)T);
-                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s T=%lld: pool vs none differ",
-                       qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s %s T=%lld: 1 vs 2 threads differ",
+                       cpu_simd_name(), qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s %s T=%lld: pool vs none differ",
+                       cpu_simd_name(), qtype_name(type), (long long)T);
             }
+            cpu_matmul_set_level(cpu_matmul_max_level());
             free(y0);
             free(y1);
             free(y2);
