@@ -54,6 +54,11 @@ static int has_avx512_gemm(uint32_t type) {
            type == QT_Q4_K || type == QT_Q6_K;
 }
 
+/* types the AVX2 level multiplies with a blocked GEMM when T > 1 */
+static int has_avx2_gemm(uint32_t type) {
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+}
+
 static int is_quant(uint32_t type) {
     return type != QT_F32 && type != QT_F16 && type != QT_BF16;
 }
@@ -261,7 +266,7 @@ static void test_large(void) {
         {QT_Q8_0, 2048, 100, 40}, {QT_Q4_K, 2304, 70, 29}, {QT_Q6_K, 1536, 50, 13},
         {QT_F16, 1100, 90, 26},   {QT_Q4_0, 1120, 33, 3},  {QT_F32, 600, 40, 64},
         {QT_BF16, 520, 35, 15},   {QT_Q8_0, 2080, 40, 100}, {QT_F16, 1040, 50, 100},
-        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9},
+        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9}, {QT_Q5_K, 2304, 45, 19},
     };
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
         problem p;
@@ -283,8 +288,8 @@ static void test_large(void) {
  * around the exact integer block sums may differ. Tolerance: 1e-5 of the row's max |y|
  * plus a tiny absolute epsilon — far below the quantization error the reference test
  * allows, so a scale, min or offset handled differently by one path shows up. Where
- * one dot kernel serves both (scalar and AVX2 levels, and the types without an
- * AVX-512 GEMM) the results must be identical bit for bit. */
+ * one dot kernel serves both (the scalar level, and the types without a GEMM at the
+ * AVX2 or AVX-512 level) the results must be identical bit for bit. */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
     const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
@@ -312,12 +317,13 @@ static void test_batch_vs_single(void) {
                                                  p.X + t * n_in, 1, Y1) == 0);
                                 double amax = 0;
                                 for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
-                                /* scalar and AVX2 (NEON) compute every pair the same way
-                                 * at any T: bit for bit, as the engine's parallel samples
-                                 * on those machines need; so does AVX-512 for the types
-                                 * without a GEMM (the same dot kernel serves both); the
-                                 * AVX-512 GEMM may round differently from its one-row path */
-                                const int exact = g_levels[li] <= CPU_SIMD_AVX2 || !has_avx512_gemm(type);
+                                /* scalar (and NEON) compute every pair the same way at
+                                 * any T: bit for bit; so do AVX2 and AVX-512 for the types
+                                 * without a GEMM at that level (the same dot kernel serves
+                                 * both); a GEMM may round differently from its one-row path */
+                                const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type)) ||
+                                                 (g_levels[li] == CPU_SIMD_AVX512 && has_avx512_gemm(type));
+                                const int exact = !gemm;
                                 const double tol = exact ? 0 : 1e-5 * amax + 1e-7;
                                 for (int64_t o = 0; o < n_out && !bad; o++) {
                                     const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
@@ -344,7 +350,7 @@ static void test_batch_vs_single(void) {
 }
 
 /* each output is computed by exactly one thread in a fixed order: 1 and 2 threads
- * (and no pool at all) agree bit for bit */
+ * (and no pool at all) agree bit for bit, at every SIMD level */
 static void test_threads_bitwise(void) {
     const int64_t Ts[] = {1, 5, 40};
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
@@ -359,16 +365,20 @@ static void test_threads_bitwise(void) {
             const size_t ny = (size_t)(n_out * T);
             float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
             float *y0 = malloc(ny * sizeof(float));
-            if (y1 && y2 && y0) {
+            /* every level: each has its own GEMMs and chunking */
+            for (size_t li = 0; y1 && y2 && y0 && li < LLC_ARRAY_LEN(g_levels); li++) {
+                if (g_levels[li] > cpu_matmul_max_level()) continue;
+                cpu_matmul_set_level(g_levels[li]);
                 for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = y2[i] = NAN;
                 CHECK(cpu_matmul(g_pool1, type, problem_w(&p), n_in, n_out, p.X, T, y1) == 0);
                 CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, y2) == 0);
                 CHECK(cpu_matmul(NULL, type, problem_w(&p), n_in, n_out, p.X, T, y0) == 0);
-                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s T=%lld: 1 vs 2 threads differ",
-                       qtype_name(type), (long long)T);
-                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s T=%lld: pool vs none differ",
-                       qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s %s T=%lld: 1 vs 2 threads differ",
+                       cpu_simd_name(), qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s %s T=%lld: pool vs none differ",
+                       cpu_simd_name(), qtype_name(type), (long long)T);
             }
+            cpu_matmul_set_level(cpu_matmul_max_level());
             free(y0);
             free(y1);
             free(y2);
