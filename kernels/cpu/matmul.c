@@ -220,9 +220,11 @@ static void prepack_work(void *ctx, int ith, int nth) {
     }
 }
 
-/* The level whose GEMM reads packed panels, if this CPU has it. */
+/* The level whose GEMM reads packed panels, if it is the level in use: under
+ * LLC_SIMD=avx2 on an AVX-512 machine nothing is packed ahead, so the weights stay
+ * as an AVX2-only machine keeps them (file pages, not panels no kernel reads). */
 static const mm_impl *prepack_impl(void) {
-    const mm_impl *impl = cpu_matmul_max_level() == CPU_SIMD_AVX512 ? impl_of(CPU_SIMD_AVX512) : NULL;
+    const mm_impl *impl = cpu_matmul_level() == CPU_SIMD_AVX512 ? impl_of(CPU_SIMD_AVX512) : NULL;
     return impl && impl->gemm_prepack ? impl : NULL;
 }
 
