@@ -31,7 +31,7 @@
 
 enum {
     RXMAX = 12,   /* activation rows per microkernel call */
-    XP = 16,      /* interleave stride of packed activations (rows, padded) */
+    XP = 16,      /* room per group of packed activations (rows; RXMAX at most) */
     KC_I8 = 2048, /* K-slice (multiple of 256) */
     PR_I8 = 16,   /* rows per panel */
 };
@@ -61,16 +61,17 @@ static i8_kind i8_kind_of(uint32_t t) {
 }
 /* elements of one super-block */
 static int64_t i8_sbe(uint32_t t) { return (int64_t)i8_bs(t) * SB_UNITS(i8_kind_of(t)); }
-/* bytes of one packed activation block: int32 q[bs/4][XP], f32 d[XP], aux[XP] */
-static size_t i8_xbs(int bs) { return (size_t)(bs / 4 + 2) * XP * 4; }
+/* bytes of one packed activation block of a group of rx rows: int32 q[bs/4][rx],
+ * f32 d[rx], aux[rx] (rows side by side, so a few rows take a few cache lines) */
+static size_t i8_xbs(int bs, int rx) { return (size_t)(bs / 4 + 2) * (size_t)rx * 4; }
 
 static int64_t kc_of(int64_t n_in) { return n_in < KC_I8 ? n_in : KC_I8; }
 
 static size_t panel_bytes(uint32_t type, int64_t kc) { return (size_t)(kc / i8_sbe(type)) * SB_BYTES(i8_kind_of(type)); }
 
-/* bytes of one group's packed activations over all of n_in */
+/* bytes set aside for one group's packed activations over all of n_in */
 static size_t xgroup_bytes(uint32_t type, int64_t n_in) {
-    return (size_t)(n_in / i8_bs(type)) * i8_xbs(i8_bs(type));
+    return (size_t)(n_in / i8_bs(type)) * i8_xbs(i8_bs(type), XP);
 }
 
 int64_t mm_avx512_gemmq_groups(int64_t T) { return (T + RXMAX - 1) / RXMAX; }
@@ -217,9 +218,9 @@ static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, 
 /* ---- packing activations ------------------------------------------------------------ */
 
 /* Quantized: rows [t0, t0 + rx), elements [k0, k0 + kn) (multiples of 64) → per block
- * int32 q[bs/4][XP], f32 d[XP], aux[XP]; rows beyond rx are zero. */
+ * int32 q[bs/4][rx], f32 d[rx], aux[rx]. */
 static void pack_x_i8(const mm_args *a, int64_t t0, int rx, int64_t k0, int64_t kn, int bs, uint8_t *dst) {
-    const size_t xbs = i8_xbs(bs);
+    const size_t xbs = i8_xbs(bs, rx);
     const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)a->xq_stride));
     const __mmask16 m = row_mask(rx);
@@ -237,17 +238,17 @@ static void pack_x_i8(const mm_args *a, int64_t t0, int rx, int64_t k0, int64_t 
         /* dword j of the 64 elements is k4 = j % (bs/4) of block j / (bs/4) */
         for (int j = 0; j < nd; j++) {
             const int64_t blk = (k + 4 * j) / bs, k4 = j % (bs / 4);
-            _mm512_store_ps(dst + blk * xbs + k4 * XP * 4, r[j]);
+            _mm512_mask_storeu_ps(dst + blk * xbs + k4 * rx * 4, m, r[j]);
         }
     }
     /* d (per 32) and aux (per block) */
     const int64_t nblk = kn / bs, b0 = k0 / bs;
     for (int64_t b = 0; b < nblk; b++) {
         const int64_t gb = b0 + b;
-        uint8_t *db = dst + b * xbs + (size_t)(bs / 4) * XP * 4;
+        uint8_t *db = dst + b * xbs + (size_t)(bs / 4) * rx * 4;
         const int64_t di = bs == 32 ? gb : gb / 2;
-        _mm512_store_si512(db, GATHER(m, vidx, x0 + n + 4 * di));
-        _mm512_store_si512(db + XP * 4, GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb));
+        _mm512_mask_storeu_epi32(db, m, GATHER(m, vidx, x0 + n + 4 * di));
+        _mm512_mask_storeu_epi32(db + rx * 4, m, GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb));
     }
 }
 
@@ -315,7 +316,7 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
     enum { RG = 4 };
     const int bs = kind == KIND_INIT16 ? 16 : 32, nk = bs / 4, nu = SB_UNITS(kind);
     const int nu2 = kind == KIND_INIT32 ? 1 : 2; /* units taken together (sharing bytes) */
-    const size_t sbw = SB_BYTES(kind), xbs = (size_t)(nk + 2) * XP * 4;
+    const size_t sbw = SB_BYTES(kind), xbs = (size_t)(nk + 2) * rx * 4;
     const int pf_lines = (int)((sbw / 64 + (size_t)nu - 1) / (size_t)nu); /* lines prefetched per unit */
     const int in_regs = rx <= 8, rg_max = in_regs ? RG : rx;
     __m512 f0[8], f1[8];
@@ -355,26 +356,26 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
                     _Pragma("GCC unroll 16")
                     for (int t = 0; t < rg; t++)
                         i0[t] = i1[t] = kind == KIND_MIN32 ? _mm512_setzero_si512()
-                                                           : _mm512_set1_epi32(xi[(nk + 1) * XP + g + t]);
+                                                           : _mm512_set1_epi32(xi[(nk + 1) * rx + g + t]);
                     _Pragma("GCC unroll 8")
                     for (int k = 0; k < nk; k++) {
                         const __m512i w0 = unit_w(pw0, kind, u2 >> 1, odd, k), w1 = unit_w(pw1, kind, u2 >> 1, odd, k);
                         _Pragma("GCC unroll 16")
                         for (int t = 0; t < rg; t++) {
-                            const __m512i xb = _mm512_set1_epi32(xi[k * XP + g + t]);
+                            const __m512i xb = _mm512_set1_epi32(xi[k * rx + g + t]);
                             i0[t] = _mm512_dpbusd_epi32(i0[t], w0, xb);
                             i1[t] = _mm512_dpbusd_epi32(i1[t], w1, xb);
                         }
                     }
                     _Pragma("GCC unroll 16")
                     for (int t = 0; t < rg; t++) {
-                        const __m512 dx = _mm512_set1_ps(xf[nk * XP + g + t]);
+                        const __m512 dx = _mm512_set1_ps(xf[nk * rx + g + t]);
                         __m512 a0 = in_regs ? f0[(g + t) & 7] : _mm512_load_ps(fm[g + t]);
                         __m512 a1 = in_regs ? f1[(g + t) & 7] : _mm512_load_ps(fm[g + t] + 16);
                         a0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0[t]), dx), s0, a0);
                         a1 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1[t]), dx), s1, a1);
                         if (kind == KIND_MIN32) {
-                            const __m512 xs = _mm512_set1_ps(xf[(nk + 1) * XP + g + t]);
+                            const __m512 xs = _mm512_set1_ps(xf[(nk + 1) * rx + g + t]);
                             a0 = _mm512_fmadd_ps(mn0, xs, a0);
                             a1 = _mm512_fmadd_ps(mn1, xs, a1);
                         }
@@ -449,12 +450,12 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 const int64_t p0 = o0 + p * PR_I8;
                 pack_i8_panel(a, p0, (int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8), k0, kn, wbuf + p * pbytes);
             }
-        const size_t xoff = (size_t)(k0 / bs) * i8_xbs(bs); /* this K-slice of a group */
         for (int64_t g = 0; g < ng; g++) {
             int64_t t0, t1;
             mm_avx512_gemmq_group(a->T, g, &t0, &t1);
             const int rx = (int)(t1 - t0);
-            const uint8_t *px = a->xp + (size_t)g * gbytes + xoff;
+            /* this K-slice of the group */
+            const uint8_t *px = a->xp + (size_t)g * gbytes + (size_t)(k0 / bs) * i8_xbs(bs, rx);
             /* the panel after panel p: ns slices on when packed ahead */
             const size_t pstep = a->wp ? (size_t)ns * pbytes : pbytes;
             const i8_kind kind = i8_kind_of(type);
