@@ -1,8 +1,9 @@
 /* matmul_avx512.c — the AVX-512 matmul level (F/BW/VL/DQ + VNNI), its GEMV half and
  * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
  * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
- * blocked GEMM of matmul_avx512_gemm.c for T > 1. Compiled for AVX-512 by a target
- * pragma; only called after cpuid says so. Never uses AMX. */
+ * blocked GEMM of matmul_avx512_gemm.c for T > 1 (at every T over weights packed
+ * ahead). Compiled for AVX-512 by a target pragma; only called after cpuid says so.
+ * Never uses AMX. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options

@@ -1,24 +1,31 @@
 /* matmul_avx512_gemm.c — the AVX-512 blocked GEMM for quantized weights (Q8_0, Q4_0,
- * Q4_K, Q6_K) at T > 1: a chunk of up to 128 output rows is repacked, one K-slice at
- * a time, into panels laid out for an outer-product microkernel, and every
+ * Q4_K, Q6_K): a chunk of output rows is repacked, one K-slice at a time, into
+ * panels laid out for an outer-product microkernel (or the panels were packed once
+ * ahead, gemm_prepack, and then serve every row count from one row on), and every
  * activation row then passes over them.
  *
- * Panels are 16 rows of unsigned bytes, interleaved so one zmm holds 4 consecutive
- * weights of each of the 16 rows; vpdpbusd against a broadcast of 4 activation bytes
- * gives 16 outputs × 4 products. The integer sums of one block (32 elements; 16 for
- * Q6_K) are scaled once per block: 8 (4) vpdpbusd then cvt, mul, fma, for up to 12
- * activation rows at a time (24 accumulators); Q8_0 and Q4_0 take two panels per
- * call (kern_i8_pair), which halves the broadcasts and keeps enough independent
- * sums in flight that a few rows cost little more than one. Packed weights are
- * prefetched PF_DIST ahead, as they stream from memory once per call. Weights enter as w + 128 (Q8_0, Q4_0)
- * or w + 32 (Q6_K), the accumulators starting at the matching -128·Σq / -32·Σq of the
+ * Panels are 16 rows interleaved so one zmm holds 4 consecutive weights of each of
+ * the 16 rows; vpdpbusd against a broadcast of 4 activation bytes gives 16 outputs
+ * × 4 products. Q8_0 and Q4_0 panels hold unsigned bytes (w + 128); the K-quants'
+ * panels stay about as small as the file (Q4_K: the nibbles as gathered, two blocks
+ * to a byte; Q6_K: a four-bit and a two-bit plane; both with their six-/eight-bit
+ * scales as bytes) and are unpacked in registers, once per pass for all its rows.
+ * The integer sums of one unit (a 32-block; Q6_K's 16-group) are scaled once per
+ * unit: 8 (4) vpdpbusd then cvt, mul, fma. The kernel (kern_i8_pair) takes two
+ * panels per call for up to 12 activation rows, which halves the broadcasts and
+ * keeps enough independent sums in flight that a few rows cost little more than one
+ * (for Q8_0 and Q4_0; the K-quants' unpacking and per-unit scaling make them
+ * compute-bound from ~4 rows on). Packed weights are prefetched PF_DIST ahead, as
+ * they stream from memory once per call. Weights enter as w + 128 (Q8_0, Q4_0) or
+ * w + 32 (Q6_K), the accumulators starting at the matching -128·Σq / -32·Σq of the
  * activations; Q4_K's nibbles are used as they are and its min term is one extra fma
- * per block. Panels are filled with gathers (one dword from each of 16 rows).
+ * per unit. Panels are filled with gathers (one dword from each of 16 rows).
  *
- * The quantized activations are interleaved once per call, per group of rows
- * ([k/4][16] dwords per block, then the block's scales and sums), so every broadcast
- * is a constant offset from one pointer. Y is written per K-slice (accumulated after
- * the first); every output's arithmetic is fixed by the shapes alone. */
+ * The quantized activations are interleaved once per call, per group of rx rows
+ * ([k/4][rx] dwords per unit, then the unit's scales and sums), so every broadcast
+ * is a constant offset from one pointer and a few rows take a few cache lines. Y is
+ * written per K-slice (accumulated after the first); every output's arithmetic is
+ * fixed by the shapes alone, the same at every row count. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
