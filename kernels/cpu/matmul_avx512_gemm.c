@@ -311,9 +311,9 @@ MM_AI __m512 unit_scale(const uint8_t *sb, const i8_kind kind, int u, __m512 *mn
 /* Two panels (32 outputs) × rx activation rows (up to RXMAX) over nsb super-blocks,
  * for every weight kind and row count: every activation broadcast feeds two
  * vpdpbusd, and each unpacked weight vector (the K-quants' nibbles and high bits)
- * serves all the rows of a pass. Up to 8 rows, the 2·rx float sums stay in
- * registers and the integer sums are taken four rows at a time (the second four
- * re-read the unit's weights from L1); beyond that all 2·rx integer sums are in
+ * serves all the rows of a pass. Up to 8 rows (4 for Q8_0 and Q4_0), the 2·rx float
+ * sums stay in registers and the integer sums are taken four rows at a time (the
+ * second four re-read the unit's weights from L1); beyond that all 2·rx integer sums are in
  * registers, enough independent chains to cover vpdpbusd's latency, and the float
  * sums go to an L1 buffer once per unit. A row's arithmetic is the same at every rx,
  * so a batched row equals the row alone bit for bit. pw1 may equal pw0 with m1 = 0
@@ -325,7 +325,10 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
     const int nu2 = kind == KIND_INIT32 ? 1 : 2; /* units taken together (sharing bytes) */
     const size_t sbw = SB_BYTES(kind), xbs = (size_t)(nk + 2) * rx * 4;
     const int pf_lines = (int)((sbw / 64 + (size_t)nu - 1) / (size_t)nu); /* lines prefetched per unit */
-    const int in_regs = rx <= 8, rg_max = in_regs ? RG : rx;
+    /* Q8_0 and Q4_0 from 5 rows on: one pass with the float sums in L1 beats
+     * loading the weights twice (8 rows: 1.25 vs 1.4x one row); the K-quants'
+     * heavier passes gain nothing from it */
+    const int in_regs = rx <= (kind == KIND_INIT32 ? 4 : 8), rg_max = in_regs ? RG : rx;
     __m512 f0[8], f1[8];
     float fm[RXMAX][32] __attribute__((aligned(64)));
     _Pragma("GCC unroll 16")
