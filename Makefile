@@ -129,7 +129,7 @@ TSAN_FLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 TSAN_OBJ   := $(LIB_SRC:%.c=$(BUILD)/tsan/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
 TSAN_APP_OBJ := $(APP_SRC:%.c=$(BUILD)/tsan/%.o)
 TSAN_TESTS := test_engine test_engine_beam test_engine_spec test_model test_matmul \
-              test_attention test_elementwise
+              test_attention test_elementwise test_pool
 TSAN_TEST_BIN := $(TSAN_TESTS:%=$(BUILD)/tsan/tests/%)
 TSAN_SCRIPTS := tests/cli_model.sh tests/cli_server.sh tests/cli_spec.sh tests/cli_ui.sh
 
@@ -202,7 +202,7 @@ test-cuda: $(BUILD)/llmchat $(BUILD)/tests/cuda/test_cuda_parity $(TEST_BIN)
 # (Test programs at -O1: Debian 12's cross gcc 12 crashes vectorizing test_quant.c.)
 ARM_CC    ?= aarch64-linux-gnu-gcc
 ARM_BUILD := $(BUILD)/arm64
-ARM_TESTS := test_quant test_matmul test_elementwise test_attention
+ARM_TESTS := test_quant test_matmul test_elementwise test_attention test_pool
 ARM_KSRC  := $(wildcard kernels/*.c kernels/cpu/*.c)
 ARM_KOBJ  := $(ARM_KSRC:%.c=$(ARM_BUILD)/obj/%.o)
 ARM_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g -I. -pthread
@@ -216,8 +216,10 @@ $(ARM_BUILD)/tests/%: tests/%.c tests/test.h $(ARM_KOBJ)
 	$(ARM_CC) $(ARM_CFLAGS) -O1 -static -o $@ $< $(ARM_KOBJ) -lm
 .SECONDARY: $(ARM_KOBJ)
 
+# (Emulated test_matmul takes minutes on a quiet machine: a longer limit per test.)
 test-arm: $(ARM_TESTS:%=$(ARM_BUILD)/tests/%)
-	@LLC_NO_CLI=1 LLC_NO_SIMD_RERUN=1 LLC_RUN_PREFIX=qemu-aarch64 sh tests/run.sh $^
+	@LLC_TEST_TIMEOUT=$${LLC_TEST_TIMEOUT:-2400} LLC_NO_CLI=1 LLC_NO_SIMD_RERUN=1 \
+	    LLC_RUN_PREFIX=qemu-aarch64 sh tests/run.sh $^
 
 # Debian packages the build needs (sudo only when not root).
 deps:

@@ -14,8 +14,8 @@ static const char *const g_devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const g_kv_types[] = {"f32", "f16", "q8_0", NULL};
 
 /* The shared options, bound to a cli_common at parse time. */
-static void common_opts(cli_common *c, cli_opt out[13]) {
-    cli_opt opts[13] = {
+static void common_opts(cli_common *c, cli_opt out[14]) {
+    cli_opt opts[14] = {
         {"model", 'm', CLI_STR, &c->model, "PATH", "GGUF model file", 0, 0, NULL},
         {"threads", 0, CLI_INT, &c->threads, "N", "CPU threads (default: all cores)", 0, 1024,
          NULL},
@@ -36,6 +36,8 @@ static void common_opts(cli_common *c, cli_opt out[13]) {
          "the draft stops below this probability (default 0.5)", 0, 1, NULL},
         {"ngram", 0, CLI_FLAG, &c->ngram, NULL, "speculate with n-gram lookups in the text (no draft model)",
          0, 0, NULL},
+        {"no-warmup", 0, CLI_FLAG, &c->no_warmup, NULL,
+         "skip the short forward pass at load that makes the first answer fast", 0, 0, NULL},
         {0},
     };
     memcpy(out, opts, sizeof opts);
@@ -173,7 +175,7 @@ static const cli_opt *find_short(const cli_opt *a, const cli_opt *b, char c) {
 
 int cli_parse(const cli_cmd *cmd, cli_common *common, int argc, char **argv,
               const char **pos, int max_pos) {
-    cli_opt copts[13];
+    cli_opt copts[14];
     common_opts(common, copts);
     if (!common->device) common->device = "auto";
     int npos = 0;

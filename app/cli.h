@@ -47,6 +47,7 @@ typedef struct cli_common {
     int draft_max, draft_min; /* --draft-max/--draft-min N (0 = engine default) */
     float draft_p_min;     /* --draft-p-min P (0 = engine default) */
     bool ngram;            /* --ngram: n-gram drafting without a draft model */
+    bool no_warmup;        /* --no-warmup: no warm-up forward pass at load (engine_params.warmup) */
     bool quiet;            /* no notices on stderr: the chat UI owns the terminal
                               (opening a model from /model while curses draws) */
 } cli_common;

@@ -16,7 +16,7 @@ static const char *const g_archs[] = {"llama", "qwen2", "qwen3", NULL};
 static const cli_opt g_opts[] = {
     {"out", 'o', CLI_STR, &g_out, "PATH", "where to write the model (required)", 0, 0, NULL},
     {"preset", 0, CLI_STR, &g_preset, "NAME", "tinyllama-1.1b, tiny-llama, tiny-qwen2, tiny-qwen3", 0, 0, NULL},
-    {"type", 't', CLI_STR, &g_p.wtype, "TYPE", "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs q4_k_m (default f16)", 0, 0, NULL},
+    {"type", 't', CLI_STR, &g_p.wtype, "TYPE", "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs q4_k_m q5_k_m (default f16)", 0, 0, NULL},
     {"vocab", 0, CLI_STR, &g_p.vocab_path, "GGUF", "copy the tokenizer from this file (default: -m)", 0, 0, NULL},
     {"arch", 0, CLI_CHOICE, &g_arch, "ARCH", "llama, qwen2 or qwen3", 0, 0, g_archs},
     {"dim", 0, CLI_INT, &g_p.dim, "N", "embedding width", 1, 1 << 16, NULL},

@@ -114,11 +114,57 @@ int llm_chat_template_file(llm *l, const char *path, llc_err *err) {
     return 0;
 }
 
+/* Bytes of memory the system can hand out now: $LLC_MEM_AVAILABLE when set (a
+ * size: tests, or a smaller share of the machine), else MemAvailable; -1 when
+ * unknown. */
+static int64_t mem_available(void) {
+    const char *env = getenv("LLC_MEM_AVAILABLE");
+    int64_t v;
+    if (env && *env && cli_parse_size(env, &v) && v > 0) return v;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[128];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    fclose(f);
+    return kb < 0 ? -1 : (int64_t)kb * 1024;
+}
+
+/* "1.2 GB" or "340.0 MB" into buf. */
+static const char *fmt_bytes(char *buf, size_t n, double bytes) {
+    if (bytes >= 1e9) snprintf(buf, n, "%.1f GB", bytes / 1e9);
+    else snprintf(buf, n, "%.1f MB", bytes / 1e6);
+    return buf;
+}
+
+/* Before the weights are loaded: what they need, the memory there is, and on
+ * the CPU (weights in host memory) the refusal of a model they exceed. */
+static int check_weights_fit(llm *l, llc_err *err) {
+    l->file_weight_bytes = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(l->file); i++) l->file_weight_bytes += gguf_tensor_at(l->file, i)->n_bytes;
+    l->mem_at_open = mem_available();
+    if (strcmp(l->be->name, "cpu") || l->mem_at_open <= 0 || (int64_t)l->file_weight_bytes <= l->mem_at_open) return 0;
+    char w[32], a[32];
+    return llc_fail(err, LLC_ERR_NOMEM, "the model does not fit in memory: its weights take %s, %s is available",
+                    fmt_bytes(w, sizeof w, (double)l->file_weight_bytes), fmt_bytes(a, sizeof a, (double)l->mem_at_open));
+}
+
+/* The memory the KV cache may take: on the CPU what was available at open less
+ * the weights (their pages count as available while they are only cached);
+ * elsewhere (weights on the device) the host memory available now. */
+static int64_t kv_mem_available(const llm *l) {
+    if (strcmp(l->be->name, "cpu") || l->mem_at_open <= 0) return mem_available();
+    int64_t left = l->mem_at_open - (int64_t)l->file_weight_bytes;
+    return left > 0 ? left : 0;
+}
+
 int llm_open(const cli_common *common, llm *out, llc_err *err) {
     memset(out, 0, sizeof *out);
     int rc = gguf_open(common->model, &out->file, err);
     if (!rc) rc = tok_load(out->file, &out->tok, err);
     if (!rc) rc = backend_create(common, &out->be, out->device_note, sizeof out->device_note, err);
+    if (!rc) rc = check_weights_fit(out, err);
     if (!rc) rc = model_load(out->file, out->be, &out->m, err);
     if (!rc && tok_n_vocab(out->tok) != model_hparams_of(out->m)->n_vocab)
         rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",
@@ -197,28 +243,17 @@ int llm_render_chat(const llm *l, const char *template_name, const char *system,
     return chat_render(t, msgs, n, true, out, err);
 }
 
-/* Bytes of memory the system can hand out now (MemAvailable), or -1. */
-static int64_t mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[128];
-    long long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
-    fclose(f);
-    return kb < 0 ? -1 : (int64_t)kb * 1024;
-}
-
 uint32_t llm_kv_type(const cli_common *common) {
     const int t = common->kv_type ? model_kv_type_from_name(common->kv_type) : -1;
     return t >= 0 ? (uint32_t)t : LLM_DEFAULT_KV_TYPE;
 }
 
 int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err) {
-    const int64_t avail = mem_available();
-    if (strcmp(l->be->name, "cpu") || avail <= 0 || bytes <= avail) return 0;
-    return llc_fail(err, LLC_ERR_NOMEM, "a KV cache of %.1f GB does not fit in memory (%.1f GB is available)",
-                    bytes / 1e9, avail / 1e9);
+    const int64_t avail = kv_mem_available(l);
+    if (strcmp(l->be->name, "cpu") || avail < 0 || bytes <= avail) return 0;
+    char k[32], a[32];
+    return llc_fail(err, LLC_ERR_NOMEM, "a KV cache of %s does not fit in memory (%s is left beside the weights)",
+                    fmt_bytes(k, sizeof k, (double)bytes), fmt_bytes(a, sizeof a, (double)avail));
 }
 
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err) {
@@ -236,14 +271,19 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
         int64_t ctx = hp->n_ctx_train > 0 && hp->n_ctx_train < LLM_DEFAULT_CONTEXT ? hp->n_ctx_train
                                                                                   : LLM_DEFAULT_CONTEXT;
         budget = per_token * ctx * LLM_DEFAULT_SEQUENCES;
-        const int64_t avail = mem_available();
+        const int64_t avail = kv_mem_available(l);
         const int64_t min_budget = per_token * (ctx < 2048 ? ctx : 2048); /* one short context */
-        if (avail > 0 && min_budget > avail)
+        if (avail >= 0 && min_budget > avail) {
+            char w[32], k[32], a[32];
+            bool cpu = !strcmp(l->be->name, "cpu");
             return llc_fail(err, LLC_ERR_NOMEM,
-                            "not enough memory for the KV cache: one %lld-token context needs %.1f GB, "
-                            "%.1f GB is available (--kv-mem sets the size)",
-                            (long long)(ctx < 2048 ? ctx : 2048), min_budget / 1e9, avail / 1e9);
-        if (avail > 0 && budget > avail / 2) budget = avail / 2 > min_budget ? avail / 2 : min_budget;
+                            "the model does not fit in memory: %s%s%sone %lld-token context of KV cache needs %s, "
+                            "%s is available (--kv-mem sets the KV cache size)",
+                            cpu ? "its weights take " : "", cpu ? fmt_bytes(w, sizeof w, (double)l->file_weight_bytes) : "",
+                            cpu ? " and " : "", (long long)(ctx < 2048 ? ctx : 2048), fmt_bytes(k, sizeof k, (double)min_budget),
+                            fmt_bytes(a, sizeof a, (double)(cpu ? l->mem_at_open : avail)));
+        }
+        if (avail >= 0 && budget > avail / 2) budget = avail / 2 > min_budget ? avail / 2 : min_budget;
     }
     int64_t blocks = budget / per_block;
     if (blocks < 2)
@@ -257,7 +297,7 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err) {
     engine_params p = {.block_size = 16, .kv_type = llm_kv_type(common), .draft = l->draft, .ngram = common->ngram && !l->draft,
                        .draft_max = common->draft_max, .draft_min = common->draft_min,
-                       .draft_p_min = common->draft_p_min};
+                       .draft_p_min = common->draft_p_min, .warmup = !common->no_warmup};
     int blocks = llm_kv_blocks(l, common, p.block_size, err);
     if (blocks < 0) return blocks;
     p.n_blocks = blocks;

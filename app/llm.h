@@ -31,10 +31,17 @@ typedef struct llm {
     /* --device auto on a CUDA build without a usable GPU, opened quietly
      * (cli_common.quiet): why it runs on the CPU, for the caller to show ("" else) */
     char device_note[300];
+    /* memory: the tensor data of the file (what the weights need, in the page
+     * cache or copied), and the memory available before they were loaded (-1:
+     * unknown); the KV cache gets what the weights leave (llm_kv_blocks) */
+    uint64_t file_weight_bytes;
+    int64_t mem_at_open;
 } llm;
 
 /* Opens common->model on the backend common->device asks for. On failure prints
- * nothing and returns a negative code with err set; out is left empty. With
+ * nothing and returns a negative code with err set; out is left empty. On the
+ * CPU, a model whose weights exceed the memory available is refused in one line
+ * before they are loaded. With
  * --draft, also opens the draft model; a draft that cannot be used (fails to
  * load, another vocabulary, bigger than the model) is not an error: draft_error
  * says why and the model runs without speculation. */
@@ -67,7 +74,9 @@ int llm_chat_template_file(llm *l, const char *path, llc_err *err);
 
 /* The default KV budget: this many sequences of the model's full context (a
  * context counted as at most LLM_DEFAULT_CONTEXT tokens), within half of the memory
- * available. More sequences than this still run: they share cached prefixes and
+ * available (on the CPU: what was available at open less the weights).
+ * "Available" is MemAvailable, or $LLC_MEM_AVAILABLE (a size such as 512M) when
+ * set: for tests, or to keep llmchat within less than the machine has. More sequences than this still run: they share cached prefixes and
  * the scheduler preempts when blocks run out. */
 #define LLM_DEFAULT_SEQUENCES 8
 #define LLM_DEFAULT_CONTEXT 8192
@@ -79,9 +88,10 @@ uint32_t llm_kv_type(const cli_common *common);
 
 /* KV blocks of block_size tokens for --kv-mem, or the default budget above, with
  * K/V stored as llm_kv_type (a smaller type fits more tokens in the same bytes).
- * Negative with err set when --kv-mem holds fewer than 2 blocks, or when not even
- * one short context fits in the memory available (said in one line, before
- * anything is allocated). */
+ * Negative with err set when --kv-mem holds fewer than 2 blocks, or when the
+ * weights and one short context (2048 tokens, or the model's context if shorter)
+ * do not fit in the memory available (said in one line, before the cache is
+ * allocated). */
 int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
 
 /* 0 when a KV cache of `bytes` can be allocated: on the CPU backend, no more than

@@ -1,8 +1,8 @@
-/* engine.c — the engine thread and its step runner: create and destroy the
- * engine, the thread's loop (drain the inbox, run a step, free finished
- * requests, publish metrics, sleep until there is work), and one step (draft
- * proposals, plan, copy-on-write copies, the forward pass, then commit, sample
- * or verify, and stream per sequence). The scheduler is engine_sched.c, request
+/* engine.c — the engine thread and its step runner: create (and warm up) and
+ * destroy the engine, the thread's loop (drain the inbox, run a step, end what a
+ * failed step is blamed on, free finished requests, publish metrics, sleep until
+ * there is work), and one step (draft proposals, plan, copy-on-write copies, the
+ * forward pass, then commit, sample or verify, and stream per sequence). The scheduler is engine_sched.c, request
  * and sequence lifecycles engine_request.c, client event queues
  * engine_client.c, beam search engine_beam.c, speculative decoding
  * engine_spec.c.
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "kernels/fault.h"
 
 void engine_get_metrics(engine *e, engine_metrics *out) {
     pthread_mutex_lock(&e->mu);
@@ -45,7 +46,8 @@ int engine_get_slots(engine *e, engine_slot **out) {
 static int run_step(engine *e, llc_err *err) {
     eng_spec_propose(e);
     int rows = eng_plan_step(e);
-    if (rows < 0) return llc_fail(err, rows, "scheduling failed");
+    if (rows < 0)
+        return llc_fail(err, rows, rows == LLC_ERR_NOMEM ? "out of memory scheduling the step" : "scheduling failed");
     if (rows == 0) {
         /* a lone sequence that cannot grow: the cache is full for it */
         if (e->n_running > 0 && e->running[0]->req->bs) eng_beam_end(e, e->running[0]->req, FINISH_NONE);
@@ -95,7 +97,7 @@ static int run_step(engine *e, llc_err *err) {
             continue;
         }
         if (s->n_draft) {
-            if (eng_spec_verify(e, s, lg)) eng_seq_finish(e, s, FINISH_ERROR);
+            if (eng_spec_verify(e, s, lg)) eng_seq_error(e, s, "out of memory checking draft tokens");
             continue;
         }
         bool first_of_request = s->index == 0 && r->n > 1 && !r->forked;
@@ -109,11 +111,11 @@ static int run_step(engine *e, llc_err *err) {
             sample_result res;
             int tok = eng_sample(e, t, lg, &res);
             if (tok < 0) {
-                eng_seq_finish(e, t, FINISH_ERROR);
+                eng_seq_error(e, t, t->gst ? "the grammar allows no token here" : "sampling failed");
                 continue;
             }
             e->stats.generated_tokens++;
-            if (!eng_emit_token(e, t, &res) && eng_seq_push_token(t, tok)) eng_seq_finish(e, t, FINISH_ERROR);
+            if (!eng_emit_token(e, t, &res) && eng_seq_push_token(t, tok)) eng_seq_error(e, t, "out of memory for the sample's tokens");
         }
     }
     free(snap);
@@ -205,6 +207,46 @@ static void publish_metrics(engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* The request a failed step is blamed on: the one with the most rows in it (the
+ * prompt whose activations did not fit), or, when the step failed before any
+ * rows were given, the one being admitted. NULL when there is none. */
+static request *step_culprit(engine *e) {
+    seq *worst = NULL;
+    for (int i = 0; i < e->n_running; i++)
+        if (e->running[i]->rows > 0 && (!worst || e->running[i]->rows > worst->rows)) worst = e->running[i];
+    if (worst) return worst->req;
+    seq *next = eng_next_waiting(e);
+    return next ? next->req : e->n_running > 0 ? e->running[0]->req : NULL;
+}
+
+/* A failed step changed nothing that was computed: its rows were reserved, not
+ * committed, and the program goes on. Out of memory (activation buffers that
+ * could not grow for a bigger batch, a buffer of the engine's): the request it
+ * is blamed on ends with the error, and every other sequence of the step goes
+ * back to waiting (a preemption: its blocks are released, full ones stay
+ * cached) to run again without it, so one prompt too big for the memory left
+ * does not end everyone's answers. Any other failure (a device fault) ends
+ * every live request. Either way each sample gets its one done event. */
+static void step_failed(engine *e, int rc, const char *msg) {
+    for (int i = 0; i < e->n_running; i++) eng_spec_drop(e, e->running[i]);
+    request *culprit = rc == LLC_ERR_NOMEM ? step_culprit(e) : NULL;
+    if (!culprit) {
+        for (request *r = e->requests; r; r = r->next)
+            if (r->n_live > 0) eng_request_error(e, r, msg);
+        return;
+    }
+    eng_request_error(e, culprit, msg);
+    for (int i = e->n_running - 1; i >= 0; i--) {
+        seq *s = e->running[i];
+        if (!s->rows) continue; /* not in the step: its blocks were not touched */
+        eng_running_remove(e, s);
+        eng_seq_drop_kv(s);
+        s->rows = 0;
+        s->state = SEQ_WAITING;
+        e->stats.preemptions++;
+    }
+}
+
 static void *engine_main(void *arg) {
     engine *e = arg;
     for (;;) {
@@ -215,11 +257,7 @@ static void *engine_main(void *arg) {
         double t_step = llc_now_ms();
         int step_rc = run_step(e, &err);
         e->stats.step_ms += llc_now_ms() - t_step;
-        if (step_rc) {
-            /* a failed step fails every running request, never the program */
-            for (request *r = e->requests; r; r = r->next)
-                if (r->n_live > 0) eng_request_error(e, r, err.msg);
-        }
+        if (step_rc) step_failed(e, step_rc, err.msg);
         eng_reap_requests(e);
         publish_metrics(e);
         pthread_mutex_lock(&e->mu);
@@ -231,6 +269,36 @@ static void *engine_main(void *arg) {
         if (!r->cancelled) eng_cancel_request(e, r);
     eng_reap_requests(e);
     return NULL;
+}
+
+/* One forward pass of ENGINE_WARMUP_TOKENS tokens through a KV sequence of its
+ * own, freed uncached afterwards: pages the weights in and sizes the buffers.
+ * Best effort: a failure here shows again, with its message, at the first step. */
+static void warm_model(engine *e, model *m, model_kv *kv, kv_pool *pool, batch *b, float **logits,
+                       int *cap_logits) {
+    int32_t toks[ENGINE_WARMUP_TOKENS];
+    int n = e->n_ctx - 1 < ENGINE_WARMUP_TOKENS ? e->n_ctx - 1 : ENGINE_WARMUP_TOKENS;
+    if (n < 1) return;
+    int32_t bos = tok_bos(e->tok);
+    for (int i = 0; i < n; i++) toks[i] = i == 0 && bos >= 0 ? bos : (int32_t)((i * 37 + 1) % e->n_vocab);
+    if (*cap_logits < 1) {
+        float *l = realloc(*logits, (size_t)e->n_vocab * sizeof *l);
+        if (!l) return;
+        *logits = l;
+        *cap_logits = 1;
+    }
+    kv_seq *s;
+    if (kv_seq_create(pool, &s)) return;
+    llc_err err;
+    batch_clear(b);
+    if (kv_seq_append(s, toks, n) == 0) {
+        int n_blocks;
+        const int32_t *blocks = kv_seq_blocks(s, &n_blocks);
+        if (batch_add(b, toks, n, 0, blocks, n_blocks, BATCH_OUT_LAST) >= 0)
+            model_forward(m, kv, batch_view(b), *logits, &err);
+    }
+    batch_clear(b);
+    kv_seq_free_uncached(s); /* never committed: nothing was hashed, nothing stays cached */
 }
 
 int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine **out,
@@ -263,6 +331,11 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
         free(e);
         return rc;
     }
+    if (e->p.warmup) {
+        warm_model(e, e->m, e->kv_store, e->pool, e->batch, &e->logits, &e->cap_logits);
+        if (e->draft) warm_model(e, e->draft, e->dkv_store, e->dpool, e->dbatch, &e->dlogits, &e->cap_dlogits);
+    }
+    llc_fault_arm_from_env(); /* tests: LLC_FAULT_ALLOC (engine.h) */
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     if (pthread_create(&e->thread, NULL, engine_main, e)) {

@@ -32,7 +32,14 @@ typedef struct engine_params {
     float draft_p_min;     /* the draft stops when its best token is less likely (default 0.5) */
     int spec_max_seqs;     /* speculate only while at most this many sequences decode (default 4):
                               a bigger batch is compute-bound already */
+    bool warmup;           /* engine_create runs one short forward pass (ENGINE_WARMUP_TOKENS
+                              tokens, of the draft model too) before it returns, so the first
+                              answer does not pay for paging in the mmapped weights and sizing
+                              buffers. It leaves nothing behind: its KV blocks are freed
+                              uncached and it counts in no metric */
 } engine_params;
+
+#define ENGINE_WARMUP_TOKENS 8
 
 typedef struct gen_request {
     const int32_t *prompt; /* copied */
@@ -97,7 +104,8 @@ typedef struct engine_event {
     int prompt_tokens, cached_tokens, completion_tokens;
     double queue_ms, ttft_ms, tpot_ms;
     int drafted_tokens, accepted_tokens; /* speculative decoding */
-    /* EV_ERROR */
+    /* EV_ERROR: why; the samples it ended then get their EV_DONE (FINISH_ERROR).
+       seq_index: the sample, when one sample alone failed */
     char message[256];
     /* EV_EMBEDDING (seq_index = the input; prompt_tokens set too) */
     float *embedding;       /* [n_embd], norm 1; freed with the event */
@@ -146,7 +154,15 @@ typedef struct engine_slot {
 } engine_slot;
 
 /* Starts the engine thread on a loaded model. m, tok stay the caller's and must
- * outlive the engine. */
+ * outlive the engine.
+ *
+ * Out of memory inside a step (activation buffers that cannot grow for a bigger
+ * batch, a backend allocation that fails) ends the request the step is blamed on
+ * (the one with the most rows in it) with an EV_ERROR saying so and its done
+ * events; the step's other sequences are preempted and run again, and later
+ * requests are served as usual. Tests make it happen with kernels/fault.h;
+ * LLC_FAULT_ALLOC=N in the environment makes the Nth backend allocation after
+ * engine_create fail. */
 int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine **out,
                   llc_err *err);
 void engine_destroy(engine *e);

@@ -172,6 +172,8 @@ void eng_request_free(request *r);
 int64_t eng_request_post(engine *e, engine_client *c, request *r, inbox_msg *msg);
 /* Ends one sample: done event, blocks back to the pool (full ones stay cached). */
 void eng_seq_finish(engine *e, seq *s, engine_finish finish);
+/* Sends an error event for sample s alone (seq_index set) and ends it. */
+void eng_seq_error(engine *e, seq *s, const char *msg);
 /* Sends an error event and ends every sample of r. */
 void eng_request_error(engine *e, request *r, const char *msg);
 /* Ends every sample of r with FINISH_CANCELLED. */

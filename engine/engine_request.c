@@ -243,6 +243,14 @@ static void finish_unforked_samples(engine *e, request *r, engine_finish finish)
     }
 }
 
+void eng_seq_error(engine *e, seq *s, const char *msg) {
+    if (s->state == SEQ_DONE) return;
+    engine_event ev = {.kind = EV_ERROR, .request_id = s->req->id, .seq_index = s->index};
+    snprintf(ev.message, sizeof ev.message, "%s", msg);
+    if (!s->req->client->closed) eng_client_push(s->req->client, &ev);
+    eng_seq_finish(e, s, FINISH_ERROR);
+}
+
 void eng_request_error(engine *e, request *r, const char *msg) {
     engine_event ev = {.kind = EV_ERROR, .request_id = r->id};
     snprintf(ev.message, sizeof ev.message, "%s", msg);
@@ -298,8 +306,14 @@ void eng_drain_inbox(engine *e, bool *stop) {
             seq *s0 = NULL;
             if (r->embed ? eng_embed_seqs(e, r) : eng_seq_create(e, r, 0, NULL, &s0)) {
                 engine_event ev = {.kind = EV_ERROR, .request_id = r->id};
-                snprintf(ev.message, sizeof ev.message, "out of memory");
+                snprintf(ev.message, sizeof ev.message, "out of memory for a new request");
                 eng_client_push(r->client, &ev);
+                for (int i = 0; i < r->n; i++) { /* and each sample (or input) its done event */
+                    engine_event done = {.kind = EV_DONE, .request_id = r->id, .seq_index = i,
+                                         .finish = FINISH_ERROR, .prompt_tokens = r->n_prompt};
+                    done.queue_ms = llc_now_ms() - r->t_submit;
+                    eng_client_push(r->client, &done);
+                }
                 eng_client_release(e, r->client);
                 eng_request_free(r);
             } else {

@@ -6,7 +6,8 @@
  * gated feed-forward (SwiGLU or GeGLU; or a mixture of experts routed on the
  * host), then the final norm and logits (optionally soft-capped) for the rows
  * that ask for them, and the final norm alone (hidden states, for embeddings)
- * for the rows that ask for that. */
+ * for the rows that ask for that. Q, K and V, and gate and up, read the same
+ * input and go to the backend as one call (matmul_multi) where it has one. */
 #include "engine/model_internal.h"
 
 #include <math.h>
@@ -303,6 +304,18 @@ static void route_rows(model *m, int T) {
     }
 }
 
+/* y[i] = x · w[i]ᵀ for i < n (the same input: Q, K and V; gate and up): one
+ * backend call where the backend multiplies by several matrices at once, else n. */
+static int matmul_n(model *m, const bk_weight *const *w, int n, const float *x, int rows, float *const *y,
+                    llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    if (op->matmul_multi) OP(op->matmul_multi(c, w, n, x, rows, y));
+    else
+        for (int i = 0; i < n; i++) OP(op->matmul(c, w[i], x, rows, y[i]));
+    return 0;
+}
+
 /* The gated feed-forward of `rows` rows of in: act(in·gateᵀ + b) ⊙ (in·upᵀ + b),
  * then down (+ bias) into out. Uses hb and hb2. */
 static int gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const bk_weight *down,
@@ -311,8 +324,10 @@ static int gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const
     const backend_ops *op = m->be->ops;
     void *c = m->be->ctx;
     const size_t n = (size_t)rows * gate->n_out;
-    OP(op->matmul(c, gate, in, rows, m->hb));
-    OP(op->matmul(c, up, in, rows, m->hb2));
+    const bk_weight *w[2] = {gate, up};
+    float *const y[2] = {m->hb, m->hb2};
+    int rc = matmul_n(m, w, 2, in, rows, y, err);
+    if (rc) return rc;
     if (b_gate && b_gate->data) OP(op->add_bias(c, m->hb, b_gate, rows));
     if (b_up && b_up->data) OP(op->add_bias(c, m->hb2, b_up, rows));
     if (m->hp.act == FFN_GELU) OP(op->gelu_mul(c, m->hb, m->hb2, n));
@@ -377,9 +392,9 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
         const layer *ly = &m->layers[l];
         /* attention */
         OP(op->rmsnorm(c, m->x, &ly->attn_norm, m->xb, T, dim, hp->norm_eps));
-        OP(op->matmul(c, &ly->wq, m->xb, T, m->q));
-        OP(op->matmul(c, &ly->wk, m->xb, T, m->k));
-        OP(op->matmul(c, &ly->wv, m->xb, T, m->v));
+        const bk_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
+        float *const qkv_out[3] = {m->q, m->k, m->v};
+        if ((rc = matmul_n(m, qkv, 3, m->xb, T, qkv_out, err))) return rc;
         if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
         if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
         if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));

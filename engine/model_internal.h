@@ -11,7 +11,8 @@
 
 /* A weight that is absent has data == NULL. Fused tensors in the file (phi3's
  * attn_qkv, a gate+up ffn_up, stacked experts) are loaded as views of their row
- * ranges, so the forward pass sees separate matrices either way. */
+ * ranges, so the forward pass sees separate matrices either way; it multiplies
+ * Q, K, V (and gate, up) in one backend call whether the file fused them or not. */
 typedef struct layer {
     bk_weight attn_norm, wq, wk, wv, wo;
     bk_weight bq, bk, bv, bo;         /* optional biases */

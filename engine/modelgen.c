@@ -98,16 +98,20 @@ static int add_tensor(gen *G, const char *name, int64_t n_in, int64_t n_out, uin
     return 0;
 }
 
+/* The mixed K-quant schemes (llama.cpp's _M files) and their base type. */
+static bool is_k_mix(const char *wtype) { return !strcmp(wtype, "q4_k_m") || !strcmp(wtype, "q5_k_m"); }
+static uint32_t k_mix_base(const char *wtype) { return !strcmp(wtype, "q5_k_m") ? QT_Q5_K : QT_Q4_K; }
+
 /* Weight type of a matrix under the requested scheme. */
 static uint32_t matrix_type(const modelgen_params *p, const char *role, int layer) {
-    if (!strcmp(p->wtype, "q4_k_m")) {
-        /* llama.cpp's Q4_K_M: Q6_K for output, and for attn_v / ffn_down in the
-         * first and last eighth of the layers and every third layer between */
+    if (is_k_mix(p->wtype)) {
+        /* llama.cpp's Q4_K_M / Q5_K_M: Q6_K for output, and for attn_v / ffn_down in
+         * the first and last eighth of the layers and every third layer between */
         int n = p->n_layers;
         bool more_bits = layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2;
         if (!strcmp(role, "output")) return QT_Q6_K;
         if ((!strcmp(role, "attn_v") || !strcmp(role, "ffn_down")) && more_bits) return QT_Q6_K;
-        return QT_Q4_K;
+        return k_mix_base(p->wtype);
     }
     return (uint32_t)qtype_from_name(p->wtype);
 }
@@ -144,7 +148,7 @@ static int write_tensors(gen *G, const modelgen_params *p, int n_vocab, int head
     float a_dim = 1.0f / sqrtf((float)p->dim), a_q = 1.0f / sqrtf((float)q_dim);
     float a_ffn = 1.0f / sqrtf((float)p->ffn_dim);
     bool qwen2 = !strcmp(p->arch, "qwen2"), qwen3 = !strcmp(p->arch, "qwen3");
-    uint32_t emb_type = !strcmp(p->wtype, "q4_k_m") ? QT_Q4_K : matrix_type(p, "token_embd", 0);
+    uint32_t emb_type = is_k_mix(p->wtype) ? k_mix_base(p->wtype) : matrix_type(p, "token_embd", 0);
     int rc = add_tensor(G, "token_embd.weight", p->dim, n_vocab, emb_type, 0, 1.0f);
     if (!rc) rc = add_tensor(G, "output_norm.weight", p->dim, 1, QT_F32, 1.0f, 0.1f);
     if (!rc && !p->tied_output)
@@ -179,7 +183,7 @@ int modelgen_write(const modelgen_params *p, const char *path, llc_err *err) {
     if (p->dim < 1 || p->n_layers < 1 || p->n_heads < 1 || p->n_kv_heads < 1 || p->ffn_dim < 1 ||
         p->n_heads % p->n_kv_heads || (!p->head_dim && p->dim % p->n_heads))
         return llc_fail(err, LLC_ERR_RANGE, "inconsistent model shape");
-    if (!p->wtype || (strcmp(p->wtype, "q4_k_m") && qtype_from_name(p->wtype) < 0))
+    if (!p->wtype || (!is_k_mix(p->wtype) && qtype_from_name(p->wtype) < 0))
         return llc_fail(err, LLC_ERR_RANGE, "unknown weight type '%s'", p->wtype ? p->wtype : "");
     if (!p->vocab_path) return llc_fail(err, LLC_ERR_RANGE, "a vocabulary GGUF is required");
     int head_dim = p->head_dim ? p->head_dim : p->dim / p->n_heads;

@@ -141,7 +141,16 @@ typedef struct backend_ops {
      * distinct within a call); rows are dim wide. Mixture-of-experts outputs. */
     int (*scatter_add_rows)(void *ctx, float *x, int dim, const int32_t *rows, const float *weights,
                              int n, const float *y);
+    /* Optional (NULL: model.c makes n matmul calls). y[i][rows, w[i]->n_out] =
+     * x[rows, n_in] · w[i]ᵀ for i < n (n <= BK_MATMUL_MULTI_MAX, every w[i]->n_in
+     * the same, the y[i] apart): one input against several matrices (Q, K and V;
+     * gate and up), each y[i] exactly what matmul(w[i]) gives. The CPU backend
+     * prepares x once and runs all the matrices in one pool dispatch. */
+    int (*matmul_multi)(void *ctx, const bk_weight *const *w, int n, const float *x, int rows,
+                         float *const *y);
 } backend_ops;
+
+#define BK_MATMUL_MULTI_MAX 8
 
 typedef struct backend {
     const char *name; /* "cpu", "cuda" */

@@ -3,7 +3,8 @@
  * SIMD level in test_matmul, test_attention, test_elementwise): embedding rows
  * (F32, F16), RMS norm, RoPE (both styles, partial rotation, frequency factors
  * and scaling), the KV store through the slot mapping, bias add, block copies
- * and the gathering of output rows. Each runs through the backend's op table on
+ * and the gathering of output rows; and matmul_multi against matmul on weights
+ * as weight_load keeps them (bit for bit). Each runs through the backend's op table on
  * random inputs of odd shapes against a plain double-precision reference, with
  * 1 and 3 worker threads (the results must be bitwise equal), and leaves memory
  * it should not write untouched. */
@@ -235,6 +236,69 @@ static void test_bias_copies_gather(void) {
     free(x), free(out);
 }
 
+/* matmul_multi on weights as weight_load keeps them (packed ahead where the CPU
+ * packs): each output equals the plain matmul's bit for bit, for Q/K/V-like and
+ * gate/up-like sets of types, at 1, 3 and 9 rows, on 1 and 3 threads. */
+static void test_matmul_multi(void) {
+    static const struct { uint32_t type[3]; int n; int n_out[3]; } sets[] = {
+        {{QT_Q8_0, QT_Q8_0, QT_Q8_0}, 3, {64, 16, 16}},
+        {{QT_Q4_K, QT_Q4_K, QT_Q6_K}, 3, {48, 16, 16}},
+        {{QT_F16, QT_F16}, 2, {40, 40}},
+        {{QT_Q4_0, QT_Q4_1}, 2, {33, 20}},
+    };
+    const int n_in = 512;
+    for (size_t si = 0; si < LLC_ARRAY_LEN(sets); si++) {
+        const int n = sets[si].n;
+        void *data[3];
+        bk_weight w[2][3];
+        const bk_weight *wp[2][3];
+        for (int k = 0; k < n; k++) {
+            const uint32_t type = sets[si].type[k];
+            const int n_out = sets[si].n_out[k];
+            const size_t rb = qtype_row_bytes(type, n_in);
+            data[k] = malloc(rb * (size_t)n_out);
+            float *row = frands((size_t)n_in);
+            for (int o = 0; o < n_out; o++) {
+                for (int i = 0; i < n_in; i++) row[i] = frand() * 0.1f;
+                CHECK(quantize_row(type, row, (uint8_t *)data[k] + (size_t)o * rb, n_in) == 0);
+            }
+            free(row);
+            const bk_tensor t = {.name = "blk.0.attn_q.weight", .type = type, .n_in = n_in, .n_out = n_out,
+                                 .data = data[k], .n_bytes = rb * (size_t)n_out};
+            llc_err err;
+            for (int b = 0; b < 2; b++) {
+                CHECK(OPS(b)->weight_load(CTX(b), &t, &w[b][k], &err) == 0);
+                wp[b][k] = &w[b][k];
+            }
+        }
+        static const int Ts[] = {1, 3, 9};
+        for (size_t ti = 0; ti < LLC_ARRAY_LEN(Ts); ti++) {
+            const int T = Ts[ti];
+            float *x = frands((size_t)T * n_in);
+            float *alone[3], *multi[2][3];
+            for (int k = 0; k < n; k++) {
+                const size_t ny = (size_t)T * sets[si].n_out[k];
+                alone[k] = malloc(ny * 4);
+                CHECK(OPS(0)->matmul(CTX(0), wp[0][k], x, T, alone[k]) == 0);
+                for (int b = 0; b < 2; b++) {
+                    multi[b][k] = malloc(ny * 4);
+                    for (size_t i = 0; i < ny; i++) multi[b][k][i] = NAN;
+                }
+            }
+            for (int b = 0; b < 2; b++) {
+                CHECK(OPS(b)->matmul_multi(CTX(b), wp[b], n, x, T, multi[b]) == 0);
+                for (int k = 0; k < n; k++)
+                    CHECKF(!memcmp(alone[k], multi[b][k], (size_t)T * sets[si].n_out[k] * 4),
+                           "set %zu matrix %d (%s) T %d, backend %d: matmul_multi differs from matmul", si, k,
+                           qtype_name(sets[si].type[k]), T, b);
+            }
+            for (int k = 0; k < n; k++) free(alone[k]), free(multi[0][k]), free(multi[1][k]);
+            free(x);
+        }
+        for (int k = 0; k < n; k++) free(data[k]);
+    }
+}
+
 int main(void) {
     llc_err err;
     if (backend_cpu_create(1, &g_be[0], &err) || backend_cpu_create(3, &g_be[1], &err)) {
@@ -246,6 +310,7 @@ int main(void) {
     RUN(test_embed);
     RUN(test_kv_store);
     RUN(test_bias_copies_gather);
+    RUN(test_matmul_multi);
     backend_free(g_be[0]);
     backend_free(g_be[1]);
     return t_summary();

@@ -5,7 +5,8 @@
  * give bitwise identical results, unsupported types and bad shapes are refused,
  * every output is written (Y is poisoned with NaN before each call), nothing reads
  * past the weights or activations (placed against a PROT_NONE page, as a tensor at
- * the end of an mmapped GGUF file may be), and NaN/inf activations propagate.
+ * the end of an mmapped GGUF file may be), and NaN/inf activations propagate;
+ * cpu_matmul_multi equals separate calls bit for bit (test_multi).
  *
  * Tolerances. The reference uses the exact activations x; the kernels use them
  * exactly for float weights, and quantized to int8 per 32-element block for the
@@ -51,6 +52,11 @@ static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, 
 static int has_avx512_gemm(uint32_t type) {
     return type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0 || type == QT_Q4_0 ||
            type == QT_Q4_K || type == QT_Q6_K;
+}
+
+/* types the AVX2 level multiplies with a blocked GEMM when T > 1 */
+static int has_avx2_gemm(uint32_t type) {
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
 
 static int is_quant(uint32_t type) {
@@ -260,7 +266,7 @@ static void test_large(void) {
         {QT_Q8_0, 2048, 100, 40}, {QT_Q4_K, 2304, 70, 29}, {QT_Q6_K, 1536, 50, 13},
         {QT_F16, 1100, 90, 26},   {QT_Q4_0, 1120, 33, 3},  {QT_F32, 600, 40, 64},
         {QT_BF16, 520, 35, 15},   {QT_Q8_0, 2080, 40, 100}, {QT_F16, 1040, 50, 100},
-        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9},
+        {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9}, {QT_Q5_K, 2304, 45, 19},
     };
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
         problem p;
@@ -283,9 +289,9 @@ static void test_large(void) {
  * plus a tiny absolute epsilon — far below the quantization error the reference test
  * allows, so a scale, min or offset handled differently by one path shows up. Where
  * one kernel serves both the results must be identical bit for bit: one dot kernel
- * (scalar and AVX2 levels, and the types without an AVX-512 GEMM), or the AVX-512
- * GEMM over weights packed ahead (Q8_0, Q4_0, Q4_K, Q6_K: every row count reads the
- * panels, as the CPU backend's calls do). */
+ * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), or
+ * the AVX-512 GEMM over weights packed ahead (Q8_0, Q4_0, Q4_K, Q6_K: every row count
+ * reads the panels, as the CPU backend's calls do). */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
     const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
@@ -320,13 +326,15 @@ static void test_batch_vs_single(void) {
                                                         p.X + t * n_in, 1, Y1) == 0);
                                 double amax = 0;
                                 for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
-                                /* scalar and AVX2 (NEON) compute every pair the same way
-                                 * at any T: bit for bit, as the engine's parallel samples
-                                 * on those machines need; so does AVX-512 for the types
-                                 * without a GEMM (the same dot kernel serves both) and
-                                 * with packed weights (the GEMM at every T); the unpacked
-                                 * AVX-512 GEMM may round differently from its one-row path */
-                                const int exact = g_levels[li] <= CPU_SIMD_AVX2 || !has_avx512_gemm(type) || packed;
+                                /* scalar (and NEON) compute every pair the same way at
+                                 * any T: bit for bit; so do AVX2 and AVX-512 for the types
+                                 * without a GEMM at that level (the same dot kernel serves
+                                 * both) and AVX-512 with packed weights (the GEMM at every
+                                 * T); an unpacked GEMM may round differently from its
+                                 * one-row path */
+                                const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type)) ||
+                                                 (g_levels[li] == CPU_SIMD_AVX512 && has_avx512_gemm(type));
+                                const int exact = !gemm || packed;
                                 const double tol = exact ? 0 : 1e-5 * amax + 1e-7;
                                 for (int64_t o = 0; o < n_out && !bad; o++) {
                                     const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
@@ -354,7 +362,7 @@ static void test_batch_vs_single(void) {
 }
 
 /* each output is computed by exactly one thread in a fixed order: 1 and 2 threads
- * (and no pool at all) agree bit for bit */
+ * (and no pool at all) agree bit for bit, at every SIMD level */
 static void test_threads_bitwise(void) {
     const int64_t Ts[] = {1, 5, 40};
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
@@ -369,16 +377,20 @@ static void test_threads_bitwise(void) {
             const size_t ny = (size_t)(n_out * T);
             float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
             float *y0 = malloc(ny * sizeof(float));
-            if (y1 && y2 && y0) {
+            /* every level: each has its own GEMMs and chunking */
+            for (size_t li = 0; y1 && y2 && y0 && li < LLC_ARRAY_LEN(g_levels); li++) {
+                if (g_levels[li] > cpu_matmul_max_level()) continue;
+                cpu_matmul_set_level(g_levels[li]);
                 for (size_t i = 0; i < ny; i++) y0[i] = y1[i] = y2[i] = NAN;
                 CHECK(cpu_matmul(g_pool1, type, problem_w(&p), n_in, n_out, p.X, T, y1) == 0);
                 CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, y2) == 0);
                 CHECK(cpu_matmul(NULL, type, problem_w(&p), n_in, n_out, p.X, T, y0) == 0);
-                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s T=%lld: 1 vs 2 threads differ",
-                       qtype_name(type), (long long)T);
-                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s T=%lld: pool vs none differ",
-                       qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s %s T=%lld: 1 vs 2 threads differ",
+                       cpu_simd_name(), qtype_name(type), (long long)T);
+                CHECKF(memcmp(y1, y0, ny * sizeof(float)) == 0, "%s %s T=%lld: pool vs none differ",
+                       cpu_simd_name(), qtype_name(type), (long long)T);
             }
+            cpu_matmul_set_level(cpu_matmul_max_level());
             free(y0);
             free(y1);
             free(y2);
@@ -502,6 +514,104 @@ static void test_levels(void) {
     CHECK(cpu_matmul_level() == max);
 }
 
+/* cpu_matmul_multi: several matrices against the same activations give, bit for
+ * bit, what separate cpu_matmul_packed calls give, for mixes of types (one type
+ * thrice, Q4_K_M's Q4_K + Q6_K, types whose quantized activations are the same
+ * bytes, float types, float and quantized together, panels packed ahead for some
+ * matrices only, an empty matrix), T = 1, 3 and 64, every level, with no pool,
+ * one thread and two; every output is written (Y is poisoned first). */
+typedef struct multi_mix {
+    uint32_t types[4];
+    int n;
+    int pack_mask; /* matrices packed ahead (where the level packs) */
+} multi_mix;
+
+static void test_multi(void) {
+    static const multi_mix mixes[] = {
+        {{QT_Q8_0, QT_Q8_0, QT_Q8_0}, 3, 0},
+        {{QT_Q8_0, QT_Q8_0, QT_Q8_0}, 3, 7},
+        {{QT_Q4_K, QT_Q4_K, QT_Q6_K}, 3, 0},
+        {{QT_Q4_K, QT_Q4_K, QT_Q6_K}, 3, 7},
+        {{QT_Q4_0, QT_Q8_0, QT_Q4_1, QT_IQ4_NL}, 4, 1},
+        {{QT_Q4_K, QT_Q5_K, QT_Q2_K, QT_Q3_K}, 4, 0},
+        {{QT_F16, QT_F32, QT_BF16, QT_F16}, 4, 0},
+        {{QT_F32, QT_Q8_0, QT_Q6_K, QT_Q8_0}, 4, 2},
+        {{QT_Q4_K, QT_Q4_K}, 2, 1},
+        {{QT_IQ4_XS, QT_Q5_0, QT_Q5_1}, 3, 0},
+    };
+    static const int64_t outs[4] = {67, 16, 33, 48};
+    static const int64_t n_ins[2] = {256, 2048 + 256};
+    static const int64_t Ts[3] = {1, 3, 64};
+    cpu_pool *pools[3] = {NULL, g_pool1, g_pool2};
+    for (size_t mi = 0; mi < LLC_ARRAY_LEN(mixes); mi++)
+        for (int ni = 0; ni < 2; ni++) {
+            const multi_mix *mx = &mixes[mi];
+            const int64_t n_in = n_ins[ni], Tmax = 64;
+            uint8_t *W[4];
+            cpu_packed_w pk[4];
+            cpu_matmul_w w[4];
+            float *X = malloc(sizeof(float) * (size_t)(n_in * Tmax)), *row = malloc(sizeof(float) * (size_t)n_in);
+            for (int64_t i = 0; i < n_in * Tmax; i++) X[i] = rnd_val();
+            for (int k = 0; k < mx->n; k++) {
+                /* the third matrix of the float mix is empty: it is skipped, the others done */
+                const int64_t n_out = mi == 6 && k == 2 ? 0 : outs[k];
+                const size_t rb = qtype_row_bytes(mx->types[k], n_in);
+                W[k] = malloc(rb * (size_t)(n_out ? n_out : 1));
+                for (int64_t o = 0; o < n_out; o++) {
+                    for (int64_t i = 0; i < n_in; i++) row[i] = rnd_val() * 0.05f;
+                    CHECK(quantize_row(mx->types[k], row, W[k] + (size_t)o * rb, n_in) == 0);
+                }
+                memset(&pk[k], 0, sizeof pk[k]);
+                if (mx->pack_mask >> k & 1)
+                    CHECK(cpu_matmul_prepack(g_pool2, mx->types[k], W[k], n_in, n_out, &pk[k]) == 0);
+                w[k] = (cpu_matmul_w){.type = mx->types[k], .W = W[k], .packed = &pk[k], .n_in = n_in, .n_out = n_out};
+            }
+            for (size_t ti = 0; ti < LLC_ARRAY_LEN(Ts); ti++)
+                for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+                    if (g_levels[li] > cpu_matmul_max_level()) continue;
+                    cpu_matmul_set_level(g_levels[li]);
+                    const int64_t T = Ts[ti];
+                    float *alone[4], *multi[4];
+                    for (int k = 0; k < mx->n; k++) {
+                        const size_t ny = (size_t)(w[k].n_out * T) + 1;
+                        alone[k] = malloc(ny * sizeof(float));
+                        multi[k] = malloc(ny * sizeof(float));
+                        CHECK(cpu_matmul_packed(g_pool2, w[k].type, W[k], &pk[k], n_in, w[k].n_out, X, T, alone[k]) == 0);
+                    }
+                    for (size_t pi = 0; pi < LLC_ARRAY_LEN(pools); pi++) {
+                        for (int k = 0; k < mx->n; k++)
+                            for (int64_t i = 0; i < w[k].n_out * T; i++) multi[k][i] = NAN;
+                        CHECK(cpu_matmul_multi(pools[pi], w, mx->n, X, T, multi) == 0);
+                        for (int k = 0; k < mx->n; k++)
+                            CHECKF(memcmp(alone[k], multi[k], sizeof(float) * (size_t)(w[k].n_out * T)) == 0,
+                                   "mix %zu matrix %d (%s) n_in %lld T %lld level %s, %zu threads: multi differs from alone",
+                                   mi, k, qtype_name(w[k].type), (long long)n_in, (long long)T, cpu_simd_name(), pi);
+                    }
+                    for (int k = 0; k < mx->n; k++) free(alone[k]), free(multi[k]);
+                }
+            cpu_matmul_set_level(cpu_matmul_max_level());
+            for (int k = 0; k < mx->n; k++) free(W[k]), cpu_packed_w_free(&pk[k]);
+            free(X);
+            free(row);
+        }
+    /* refused before any work: differing widths, too many or too few matrices, a bad type */
+    uint8_t Wb[4096] = {0};
+    float Xb[512] = {0}, Yb[64], *Y[CPU_MATMUL_MULTI_MAX + 1];
+    cpu_matmul_w w[CPU_MATMUL_MULTI_MAX + 1];
+    for (int k = 0; k <= CPU_MATMUL_MULTI_MAX; k++) {
+        w[k] = (cpu_matmul_w){.type = QT_Q8_0, .W = Wb, .n_in = 64, .n_out = 2};
+        Y[k] = Yb;
+    }
+    CHECK(cpu_matmul_multi(g_pool2, w, CPU_MATMUL_MULTI_MAX + 1, Xb, 1, Y) == LLC_ERR_RANGE);
+    CHECK(cpu_matmul_multi(g_pool2, w, -1, Xb, 1, Y) == LLC_ERR_RANGE);
+    CHECK(cpu_matmul_multi(g_pool2, w, 0, Xb, 1, Y) == 0);
+    w[1].n_in = 96;
+    CHECK(cpu_matmul_multi(g_pool2, w, 2, Xb, 1, Y) == LLC_ERR_RANGE);
+    w[1].n_in = 64;
+    w[1].type = QT_Q8_1;
+    CHECK(cpu_matmul_multi(g_pool2, w, 2, Xb, 1, Y) == LLC_ERR_UNSUPPORTED);
+}
+
 int main(void) {
     if (cpu_pool_create(1, &g_pool1) || cpu_pool_create(2, &g_pool2)) {
         fprintf(stderr, "pool creation failed\n");
@@ -516,6 +626,7 @@ int main(void) {
     RUN(test_guard_pages);
     RUN(test_nonfinite);
     RUN(test_prepacked);
+    RUN(test_multi);
     cpu_pool_free(g_pool1);
     cpu_pool_free(g_pool2);
     return t_summary();

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/batch.h"
+#include "engine/gguf.h"
 #include "engine/gguf_write.h"
 #include "engine/model.h"
 #include "engine/modelgen.h"
@@ -386,6 +387,24 @@ static void gen_and_check(const char *preset, const char *wtype, int dim, int ff
      * upstream (one-row and batched kernels sum in different orders) can move an
      * activation by a whole int8 step, which random-weight models amplify to ~0.5%
      * of the largest logit. Float weights must agree to float rounding. */
+    if (!rc && !strcmp(wtype + 2, "_k_m")) {
+        /* llama.cpp's _M mixes: the base K type, Q6_K for the output and for attn_v /
+         * ffn_down of the last layer */
+        gguf *g = NULL;
+        CHECK(gguf_open(path, &g, &err) == 0);
+        if (g) {
+            const uint32_t base = wtype[1] == '5' ? QT_Q5_K : QT_Q4_K;
+            const gguf_tensor *q = gguf_find_tensor(g, "blk.0.attn_q.weight");
+            char last_v[64];
+            snprintf(last_v, sizeof last_v, "blk.%d.attn_v.weight", p.n_layers - 1);
+            const gguf_tensor *v = gguf_find_tensor(g, last_v);
+            const gguf_tensor *o = gguf_find_tensor(g, "output.weight");
+            CHECKF(q && q->type == base, "%s: attn_q is not %s", wtype, qtype_name(base));
+            CHECKF(v && v->type == QT_Q6_K, "%s: attn_v of the last layer is not Q6_K", wtype);
+            CHECKF(o && o->type == QT_Q6_K, "%s: output is not Q6_K", wtype);
+            gguf_free(g);
+        }
+    }
     bool quantized = wtype[0] == 'q';
     if (!rc) check_batched_equals_single(path, 2, quantized ? 2e-2 : 2e-4);
     if (!rc && quantized) check_levels_agree(path, 2e-2);
@@ -401,6 +420,7 @@ static void test_archs_and_types(void) {
     gen_and_check("tiny-llama", "q4_k", 256, 512);
     gen_and_check("tiny-llama", "q6_k", 256, 512);
     gen_and_check("tiny-llama", "q4_k_m", 256, 512);
+    gen_and_check("tiny-llama", "q5_k_m", 256, 512);
     gen_and_check("tiny-qwen2", "f16", 0, 0);
     gen_and_check("tiny-qwen3", "q8_0", 0, 0);
 }

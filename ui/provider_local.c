@@ -16,6 +16,8 @@ typedef struct prov_local {
     prov_local_config cfg;
     engine_client *client;
     engine_metrics m;        /* the last read, for the status line and /stats */
+    int64_t error_id;        /* the request of the last error event, and its message: */
+    char error[256];         /* its samples' done events say why they failed */
 } prov_local;
 
 static int local_check(provider *p, const chat_msg *msgs, int n, const conv_settings *s, llc_err *err) {
@@ -68,11 +70,13 @@ static prov_event *local_next(provider *p) {
                                                        : DB_STATE_DONE;
             db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens, ev->ttft_ms,
                           ev->tpot_ms};
+            const char *why = l->error_id == ev->request_id && l->error[0] ? l->error : "the engine failed";
             out = prov_event_done(ev->request_id, ev->seq_index, state,
                                   names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u,
-                                  state == DB_STATE_ERROR ? "the engine failed" : NULL);
-        } else { /* EV_ERROR: the request failed as a whole; its DONE events follow */
-            out = prov_event_done(ev->request_id, -1, DB_STATE_ERROR, "error", NULL, ev->message);
+                                  state == DB_STATE_ERROR ? why : NULL);
+        } else if (ev->kind == EV_ERROR) { /* why: the done events of the samples it ended follow */
+            l->error_id = ev->request_id;
+            snprintf(l->error, sizeof l->error, "%s", ev->message);
         }
         engine_event_free(ev);
         if (out) return out;

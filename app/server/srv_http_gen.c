@@ -493,7 +493,20 @@ static void tc_args(void *ud, int k, const char *piece, size_t len) {
     if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
 }
 
+/* A sample the engine ended with an error (out of memory in a step): a stream
+ * says so in an error chunk before the sample's finish, as OpenAI's and
+ * llama-server's streams do (the official clients raise it). */
+static void chunk_error(gen_state *st) {
+    const char *msg = st->err_msg[0] ? st->err_msg : "the generation failed";
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddNumberToObject(e, "code", MHD_HTTP_INTERNAL_SERVER_ERROR);
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", "server_error");
+    sse(st, o);
+}
+
 static void chunk_finish(gen_state *st, int idx, bool last) {
+    if (!st->fmt && st->sm[idx].finish == FINISH_ERROR) chunk_error(st);
     if (st->fmt) {
         http_gen_report r = report_of(st, idx, NULL, 0);
         st->fmt->end(st->fmt_ctx, &r, true, &st->out);
@@ -715,6 +728,14 @@ static enum MHD_Result answer_now(gen_state *st, struct MHD_Connection *mc) {
         enum MHD_Result ret = b.oom || !b.p ? MHD_NO : srv_http_json(mc, status, b.p, b.len);
         sb_free(&b);
         return ret;
+    }
+    bool failed = st->n > 0;
+    for (int i = 0; i < st->n; i++) failed = failed && st->sm[i].finish == FINISH_ERROR;
+    if (failed) { /* no answer at all: an error status, not a 200 with nothing in it */
+        char msg[sizeof st->err_msg];
+        snprintf(msg, sizeof msg, "%s", st->err_msg[0] ? st->err_msg : "the generation failed");
+        state_free(st);
+        return srv_http_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, "server_error", msg);
     }
     cJSON *a = answer_json(st);
     char *txt = a ? cJSON_PrintUnformatted(a) : NULL;

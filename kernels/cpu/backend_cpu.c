@@ -9,6 +9,7 @@
 
 #include "kernels/quant.h"
 #include "kernels/backend.h"
+#include "kernels/fault.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul.h"
@@ -124,6 +125,7 @@ static int cpu_weight_load(void *ctx_, const bk_tensor *t_in, bk_weight *out, ll
 }
 
 static void *cpu_alloc(void *ctx, size_t bytes) {
+    if (llc_fault_alloc_fails()) return NULL; /* tests: out of memory here */
     size_t size = (bytes + 63) / 64 * 64;
     return aligned_alloc(64, size ? size : 64);
 }
@@ -204,6 +206,19 @@ static int cpu_rmsnorm(void *ctx_, const float *x, const bk_weight *w, float *ou
 static int cpu_matmul_op(void *ctx_, const bk_weight *w, const float *x, int rows, float *y) {
     cpu_ctx *ctx = ctx_;
     return cpu_matmul_packed(ctx->pool, w->type, w->data, w->aux, w->n_in, w->n_out, x, rows, y);
+}
+
+_Static_assert(BK_MATMUL_MULTI_MAX <= CPU_MATMUL_MULTI_MAX, "the CPU matmul_multi takes fewer matrices");
+
+static int cpu_matmul_multi_op(void *ctx_, const bk_weight *const *w, int n, const float *x, int rows,
+                               float *const *y) {
+    cpu_ctx *ctx = ctx_;
+    if (n < 0 || n > CPU_MATMUL_MULTI_MAX) return LLC_ERR_RANGE;
+    cpu_matmul_w mw[CPU_MATMUL_MULTI_MAX];
+    for (int i = 0; i < n; i++)
+        mw[i] = (cpu_matmul_w){.type = w[i]->type, .W = w[i]->data, .packed = w[i]->aux,
+                               .n_in = w[i]->n_in, .n_out = w[i]->n_out};
+    return cpu_matmul_multi(ctx->pool, mw, n, x, rows, y);
 }
 
 static int cpu_add_bias(void *ctx, float *y, const bk_weight *b, int rows) {
@@ -348,6 +363,7 @@ static const backend_ops g_cpu_ops = {
     .gelu_mul = cpu_gelu_mul,
     .gather_rows = cpu_gather_rows,
     .scatter_add_rows = cpu_scatter_add_rows,
+    .matmul_multi = cpu_matmul_multi_op,
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {

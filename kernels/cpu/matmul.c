@@ -1,6 +1,7 @@
 /* matmul.c — cpu_matmul's dispatcher: argument checks, the run-time choice of SIMD
  * level (cpuid, capped by LLC_SIMD), activation quantization into pool scratch, and
- * the split of the work over the pool's threads; plus the scalar reference
+ * the split of the work over the pool's threads, for one matrix or several against
+ * the same activations (cpu_matmul_multi); plus the scalar reference
  * cpu_matmul_ref. The kernels themselves live in matmul_<level>*.c. */
 #include "kernels/cpu/matmul.h"
 
@@ -87,49 +88,78 @@ const char *cpu_simd_name(void) { return current_impl()->name; }
  * The output rows are cut into chunks that threads take from a shared counter, so a
  * busy core slows the call down but never leaves the other idle. Every output is
  * computed by one thread, with arithmetic that depends on the shapes alone (not on
- * the chunking), so results do not depend on the thread count. */
+ * the chunking), so results do not depend on the thread count.
+ *
+ * One call may multiply the same activations by several matrices (cpu_matmul_multi:
+ * Q, K and V; gate and up): each matrix ("part") is planned exactly as it would be
+ * alone, the activations are prepared once per distinct form they take, and the
+ * chunks of all the parts are numbered one after the other and handed out from one
+ * counter, in one dispatch of the pool. */
+
+typedef struct mm_part {
+    mm_args a;
+    int use_gemm;
+    int64_t chunk;        /* output rows per work unit */
+    int64_t unit0;        /* its units are the call's unit0 .. unit0 + n_units - 1 */
+    int64_t n_units;
+    int own_slot;         /* >= 0: T == 1, each thread quantizes X into its own row of this slot */
+} mm_part;
 
 typedef struct mm_job {
     const mm_impl *impl;
-    mm_args a;
-    int64_t chunk;        /* output rows per work unit */
-    int64_t n_units;
+    const mm_part *parts;
+    int n_parts;
+    int64_t n_units;      /* of all the parts */
     atomic_long next;     /* next unit to take */
-    int use_gemm;
     uint8_t *scratch;     /* gemm: per-thread scratch, scratch_per apart */
     size_t scratch_per;
-    uint8_t *xq_own;      /* T == 1, quantized types: per-thread xq rows, xq_stride apart */
+    uint8_t *xq_own;      /* T == 1: per-thread xq rows of the own slots, own_per apart */
+    size_t own_per;
 } mm_job;
+
+static const mm_part *part_of(const mm_job *j, long u) {
+    int p = 0;
+    while (p + 1 < j->n_parts && u >= j->parts[p + 1].unit0) p++;
+    return &j->parts[p];
+}
 
 static void mm_work(void *ctx, int ith, int nth) {
     (void)nth;
     mm_job *j = ctx;
     void *scratch = j->scratch ? j->scratch + (size_t)ith * j->scratch_per : NULL;
+    uint8_t *own_xq = j->xq_own ? j->xq_own + (size_t)ith * j->own_per : NULL;
+    unsigned own_done = 0; /* own slots this thread has quantized */
     long u = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-    const mm_args *a = &j->a;
-    mm_args own;
-    if (j->xq_own) {
-        /* single-row call: every thread quantizes the activations itself (~1 µs)
-         * instead of waiting for one thread to do it, its first weights already on
-         * their way */
-        if (u < j->n_units) {
-            const uint8_t *w = a->W + (size_t)(u * j->chunk) * a->w_stride;
-            for (int l = 0; l < 4096; l += 64) __builtin_prefetch(w + l);
-        }
-        own = *a;
-        own.xq = j->xq_own + (size_t)ith * a->xq_stride;
-        j->impl->quantize_x(a->type, a->X, a->n_in, (uint8_t *)own.xq);
-        a = &own;
-    }
-    /* the GEMM claims its next unit one ahead, so it can prefetch that unit's first
-     * weights while finishing the current one */
     while (u < j->n_units) {
-        const long un = j->use_gemm ? atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed) : 0;
-        const int64_t o0 = u * j->chunk;
-        const int64_t o1 = o0 + j->chunk < a->n_out ? o0 + j->chunk : a->n_out;
-        if (j->use_gemm) {
-            const int64_t n0 = un < j->n_units ? un * j->chunk : 0;
-            const int64_t n1 = un < j->n_units ? (n0 + j->chunk < a->n_out ? n0 + j->chunk : a->n_out) : 0;
+        const mm_part *p = part_of(j, u);
+        const int64_t lu = u - p->unit0;
+        const mm_args *a = &p->a;
+        mm_args own;
+        if (p->own_slot >= 0) {
+            /* single-row call: every thread quantizes the activations itself (~1 µs)
+             * instead of waiting for one thread to do it, its first weights already
+             * on their way */
+            own = *a;
+            own.xq = own_xq + (size_t)p->own_slot * a->xq_stride;
+            if (!(own_done & 1u << p->own_slot)) {
+                const uint8_t *w = a->W + (size_t)(lu * p->chunk) * a->w_stride;
+                for (int l = 0; l < 4096; l += 64) __builtin_prefetch(w + l);
+                j->impl->quantize_x(a->type, a->X, a->n_in, (uint8_t *)own.xq);
+                own_done |= 1u << p->own_slot;
+            }
+            a = &own;
+        }
+        const int64_t o0 = lu * p->chunk;
+        const int64_t o1 = o0 + p->chunk < a->n_out ? o0 + p->chunk : a->n_out;
+        if (p->use_gemm) {
+            /* the GEMM claims its next unit one ahead, so it can prefetch that unit's
+             * first weights (when of the same matrix) while finishing the current one */
+            const long un = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+            int64_t n0 = 0, n1 = 0;
+            if (un < p->unit0 + p->n_units) {
+                n0 = (un - p->unit0) * p->chunk;
+                n1 = n0 + p->chunk < a->n_out ? n0 + p->chunk : a->n_out;
+            }
             j->impl->gemm(a, o0, o1, n0, n1, scratch);
             u = un;
         } else {
@@ -239,64 +269,171 @@ int cpu_matmul(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64
 
 int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_packed_w *packed,
                       int64_t n_in, int64_t n_out, const float *X, int64_t T, float *Y) {
-    const qtype_info *ti = qtype_get(type);
+    const cpu_matmul_w w = {.type = type, .W = W, .packed = packed, .n_in = n_in, .n_out = n_out};
+    return cpu_matmul_multi(pool, &w, 1, X, T, &Y);
+}
+
+/* Checks one matrix as cpu_matmul does. */
+static int check_w(const cpu_matmul_w *w) {
+    const qtype_info *ti = qtype_get(w->type);
     if (!ti || !ti->supported ||
-        !(type == QT_F32 || type == QT_F16 || type == QT_BF16 || mm_type_is_quant(type)))
+        !(w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16 || mm_type_is_quant(w->type)))
         return LLC_ERR_UNSUPPORTED;
-    if (n_in <= 0 || n_out < 0 || T < 0 || n_in % ti->block_elems) return LLC_ERR_RANGE;
-    if (n_out == 0 || T == 0) return 0;
-    LLC_ASSERT(W && X && Y);
+    if (w->n_in <= 0 || w->n_out < 0 || w->n_in % ti->block_elems) return LLC_ERR_RANGE;
+    return 0;
+}
 
-    const mm_impl *impl = current_impl();
-    mm_job job;
-    memset(&job, 0, sizeof job);
-    job.impl = impl;
-    job.a = (mm_args){
-        .type = type, .W = W, .w_stride = qtype_row_bytes(type, n_in),
-        .n_in = n_in, .n_out = n_out, .T = T, .X = X, .Y = Y,
+/* Plans one matrix's part of a call: the path (dot kernels or GEMM) and the chunks,
+ * as for the matrix alone. */
+static void plan_part(const mm_impl *impl, const cpu_matmul_w *w, const float *X, int64_t T, float *Y, int nth,
+                      mm_part *p) {
+    memset(p, 0, sizeof *p);
+    p->own_slot = -1;
+    p->a = (mm_args){
+        .type = w->type, .W = w->W, .w_stride = qtype_row_bytes(w->type, w->n_in),
+        .n_in = w->n_in, .n_out = w->n_out, .T = T, .X = X, .Y = Y,
     };
-    const int nth = pool ? cpu_pool_size(pool) : 1;
-
+    if (mm_type_is_quant(w->type)) p->a.xq_stride = mm_xq_row_bytes(w->n_in);
+    const int64_t n_out = w->n_out;
     /* panels packed ahead serve the AVX-512 GEMM only (the level may have been lowered) */
-    const uint8_t *wp = packed && packed->data && impl->gemm_rows_prepacked ? packed->data : NULL;
-    const int gemm_rows = wp ? impl->gemm_rows_prepacked(type, T)
-                             : T > 1 && impl->gemm ? impl->gemm_rows(type, T) : 0;
-    job.use_gemm = gemm_rows > 0;
-    if (job.use_gemm) job.a.wp = wp;
-    if (job.use_gemm) {
+    const uint8_t *wp = w->packed && w->packed->data && impl->gemm_rows_prepacked ? w->packed->data : NULL;
+    const int gemm_rows = wp ? impl->gemm_rows_prepacked(w->type, T)
+                             : T > 1 && impl->gemm ? impl->gemm_rows(w->type, T) : 0;
+    p->use_gemm = gemm_rows > 0;
+    if (p->use_gemm) {
+        p->a.wp = wp;
         /* chunks of up to 128 rows, at least ~4 per thread when there are enough rows */
         int64_t c = round_up((n_out + 4 * nth - 1) / (4 * nth), gemm_rows);
         /* ... except when the panels are packed ahead and all rows fit one group: the
          * weights are then read once, in order, and long runs keep each thread's
          * stream going as in the GEMV (measured, 2048×5632 at T = 4: 495 → 480 µs) */
-        const int one_pass = wp && impl->gemm_groups(type, T) == 1;
+        const int one_pass = wp && impl->gemm_groups(w->type, T) == 1;
         if (c > 128 && !one_pass) c = round_up(128, gemm_rows);
-        job.chunk = c;
+        p->chunk = c;
     } else {
         /* about two long runs of rows per thread: each thread then streams a few
          * long stretches of memory (measured: 16-row chunks handed out in turn reach
          * ~70% of the bandwidth that long runs do), and a slowed thread still leaves
          * the other one work to take */
-        job.chunk = round_up((n_out + 2 * nth - 1) / (2 * nth), 16);
+        p->chunk = round_up((n_out + 2 * nth - 1) / (2 * nth), 16);
     }
-    job.n_units = (n_out + job.chunk - 1) / job.chunk;
-    atomic_init(&job.next, 0);
+    p->n_units = (n_out + p->chunk - 1) / p->chunk;
+}
 
-    /* scratch: [xq rows][packed activations][per-thread gemm scratch] */
-    const int quant = mm_type_is_quant(type);
-    size_t xq_bytes = 0, xp_bytes = 0;
-    if (quant) {
-        job.a.xq_stride = mm_xq_row_bytes(n_in);
-        xq_bytes = job.a.xq_stride * (size_t)T;
+/* Whether the quantized activations of weight types t and u are the same bytes:
+ * quantize_x depends on the type only through the aux words and the rounding of
+ * the scale (mm_aux_of, mm_act_scale; 1/3 is not a half, so the probe tells). */
+static int same_xq_format(uint32_t t, uint32_t u) {
+    return mm_aux_of(t) == mm_aux_of(u) && mm_act_scale(t, 1.0f / 3) == mm_act_scale(u, 1.0f / 3);
+}
+
+/* The activations in the forms the parts read, shared between parts that read the
+ * same form: quantized rows (one slot per format) and packed GEMM groups (one slot
+ * per weight type and packing). */
+typedef struct mm_form {
+    int n_xq, n_xp, n_own;
+    uint32_t xq_type[CPU_MATMUL_MULTI_MAX]; /* a type of each xq format */
+    int xq_gemm[CPU_MATMUL_MULTI_MAX];      /* a GEMM part reads it: quantized ahead, never per thread */
+    int xq_slot[CPU_MATMUL_MULTI_MAX];      /* its slot in the shared rows, or in the own rows */
+    int xp_part[CPU_MATMUL_MULTI_MAX];      /* the part each xp slot was made for */
+    int part_xq[CPU_MATMUL_MULTI_MAX], part_xp[CPU_MATMUL_MULTI_MAX]; /* per part, or -1 */
+} mm_form;
+
+static void plan_forms(const mm_part *parts, int n, mm_form *f) {
+    memset(f, 0, sizeof *f);
+    for (int i = 0; i < n; i++) {
+        const mm_args *a = &parts[i].a;
+        f->part_xq[i] = f->part_xp[i] = -1;
+        if (a->xq_stride) {
+            int k = 0;
+            while (k < f->n_xq && !same_xq_format(f->xq_type[k], a->type)) k++;
+            if (k == f->n_xq) f->xq_type[f->n_xq++] = a->type;
+            f->part_xq[i] = k;
+            f->xq_gemm[k] |= parts[i].use_gemm;
+        }
+        if (parts[i].use_gemm) {
+            int k = 0;
+            while (k < f->n_xp && !(parts[f->xp_part[k]].a.type == a->type &&
+                                    !parts[f->xp_part[k]].a.wp == !a->wp))
+                k++;
+            if (k == f->n_xp) f->xp_part[f->n_xp++] = i;
+            f->part_xp[i] = k;
+        }
     }
-    if (job.use_gemm) {
-        xp_bytes = (impl->gemm_xp_bytes(type, n_in, T) + 63) & ~(size_t)63;
-        /* (packed-ahead quantized weights need no panel buffers) */
-        if (!job.a.wp) job.scratch_per = (impl->gemm_scratch(type, n_in, job.chunk) + 63) & ~(size_t)63;
+}
+
+/* Quantizes (unless done) and, with xp, packs the T rows of a for its GEMM. */
+static void prepare_x(cpu_pool *pool, int nth, const mm_impl *impl, mm_args *a, uint8_t *xp, int quantized) {
+    mm_prep prep = {.impl = impl, .a = a, .n_units = a->T, .quantized = quantized};
+    if (xp) {
+        prep.xp = xp;
+        prep.n_units = impl->gemm_groups(a->type, a->T);
     }
-    const int own_xq = quant && !job.use_gemm && T == 1 && pool && nth > 1 && job.n_units > 1;
-    if (own_xq) xq_bytes = job.a.xq_stride * (size_t)nth;
-    size_t total = xq_bytes + xp_bytes + job.scratch_per * (size_t)nth;
+    const int parallel = pool && nth > 1 && a->T * a->n_in >= 4096;
+    if (parallel && a->xq && !quantized && xp && prep.n_units < nth) {
+        /* fewer groups than threads: quantize the rows on all threads first */
+        mm_prep rows = {.impl = impl, .a = a, .n_units = a->T};
+        atomic_init(&rows.next, 0);
+        cpu_pool_run(pool, mm_prep_work, &rows);
+        prep.quantized = 1;
+    }
+    atomic_init(&prep.next, 0);
+    if (parallel && prep.n_units > 1)
+        cpu_pool_run(pool, mm_prep_work, &prep);
+    else
+        mm_prep_work(&prep, 0, 1);
+}
+
+int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_w *w, int n, const float *X, int64_t T,
+                     float *const *Y) {
+    if (n < 0 || n > CPU_MATMUL_MULTI_MAX) return LLC_ERR_RANGE;
+    for (int i = 0; i < n; i++) {
+        const int rc = check_w(&w[i]);
+        if (rc) return rc;
+        if (w[i].n_in != w[0].n_in) return LLC_ERR_RANGE;
+    }
+    if (T < 0) return LLC_ERR_RANGE;
+    if (T == 0) return 0;
+
+    const mm_impl *impl = current_impl();
+    const int nth = pool ? cpu_pool_size(pool) : 1;
+    mm_part parts[CPU_MATMUL_MULTI_MAX];
+    int np = 0;
+    int64_t n_units = 0;
+    for (int i = 0; i < n; i++) {
+        if (w[i].n_out == 0) continue;
+        LLC_ASSERT(w[i].W && X && Y && Y[i]);
+        plan_part(impl, &w[i], X, T, Y[i], nth, &parts[np]);
+        parts[np].unit0 = n_units;
+        n_units += parts[np++].n_units;
+    }
+    if (!np) return 0;
+    const int64_t n_in = parts[0].a.n_in;
+    const size_t xq_stride = mm_xq_row_bytes(n_in);
+
+    /* single-row call on several threads: quantized rows that no GEMM reads are
+     * made by each thread for itself (mm_work) */
+    mm_form f;
+    plan_forms(parts, np, &f);
+    const int own_xq = T == 1 && pool && nth > 1 && n_units > 1;
+    int n_shared = 0;
+    for (int k = 0; k < f.n_xq; k++) f.xq_slot[k] = own_xq && !f.xq_gemm[k] ? f.n_own++ : n_shared++;
+
+    /* scratch: [shared xq rows][packed activations][own xq rows][per-thread gemm scratch] */
+    size_t xp_off[CPU_MATMUL_MULTI_MAX], xp_total = 0, scratch_per = 0;
+    for (int k = 0; k < f.n_xp; k++) {
+        const mm_args *a = &parts[f.xp_part[k]].a;
+        xp_off[k] = xp_total;
+        xp_total += (impl->gemm_xp_bytes(a->type, n_in, T) + 63) & ~(size_t)63;
+    }
+    for (int i = 0; i < np; i++)
+        if (parts[i].use_gemm && !parts[i].a.wp) { /* (packed-ahead quantized weights need no panel buffers) */
+            const size_t s = (impl->gemm_scratch(parts[i].a.type, n_in, parts[i].chunk) + 63) & ~(size_t)63;
+            if (s > scratch_per) scratch_per = s;
+        }
+    const size_t xq_bytes = xq_stride * (size_t)T * (size_t)n_shared;
+    const size_t own_per = xq_stride * (size_t)f.n_own;
+    const size_t total = xq_bytes + xp_total + own_per * (size_t)nth + scratch_per * (size_t)nth;
     uint8_t *scratch = NULL, *owned = NULL;
     if (total) {
         if (pool) {
@@ -306,32 +443,37 @@ int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_pa
             if (!owned) return LLC_ERR_NOMEM;
         }
     }
-    if (quant) job.a.xq = scratch;
-    if (own_xq) job.xq_own = scratch;
-    else if (quant || job.use_gemm) {
-        mm_prep prep = {.impl = impl, .a = &job.a, .n_units = T};
-        if (job.use_gemm) {
-            prep.xp = scratch + xq_bytes;
-            prep.n_units = impl->gemm_groups(type, T);
-            job.a.xp = prep.xp;
-            job.scratch = scratch + xq_bytes + xp_bytes;
-        }
-        const int parallel = pool && nth > 1 && T * n_in >= 4096;
-        if (parallel && quant && prep.xp && prep.n_units < nth) {
-            /* fewer groups than threads: quantize the rows on all threads first */
-            mm_prep rows = {.impl = impl, .a = &job.a, .n_units = T};
-            atomic_init(&rows.next, 0);
-            cpu_pool_run(pool, mm_prep_work, &rows);
-            prep.quantized = 1;
-        }
-        atomic_init(&prep.next, 0);
-        if (parallel && prep.n_units > 1)
-            cpu_pool_run(pool, mm_prep_work, &prep);
-        else
-            mm_prep_work(&prep, 0, 1);
+    uint8_t *xp_base = scratch + xq_bytes;
+    mm_job job = {.impl = impl, .parts = parts, .n_parts = np, .n_units = n_units, .own_per = own_per,
+                  .scratch_per = scratch_per};
+    if (f.n_own) job.xq_own = xp_base + xp_total;
+    if (scratch_per) job.scratch = xp_base + xp_total + own_per * (size_t)nth;
+    for (int i = 0; i < np; i++) {
+        const int k = f.part_xq[i];
+        if (k >= 0 && own_xq && !f.xq_gemm[k]) parts[i].own_slot = f.xq_slot[k];
+        else if (k >= 0) parts[i].a.xq = scratch + (size_t)f.xq_slot[k] * xq_stride * (size_t)T;
+        if (f.part_xp[i] >= 0) parts[i].a.xp = xp_base + xp_off[f.part_xp[i]];
     }
 
-    if (pool && nth > 1 && job.n_units > 1)
+    /* the activations, once per form: the GEMM packings (quantizing their rows
+     * first), then the quantized rows no GEMM reads */
+    int quantized[CPU_MATMUL_MULTI_MAX] = {0};
+    for (int k = 0; k < f.n_xp; k++) {
+        mm_args a = parts[f.xp_part[k]].a;
+        const int q = f.part_xq[f.xp_part[k]];
+        prepare_x(pool, nth, impl, &a, (uint8_t *)a.xp, q < 0 || quantized[q]);
+        if (q >= 0) quantized[q] = 1;
+    }
+    for (int i = 0; i < np; i++) {
+        const int q = f.part_xq[i];
+        if (q < 0 || quantized[q] || parts[i].own_slot >= 0) continue;
+        mm_args a = parts[i].a;
+        prepare_x(pool, nth, impl, &a, NULL, 0);
+        quantized[q] = 1;
+    }
+
+    atomic_init(&job.next, 0);
+    if (pool && nth > 1 && n_units > 1)
         cpu_pool_run(pool, mm_work, &job);
     else
         mm_work(&job, 0, 1);

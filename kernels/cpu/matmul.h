@@ -10,7 +10,8 @@
  * every activation row; above (T >= 3..6 depending on the type, AVX-512 only, and
  * only for F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K),
  * weights are repacked tile by tile into a cache-resident layout that every
- * activation row then passes over (blocked GEMM, compute bound).
+ * activation row then passes over (blocked GEMM, compute bound). Several matrices
+ * that read the same activations can go in one call (cpu_matmul_multi).
  *
  * The SIMD level is chosen at run time: AVX-512 (F/BW/VL/DQ + VNNI), AVX2 (+FMA,
  * F16C), or plain C. AMX is never used. The environment variable
@@ -61,6 +62,27 @@ bool cpu_matmul_packed_suffices(uint32_t type);
  * a given path, which now also serves small T. */
 int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_packed_w *packed,
                       int64_t n_in, int64_t n_out, const float *X, int64_t T, float *Y);
+
+/* One matrix of a cpu_matmul_multi call: W as cpu_matmul takes it, with its
+ * packed panels (or NULL) as cpu_matmul_packed does. */
+typedef struct cpu_matmul_w {
+    uint32_t type;
+    const void *W;
+    const cpu_packed_w *packed;
+    int64_t n_in, n_out;
+} cpu_matmul_w;
+
+#define CPU_MATMUL_MULTI_MAX 8
+
+/* Y[i] = X · w[i]ᵀ for i < n (n <= CPU_MATMUL_MULTI_MAX, every n_in the same):
+ * the same activations against several matrices (Q, K and V; gate and up) in one
+ * call. X is quantized once per activation format the types need (not once per
+ * matrix), and the chunks of all the matrices go to the pool in one dispatch.
+ * Each Y[i] is bit for bit what cpu_matmul_packed(w[i]) would give. The checks
+ * are cpu_matmul's, for every matrix before any work (LLC_ERR_RANGE also for
+ * differing n_in or a bad n); the Y[i] must not overlap one another. */
+int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_w *w, int n, const float *X, int64_t T,
+                     float *const *Y);
 
 /* Scalar reference: dequantizes each row with dequantize_row and takes the dot product
  * with exact X in double precision. Slow; used by the tests. */

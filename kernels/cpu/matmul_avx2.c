@@ -1,7 +1,9 @@
-/* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C): the 256-bit dot-product
- * kernels of matmul_dot256.h with maddubs/madd byte products (no VNNI), used for
- * every T (the rows of a chunk stay in cache while the activation rows pass).
- * Compiled for AVX2 by a target pragma; only called after cpuid says so. */
+/* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C) and its kernel table: the
+ * 256-bit dot-product kernels of matmul_dot256.h with maddubs/madd byte products (no
+ * VNNI), for one row and for the types without a GEMM at every T (the rows of a
+ * chunk stay in cache while the activation rows pass), and the blocked GEMM of
+ * matmul_avx2_gemm.c for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K at T > 1. Compiled for
+ * AVX2 by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -19,11 +21,43 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 }
 
 #include "kernels/cpu/matmul_dot256.h"
+#include "kernels/cpu/matmul_avx2_gemm.h"
+
+/* ---- GEMM hooks: quantized weights → gemmq (matmul_avx2_gemm.c) ------------------ */
+static int gemm_rows(uint32_t type, int64_t T) {
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
+}
+static int64_t gemm_groups(uint32_t type, int64_t T) {
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+}
+static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
+}
+static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
+}
+static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
+    if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+}
+static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
+}
+static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
+    (void)n0, (void)n1;
+    if (mm_type_is_quant(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
+}
 
 const mm_impl mm_impl_avx2 = {
     .name = "avx2",
     .quantize_x = quantize_x_256,
     .dot_rows = dot_rows_256,
+    .gemm_rows = gemm_rows,
+    .gemm_groups = gemm_groups,
+    .gemm_group = gemm_group,
+    .gemm_xp_bytes = gemm_xp_bytes,
+    .gemm_pack_x = gemm_pack_x,
+    .gemm_scratch = gemm_scratch,
+    .gemm = gemm,
 };
 
 #pragma GCC pop_options

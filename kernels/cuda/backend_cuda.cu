@@ -28,6 +28,7 @@
 extern "C" {
 #include "kernels/quant.h"
 #include "kernels/backend.h"
+#include "kernels/fault.h"
 #include "kernels/cuda/backend_cuda.h"
 }
 
@@ -535,6 +536,7 @@ static int cu_weight_load(void *p, const bk_tensor *t, bk_weight *out, llc_err *
 
 static void *cu_alloc(void *p, size_t bytes) {
     void *d = NULL;
+    if (llc_fault_alloc_fails()) return NULL; /* tests: out of memory here */
     if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) {
         cudaGetLastError(); /* not sticky: the caller reports the size */
         return NULL;

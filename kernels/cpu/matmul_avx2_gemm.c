@@ -1,0 +1,585 @@
+/* matmul_avx2_gemm.c — the AVX2 blocked GEMM for quantized weights (Q8_0, Q4_0, Q4_K,
+ * Q5_K, Q6_K) at T > 1 ("gemmq" of the AVX2 level; no VNNI): a chunk of output rows is
+ * repacked, one K-slice at a time, into 8-row panels, and every group of activation
+ * rows then passes over them with an outer-product microkernel.
+ *
+ * Panels: one ymm holds 4 consecutive weight bytes of each of 8 rows, so a broadcast
+ * of 4 activation bytes against it gives 8 outputs × 4 products with
+ * _mm256_maddubs_epi16 (u8 × s8 → int16 pairs) and _mm256_madd_epi16(.., 1) (→ int32).
+ * maddubs saturates at int16, so each type keeps its products in range exactly:
+ *   Q8_0  |w| (0..128) as u8 against sign(x, w) (|x| <= 127): a pair is <= 32512;
+ *         madd to int32 after every step;
+ *   Q4_0, Q4_K  nibbles (0..15) kept packed two per byte in the panel (the file's
+ *         pairing: low and high nibble are two 4-element steps) and split with an and
+ *         and a shift; a block's 8 maddubs results add up in int16 (<= 16·15·127 =
+ *         30480) before one madd;
+ *   Q5_K  5-bit values (0..31) unpacked to u8, four maddubs added in int16 (<= 31496);
+ *   Q6_K  u = w + 32 (0..63) as u8, two maddubs added in int16 (<= 4·63·127 = 32004).
+ * Offsets come from the activations' per-block sums (aux, see matmul_internal.h):
+ * Q4_0's -8·Σq, Q6_K's -32·Σq, Q4_K's and Q5_K's min term (one fma per block). Each block's
+ * integer sum is exact; it is scaled once per block (cvt, mul by the activation
+ * scale, fma with the row's weight scale), as in the AVX-512 GEMM, for up to RXMAX
+ * activation rows at a time (their int and float sums in registers).
+ *
+ * The quantized activations are interleaved once per call, per group of rows
+ * ([k/4][XP] dwords per block, then the block's scale and aux word), so every
+ * broadcast is a constant offset from one pointer. Panels are filled with 8×8 dword
+ * transposes of the file's bytes (Q5_K's and Q6_K's values first unpacked per row). Y is
+ * written per K-slice (accumulated after the first); every output's arithmetic is
+ * fixed by the shapes alone, so the thread count never changes a result. The
+ * one-row path (T = 1) keeps the dot kernels of matmul_dot256.h, so a batched row
+ * may differ from the row alone in float rounding (not in the integer sums). */
+#if defined(__x86_64__)
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_avx2_gemm.h"
+
+#define AI static inline __attribute__((always_inline))
+#ifndef KUNROLL
+#define KUNROLL "GCC unroll 2" /* (fully unrolled, GCC reassociates the sums and spills) */
+#endif
+
+#ifndef RXMAX
+#define RXMAX 4 /* activation rows per microkernel call (at most 8) */
+#endif
+enum {
+    XP = RXMAX, /* interleave stride of packed activations (rows, padded) */
+    KC = 2048,  /* K-slice (multiple of 256) */
+    PR = 8,     /* rows per panel */
+};
+
+/* elements per packed activation block: 16-groups for Q6_K, else 32-blocks */
+static int x_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
+/* bytes of one packed activation block: int32 q[bs/4][XP], f32 d[XP], aux[XP] */
+static size_t x_blk_bytes(int bs) { return (size_t)(bs / 4 + 2) * XP * 4; }
+
+/* One panel block ("unit") of each type: its elements and bytes.
+ *   Q8_0  32: s8 w[8][8 rows][4], f32 s[8]
+ *   Q4_0  32: nibbles [4][8][4] (low: step j, high: step 4 + j), f32 s[8]
+ *   Q4_K  64: nibbles [8][8][4] (low: sub-block A step j, high: B step j),
+ *             f32 sA[8], sB[8], mA[8], mB[8] (scale d·sc, min -dmin·m)
+ *   Q5_K  32: u8 u[8][8][4], f32 s[8], m[8] (scale d·sc, min -dmin·m)
+ *   Q6_K  16: u8 u[4][8][4], f32 s[8] */
+static int w_unit(uint32_t t) { return t == QT_Q4_K ? 64 : t == QT_Q6_K ? 16 : 32; }
+static size_t w_unit_bytes(uint32_t t) {
+    switch (t) {
+    case QT_Q8_0: return 256 + 32;
+    case QT_Q4_0: return 128 + 32;
+    case QT_Q4_K: return 256 + 128;
+    case QT_Q5_K: return 256 + 64;
+    default: return 128 + 32; /* Q6_K */
+    }
+}
+
+static int64_t kc_of(int64_t n_in) { return n_in < KC ? n_in : KC; }
+static size_t panel_bytes(uint32_t type, int64_t kc) { return (size_t)(kc / w_unit(type)) * w_unit_bytes(type); }
+static size_t xgroup_bytes(uint32_t type, int64_t n_in) {
+    return (size_t)(n_in / x_bs(type)) * x_blk_bytes(x_bs(type));
+}
+
+/* Below these batch sizes the dot kernels (each weight block read once, then from
+ * cache for every activation row) beat packing the weights per call; measured on the
+ * TinyLlama shapes, 1 thread: the K-quants' packing (scales, Q6_K's 6-bit values)
+ * costs about as much as 4-8 rows of GEMM. */
+int mm_avx2_gemmq_rows(uint32_t type, int64_t T) {
+    switch (type) {
+    case QT_Q8_0:
+    case QT_Q4_0: return T >= 4 ? PR : 0;
+    case QT_Q4_K:
+    case QT_Q5_K:
+    case QT_Q6_K: return T >= 8 ? PR : 0;
+    default: return 0;
+    }
+}
+
+int64_t mm_avx2_gemmq_groups(int64_t T) { return (T + RXMAX - 1) / RXMAX; }
+
+/* group g of ng: rows [g*T/ng, (g+1)*T/ng), sizes differ by at most one */
+void mm_avx2_gemmq_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    const int64_t ng = mm_avx2_gemmq_groups(T);
+    *t0 = g * T / ng;
+    *t1 = (g + 1) * T / ng;
+}
+
+size_t mm_avx2_gemmq_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
+    return (size_t)mm_avx2_gemmq_groups(T) * xgroup_bytes(type, n_in);
+}
+
+size_t mm_avx2_gemmq_scratch(uint32_t type, int64_t n_in, int64_t rows) {
+    return (size_t)((rows + PR - 1) / PR) * panel_bytes(type, kc_of(n_in)) + 64;
+}
+
+/* ---- packing weights: one 8-row panel ---------------------------------------------- */
+
+/* r[i] dword j → r[j] dword i */
+AI void tr8x8(__m256i r[8]) {
+    __m256i t[8], u[8];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    _Pragma("GCC unroll 8")
+    for (int h = 0; h < 2; h++) {
+        u[4 * h + 0] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+        u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+    }
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+        r[4 + j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+    }
+}
+
+/* 32 bytes at p[r] + off for each of the 8 rows → 8 ymm of [row][4 bytes] */
+AI void pack32(const uint8_t *const p[PR], size_t off, uint8_t *dst) {
+    __m256i r[8];
+    _Pragma("GCC unroll 8")
+    for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_si256((const __m256i *)(const void *)(p[i] + off));
+    tr8x8(r);
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)(void *)(dst + 32 * j), r[j]);
+}
+
+static float h2f(const uint8_t *p) { return _cvtsh_ss(mm_rd16(p)); }
+
+static void pack_q8_0(const uint8_t *const row[PR], int64_t b0, int64_t nb, uint8_t *dst) {
+    for (int64_t b = b0; b < b0 + nb; b++, dst += 288) {
+        const size_t off = (size_t)b * sizeof(block_q8_0);
+        pack32(row, off + 2, dst);
+        float *s = (float *)(void *)(dst + 256);
+        for (int r = 0; r < PR; r++) s[r] = h2f(row[r] + off);
+    }
+}
+
+static void pack_q4_0(const uint8_t *const row[PR], int64_t b0, int64_t nb, uint8_t *dst) {
+    for (int64_t b = b0; b < b0 + nb; b++, dst += 160) {
+        const size_t off = (size_t)b * sizeof(block_q4_0);
+        __m256i y[4];
+        _Pragma("GCC unroll 8")
+        for (int i = 0; i < 4; i++)
+            y[i] = _mm256_loadu2_m128i((const __m128i *)(const void *)(row[i + 4] + off + 2),
+                                       (const __m128i *)(const void *)(row[i] + off + 2));
+        const __m256i t0 = _mm256_unpacklo_epi32(y[0], y[1]), t1 = _mm256_unpackhi_epi32(y[0], y[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(y[2], y[3]), t3 = _mm256_unpackhi_epi32(y[2], y[3]);
+        _mm256_store_si256((__m256i *)(void *)dst, _mm256_unpacklo_epi64(t0, t2));
+        _mm256_store_si256((__m256i *)(void *)(dst + 32), _mm256_unpackhi_epi64(t0, t2));
+        _mm256_store_si256((__m256i *)(void *)(dst + 64), _mm256_unpacklo_epi64(t1, t3));
+        _mm256_store_si256((__m256i *)(void *)(dst + 96), _mm256_unpackhi_epi64(t1, t3));
+        float *s = (float *)(void *)(dst + 128);
+        for (int r = 0; r < PR; r++) s[r] = h2f(row[r] + off);
+    }
+}
+
+/* u0, nu: 64-element units (4 per super-block; multiples of 4) */
+static void pack_q4_K(const uint8_t *const row[PR], int64_t u0, int64_t nu, uint8_t *dst) {
+    for (int64_t sb = u0 / 4; sb < (u0 + nu) / 4; sb++) {
+        const size_t off = (size_t)sb * sizeof(block_q4_K);
+        float sc[8][PR], mn[8][PR]; /* per sub-block: d·sc and -dmin·m of each row */
+        for (int r = 0; r < PR; r++) {
+            const uint8_t *blk = row[r] + off;
+            uint8_t sm[16];
+            mm_q4k_scales(blk + 4, sm);
+            const float d = h2f(blk), dmin = h2f(blk + 2);
+            for (int j = 0; j < 8; j++) {
+                sc[j][r] = d * (float)sm[j];
+                mn[j][r] = -dmin * (float)sm[8 + j];
+            }
+        }
+        for (int j = 0; j < 4; j++, dst += 384) {
+            pack32(row, off + 16 + 32 * (size_t)j, dst);
+            memcpy(dst + 256, sc[2 * j], 64);
+            memcpy(dst + 320, mn[2 * j], 64);
+        }
+    }
+}
+
+/* u0, nu: 32-element sub-blocks (8 per super-block; multiples of 8); the 5-bit
+ * values are unpacked per row (as the dot kernel does), then transposed */
+static void pack_q5_K(const uint8_t *const row[PR], int64_t u0, int64_t nu, uint8_t *dst) {
+    uint8_t st[PR][256] __attribute__((aligned(32)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    for (int64_t sb = u0 / 8; sb < (u0 + nu) / 8; sb++, dst += 8 * 320) {
+        const size_t off = (size_t)sb * sizeof(block_q5_K);
+        float sc[8][PR], mn[8][PR];
+        for (int r = 0; r < PR; r++) {
+            const uint8_t *blk = row[r] + off;
+            uint8_t sm[16];
+            mm_q4k_scales(blk + 4, sm);
+            const float d = h2f(blk), dmin = h2f(blk + 2);
+            for (int j = 0; j < 8; j++) {
+                sc[j][r] = d * (float)sm[j];
+                mn[j][r] = -dmin * (float)sm[8 + j];
+            }
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 16));
+            for (int j = 0; j < 4; j++) {
+                const __m256i qw = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 48 + 32 * j));
+                const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4);
+                const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4);
+                _mm256_store_si256((__m256i *)(void *)(st[r] + 64 * j), _mm256_or_si256(_mm256_and_si256(qw, m4), h0));
+                _mm256_store_si256((__m256i *)(void *)(st[r] + 64 * j + 32),
+                                   _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qw, 4), m4), h1));
+            }
+        }
+        const uint8_t *p[PR];
+        for (int r = 0; r < PR; r++) p[r] = st[r];
+        for (int j = 0; j < 8; j++) {
+            pack32(p, 32 * (size_t)j, dst + j * 320);
+            memcpy(dst + j * 320 + 256, sc[j], 32);
+            memcpy(dst + j * 320 + 288, mn[j], 32);
+        }
+    }
+}
+
+/* 256 6-bit values of one Q6_K block as u8 (0..63), in element order */
+static void q6_K_unpack(const uint8_t *w, uint8_t out[256]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++) {
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(w + 128 + 32 * h));
+        const __m256i qa = _mm256_loadu_si256((const __m256i *)(const void *)(w + 64 * h));
+        const __m256i qb = _mm256_loadu_si256((const __m256i *)(const void *)(w + 64 * h + 32));
+        __m256i *o = (__m256i *)(void *)(out + 128 * h);
+        _mm256_storeu_si256(o, _mm256_or_si256(_mm256_and_si256(qa, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)));
+        _mm256_storeu_si256(o + 1, _mm256_or_si256(_mm256_and_si256(qb, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)));
+        _mm256_storeu_si256(o + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qa, 4), m4), _mm256_and_si256(qh, m30)));
+        _mm256_storeu_si256(o + 3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qb, 4), m4),
+                                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)));
+    }
+}
+
+/* g0, ng: 16-groups (16 per super-block; g0 and ng multiples of 16) */
+static void pack_q6_K(const uint8_t *const row[PR], int64_t g0, int64_t ng, uint8_t *dst) {
+    uint8_t st[PR][256] __attribute__((aligned(32)));
+    float sc[PR][16] __attribute__((aligned(32)));
+    for (int64_t sb = g0 / 16; sb < (g0 + ng) / 16; sb++, dst += 16 * 160) {
+        const size_t off = (size_t)sb * sizeof(block_q6_K);
+        for (int r = 0; r < PR; r++) {
+            const uint8_t *blk = row[r] + off;
+            q6_K_unpack(blk, st[r]);
+            const __m256 d = _mm256_set1_ps(h2f(blk + 208));
+            const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
+            _mm256_store_ps(sc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s8))));
+            _mm256_store_ps(sc[r] + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(s8, 8)))));
+        }
+        /* 32 elements at a time: the 8 transposed vectors are steps 0-3 of group 2c
+         * and steps 0-3 of group 2c + 1 */
+        for (int c = 0; c < 8; c++) {
+            __m256i v[8];
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < PR; r++) v[r] = _mm256_load_si256((const __m256i *)(const void *)(st[r] + 32 * c));
+            tr8x8(v);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 8; k++)
+                _mm256_store_si256((__m256i *)(void *)(dst + (2 * c + k / 4) * 160 + 32 * (k % 4)), v[k]);
+        }
+        /* scales: row r's 16 group scales → group g's 8 row scales */
+        for (int h = 0; h < 2; h++) {
+            __m256i v[8];
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < PR; r++) v[r] = _mm256_castps_si256(_mm256_load_ps(sc[r] + 8 * h));
+            tr8x8(v);
+            _Pragma("GCC unroll 8")
+            for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(void *)(dst + (8 * h + k) * 160 + 128), v[k]);
+        }
+    }
+}
+
+/* Packs rows [p0, p0 + nvalid) (nvalid <= 8; missing rows repeat the last one) of W,
+ * elements [k0, k0 + kn). */
+static void pack_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int64_t kn, uint8_t *dst) {
+    const uint8_t *row[PR];
+    for (int r = 0; r < PR; r++) row[r] = a->W + (size_t)(p0 + (r < nvalid ? r : nvalid - 1)) * a->w_stride;
+    switch (a->type) {
+    case QT_Q8_0: pack_q8_0(row, k0 / 32, kn / 32, dst); break;
+    case QT_Q4_0: pack_q4_0(row, k0 / 32, kn / 32, dst); break;
+    case QT_Q4_K: pack_q4_K(row, k0 / 64, kn / 64, dst); break;
+    case QT_Q5_K: pack_q5_K(row, k0 / 32, kn / 32, dst); break;
+    case QT_Q6_K: pack_q6_K(row, k0 / 16, kn / 16, dst); break;
+    default: break;
+    }
+}
+
+/* ---- packing activations ------------------------------------------------------------ */
+
+/* Group g's rows → per block int32 q[bs/4][XP], f32 d[XP], aux[XP] (rows beyond the
+ * group zero). aux: Q4_0 -8·Σq (int), Q4_K and Q5_K d·Σq (float), Q6_K -32·Σq per
+ * group (int). */
+void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
+    int64_t t0, t1;
+    mm_avx2_gemmq_group(a->T, g, &t0, &t1);
+    const int bs = x_bs(a->type), rx = (int)(t1 - t0);
+    const size_t xbs = x_blk_bytes(bs);
+    const int64_t n = a->n_in, nblk = n / bs;
+    uint8_t *dst = xp + (size_t)g * xgroup_bytes(a->type, n);
+    memset(dst, 0, xgroup_bytes(a->type, n));
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < rx; t++) {
+        const mm_xrow r = mm_xrow_at(a->xq + (size_t)(t0 + t) * a->xq_stride, n);
+        for (int64_t b = 0; b < nblk; b++) {
+            uint8_t *db = dst + (size_t)b * xbs;
+            int32_t *q = (int32_t *)(void *)db;
+            for (int k = 0; k < bs / 4; k++) memcpy(&q[k * XP + t], r.q + b * bs + 4 * k, 4);
+            float *d = (float *)(void *)(db + (size_t)(bs / 4) * XP * 4);
+            d[t] = r.d[bs == 32 ? b : b / 2];
+            int32_t *ai = (int32_t *)(void *)(d + XP);
+            float *af = d + XP;
+            switch (a->type) {
+            case QT_Q4_0: ai[t] = r.ai[b] / 16; break;
+            case QT_Q4_K:
+            case QT_Q5_K: af[t] = r.af[b]; break;
+            case QT_Q6_K: ai[t] = r.ai[b]; break;
+            default: break;
+            }
+        }
+    }
+}
+
+/* ---- microkernels: 8 outputs (one panel) × rx activation rows over nu units ------ */
+
+AI __m256i bx(const int32_t *p) { return _mm256_set1_epi32(*p); }
+
+AI void load_acc(__m256 *fa, const int rx, const float *y, int64_t ys, __m256i m, int accum) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < rx; t++) fa[t] = accum ? _mm256_maskload_ps(y + t * ys, m) : _mm256_setzero_ps();
+}
+AI void store_acc(const __m256 *fa, const int rx, float *y, int64_t ys, __m256i m) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < rx; t++) _mm256_maskstore_ps(y + t * ys, m, fa[t]);
+}
+
+AI void kern_q8_0(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    const size_t xbs = x_blk_bytes(32);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 fa[RXMAX];
+    load_acc(fa, rx, y, ys, m, accum);
+    for (int64_t b = 0; b < nu; b++, pw += 288, px += xbs) {
+        const int32_t *xi = (const int32_t *)(const void *)px;
+        const float *xd = (const float *)(const void *)(px + 8 * XP * 4);
+        __m256i ia[RXMAX];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) ia[t] = _mm256_setzero_si256();
+        _Pragma(KUNROLL)
+        for (int k = 0; k < 8; k++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
+            const __m256i aw = _mm256_sign_epi8(w, w);
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) {
+                const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bx(xi + k * XP + t), w));
+                ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(p, ones));
+            }
+        }
+        const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++)
+            fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), _mm256_set1_ps(xd[t])), s, fa[t]);
+    }
+    store_acc(fa, rx, y, ys, m);
+}
+
+AI void kern_q4_0(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    const size_t xbs = x_blk_bytes(32);
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    __m256 fa[RXMAX];
+    load_acc(fa, rx, y, ys, m, accum);
+    for (int64_t b = 0; b < nu; b++, pw += 160, px += xbs) {
+        const int32_t *xi = (const int32_t *)(const void *)px;
+        const float *xd = (const float *)(const void *)(px + 8 * XP * 4);
+        __m256i h[RXMAX];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) h[t] = _mm256_setzero_si256();
+        _Pragma(KUNROLL)
+        for (int j = 0; j < 4; j++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * j));
+            const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) {
+                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(lo, bx(xi + j * XP + t)));
+                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(hi, bx(xi + (4 + j) * XP + t)));
+            }
+        }
+        const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 128));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) {
+            const __m256i i = _mm256_add_epi32(_mm256_madd_epi16(h[t], ones), bx(xi + 9 * XP + t));
+            fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(xd[t])), s, fa[t]);
+        }
+    }
+    store_acc(fa, rx, y, ys, m);
+}
+
+/* Q4_K: each 64-element unit is two activation blocks (A, then B); one pass over the
+ * unit's 8 nibble vectors per block keeps one int16 sum per row live. */
+AI void kern_q4_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    const size_t xbs = x_blk_bytes(32);
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    __m256 fa[RXMAX];
+    load_acc(fa, rx, y, ys, m, accum);
+    for (int64_t u = 0; u < nu; u++, pw += 384) {
+        _Pragma("GCC unroll 1") /* (unrolled, the 8 weight vectors stay live and spill) */
+        for (int half = 0; half < 2; half++, px += xbs) {
+            const int32_t *xi = (const int32_t *)(const void *)px;
+            const float *xd = (const float *)(const void *)(px + 8 * XP * 4);
+            __m256i h[RXMAX];
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) h[t] = _mm256_setzero_si256();
+            _Pragma(KUNROLL)
+            for (int k = 0; k < 8; k++) {
+                __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
+                if (half) w = _mm256_srli_epi16(w, 4);
+                w = _mm256_and_si256(w, m4);
+                _Pragma("GCC unroll 8")
+                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+            }
+            const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256 + 32 * half));
+            const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 320 + 32 * half));
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) {
+                const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(h[t], ones));
+                fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_set1_ps(xd[t])), s, fa[t]);
+                fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
+            }
+        }
+    }
+    store_acc(fa, rx, y, ys, m);
+}
+
+/* Q5_K: 5-bit values (0..31), four maddubs added in int16 (<= 8·31·127 = 31496) */
+AI void kern_q5_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    const size_t xbs = x_blk_bytes(32);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 fa[RXMAX];
+    load_acc(fa, rx, y, ys, m, accum);
+    for (int64_t b = 0; b < nu; b++, pw += 320, px += xbs) {
+        const int32_t *xi = (const int32_t *)(const void *)px;
+        const float *xd = (const float *)(const void *)(px + 8 * XP * 4);
+        __m256i ia[RXMAX];
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) ia[t] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 1")
+        for (int q = 0; q < 2; q++) {
+            __m256i h[RXMAX];
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) h[t] = _mm256_setzero_si256();
+            _Pragma(KUNROLL)
+            for (int k = 4 * q; k < 4 * q + 4; k++) {
+                const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
+                _Pragma("GCC unroll 8")
+                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+            }
+            _Pragma("GCC unroll 8")
+            for (int t = 0; t < rx; t++) ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(h[t], ones));
+        }
+        const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256));
+        const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 288));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) {
+            fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), _mm256_set1_ps(xd[t])), s, fa[t]);
+            fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
+        }
+    }
+    store_acc(fa, rx, y, ys, m);
+}
+
+AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    const size_t xbs = x_blk_bytes(16);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 fa[RXMAX];
+    load_acc(fa, rx, y, ys, m, accum);
+    for (int64_t g = 0; g < nu; g++, pw += 160, px += xbs) {
+        const int32_t *xi = (const int32_t *)(const void *)px;
+        const float *xd = (const float *)(const void *)(px + 4 * XP * 4);
+        const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)pw);
+        const __m256i w1 = _mm256_load_si256((const __m256i *)(const void *)(pw + 32));
+        const __m256i w2 = _mm256_load_si256((const __m256i *)(const void *)(pw + 64));
+        const __m256i w3 = _mm256_load_si256((const __m256i *)(const void *)(pw + 96));
+        const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 128));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) {
+            const __m256i h0 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, bx(xi + t)),
+                                                _mm256_maddubs_epi16(w1, bx(xi + XP + t)));
+            const __m256i h1 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, bx(xi + 2 * XP + t)),
+                                                _mm256_maddubs_epi16(w3, bx(xi + 3 * XP + t)));
+            const __m256i i = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(h0, ones), _mm256_madd_epi16(h1, ones)),
+                                               bx(xi + 5 * XP + t));
+            fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(xd[t])), s, fa[t]);
+        }
+    }
+    store_acc(fa, rx, y, ys, m);
+}
+
+#define KERN_FN(NAME, KERN)                                                                          \
+    static void NAME(const uint8_t *pw, const uint8_t *px, int64_t nu, int rx, float *y, int64_t ys, \
+                     __m256i m, int accum) {                                                         \
+        switch (rx) {                                                                                \
+        case 1: KERN(pw, px, nu, 1, y, ys, m, accum); break;                                         \
+        case 2: KERN(pw, px, nu, 2, y, ys, m, accum); break;                                         \
+        case 3: KERN(pw, px, nu, 3, y, ys, m, accum); break;                                         \
+        case 4: KERN(pw, px, nu, 4 < RXMAX ? 4 : RXMAX, y, ys, m, accum); break;                     \
+        case 5: KERN(pw, px, nu, 5 < RXMAX ? 5 : RXMAX, y, ys, m, accum); break;                     \
+        case 6: KERN(pw, px, nu, 6 < RXMAX ? 6 : RXMAX, y, ys, m, accum); break;                     \
+        case 7: KERN(pw, px, nu, 7 < RXMAX ? 7 : RXMAX, y, ys, m, accum); break;                     \
+        default: KERN(pw, px, nu, RXMAX, y, ys, m, accum); break;                                    \
+        }                                                                                            \
+    }
+KERN_FN(run_q8_0, kern_q8_0)
+KERN_FN(run_q4_0, kern_q4_0)
+KERN_FN(run_q4_K, kern_q4_K)
+KERN_FN(run_q5_K, kern_q5_K)
+KERN_FN(run_q6_K, kern_q6_K)
+
+/* ---- driver -------------------------------------------------------------------------- */
+
+void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
+    const uint32_t type = a->type;
+    const int64_t rows = o1 - o0, np = (rows + PR - 1) / PR;
+    const int64_t kc = kc_of(a->n_in), ng = mm_avx2_gemmq_groups(a->T);
+    const int bs = x_bs(type);
+    const size_t pbytes = panel_bytes(type, kc), gbytes = xgroup_bytes(type, a->n_in);
+    uint8_t *wbuf = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+    for (int64_t k0 = 0; k0 < a->n_in; k0 += kc) {
+        const int64_t kn = a->n_in - k0 < kc ? a->n_in - k0 : kc, nu = kn / w_unit(type);
+        for (int64_t p = 0; p < np; p++) {
+            const int64_t p0 = o0 + p * PR;
+            pack_panel(a, p0, (int)(o1 - p0 < PR ? o1 - p0 : PR), k0, kn, wbuf + p * pbytes);
+        }
+        const size_t xoff = (size_t)(k0 / bs) * x_blk_bytes(bs); /* this K-slice of a group */
+        for (int64_t g = 0; g < ng; g++) {
+            int64_t t0, t1;
+            mm_avx2_gemmq_group(a->T, g, &t0, &t1);
+            const int rx = (int)(t1 - t0);
+            const uint8_t *px = a->xp + (size_t)g * gbytes + xoff;
+            for (int64_t p = 0; p < np; p++) {
+                const int64_t p0 = o0 + p * PR;
+                const int nvalid = (int)(o1 - p0 < PR ? o1 - p0 : PR);
+                const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(nvalid), lane);
+                float *y = a->Y + t0 * a->n_out + p0;
+                const uint8_t *pw = wbuf + p * pbytes;
+                switch (type) {
+                case QT_Q8_0: run_q8_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q4_0: run_q4_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q4_K: run_q4_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q5_K: run_q5_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q6_K: run_q6_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                default: break;
+                }
+            }
+        }
+    }
+}
+
+#pragma GCC pop_options
+
+#endif

@@ -1,0 +1,17 @@
+/* matmul_avx2_gemm.h — the AVX2 level's blocked GEMM for quantized weights at T > 1
+ * (matmul_avx2_gemm.c, "gemmq"), as used by the kernel table in matmul_avx2.c; see
+ * the gemm hooks of mm_impl in matmul_internal.h for what each does. */
+#ifndef LLC_CPU_MATMUL_AVX2_GEMM_H
+#define LLC_CPU_MATMUL_AVX2_GEMM_H
+
+#include "kernels/cpu/matmul_internal.h"
+
+int mm_avx2_gemmq_rows(uint32_t type, int64_t T); /* 0: not this type / batch size */
+int64_t mm_avx2_gemmq_groups(int64_t T);
+void mm_avx2_gemmq_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1);
+size_t mm_avx2_gemmq_xp_bytes(uint32_t type, int64_t n_in, int64_t T);
+void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp);
+size_t mm_avx2_gemmq_scratch(uint32_t type, int64_t n_in, int64_t rows);
+void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
+
+#endif

@@ -1,0 +1,18 @@
+/* fault.h — fault injection for tests: makes a chosen backend allocation fail,
+ * as running out of host or device memory would, so the paths that handle it
+ * (an engine step whose activation buffers cannot grow) can be tested. Off
+ * unless armed: by a test calling llc_fault_fail_alloc, or by the environment
+ * (LLC_FAULT_ALLOC=N, armed by the engine once it is ready: see engine.h). */
+#ifndef LLC_FAULT_H
+#define LLC_FAULT_H
+
+#include <stdbool.h>
+
+/* The nth backend allocation from now (1 = the next one) fails, once; 0 disarms. */
+void llc_fault_fail_alloc(int nth);
+/* Arms llc_fault_fail_alloc from $LLC_FAULT_ALLOC when it is set to N >= 1. */
+void llc_fault_arm_from_env(void);
+/* Called by every backend's alloc: true when this allocation must fail. */
+bool llc_fault_alloc_fails(void);
+
+#endif
