@@ -288,8 +288,10 @@ static void test_large(void) {
  * around the exact integer block sums may differ. Tolerance: 1e-5 of the row's max |y|
  * plus a tiny absolute epsilon — far below the quantization error the reference test
  * allows, so a scale, min or offset handled differently by one path shows up. Where
- * one dot kernel serves both (the scalar level, and the types without a GEMM at the
- * AVX2 or AVX-512 level) the results must be identical bit for bit. */
+ * one kernel serves both the results must be identical bit for bit: one dot kernel
+ * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), or
+ * the AVX-512 GEMM over weights packed ahead (Q8_0, Q4_0, Q4_K, Q6_K: every row count
+ * reads the panels, as the CPU backend's calls do). */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
     const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
@@ -307,31 +309,40 @@ static void test_batch_vs_single(void) {
                     float *Yb = malloc(sizeof(float) * (size_t)(n_out * T));
                     float *Y1 = malloc(sizeof(float) * (size_t)n_out);
                     if (Yb && Y1 && problem_make(&p, type, n_in, n_out, T) == 0) {
-                        for (size_t li = 0; li < LLC_ARRAY_LEN(g_levels); li++) {
+                        cpu_packed_w pk;
+                        CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), n_in, n_out, &pk) == 0);
+                        /* each level unpacked, then AVX-512 with the packed weights */
+                        for (size_t v = 0; v < 2 * LLC_ARRAY_LEN(g_levels); v++) {
+                            const size_t li = v / 2;
+                            const int packed = (int)(v % 2);
                             if (g_levels[li] > cpu_matmul_max_level()) continue;
+                            if (packed && (!pk.data || g_levels[li] != CPU_SIMD_AVX512)) continue;
                             cpu_matmul_set_level(g_levels[li]);
-                            CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
+                            const cpu_packed_w *use = packed ? &pk : NULL;
+                            CHECK(cpu_matmul_packed(g_pool2, type, problem_w(&p), use, n_in, n_out, p.X, T, Yb) == 0);
                             int bad = 0;
                             for (int64_t t = 0; t < T && !bad; t++) {
-                                CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out,
-                                                 p.X + t * n_in, 1, Y1) == 0);
+                                CHECK(cpu_matmul_packed(g_pool2, type, problem_w(&p), use, n_in, n_out,
+                                                        p.X + t * n_in, 1, Y1) == 0);
                                 double amax = 0;
                                 for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
                                 /* scalar (and NEON) compute every pair the same way at
                                  * any T: bit for bit; so do AVX2 and AVX-512 for the types
                                  * without a GEMM at that level (the same dot kernel serves
-                                 * both); a GEMM may round differently from its one-row path */
+                                 * both) and AVX-512 with packed weights (the GEMM at every
+                                 * T); an unpacked GEMM may round differently from its
+                                 * one-row path */
                                 const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type)) ||
                                                  (g_levels[li] == CPU_SIMD_AVX512 && has_avx512_gemm(type));
-                                const int exact = !gemm;
+                                const int exact = !gemm || packed;
                                 const double tol = exact ? 0 : 1e-5 * amax + 1e-7;
                                 for (int64_t o = 0; o < n_out && !bad; o++) {
                                     const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
                                     if (!(d <= tol) || (exact && memcmp(&Yb[t * n_out + o], &Y1[o], 4))) {
                                         bad = 1;
-                                        CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld: row %lld o=%lld "
+                                        CHECKF(0, "%s %s%s n_in=%lld n_out=%lld T=%lld: row %lld o=%lld "
                                                "batched %.7g vs single %.7g (diff %.3g, row max %.3g)",
-                                               cpu_simd_name(), qtype_name(type), (long long)n_in,
+                                               cpu_simd_name(), qtype_name(type), packed ? " packed" : "", (long long)n_in,
                                                (long long)n_out, (long long)T, (long long)t,
                                                (long long)o, Yb[t * n_out + o], Y1[o], d, amax);
                                     }
@@ -339,6 +350,7 @@ static void test_batch_vs_single(void) {
                             }
                         }
                         cpu_matmul_set_level(cpu_matmul_max_level());
+                        cpu_packed_w_free(&pk);
                         problem_free(&p);
                     } else if (Yb && Y1) {
                         problem_free(&p);

@@ -1,8 +1,9 @@
 /* matmul_avx512.c — the AVX-512 matmul level (F/BW/VL/DQ + VNNI), its GEMV half and
  * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
  * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
- * blocked GEMM of matmul_avx512_gemm.c for T > 1. Compiled for AVX-512 by a target
- * pragma; only called after cpuid says so. Never uses AMX. */
+ * blocked GEMM of matmul_avx512_gemm.c for T > 1 (at every T over weights packed
+ * ahead). Compiled for AVX-512 by a target pragma; only called after cpuid says so.
+ * Never uses AMX. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -250,15 +251,14 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
     else mm_avx512_gemmf(a, o0, o1, n0, n1, scratch);
 }
 
-/* With the panels packed ahead there is no packing to amortize. Q8_0 and Q4_0
- * (the two-panel kernel) read the panels at every row count: one row streams them
- * as fast as the GEMV streams the file's blocks (2048×5632: 459-488 vs 463-491 µs;
- * the 32000-row output: 2.5 vs 2.9 ms), and each row's arithmetic is then the same
- * at any batch size. The K-quants use the panels from two rows on. */
+/* With the panels packed ahead there is no packing to amortize: the two-panel
+ * kernel reads them at every row count, one row streaming them as fast as the GEMV
+ * streams the file's blocks (the K-quants' panels keep their nibbles and six-bit
+ * scales packed, 1.06× / 1.01× the file's bytes), so each row's arithmetic is the
+ * same at any batch size and the file's pages need not stay resident. */
 static int gemm_rows_prepacked(uint32_t type, int64_t T) {
-    const int64_t min_t = type == QT_Q8_0 || type == QT_Q4_0 ? 1 : 2;
     /* 32: chunks of whole panel pairs for the few-row kernel */
-    return mm_type_has_gemmq(type) && T >= min_t ? 32 : gemm_rows(type, T);
+    return mm_type_has_gemmq(type) && T >= 1 ? 32 : gemm_rows(type, T);
 }
 
 const mm_impl mm_impl_avx512 = {

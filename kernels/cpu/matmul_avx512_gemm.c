@@ -1,24 +1,31 @@
 /* matmul_avx512_gemm.c — the AVX-512 blocked GEMM for quantized weights (Q8_0, Q4_0,
- * Q4_K, Q6_K) at T > 1: a chunk of up to 128 output rows is repacked, one K-slice at
- * a time, into panels laid out for an outer-product microkernel, and every
+ * Q4_K, Q6_K): a chunk of output rows is repacked, one K-slice at a time, into
+ * panels laid out for an outer-product microkernel (or the panels were packed once
+ * ahead, gemm_prepack, and then serve every row count from one row on), and every
  * activation row then passes over them.
  *
- * Panels are 16 rows of unsigned bytes, interleaved so one zmm holds 4 consecutive
- * weights of each of the 16 rows; vpdpbusd against a broadcast of 4 activation bytes
- * gives 16 outputs × 4 products. The integer sums of one block (32 elements; 16 for
- * Q6_K) are scaled once per block: 8 (4) vpdpbusd then cvt, mul, fma, for up to 12
- * activation rows at a time (24 accumulators); Q8_0 and Q4_0 take two panels per
- * call (kern_i8_pair), which halves the broadcasts and keeps enough independent
- * sums in flight that a few rows cost little more than one. Packed weights are
- * prefetched PF_DIST ahead, as they stream from memory once per call. Weights enter as w + 128 (Q8_0, Q4_0)
- * or w + 32 (Q6_K), the accumulators starting at the matching -128·Σq / -32·Σq of the
+ * Panels are 16 rows interleaved so one zmm holds 4 consecutive weights of each of
+ * the 16 rows; vpdpbusd against a broadcast of 4 activation bytes gives 16 outputs
+ * × 4 products. Q8_0 and Q4_0 panels hold unsigned bytes (w + 128); the K-quants'
+ * panels stay about as small as the file (Q4_K: the nibbles as gathered, two blocks
+ * to a byte; Q6_K: a four-bit and a two-bit plane; both with their six-/eight-bit
+ * scales as bytes) and are unpacked in registers, once per pass for all its rows.
+ * The integer sums of one unit (a 32-block; Q6_K's 16-group) are scaled once per
+ * unit: 8 (4) vpdpbusd then cvt, mul, fma. The kernel (kern_i8_pair) takes two
+ * panels per call for up to 12 activation rows, which halves the broadcasts and
+ * keeps enough independent sums in flight that a few rows cost little more than one
+ * (for Q8_0 and Q4_0; the K-quants' unpacking and per-unit scaling make them
+ * compute-bound from ~4 rows on). Packed weights are prefetched PF_DIST ahead, as
+ * they stream from memory once per call. Weights enter as w + 128 (Q8_0, Q4_0) or
+ * w + 32 (Q6_K), the accumulators starting at the matching -128·Σq / -32·Σq of the
  * activations; Q4_K's nibbles are used as they are and its min term is one extra fma
- * per block. Panels are filled with gathers (one dword from each of 16 rows).
+ * per unit. Panels are filled with gathers (one dword from each of 16 rows).
  *
- * The quantized activations are interleaved once per call, per group of rows
- * ([k/4][16] dwords per block, then the block's scales and sums), so every broadcast
- * is a constant offset from one pointer. Y is written per K-slice (accumulated after
- * the first); every output's arithmetic is fixed by the shapes alone. */
+ * The quantized activations are interleaved once per call, per group of rx rows
+ * ([k/4][rx] dwords per unit, then the unit's scales and sums), so every broadcast
+ * is a constant offset from one pointer and a few rows take a few cache lines. Y is
+ * written per K-slice (accumulated after the first); every output's arithmetic is
+ * fixed by the shapes alone, the same at every row count. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -31,7 +38,7 @@
 
 enum {
     RXMAX = 12,   /* activation rows per microkernel call */
-    XP = 16,      /* interleave stride of packed activations (rows, padded) */
+    XP = 16,      /* room per group of packed activations (rows; RXMAX at most) */
     KC_I8 = 2048, /* K-slice (multiple of 256) */
     PR_I8 = 16,   /* rows per panel */
 };
@@ -44,22 +51,34 @@ enum {
 
 typedef enum { KIND_INIT32, KIND_MIN32, KIND_INIT16 } i8_kind;
 
+/* A panel is a run of super-blocks: one 32-block (Q8_0, Q4_0) or 256 elements
+ * (the K-quants) of its 16 rows, each made of units (32-blocks; Q6_K's 16-groups)
+ * that share one scale per row. Bytes of a super-block: */
+enum {
+    SBW_I32 = 32 * 16 + 64,                     /* u8[8][16][4] (w + 128), f32 s[16] */
+    SBW_Q4K = 128 + 256 + 4 * 512,              /* 2432, the file's 2304 */
+    SBW_Q6K = 64 + 256 + 8 * (256 + 128),       /* 3392, the file's 3360 */
+};
+#define SB_UNITS(kind) ((kind) == KIND_INIT32 ? 1 : (kind) == KIND_MIN32 ? 8 : 16)
+#define SB_BYTES(kind) ((size_t)((kind) == KIND_INIT32 ? SBW_I32 : (kind) == KIND_MIN32 ? SBW_Q4K : SBW_Q6K))
+
 static int i8_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
 static i8_kind i8_kind_of(uint32_t t) {
     return t == QT_Q6_K ? KIND_INIT16 : t == QT_Q4_K ? KIND_MIN32 : KIND_INIT32;
 }
-/* bytes of one packed weight block of a panel: u8[bs/4][16][4], f32 s[16], (Q4_K) f32 m[16] */
-static size_t i8_wbs(uint32_t t) { return (size_t)i8_bs(t) * 16 + 64 + (t == QT_Q4_K ? 64 : 0); }
-/* bytes of one packed activation block: int32 q[bs/4][XP], f32 d[XP], aux[XP] */
-static size_t i8_xbs(int bs) { return (size_t)(bs / 4 + 2) * XP * 4; }
+/* elements of one super-block */
+static int64_t i8_sbe(uint32_t t) { return (int64_t)i8_bs(t) * SB_UNITS(i8_kind_of(t)); }
+/* bytes of one packed activation block of a group of rx rows: int32 q[bs/4][rx],
+ * f32 d[rx], aux[rx] (rows side by side, so a few rows take a few cache lines) */
+static size_t i8_xbs(int bs, int rx) { return (size_t)(bs / 4 + 2) * (size_t)rx * 4; }
 
 static int64_t kc_of(int64_t n_in) { return n_in < KC_I8 ? n_in : KC_I8; }
 
-static size_t panel_bytes(uint32_t type, int64_t kc) { return (size_t)(kc / i8_bs(type)) * i8_wbs(type); }
+static size_t panel_bytes(uint32_t type, int64_t kc) { return (size_t)(kc / i8_sbe(type)) * SB_BYTES(i8_kind_of(type)); }
 
-/* bytes of one group's packed activations over all of n_in */
+/* bytes set aside for one group's packed activations over all of n_in */
 static size_t xgroup_bytes(uint32_t type, int64_t n_in) {
-    return (size_t)(n_in / i8_bs(type)) * i8_xbs(i8_bs(type));
+    return (size_t)(n_in / i8_bs(type)) * i8_xbs(i8_bs(type), XP);
 }
 
 int64_t mm_avx512_gemmq_groups(int64_t T) { return (T + RXMAX - 1) / RXMAX; }
@@ -111,13 +130,16 @@ static void pack_q4_0(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb
     }
 }
 
-/* nb counts 32-blocks (a multiple of 8) */
+/* Q4_K, per super-block: f32 d[16], f32 -dmin[16], u8 sc[8][16], u8 mn[8][16] (the
+ * six-bit scales and mins of its 8 blocks), then the 128 nibble bytes of each row as
+ * gathered: 4 runs of u8[8][16][4], run r holding block 2r in its low and block
+ * 2r + 1 in its high nibbles. nb counts 32-blocks (a multiple of 8). */
 static void pack_q4_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m6 = _mm512_set1_epi8(0x3f), m2 = _mm512_set1_epi8(0x03);
-    const size_t bs = 32 * 16 + 128;
-    for (int64_t sb = 0; sb < nb / 8; sb++, base += sizeof(block_q4_K), dst += 8 * bs) {
+    for (int64_t sb = 0; sb < nb / 8; sb++, base += sizeof(block_q4_K), dst += SBW_Q4K) {
         const __m512i dd = GATHER(m, vidx, base);
-        const __m512 d = half_to_ps(dd, 0), nmin = _mm512_sub_ps(_mm512_setzero_ps(), half_to_ps(dd, 1));
+        _mm512_store_ps(dst, half_to_ps(dd, 0));
+        _mm512_store_ps(dst + 64, _mm512_sub_ps(_mm512_setzero_ps(), half_to_ps(dd, 1)));
         const __m512i u0 = GATHER(m, vidx, base + 4), u1 = GATHER(m, vidx, base + 8);
         const __m512i u2 = GATHER(m, vidx, base + 12);
         __m512i sc[2], mn[2]; /* bytes: scales 0-3 / 4-7, mins 0-3 / 4-7 of each row */
@@ -129,35 +151,34 @@ static void pack_q4_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb
                                 _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2), 4));
         for (int j = 0; j < 8; j++) {
             const int sh = 8 * (j & 3);
-            const __m512i s8 = _mm512_and_si512(_mm512_srli_epi32(sc[j >> 2], sh), _mm512_set1_epi32(0xff));
-            const __m512i m8 = _mm512_and_si512(_mm512_srli_epi32(mn[j >> 2], sh), _mm512_set1_epi32(0xff));
-            _mm512_store_ps(dst + j * bs + 512, _mm512_mul_ps(_mm512_cvtepi32_ps(s8), d));
-            _mm512_store_ps(dst + j * bs + 576, _mm512_mul_ps(_mm512_cvtepi32_ps(m8), nmin));
+            _mm_store_si128((__m128i *)(void *)(dst + 128 + 16 * j),
+                            _mm512_cvtepi32_epi8(_mm512_srli_epi32(sc[j >> 2], sh)));
+            _mm_store_si128((__m128i *)(void *)(dst + 256 + 16 * j),
+                            _mm512_cvtepi32_epi8(_mm512_srli_epi32(mn[j >> 2], sh)));
         }
         for (int r = 0; r < 4; r++)
-            for (int k = 0; k < 8; k++) {
-                const __m512i g = GATHER(m, vidx, base + 16 + 32 * r + 4 * k);
-                _mm512_store_si512(dst + (2 * r) * bs + 64 * k, _mm512_and_si512(g, m4));
-                _mm512_store_si512(dst + (2 * r + 1) * bs + 64 * k,
-                                   _mm512_and_si512(_mm512_srli_epi32(g, 4), m4));
-            }
+            for (int k = 0; k < 8; k++)
+                _mm512_store_si512(dst + 384 + 512 * r + 64 * k, GATHER(m, vidx, base + 16 + 32 * r + 4 * k));
     }
 }
 
-/* nb counts 16-groups (a multiple of 16) */
+/* Q6_K, per super-block: f32 d[16], i8 sc[16][16] (group g's scale of each row), then
+ * the 16-groups in pairs (2r, 2r + 1), 384 bytes each: u8[4][16][4] of the low four
+ * bits (group 2r in the low, 2r + 1 in the high nibbles), then for each of the two
+ * groups u8[16][4] of the high two bits (step k at bits 2k, 2k + 1). Values are
+ * w + 32 (0..63). nb counts 16-groups (a multiple of 16). */
 static void pack_q6_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
-    const size_t bs = 16 * 16 + 64;
-    for (int64_t sb = 0; sb < nb / 16; sb++, base += sizeof(block_q6_K), dst += 16 * bs) {
+    for (int64_t sb = 0; sb < nb / 16; sb++, base += sizeof(block_q6_K), dst += SBW_Q6K) {
         /* d sits at bytes 208-209, the block's end: read the dword at 206 */
-        const __m512 d = half_to_ps(GATHER(m, vidx, base + 206), 1);
+        _mm512_store_ps(dst, half_to_ps(GATHER(m, vidx, base + 206), 1));
         for (int q = 0; q < 4; q++) {
             const __m512i sw = GATHER(m, vidx, base + 192 + 4 * q);
-            for (int j = 0; j < 4; j++) {
-                const __m512i s = _mm512_srai_epi32(_mm512_slli_epi32(sw, 24 - 8 * j), 24);
-                _mm512_store_ps(dst + (4 * q + j) * bs + 256, _mm512_mul_ps(_mm512_cvtepi32_ps(s), d));
-            }
+            for (int j = 0; j < 4; j++)
+                _mm_store_si128((__m128i *)(void *)(dst + 64 + 16 * (4 * q + j)),
+                                _mm512_cvtepi32_epi8(_mm512_srli_epi32(sw, 8 * j)));
         }
+        __m512i u[16][4]; /* group g, step k: 16 rows × 4 six-bit values */
         for (int h = 0; h < 2; h++)
             for (int i = 0; i < 8; i++) {
                 const __m512i A = GATHER(m, vidx, base + 64 * h + 4 * i);
@@ -167,11 +188,22 @@ static void pack_q6_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb
                     __m512i nib = (c & 1) ? B : A;
                     if (c >> 1) nib = _mm512_srli_epi32(nib, 4);
                     const __m512i hb = _mm512_and_si512(_mm512_srli_epi32(Q, 2 * c), m2);
-                    const __m512i u = _mm512_or_si512(_mm512_and_si512(nib, m4), _mm512_slli_epi32(hb, 4));
-                    const int g = 8 * h + 2 * c + (i >> 2);
-                    _mm512_store_si512(dst + g * bs + 64 * (i & 3), u);
+                    u[8 * h + 2 * c + (i >> 2)][i & 3] =
+                        _mm512_or_si512(_mm512_and_si512(nib, m4), _mm512_slli_epi32(hb, 4));
                 }
             }
+        for (int r = 0; r < 8; r++) {
+            uint8_t *o = dst + 320 + 384 * r;
+            for (int k = 0; k < 4; k++)
+                _mm512_store_si512(o + 64 * k, _mm512_or_si512(_mm512_and_si512(u[2 * r][k], m4),
+                                                               _mm512_slli_epi16(_mm512_and_si512(u[2 * r + 1][k], m4), 4)));
+            for (int j = 0; j < 2; j++) {
+                __m512i hi = _mm512_setzero_si512();
+                for (int k = 0; k < 4; k++)
+                    hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(u[2 * r + j][k], 4), m2), 2 * k));
+                _mm512_store_si512(o + 256 + 64 * j, hi);
+            }
+        }
     }
 }
 
@@ -193,9 +225,9 @@ static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, 
 /* ---- packing activations ------------------------------------------------------------ */
 
 /* Quantized: rows [t0, t0 + rx), elements [k0, k0 + kn) (multiples of 64) → per block
- * int32 q[bs/4][XP], f32 d[XP], aux[XP]; rows beyond rx are zero. */
+ * int32 q[bs/4][rx], f32 d[rx], aux[rx]. */
 static void pack_x_i8(const mm_args *a, int64_t t0, int rx, int64_t k0, int64_t kn, int bs, uint8_t *dst) {
-    const size_t xbs = i8_xbs(bs);
+    const size_t xbs = i8_xbs(bs, rx);
     const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)a->xq_stride));
     const __mmask16 m = row_mask(rx);
@@ -213,17 +245,17 @@ static void pack_x_i8(const mm_args *a, int64_t t0, int rx, int64_t k0, int64_t 
         /* dword j of the 64 elements is k4 = j % (bs/4) of block j / (bs/4) */
         for (int j = 0; j < nd; j++) {
             const int64_t blk = (k + 4 * j) / bs, k4 = j % (bs / 4);
-            _mm512_store_ps(dst + blk * xbs + k4 * XP * 4, r[j]);
+            _mm512_mask_storeu_ps(dst + blk * xbs + k4 * rx * 4, m, r[j]);
         }
     }
     /* d (per 32) and aux (per block) */
     const int64_t nblk = kn / bs, b0 = k0 / bs;
     for (int64_t b = 0; b < nblk; b++) {
         const int64_t gb = b0 + b;
-        uint8_t *db = dst + b * xbs + (size_t)(bs / 4) * XP * 4;
+        uint8_t *db = dst + b * xbs + (size_t)(bs / 4) * rx * 4;
         const int64_t di = bs == 32 ? gb : gb / 2;
-        _mm512_store_si512(db, GATHER(m, vidx, x0 + n + 4 * di));
-        _mm512_store_si512(db + XP * 4, GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb));
+        _mm512_mask_storeu_epi32(db, m, GATHER(m, vidx, x0 + n + 4 * di));
+        _mm512_mask_storeu_epi32(db + rx * 4, m, GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb));
     }
 }
 
@@ -236,43 +268,36 @@ void mm_avx512_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
 
 /* ---- microkernels -------------------------------------------------------------------- */
 
-/* 16 outputs (one panel) × rx activation rows over nb blocks. */
-MM_AI void kern_i8(const uint8_t *pw, const uint8_t *px, int64_t nb, const int rx, const int bs,
-                   const i8_kind kind, float *y, int64_t ys, __mmask16 m, int accum) {
-    const size_t wbs = (size_t)bs * 16 + 64 + (kind == KIND_MIN32 ? 64 : 0);
-    const size_t xbs = (size_t)(bs / 4 + 2) * XP * 4;
-    __m512 fa[RXMAX];
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < rx; t++) fa[t] = accum ? _mm512_maskz_loadu_ps(m, y + t * ys) : _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, pw += wbs, px += xbs) {
-        /* packed weights are read once, in address order: keep the stream ahead */
-        _Pragma("GCC unroll 16")
-        for (size_t l = 0; l < wbs; l += 64) _mm_prefetch((const char *)pw + PF_DIST + l, PF_HINT);
-        const int32_t *xi = (const int32_t *)(const void *)px;
-        const float *xf = (const float *)(const void *)px;
-        __m512i ia[RXMAX];
-        _Pragma("GCC unroll 16")
-        for (int t = 0; t < rx; t++)
-            ia[t] = kind == KIND_MIN32 ? _mm512_setzero_si512() : _mm512_set1_epi32(xi[(bs / 4 + 1) * XP + t]);
-        _Pragma("GCC unroll 16")
-        for (int k = 0; k < bs / 4; k++) {
-            const __m512i w = _mm512_load_si512(pw + 64 * k);
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < rx; t++) ia[t] = _mm512_dpbusd_epi32(ia[t], w, _mm512_set1_epi32(xi[k * XP + t]));
-        }
-        const __m512 s = _mm512_load_ps(pw + bs * 16);
-        _Pragma("GCC unroll 16")
-        for (int t = 0; t < rx; t++)
-            fa[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t]), _mm512_set1_ps(xf[(bs / 4) * XP + t])),
-                                    s, fa[t]);
-        if (kind == KIND_MIN32) {
-            const __m512 mv = _mm512_load_ps(pw + bs * 16 + 64);
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < rx; t++) fa[t] = _mm512_fmadd_ps(mv, _mm512_set1_ps(xf[(bs / 4 + 1) * XP + t]), fa[t]);
-        }
+/* Step k (4 elements of each of the 16 rows) of unit 2·pair + odd of a super-block,
+ * as unsigned bytes for vpdpbusd. */
+MM_AI __m512i unit_w(const uint8_t *sb, const i8_kind kind, int pair, const int odd, const int k) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    if (kind == KIND_INIT32) return _mm512_load_si512(sb + 64 * k);
+    if (kind == KIND_MIN32) {
+        const __m512i g = _mm512_load_si512(sb + 384 + 512 * pair + 64 * k);
+        return _mm512_and_si512(odd ? _mm512_srli_epi16(g, 4) : g, m4);
     }
-    _Pragma("GCC unroll 16")
-    for (int t = 0; t < rx; t++) _mm512_mask_storeu_ps(y + t * ys, m, fa[t]);
+    const uint8_t *pr = sb + 320 + 384 * pair;
+    const __m512i n = _mm512_load_si512(pr + 64 * k), h = _mm512_load_si512(pr + 256 + 64 * odd);
+    const __m512i lo = _mm512_and_si512(odd ? _mm512_srli_epi16(n, 4) : n, m4);
+    const __m512i hs = k == 0 ? _mm512_slli_epi16(h, 4)
+                     : k == 1 ? _mm512_slli_epi16(h, 2)
+                     : k == 2 ? h
+                              : _mm512_srli_epi16(h, 2);
+    return _mm512_or_si512(lo, _mm512_and_si512(hs, _mm512_set1_epi8(0x30)));
+}
+
+/* Unit u's per-row scale (and, Q4_K, -dmin·min) as floats. */
+MM_AI __m512 unit_scale(const uint8_t *sb, const i8_kind kind, int u, __m512 *mn) {
+    if (kind == KIND_INIT32) return _mm512_load_ps(sb + 512);
+    if (kind == KIND_MIN32) {
+        *mn = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 256 + 16 * u)))),
+                            _mm512_load_ps(sb + 64));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 128 + 16 * u)))),
+                             _mm512_load_ps(sb));
+    }
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 64 + 16 * u)))),
+                         _mm512_load_ps(sb));
 }
 
 #define RX_SWITCH(rx, CALL)                                                               \
@@ -283,21 +308,27 @@ MM_AI void kern_i8(const uint8_t *pw, const uint8_t *px, int64_t nb, const int r
     case 10: CALL(10); break; case 11: CALL(11); break; default: CALL(12); break;        \
     }
 
-/* Few activation rows (up to RXMAX; 32-blocks with an initial offset: Q8_0, Q4_0):
- * two panels (32 outputs) at once, so every activation broadcast feeds two vpdpbusd.
- * Up to 8 rows, the 2·rx float sums stay in registers and the integer sums are taken
- * four rows at a time (the second four re-read the block's weights from L1); beyond
- * that all 2·rx integer sums are in registers, enough independent chains to cover
- * vpdpbusd's latency, and the float sums go to an L1 buffer once per block. pw1 may
- * equal pw0 with m1 = 0 (an odd last panel): its lanes are computed, never stored.
- * Measured (2 threads, weights streamed from memory, 2048×2048): 5 rows 161 µs and
- * 7 rows 171 µs against 165 µs for one row with the GEMV, where the one-panel
- * kernel took 273 and 293 µs. */
-MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *px, int64_t nb, const int rx,
-                        float *y, int64_t ys, __mmask16 m0, __mmask16 m1, int accum) {
-    enum { BS = 32, RG = 4 };
-    const size_t wbs = (size_t)BS * 16 + 64, xbs = (size_t)(BS / 4 + 2) * XP * 4;
-    const int in_regs = rx <= 8, rg_max = in_regs ? RG : rx;
+/* Two panels (32 outputs) × rx activation rows (up to RXMAX) over nsb super-blocks,
+ * for every weight kind and row count: every activation broadcast feeds two
+ * vpdpbusd, and each unpacked weight vector (the K-quants' nibbles and high bits)
+ * serves all the rows of a pass. Up to 8 rows (4 for Q8_0 and Q4_0), the 2·rx float
+ * sums stay in registers and the integer sums are taken four rows at a time (the
+ * second four re-read the unit's weights from L1); beyond that all 2·rx integer sums are in
+ * registers, enough independent chains to cover vpdpbusd's latency, and the float
+ * sums go to an L1 buffer once per unit. A row's arithmetic is the same at every rx,
+ * so a batched row equals the row alone bit for bit. pw1 may equal pw0 with m1 = 0
+ * (an odd last panel): its lanes are computed, never stored. */
+MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *px, int64_t nsb, const int rx,
+                        const i8_kind kind, float *y, int64_t ys, __mmask16 m0, __mmask16 m1, int accum) {
+    enum { RG = 4 };
+    const int bs = kind == KIND_INIT16 ? 16 : 32, nk = bs / 4, nu = SB_UNITS(kind);
+    const int nu2 = kind == KIND_INIT32 ? 1 : 2; /* units taken together (sharing bytes) */
+    const size_t sbw = SB_BYTES(kind), xbs = (size_t)(nk + 2) * rx * 4;
+    const int pf_lines = (int)((sbw / 64 + (size_t)nu - 1) / (size_t)nu); /* lines prefetched per unit */
+    /* Q8_0 and Q4_0 from 5 rows on: one pass with the float sums in L1 beats
+     * loading the weights twice (8 rows: 1.25 vs 1.4x one row); the K-quants'
+     * heavier passes gain nothing from it */
+    const int in_regs = rx <= (kind == KIND_INIT32 ? 4 : 8), rg_max = in_regs ? RG : rx;
     __m512 f0[8], f1[8];
     float fm[RXMAX][32] __attribute__((aligned(64)));
     _Pragma("GCC unroll 16")
@@ -312,42 +343,60 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
             _mm512_store_ps(fm[t] + 16, a1);
         }
     }
-    for (int64_t b = 0; b < nb; b++, pw0 += wbs, pw1 += wbs, px += xbs) {
-        _Pragma("GCC unroll 16")
-        for (size_t l = 0; l < wbs; l += 64) {
-            _mm_prefetch((const char *)pw0 + PF_DIST + l, PF_HINT);
-            _mm_prefetch((const char *)pw1 + PF_DIST + l, PF_HINT);
-        }
-        const int32_t *xi = (const int32_t *)(const void *)px;
-        const float *xf = (const float *)(const void *)px;
-        const __m512 s0 = _mm512_load_ps(pw0 + BS * 16), s1 = _mm512_load_ps(pw1 + BS * 16);
-        _Pragma("GCC unroll 16")
-        for (int g = 0; g < rx; g += rg_max) {
-            const int rg = rx - g < rg_max ? rx - g : rg_max;
-            __m512i i0[RXMAX], i1[RXMAX];
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < rg; t++) i0[t] = i1[t] = _mm512_set1_epi32(xi[(BS / 4 + 1) * XP + g + t]);
-            _Pragma("GCC unroll 8")
-            for (int k = 0; k < BS / 4; k++) {
-                const __m512i w0 = _mm512_load_si512(pw0 + 64 * k), w1 = _mm512_load_si512(pw1 + 64 * k);
+    for (int64_t b = 0; b < nsb; b++, pw0 += sbw, pw1 += sbw) {
+        for (int u2 = 0; u2 < nu; u2 += nu2) {
+            _Pragma("GCC unroll 2")
+            for (int odd = 0; odd < nu2; odd++) {
+                const int u = u2 + odd;
+                /* packed weights are read once, in address order: keep the stream ahead */
                 _Pragma("GCC unroll 16")
-                for (int t = 0; t < rg; t++) {
-                    const __m512i xb = _mm512_set1_epi32(xi[k * XP + g + t]);
-                    i0[t] = _mm512_dpbusd_epi32(i0[t], w0, xb);
-                    i1[t] = _mm512_dpbusd_epi32(i1[t], w1, xb);
+                for (int l = 0; l < pf_lines; l++) {
+                    _mm_prefetch((const char *)pw0 + PF_DIST + 64 * (u * pf_lines + l), PF_HINT);
+                    _mm_prefetch((const char *)pw1 + PF_DIST + 64 * (u * pf_lines + l), PF_HINT);
                 }
-            }
-            _Pragma("GCC unroll 16")
-            for (int t = 0; t < rg; t++) {
-                const __m512 dx = _mm512_set1_ps(xf[(BS / 4) * XP + g + t]);
-                const __m512 p0 = _mm512_mul_ps(_mm512_cvtepi32_ps(i0[t]), dx);
-                const __m512 p1 = _mm512_mul_ps(_mm512_cvtepi32_ps(i1[t]), dx);
-                if (in_regs) {
-                    f0[(g + t) & 7] = _mm512_fmadd_ps(p0, s0, f0[(g + t) & 7]);
-                    f1[(g + t) & 7] = _mm512_fmadd_ps(p1, s1, f1[(g + t) & 7]);
-                } else {
-                    _mm512_store_ps(fm[g + t], _mm512_fmadd_ps(p0, s0, _mm512_load_ps(fm[g + t])));
-                    _mm512_store_ps(fm[g + t] + 16, _mm512_fmadd_ps(p1, s1, _mm512_load_ps(fm[g + t] + 16)));
+                const int32_t *xi = (const int32_t *)(const void *)px;
+                const float *xf = (const float *)(const void *)px;
+                px += xbs;
+                __m512 mn0 = _mm512_setzero_ps(), mn1 = _mm512_setzero_ps();
+                const __m512 s0 = unit_scale(pw0, kind, u, &mn0), s1 = unit_scale(pw1, kind, u, &mn1);
+                _Pragma("GCC unroll 16")
+                for (int g = 0; g < rx; g += rg_max) {
+                    const int rg = rx - g < rg_max ? rx - g : rg_max;
+                    __m512i i0[RXMAX], i1[RXMAX];
+                    _Pragma("GCC unroll 16")
+                    for (int t = 0; t < rg; t++)
+                        i0[t] = i1[t] = kind == KIND_MIN32 ? _mm512_setzero_si512()
+                                                           : _mm512_set1_epi32(xi[(nk + 1) * rx + g + t]);
+                    _Pragma("GCC unroll 8")
+                    for (int k = 0; k < nk; k++) {
+                        const __m512i w0 = unit_w(pw0, kind, u2 >> 1, odd, k), w1 = unit_w(pw1, kind, u2 >> 1, odd, k);
+                        _Pragma("GCC unroll 16")
+                        for (int t = 0; t < rg; t++) {
+                            const __m512i xb = _mm512_set1_epi32(xi[k * rx + g + t]);
+                            i0[t] = _mm512_dpbusd_epi32(i0[t], w0, xb);
+                            i1[t] = _mm512_dpbusd_epi32(i1[t], w1, xb);
+                        }
+                    }
+                    _Pragma("GCC unroll 16")
+                    for (int t = 0; t < rg; t++) {
+                        const __m512 dx = _mm512_set1_ps(xf[nk * rx + g + t]);
+                        __m512 a0 = in_regs ? f0[(g + t) & 7] : _mm512_load_ps(fm[g + t]);
+                        __m512 a1 = in_regs ? f1[(g + t) & 7] : _mm512_load_ps(fm[g + t] + 16);
+                        a0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0[t]), dx), s0, a0);
+                        a1 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1[t]), dx), s1, a1);
+                        if (kind == KIND_MIN32) {
+                            const __m512 xs = _mm512_set1_ps(xf[(nk + 1) * rx + g + t]);
+                            a0 = _mm512_fmadd_ps(mn0, xs, a0);
+                            a1 = _mm512_fmadd_ps(mn1, xs, a1);
+                        }
+                        if (in_regs) {
+                            f0[(g + t) & 7] = a0;
+                            f1[(g + t) & 7] = a1;
+                        } else {
+                            _mm512_store_ps(fm[g + t], a0);
+                            _mm512_store_ps(fm[g + t] + 16, a1);
+                        }
+                    }
                 }
             }
         }
@@ -359,25 +408,18 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
     }
 }
 
-static void kern_i8_pair_init32(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *px, int64_t nb, int rx,
-                                float *y, int64_t ys, __mmask16 m0, __mmask16 m1, int accum) {
-#define C(R) kern_i8_pair(pw0, pw1, px, nb, R, y, ys, m0, m1, accum)
-    RX_SWITCH(rx, C)
-#undef C
-}
+#define KERN_OF(NAME, KIND)                                                                          \
+    static void NAME(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *px, int64_t nsb, int rx, \
+                     float *y, int64_t ys, __mmask16 m0, __mmask16 m1, int accum) {                  \
+        RX_SWITCH(rx, KERN_CALL_##KIND)                                                              \
+    }
+#define KERN_CALL_KIND_INIT32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_INIT32, y, ys, m0, m1, accum)
+#define KERN_CALL_KIND_MIN32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_MIN32, y, ys, m0, m1, accum)
+#define KERN_CALL_KIND_INIT16(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_INIT16, y, ys, m0, m1, accum)
+KERN_OF(kern_pair_init32, KIND_INIT32)
+KERN_OF(kern_pair_min32, KIND_MIN32)
+KERN_OF(kern_pair_init16, KIND_INIT16)
 
-static void kern_i8_min32(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
-                          __mmask16 m, int accum) {
-#define C(R) kern_i8(pw, px, nb, R, 32, KIND_MIN32, y, ys, m, accum)
-    RX_SWITCH(rx, C)
-#undef C
-}
-static void kern_i8_init16(const uint8_t *pw, const uint8_t *px, int64_t nb, int rx, float *y, int64_t ys,
-                           __mmask16 m, int accum) {
-#define C(R) kern_i8(pw, px, nb, R, 16, KIND_INIT16, y, ys, m, accum)
-    RX_SWITCH(rx, C)
-#undef C
-}
 /* ---- prepacked weights: panel P, K-slice s at ((P * n_slices) + s) * panel_bytes(kc) ---- */
 
 static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
@@ -418,29 +460,28 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 const int64_t p0 = o0 + p * PR_I8;
                 pack_i8_panel(a, p0, (int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8), k0, kn, wbuf + p * pbytes);
             }
-        const size_t xoff = (size_t)(k0 / bs) * i8_xbs(bs); /* this K-slice of a group */
         for (int64_t g = 0; g < ng; g++) {
             int64_t t0, t1;
             mm_avx512_gemmq_group(a->T, g, &t0, &t1);
             const int rx = (int)(t1 - t0);
-            const uint8_t *px = a->xp + (size_t)g * gbytes + xoff;
+            /* this K-slice of the group */
+            const uint8_t *px = a->xp + (size_t)g * gbytes + (size_t)(k0 / bs) * i8_xbs(bs, rx);
             /* the panel after panel p: ns slices on when packed ahead */
             const size_t pstep = a->wp ? (size_t)ns * pbytes : pbytes;
-            const int pair = i8_kind_of(type) == KIND_INIT32; /* Q8_0, Q4_0; the K-quants one panel */
-            for (int64_t p = 0; p < np; p += pair ? 2 : 1) {
+            const i8_kind kind = i8_kind_of(type);
+            const int64_t nsb = kn / i8_sbe(type);
+            for (int64_t p = 0; p < np; p += 2) {
                 const int64_t p0 = o0 + p * PR_I8;
                 const __mmask16 m = row_mask((int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8));
                 float *y = a->Y + t0 * a->n_out + p0;
                 const uint8_t *pw = a->wp ? a->wp + (size_t)((p0 / PR_I8) * ns + slice) * pbytes
                                           : wbuf + p * pbytes;
-                if (pair) {
-                    const int two = p + 1 < np;
-                    const __mmask16 m1 = two ? row_mask((int)(o1 - p0 - PR_I8)) : 0;
-                    kern_i8_pair_init32(pw, two ? pw + pstep : pw, px, kn / 32, rx, y, a->n_out, m, m1, k0 > 0);
-                    continue;
-                }
-                if (i8_kind_of(type) == KIND_MIN32) kern_i8_min32(pw, px, kn / 32, rx, y, a->n_out, m, k0 > 0);
-                else kern_i8_init16(pw, px, kn / 16, rx, y, a->n_out, m, k0 > 0);
+                const int two = p + 1 < np;
+                const __mmask16 m1 = two ? row_mask((int)(o1 - p0 - PR_I8)) : 0;
+                const uint8_t *pw1 = two ? pw + pstep : pw;
+                if (kind == KIND_INIT32) kern_pair_init32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
+                else if (kind == KIND_MIN32) kern_pair_min32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
+                else kern_pair_init16(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
             }
         }
     }
