@@ -342,17 +342,17 @@ static void test_batch_vs_single(void) {
     }
 }
 
-/* The AVX2 level's float weights (matmul_avx2_gemm_f.c): its GEMM (T >= 8) and its
- * row loop (smaller T, and T = 1) compute every output in one order, so a row inside
+/* The AVX2 level's float weights (matmul_avx2_gemm_f.c): its GEMM (T >= 8 and more
+ * than 65536 activation floats) and its row loop (the rest, T = 1 included) compute every output in one order, so a row inside
  * a batch equals the row alone bit for bit, and 1 and 2 threads agree — on shapes
  * with every remainder: n_in not a multiple of 8 (a tail of single products) over
  * several K-slices, n_in below 8 (all tail), n_out not a multiple of the 3-row tiles
- * nor of the 24-row steps, T not a multiple of the 4-row tiles, over two row groups. */
+ * nor of the 12-row steps, T not a multiple of the 4-row tiles, over several row groups. */
 static void test_avx2_float_exact(void) {
     if (cpu_matmul_max_level() < CPU_SIMD_AVX2) return;
     const uint32_t types[] = {QT_F32, QT_F16, QT_BF16};
     const struct { int64_t n_in, n_out, T; } shapes[] = {
-        {1100, 50, 70}, {1100, 50, 8}, {300, 29, 5}, {5, 7, 9}, {264, 4, 2},
+        {1100, 50, 70}, {520, 31, 131}, {1100, 50, 8}, {300, 29, 5}, {5, 7, 9}, {264, 4, 2},
     };
     cpu_matmul_set_level(CPU_SIMD_AVX2);
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)

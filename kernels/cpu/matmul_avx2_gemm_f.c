@@ -44,12 +44,20 @@
 
 #define MM_AI static inline __attribute__((always_inline))
 
+#ifndef TUNE_KC
+#define TUNE_KC 256
+#define TUNE_RB 12
+#define TUNE_GT 64
+#define TUNE_MIN_T 8
+#define TUNE_DOTF_MAX_X 65536
+#endif
 enum {
-    GT = 64,          /* activation rows per packed group */
-    KC = 256,         /* K-slice (floats); also the row stride of the buffers */
-    RB = 24,          /* weight rows converted per step */
-    GEMMF_MIN_T = 8,  /* from this batch size on, the GEMM */
-    PF_DIST = 4096,   /* dotf: bytes ahead in a weight row to prefetch */
+    GT = TUNE_GT,             /* activation rows per packed group */
+    KC = TUNE_KC,             /* K-slice (floats); also the row stride of the buffers */
+    RB = TUNE_RB,             /* weight rows converted per step */
+    GEMMF_MIN_T = TUNE_MIN_T, /* from this batch size on, the GEMM may be used... */
+    DOTF_MAX_X = TUNE_DOTF_MAX_X, /* ...if the activations exceed this many floats */
+    PF_DIST = 4096,           /* dotf: bytes ahead in a weight row to prefetch */
 };
 
 /* ---- the one arithmetic ------------------------------------------------------------ */
@@ -271,23 +279,28 @@ MM_AI void kern_gemm(const mm_args *a, const float *pw, const float *px, int64_t
                 finish(a->type, acc[r][c], a->W + (size_t)(o + r) * a->w_stride, a->X + (t + c) * n, n8, n);
 }
 
-#define KG(R, C) kern_gemm(a, pw, px, kc, st, first, last, o, t, R, C)
+/* One activation tile (packed rows px, Y rows t..t+C-1, state column tl) against
+ * the nr rows of the weight buffer: 3-row tiles, then the 1 or 2 rows left. One call
+ * per activation tile keeps the per-call work (the calls, the switch) off the
+ * 12-FMA loop. */
+MM_AI void gemm_tile_t(const mm_args *a, const float *wbuf, const float *px, int64_t kc, float *state, int first,
+                       int last, int64_t r0, int64_t nr, int64_t tl, int64_t t, const int C) {
+    int64_t rt = 0;
+    for (; rt + 3 <= nr; rt += 3)
+        kern_gemm(a, wbuf + rt * KC, px, kc, state + (rt * GT + tl) * 8, first, last, r0 + rt, t, 3, C);
+    if (nr - rt == 2)
+        kern_gemm(a, wbuf + rt * KC, px, kc, state + (rt * GT + tl) * 8, first, last, r0 + rt, t, 2, C);
+    else if (nr - rt == 1)
+        kern_gemm(a, wbuf + rt * KC, px, kc, state + (rt * GT + tl) * 8, first, last, r0 + rt, t, 1, C);
+}
 
-static void kern_gemm_any(const mm_args *a, const float *pw, const float *px, int64_t kc, float *st, int first,
-                          int last, int64_t o, int64_t t, int R, int C) {
-    switch (R * 4 + C) {
-    case 4 + 1: KG(1, 1); break;
-    case 4 + 2: KG(1, 2); break;
-    case 4 + 3: KG(1, 3); break;
-    case 4 + 4: KG(1, 4); break;
-    case 8 + 1: KG(2, 1); break;
-    case 8 + 2: KG(2, 2); break;
-    case 8 + 3: KG(2, 3); break;
-    case 8 + 4: KG(2, 4); break;
-    case 12 + 1: KG(3, 1); break;
-    case 12 + 2: KG(3, 2); break;
-    case 12 + 3: KG(3, 3); break;
-    default: KG(3, 4); break;
+static void gemm_tile(const mm_args *a, const float *wbuf, const float *px, int64_t kc, float *state, int first,
+                      int last, int64_t r0, int64_t nr, int64_t tl, int64_t t, int C) {
+    switch (C) {
+    case 1: gemm_tile_t(a, wbuf, px, kc, state, first, last, r0, nr, tl, t, 1); break;
+    case 2: gemm_tile_t(a, wbuf, px, kc, state, first, last, r0, nr, tl, t, 2); break;
+    case 3: gemm_tile_t(a, wbuf, px, kc, state, first, last, r0, nr, tl, t, 3); break;
+    default: gemm_tile_t(a, wbuf, px, kc, state, first, last, r0, nr, tl, t, 4); break;
     }
 }
 
@@ -298,7 +311,7 @@ typedef struct fstep {
 
 void mm_avx2_gemmf(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     const int64_t n8 = a->n_in & ~(int64_t)7;
-    if (n8 == 0) { /* fewer than 8 elements: all tail */
+    if (n8 == 0 || a->T * a->n_in <= DOTF_MAX_X) { /* all tail, or few activations: the row loop */
         mm_avx2_dotf_rows(a, o0, o1, 0, a->T);
         return;
     }
@@ -322,22 +335,17 @@ void mm_avx2_gemmf(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t
                 else if (r0 + RB < o1) nx = (fstep){r0 + RB, o1 - r0 - RB < RB ? o1 - r0 - RB : RB, 0, n8 < KC ? n8 : KC};
                 else if (n1 > n0) nx = (fstep){n0, n1 - n0 < RB ? n1 - n0 : RB, 0, n8 < KC ? n8 : KC};
                 const int64_t lpr = ((int64_t)esz * nx.kc + 63) / 64, lines = nx.nr * lpr;
-                const int64_t ncalls = (nt + 3) / 4 * ((nr + 2) / 3);
-                int64_t call = 0;
+                const int64_t ncalls = (nt + 3) / 4;
                 const float *pxs = (const float *)(const void *)(a->xp + (size_t)g * gbytes) + s * GT * KC;
                 const int first = s == 0, last = s + 1 == ns;
-                for (int64_t tc = 0; tc < nt; tc += 4) {
-                    const int C = nt - tc < 4 ? (int)(nt - tc) : 4;
-                    for (int64_t rt = 0; rt < nr; rt += 3, call++) {
-                        const int R = nr - rt < 3 ? (int)(nr - rt) : 3;
-                        /* this call's share of the next step's lines */
-                        for (int64_t l = lines * call / ncalls; l < lines * (call + 1) / ncalls; l++)
-                            _mm_prefetch((const char *)a->W + (size_t)(nx.r0 + l / lpr) * a->w_stride +
-                                             (size_t)nx.k0 * esz + (size_t)(l % lpr) * 64,
-                                         _MM_HINT_T1);
-                        kern_gemm_any(a, wbuf + rt * KC, pxs + tc * KC, kc, state + (rt * GT + tc) * 8, first,
-                                      last, r0 + rt, t0 + tc, R, C);
-                    }
+                for (int64_t tc = 0, call = 0; tc < nt; tc += 4, call++) {
+                    /* this call's share of the next step's lines */
+                    for (int64_t l = lines * call / ncalls; l < lines * (call + 1) / ncalls; l++)
+                        _mm_prefetch((const char *)a->W + (size_t)(nx.r0 + l / lpr) * a->w_stride +
+                                         (size_t)nx.k0 * esz + (size_t)(l % lpr) * 64,
+                                     _MM_HINT_T1);
+                    gemm_tile(a, wbuf, pxs + tc * KC, kc, state, first, last, r0, nr, tc, t0 + tc,
+                              nt - tc < 4 ? (int)(nt - tc) : 4);
                 }
             }
         }
