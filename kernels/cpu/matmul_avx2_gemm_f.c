@@ -130,11 +130,15 @@ MM_AI void kern_direct(const uint32_t type, const mm_args *a, int64_t o, int64_t
     _Pragma("GCC unroll 4") for (int c = 0; c < C; c++) x[c] = a->X + (t + c) * n;
 #define LW(r) load_w8(type, w[r] + esz * kk)
 #define LX(c) _mm256_loadu_ps(x[c] + kk)
+    /* each row prefetches the same place a whole number of tiles on (R rows apart),
+     * at least PF_DIST bytes ahead: PF_DIST on in a row would land in the rows this
+     * tile reads already, leaving the next tile's rows unfetched */
+    const size_t tile_bytes = a->w_stride * (size_t)R, pf = tile_bytes * ((PF_DIST + tile_bytes - 1) / tile_bytes);
     int64_t k = 0;
     for (; k + 32 <= n8; k += 32) {
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
-            _mm_prefetch((const char *)w[r] + esz * k + PF_DIST, _MM_HINT_T1);
-            if (esz == 4) _mm_prefetch((const char *)w[r] + esz * k + PF_DIST + 64, _MM_HINT_T1);
+            _mm_prefetch((const char *)w[r] + esz * k + pf, _MM_HINT_T1);
+            if (esz == 4) _mm_prefetch((const char *)w[r] + esz * k + pf + 64, _MM_HINT_T1);
         }
         _Pragma("GCC unroll 4") for (int u = 0; u < 4; u++) {
             const int64_t kk = k + 8 * u;
@@ -153,8 +157,10 @@ MM_AI void kern_direct(const uint32_t type, const mm_args *a, int64_t o, int64_t
 }
 
 MM_AI void dotf_rows_t(const uint32_t type, const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    /* start the stream: the kernels prefetch from a tile's rows on (see kern_direct) */
+    const size_t lead = a->w_stride * 4 > PF_DIST ? a->w_stride * 4 : PF_DIST;
     if (o1 > o0)
-        for (int l = 0; l < PF_DIST; l += 64)
+        for (size_t l = 0; l < lead && l < (size_t)(o1 - o0) * a->w_stride; l += 64)
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, _MM_HINT_T1);
     if (t1 - t0 == 1) {
         int64_t o = o0;
