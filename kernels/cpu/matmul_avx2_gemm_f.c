@@ -1,38 +1,42 @@
 /* matmul_avx2_gemm_f.c — the AVX2 level's kernels for float weights (F32, F16, BF16):
- * the row loop for small batches ("dotf", T = 1 included) and a blocked GEMM for
+ * a row loop for T = 1 and small batches ("dotf") and a blocked GEMM for
  * prompt-sized batches ("gemmf"), with one arithmetic for every output.
  *
- * The order of the sums. Every output y[t][o] = Σ_i w[o][i]·x[t][i] is computed the
- * same way by both kernels, whatever T, the chunking or the thread count: with n8 =
- * n_in rounded down to 8, lane j of one 8-float accumulator takes the FMAs of the
- * elements i ≡ j (mod 8), i < n8, in increasing i; the 8 lanes are then summed in a
- * fixed tree (hsum8f), and the last n_in - n8 products are added one by one. So a
- * row computed inside a batch equals the row computed alone bit for bit (what the
- * engine's parallel samples, speculative decoding and tests rely on), and a GEMM
- * needs no relaxation. One accumulator per output is what makes that cheap: a GEMM
- * tile then holds one register per (weight row, activation row) pair, and the
- * one-row loop gets its independent FMA chains from several weight rows at once
- * (4 rows for T = 1) instead of from several accumulators per row.
+ * The order of the sums — the design decision. Every output y[t][o] = Σ_i w[o][i]·x[t][i]
+ * is computed the same way by both kernels, whatever T, the chunking or the thread
+ * count: with n8 = n_in rounded down to 8, lane j of one 8-float accumulator takes
+ * the FMAs of the elements i ≡ j (mod 8), i < n8, in increasing i; the 8 lanes are
+ * then summed in a fixed tree (hsum8f), and the last n_in - n8 products are added
+ * one by one. So a row computed inside a batch equals the row computed alone bit
+ * for bit (what the engine's parallel samples and speculative decoding rely on at
+ * this level), and the GEMM needs no relaxation in the tests. One accumulator per
+ * output is what makes that cheap: a GEMM tile holds one register per (weight row,
+ * activation row) pair, and the row loop gets its independent FMA chains from
+ * several weight rows at once instead of from several accumulators per row.
  *
- * Vectors run along K (as in llamafile's tinyBLAS): a 3 × 4 tile (3 weight rows × 4
- * activation rows) keeps 12 accumulators, and per 8 elements loads 3 weight and 4
- * activation vectors for 12 FMAs, in 16 ymm registers.
+ * Vectors run along K (as in llamafile's tinyBLAS), not along the activation rows as
+ * in the AVX-512 GEMM (that order would differ from any one-row dot): a 3 × 4 tile
+ * (3 weight rows × 4 activation rows) keeps 12 accumulators and per 8 elements loads
+ * 3 weight and 4 activation vectors for 12 FMAs — 16 ymm registers in all.
  *
- * dotf (T below GEMMF_MIN_T): weight rows are read in place, converted by F16C
- * `_mm256_cvtph_ps` (BF16: a shift; both exact) as they are loaded, and prefetched
- * MM_PF_DIST ahead into L2; 3 × 4 tiles for T > 1, 4 × 1 for T = 1.
+ * dotf: weight rows are read in place, converted by F16C `_mm256_cvtph_ps` (BF16: a
+ * shift; both exact) as they are loaded; tiles of 4 rows × 1 (T = 1) or 3 × up to 4;
+ * each row prefetches a whole number of tiles ahead (>= PF_DIST bytes), i.e. the
+ * next tile's rows. It is also used for T >= GEMMF_MIN_T while all activations fit
+ * in DOTF_MAX_X floats: they then stay in L2 while every weight tile passes, and
+ * measured faster than the GEMM there (T = 8: 60-100 vs 40-50 GFLOP/s).
  *
  * gemmf: the activations are packed once per call into groups of GT rows, each cut
- * into K-slices of KC floats ([slice][row][KC], so one step reads one contiguous
- * stretch). A chunk of output rows is walked by groups of RB rows, then activation
+ * into K-slices of KC floats ([slice][row][KC], so a step reads one contiguous
+ * stretch). A chunk of output rows is walked by steps of RB rows, then activation
  * groups, then K-slices; each step converts RB rows × one K-slice of weights to f32
- * into an L1-sized buffer (once per step, reused by every activation tile), runs the
- * 3 × 4 tiles over it, and meanwhile prefetches the next step's weights into L2,
- * spread over the tiles. As the accumulators must run on across K-slices unchanged,
- * a tile's 12 accumulators are kept between slices in a per-thread state buffer
- * (RB × GT × 8 floats) rather than summed into Y; the last slice finishes them
- * (hsum8f and the tail) into Y. Compiled for AVX2 + FMA + F16C by a target pragma;
- * only called after cpuid says so. */
+ * into an L1-sized buffer (12 KB, converted once, read by every activation tile),
+ * runs one call per 4-row activation tile over all its 3-row weight tiles, and
+ * meanwhile prefetches the next step's weights into L2, spread over those calls. As
+ * the accumulators must run on across K-slices unchanged, a tile's accumulators are
+ * kept between slices in a per-thread state buffer (RB × GT × 8 floats) rather than
+ * summed into Y; the last slice finishes them (hsum8f and the tail) into Y. Compiled
+ * for AVX2 + FMA + F16C by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -44,20 +48,13 @@
 
 #define MM_AI static inline __attribute__((always_inline))
 
-#ifndef TUNE_KC
-#define TUNE_KC 256
-#define TUNE_RB 12
-#define TUNE_GT 64
-#define TUNE_MIN_T 8
-#define TUNE_DOTF_MAX_X 65536
-#endif
 enum {
-    GT = TUNE_GT,             /* activation rows per packed group */
-    KC = TUNE_KC,             /* K-slice (floats); also the row stride of the buffers */
-    RB = TUNE_RB,             /* weight rows converted per step */
-    GEMMF_MIN_T = TUNE_MIN_T, /* from this batch size on, the GEMM may be used... */
-    DOTF_MAX_X = TUNE_DOTF_MAX_X, /* ...if the activations exceed this many floats */
-    PF_DIST = 4096,           /* dotf: bytes ahead in a weight row to prefetch */
+    GT = 64,            /* activation rows per packed group */
+    KC = 256,           /* K-slice (floats); also the row stride of the buffers */
+    RB = 12,            /* weight rows converted per step */
+    GEMMF_MIN_T = 8,    /* from this batch size on, the GEMM may be used... */
+    DOTF_MAX_X = 65536, /* ...if the activations exceed this many floats (256 KB) */
+    PF_DIST = 4096,     /* dotf: bytes ahead to prefetch, at least */
 };
 
 /* ---- the one arithmetic ------------------------------------------------------------ */
