@@ -361,6 +361,41 @@ static void test_batch_vs_single(void) {
     }
 }
 
+/* The AVX2 level's float weights (matmul_avx2_gemm_f.c): its GEMM (T >= 8 and more
+ * than 65536 activation floats) and its row loop (the rest, T = 1 included) compute every output in one order, so a row inside
+ * a batch equals the row alone bit for bit, and 1 and 2 threads agree — on shapes
+ * with every remainder: n_in not a multiple of 8 (a tail of single products) over
+ * several K-slices, n_in below 8 (all tail), n_out not a multiple of the 3-row tiles
+ * nor of the 12-row steps, T not a multiple of the 4-row tiles, over several row groups. */
+static void test_avx2_float_exact(void) {
+    if (cpu_matmul_max_level() < CPU_SIMD_AVX2) return;
+    const uint32_t types[] = {QT_F32, QT_F16, QT_BF16};
+    const struct { int64_t n_in, n_out, T; } shapes[] = {
+        {1100, 50, 70}, {520, 31, 131}, {1100, 50, 8}, {300, 29, 5}, {5, 7, 9}, {264, 4, 2},
+    };
+    cpu_matmul_set_level(CPU_SIMD_AVX2);
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
+        for (size_t si = 0; si < LLC_ARRAY_LEN(shapes); si++) {
+            const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out, T = shapes[si].T;
+            problem p;
+            float *Yb = malloc(sizeof(float) * (size_t)(n_out * T)), *Y1 = malloc(sizeof(float) * (size_t)(n_out * T));
+            if (Yb && Y1 && problem_make(&p, types[ti], n_in, n_out, T) == 0) {
+                problem_check(&p, g_pool2, "avx2 float");
+                CHECK(cpu_matmul(g_pool2, types[ti], problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
+                for (int64_t t = 0; t < T; t++)
+                    CHECK(cpu_matmul(g_pool1, types[ti], problem_w(&p), n_in, n_out, p.X + t * n_in, 1,
+                                     Y1 + t * n_out) == 0);
+                CHECKF(memcmp(Yb, Y1, sizeof(float) * (size_t)(n_out * T)) == 0,
+                       "%s n_in=%lld n_out=%lld T=%lld: batched (2 threads) != one row at a time (1 thread)",
+                       qtype_name(types[ti]), (long long)n_in, (long long)n_out, (long long)T);
+            }
+            if (Yb && Y1) problem_free(&p);
+            free(Yb);
+            free(Y1);
+        }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+}
+
 /* each output is computed by exactly one thread in a fixed order: 1 and 2 threads
  * (and no pool at all) agree bit for bit, at every SIMD level */
 static void test_threads_bitwise(void) {
@@ -623,6 +658,7 @@ int main(void) {
     RUN(test_large);
     RUN(test_batch_vs_single);
     RUN(test_threads_bitwise);
+    RUN(test_avx2_float_exact);
     RUN(test_guard_pages);
     RUN(test_nonfinite);
     RUN(test_prepacked);

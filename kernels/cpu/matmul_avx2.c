@@ -1,9 +1,12 @@
-/* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C) and its kernel table: the
- * 256-bit dot-product kernels of matmul_dot256.h with maddubs/madd byte products (no
- * VNNI), for one row and for the types without a GEMM at every T (the rows of a
- * chunk stay in cache while the activation rows pass), and the blocked GEMM of
- * matmul_avx2_gemm.c for Q8_0, Q4_0, Q4_K, Q5_K and Q6_K at T > 1. Compiled for
- * AVX2 by a target pragma; only called after cpuid says so. */
+/* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C) and its kernel table:
+ *  - quantized weights: the 256-bit dot-product kernels of matmul_dot256.h with
+ *    maddubs/madd byte products (no VNNI), for one row and few rows and for the
+ *    types without a GEMM at every T (the rows of a chunk stay in cache while the
+ *    activation rows pass), and the blocked GEMM of matmul_avx2_gemm.c for Q8_0,
+ *    Q4_0, Q4_K, Q5_K and Q6_K at larger T;
+ *  - float weights (F32, F16, BF16): matmul_avx2_gemm_f.c, its row loop and its
+ *    blocked GEMM for larger T, both in one summation order (batched == alone).
+ * Compiled for AVX2 by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -22,42 +25,54 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 
 #include "kernels/cpu/matmul_dot256.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
+#include "kernels/cpu/matmul_avx2_gemm_f.h"
 
-/* ---- GEMM hooks: quantized weights → gemmq (matmul_avx2_gemm.c) ------------------ */
-static int gemm_rows(uint32_t type, int64_t T) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
+/* ---- routing by weight type: float → gemm_f, quantized → gemmq ------------------ */
+
+static int is_float_type(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
+
+static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    if (is_float_type(a->type)) mm_avx2_dotf_rows(a, o0, o1, t0, t1);
+    else dot_rows_256(a, o0, o1, t0, t1);
 }
-static int64_t gemm_groups(uint32_t type, int64_t T) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+static int gemm_rows_avx2(uint32_t type, int64_t T) {
+    return is_float_type(type) ? mm_avx2_gemmf_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
-static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
+static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
+    return is_float_type(type) ? mm_avx2_gemmf_groups(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
-static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
+static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    if (is_float_type(type)) mm_avx2_gemmf_group(T, g, t0, t1);
+    else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
-static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
+    return is_float_type(type) ? mm_avx2_gemmf_xp_bytes(n_in, T)
+           : mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
 }
-static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
+static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
+    if (is_float_type(a->type)) mm_avx2_gemmf_pack_x(a, g, xp);
+    else if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
 }
-static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    (void)n0, (void)n1;
-    if (mm_type_is_quant(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
+static size_t gemm_scratch_avx2(uint32_t type, int64_t n_in, int64_t rows) {
+    return is_float_type(type) ? mm_avx2_gemmf_scratch(n_in, rows)
+           : mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
+}
+static void gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
+    if (is_float_type(a->type)) mm_avx2_gemmf(a, o0, o1, n0, n1, scratch);
+    else if (mm_type_is_quant(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
 }
 
 const mm_impl mm_impl_avx2 = {
     .name = "avx2",
     .quantize_x = quantize_x_256,
-    .dot_rows = dot_rows_256,
-    .gemm_rows = gemm_rows,
-    .gemm_groups = gemm_groups,
-    .gemm_group = gemm_group,
-    .gemm_xp_bytes = gemm_xp_bytes,
-    .gemm_pack_x = gemm_pack_x,
-    .gemm_scratch = gemm_scratch,
-    .gemm = gemm,
+    .dot_rows = dot_rows_avx2,
+    .gemm_rows = gemm_rows_avx2,
+    .gemm_groups = gemm_groups_avx2,
+    .gemm_group = gemm_group_avx2,
+    .gemm_xp_bytes = gemm_xp_bytes_avx2,
+    .gemm_pack_x = gemm_pack_x_avx2,
+    .gemm_scratch = gemm_scratch_avx2,
+    .gemm = gemm_avx2,
 };
 
 #pragma GCC pop_options
