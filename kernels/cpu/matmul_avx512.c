@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx512_gemm.h"
 #include "kernels/cpu/matmul_internal.h"
 
@@ -223,31 +224,43 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q4_0: return T >= 3 ? 16 : 0;
     case QT_Q4_K:
     case QT_Q6_K: return T >= 4 ? 16 : 0;
+    case QT_Q5_K: return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
     case QT_F32:
     case QT_F16:
     case QT_BF16: return T >= 6 ? 16 : 0;
     default: return 0;
     }
 }
+
+/* Q5_K has no 512-bit GEMM: batches borrow the AVX2 one (matmul_avx2_gemm.c; this
+ * CPU has AVX2), 3× the dot kernels' prompt speed on Q5_K_M files. */
+static int borrows_avx2(uint32_t type) { return type == QT_Q5_K; }
+
 static int64_t gemm_groups(uint32_t type, int64_t T) {
+    if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);
     return mm_type_is_quant(type) ? mm_avx512_gemmq_groups(T) : mm_avx512_gemmf_groups(T);
 }
 static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (mm_type_is_quant(type)) mm_avx512_gemmq_group(T, g, t0, t1);
+    if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
+    else if (mm_type_is_quant(type)) mm_avx512_gemmq_group(T, g, t0, t1);
     else mm_avx512_gemmf_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
+    if (borrows_avx2(type)) return mm_avx2_gemmq_xp_bytes(type, n_in, T);
     return mm_type_is_quant(type) ? mm_avx512_gemmq_xp_bytes(type, n_in, T) : mm_avx512_gemmf_xp_bytes(n_in, T);
 }
 static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (mm_type_is_quant(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
+    if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    else if (mm_type_is_quant(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
     else mm_avx512_gemmf_pack_x(a, g, xp);
 }
 static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
+    if (borrows_avx2(type)) return mm_avx2_gemmq_scratch(type, n_in, rows);
     return mm_type_is_quant(type) ? mm_avx512_gemmq_scratch(type, n_in, rows) : mm_avx512_gemmf_scratch(n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    if (mm_type_is_quant(a->type)) mm_avx512_gemmq(a, o0, o1, scratch);
+    if (borrows_avx2(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
+    else if (mm_type_is_quant(a->type)) mm_avx512_gemmq(a, o0, o1, scratch);
     else mm_avx512_gemmf(a, o0, o1, n0, n1, scratch);
 }
 
