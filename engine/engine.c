@@ -239,11 +239,8 @@ static void step_failed(engine *e, int rc, const char *msg) {
     for (int i = e->n_running - 1; i >= 0; i--) {
         seq *s = e->running[i];
         if (!s->rows) continue; /* not in the step: its blocks were not touched */
-        eng_running_remove(e, s);
-        eng_seq_drop_kv(s);
         s->rows = 0;
-        s->state = SEQ_WAITING;
-        e->stats.preemptions++;
+        eng_seq_requeue(e, s);
     }
 }
 

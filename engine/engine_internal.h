@@ -211,6 +211,9 @@ void eng_embed_take(engine *e, seq *s, int rows, const float *hidden);
 /* The running list (admission order is kept for preemption). */
 int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
+/* Preempts running sequence s: drops its draft tokens and KV blocks (full ones stay
+ * cached) and puts it back to waiting, to be computed again. */
+void eng_seq_requeue(engine *e, seq *s);
 /* The next waiting sequence: highest priority, then oldest request; or NULL. */
 seq *eng_next_waiting(engine *e);
 /* Chooses this step's rows (decode first, then prefill chunks within the token

@@ -35,6 +35,14 @@ int eng_running_add(engine *e, seq *s) {
 }
 
 
+void eng_seq_requeue(engine *e, seq *s) {
+    eng_running_remove(e, s);
+    eng_spec_drop(e, s);
+    eng_seq_drop_kv(s);
+    s->state = SEQ_WAITING;
+    e->stats.preemptions++;
+}
+
 /* Releases the newest running sequence's blocks and puts it back to waiting. */
 static bool preempt_newest(engine *e, const seq *keep) {
     seq *victim = NULL;
@@ -43,11 +51,7 @@ static bool preempt_newest(engine *e, const seq *keep) {
         if (s != keep && s->rows == 0 && (!victim || s->admit_order > victim->admit_order)) victim = s;
     }
     if (!victim) return false;
-    eng_running_remove(e, victim);
-    eng_spec_drop(e, victim);
-    eng_seq_drop_kv(victim);
-    victim->state = SEQ_WAITING;
-    e->stats.preemptions++;
+    eng_seq_requeue(e, victim);
     return true;
 }
 
