@@ -138,13 +138,16 @@ static const char *fmt_bytes(char *buf, size_t n, double bytes) {
     return buf;
 }
 
+/* The CPU backend keeps the weights in host memory; the others on their device. */
+static bool weights_in_host_memory(const llm *l) { return !strcmp(l->be->name, "cpu"); }
+
 /* Before the weights are loaded: what they need, the memory there is, and on
  * the CPU (weights in host memory) the refusal of a model they exceed. */
 static int check_weights_fit(llm *l, llc_err *err) {
     l->file_weight_bytes = 0;
     for (int64_t i = 0; i < gguf_n_tensors(l->file); i++) l->file_weight_bytes += gguf_tensor_at(l->file, i)->n_bytes;
     l->mem_at_open = mem_available();
-    if (strcmp(l->be->name, "cpu") || l->mem_at_open <= 0 || (int64_t)l->file_weight_bytes <= l->mem_at_open) return 0;
+    if (!weights_in_host_memory(l) || l->mem_at_open <= 0 || (int64_t)l->file_weight_bytes <= l->mem_at_open) return 0;
     char w[32], a[32];
     return llc_fail(err, LLC_ERR_NOMEM, "the model does not fit in memory: its weights take %s, %s is available",
                     fmt_bytes(w, sizeof w, (double)l->file_weight_bytes), fmt_bytes(a, sizeof a, (double)l->mem_at_open));
@@ -154,7 +157,7 @@ static int check_weights_fit(llm *l, llc_err *err) {
  * the weights (their pages count as available while they are only cached);
  * elsewhere (weights on the device) the host memory available now. */
 static int64_t kv_mem_available(const llm *l) {
-    if (strcmp(l->be->name, "cpu") || l->mem_at_open <= 0) return mem_available();
+    if (!weights_in_host_memory(l) || l->mem_at_open <= 0) return mem_available();
     int64_t left = l->mem_at_open - (int64_t)l->file_weight_bytes;
     return left > 0 ? left : 0;
 }
@@ -250,7 +253,7 @@ uint32_t llm_kv_type(const cli_common *common) {
 
 int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err) {
     const int64_t avail = kv_mem_available(l);
-    if (strcmp(l->be->name, "cpu") || avail < 0 || bytes <= avail) return 0;
+    if (!weights_in_host_memory(l) || avail < 0 || bytes <= avail) return 0;
     char k[32], a[32];
     return llc_fail(err, LLC_ERR_NOMEM, "a KV cache of %s does not fit in memory (%s is left beside the weights)",
                     fmt_bytes(k, sizeof k, (double)bytes), fmt_bytes(a, sizeof a, (double)avail));
@@ -272,15 +275,16 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
                                                                                   : LLM_DEFAULT_CONTEXT;
         budget = per_token * ctx * LLM_DEFAULT_SEQUENCES;
         const int64_t avail = kv_mem_available(l);
-        const int64_t min_budget = per_token * (ctx < 2048 ? ctx : 2048); /* one short context */
+        const int64_t short_ctx = ctx < 2048 ? ctx : 2048;
+        const int64_t min_budget = per_token * short_ctx; /* one short context */
         if (avail >= 0 && min_budget > avail) {
             char w[32], k[32], a[32];
-            bool cpu = !strcmp(l->be->name, "cpu");
+            const bool cpu = weights_in_host_memory(l);
             return llc_fail(err, LLC_ERR_NOMEM,
                             "the model does not fit in memory: %s%s%sone %lld-token context of KV cache needs %s, "
                             "%s is available (--kv-mem sets the KV cache size)",
                             cpu ? "its weights take " : "", cpu ? fmt_bytes(w, sizeof w, (double)l->file_weight_bytes) : "",
-                            cpu ? " and " : "", (long long)(ctx < 2048 ? ctx : 2048), fmt_bytes(k, sizeof k, (double)min_budget),
+                            cpu ? " and " : "", (long long)short_ctx, fmt_bytes(k, sizeof k, (double)min_budget),
                             fmt_bytes(a, sizeof a, (double)(cpu ? l->mem_at_open : avail)));
         }
         if (avail >= 0 && budget > avail / 2) budget = avail / 2 > min_budget ? avail / 2 : min_budget;
