@@ -5,9 +5,11 @@
  * what they do to an open session shows live), and runs the UI.
  * With --remote URL (or LLMCHAT_REMOTE) the answers come from an
  * OpenAI-compatible server instead: no model is loaded and nothing is served. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "app/commands.h"
@@ -64,17 +66,57 @@ static const char *database_path(const cli_common *common, char *buf, size_t n) 
 
 /* The line on the terminal while the default model, its engine and the server
  * start (curses is not up yet: no blank screen meanwhile); cleared before an
- * error or the UI, so that it is not left behind after quitting. */
-static bool g_loading_shown;
+ * error or the UI, so that it is not left behind after quitting.
+ * Meanwhile the terminal takes keys as they are (no echo, no line editing, Enter
+ * kept as CR): what is typed during loading reaches the chat's input as typed,
+ * and Enter sends it, instead of being echoed under the loading line and turned
+ * into newlines. The settings found are put back before curses starts (it keeps
+ * them for after quitting), on every error, and on Ctrl-C. */
+static bool g_loading_shown, g_tty_held;
+static struct termios g_tty_found;
+
+static void tty_release(void) {
+    if (g_tty_held) tcsetattr(STDIN_FILENO, TCSANOW, &g_tty_found); /* TCSANOW: the keys typed stay */
+    g_tty_held = false;
+}
+
+static void tty_release_and_die(int sig) {
+    tty_release(); /* (tcsetattr is async-signal-safe) */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void tty_hold(void) {
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &g_tty_found)) return;
+    struct termios t = g_tty_found;
+    t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+    t.c_iflag &= ~(tcflag_t)(ICRNL | INLCR | IGNCR);
+    t.c_cc[VMIN] = 1;
+    t.c_cc[VTIME] = 0;
+    if (tcsetattr(STDIN_FILENO, TCSANOW, &t)) return;
+    g_tty_held = true;
+    signal(SIGINT, tty_release_and_die);
+    signal(SIGTERM, tty_release_and_die);
+    signal(SIGQUIT, tty_release_and_die);
+}
 
 static void loading_line(const char *path) {
     if (!isatty(STDERR_FILENO)) return;
     fprintf(stderr, "llmchat: loading %s ...", path);
     fflush(stderr);
     g_loading_shown = true;
+    tty_hold();
+    const char *delay = getenv("LLC_TEST_LOAD_DELAY_MS"); /* tests: a load slow enough to type during */
+    if (delay) usleep((useconds_t)atoi(delay) * 1000);
 }
 
 static void loading_clear(void) {
+    if (g_tty_held) {
+        tty_release();
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+    }
     if (g_loading_shown) fprintf(stderr, "\r\033[K");
     g_loading_shown = false;
 }

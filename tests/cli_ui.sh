@@ -17,7 +17,7 @@ start() {
 
 DB="$TMP/chat.db"
 start ui "$DB"
-check "opens on the default model" "stories260K.gguf"
+check "opens on the default model" "stories260K.gguf \\| cpu"
 line "/set temp 0"
 line "/set max_tokens 24"
 line "Once upon a time"
@@ -204,6 +204,20 @@ if $T capture-pane -t ui2 -p | grep -qE "another llmchat chat \(pid [0-9]+\) use
     ok "a second chat on the same database is warned"
 else bad "a second chat on the same database is warned" "$($T capture-pane -t ui2 -p)"; fi
 $T send-keys -t ui2 C-q
+keys C-q
+check "quits" "EXITED 0"
+
+# Keys typed while the model loads (before curses is up) reach the input as typed:
+# Enter sends, nothing is echoed under the loading line.
+start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL LLC_TEST_LOAD_DELAY_MS=$((2000 * SLOW)) $LLMCHAT --db $TMP/ahead.db --no-socket"
+check "the loading line shows while the model loads" "llmchat: loading .*stories260K.gguf"
+line "/set max_tokens 4"
+line "Typed ahead"
+check "what was typed during loading is sent when the chat opens" "^  Typed ahead"
+check "and answered" "^Assistant"
+if screen | grep -q "max_tokens 4"; then bad "nothing typed is left in the input" "$(screen)"
+else ok "nothing typed is left in the input"; fi
+idle
 keys C-q
 check "quits" "EXITED 0"
 

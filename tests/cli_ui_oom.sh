@@ -9,7 +9,7 @@ mkdir -p "$TMP/cfg"
 # send TEXT: typed, then Enter on its own (not read as part of a paste)
 send() { keys -l "$1"; sleep 0.3; keys Enter; }
 start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL LLC_FAULT_ALLOC=1 $LLMCHAT --db $TMP/c.db --socket $TMP/ui.sock"
-check "opens on the default model" "stories260K.gguf"
+check "opens on the default model" "stories260K.gguf \\| cpu"
 send "/set max_tokens 16"
 send "Once upon a time there was a little girl who lived in a village near the forest"
 check "the failed answer says why" "the answer failed: out of memory for activations"
