@@ -10,7 +10,9 @@ trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 serve() {
     log=$1
     shift
-    $LLMCHAT serve "$@" 2>"$log" &
+    : >"$log" # emptied here, not by the background job: else the wait below can
+              # find the last server's " on unix:" in it before the new one starts
+    $LLMCHAT serve "$@" 2>>"$log" &
     SP=$!
     PIDS="$PIDS $SP"
     i=0
