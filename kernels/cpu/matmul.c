@@ -38,7 +38,29 @@ static cpu_simd_level detect_level(void) {
     return CPU_SIMD_SCALAR;
 }
 
+size_t mm_pf_dist = 4096;
+
+/* The prefetch distance of the dot kernels (see mm_pf_dist). Measured, TinyLlama
+ * Q8_0 decode at AVX2, 2 threads: on the Xeon it was tuned on, 4 KB ahead beat 1-2 KB
+ * and none; on AMD Zen 4, 17.7 tok/s with 4 KB against 28.5 with none (other types
+ * within noise), so AMD parts stream with their hardware prefetcher alone. */
+static size_t detect_pf_dist(void) {
+    const char *env = getenv("LLC_PREFETCH");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (!*end && v >= 0 && v <= 65536) return (size_t)v;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    if (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) return 0; /* "AuthenticAMD" */
+#endif
+    return 4096;
+}
+
 static void level_init(void) {
+    mm_pf_dist = detect_pf_dist();
     g_max_level = detect_level();
     g_level = g_max_level;
     const char *env = getenv("LLC_SIMD");

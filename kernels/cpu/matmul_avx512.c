@@ -171,7 +171,7 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     const __m512i ones = _mm512_set1_epi8(1), flip = _mm512_set1_epi8((char)0x80);
     const __m512i halves = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(1), 1);
     if (o1 > o0)
-        for (int l = 0; l < MM_PF_DIST; l += 64)
+        for (size_t l = 0; l < MM_PF_DIST; l += 64)
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, MM_PF_HINT);
     for (int64_t o = o0; o < o1; o++) {
         const uint8_t *w = a->W + (size_t)o * a->w_stride;

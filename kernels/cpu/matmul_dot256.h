@@ -8,9 +8,11 @@
  *                   the same added to acc;
  *   MM_DOT_Q4_K, MM_DOT_Q5_K, MM_DOT_Q6_K  the Q4_K / Q5_K / Q6_K row dot to use
  *                   (the AVX-512 file substitutes 512-bit versions).
- * Weight rows are prefetched MM_PF_DIST bytes ahead into L2: with the hardware
- * prefetcher alone one core streams at ~60% of its bandwidth (measured on the
- * 2-core Xeon this was tuned on: 4 KB ahead into L2 beat 1-2 KB and L1 targets). */
+ * Weight rows are prefetched MM_PF_DIST bytes ahead into L2, a distance chosen per
+ * CPU at run time (mm_pf_dist, matmul.c): on the 2-core Xeon this was tuned on the
+ * hardware prefetcher alone streamed at ~60% of a core's bandwidth and 4 KB ahead
+ * beat 1-2 KB; on AMD Zen 4 the same 4 KB cut Q8_0 to half the speed of no
+ * software prefetch at all. */
 #ifndef LLC_CPU_MATMUL_DOT256_H
 #define LLC_CPU_MATMUL_DOT256_H
 
@@ -21,7 +23,7 @@
 
 
 #ifndef MM_PF_DIST
-#define MM_PF_DIST 4096 /* bytes ahead in a weight row to prefetch */
+#define MM_PF_DIST mm_pf_dist /* bytes ahead in a weight row to prefetch */
 #endif
 #ifndef MM_PF_HINT
 #define MM_PF_HINT _MM_HINT_T1 /* into L2: more misses in flight than L1's fill buffers allow */
@@ -525,7 +527,7 @@ static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, co
 static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     /* the kernels prefetch MM_PF_DIST ahead; start the stream of this chunk */
     if (o1 > o0)
-        for (int l = 0; l < MM_PF_DIST; l += 64)
+        for (size_t l = 0; l < MM_PF_DIST; l += 64)
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, MM_PF_HINT);
     mm_dot_rows_blocked(a, o0, o1, t0, t1, dot_pair_256);
 }

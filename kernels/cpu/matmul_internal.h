@@ -181,6 +181,12 @@ typedef struct mm_impl {
 } mm_impl;
 
 extern const mm_impl mm_impl_scalar;
+
+/* Bytes ahead in a weight row that the dot kernels prefetch (MM_PF_DIST): set when
+ * the SIMD level is first asked for, from the CPU's vendor (AMD: 0, the hardware
+ * prefetcher alone; others: 4096), or from LLC_PREFETCH (bytes, 0-65536). */
+extern size_t mm_pf_dist;
+
 #if defined(__x86_64__)
 extern const mm_impl mm_impl_avx2;
 extern const mm_impl mm_impl_avx512;
