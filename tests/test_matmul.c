@@ -361,12 +361,13 @@ static void test_batch_vs_single(void) {
     }
 }
 
-/* The AVX2 level's float weights (matmul_avx2_gemm_f.c): its GEMM (T >= 8 and more
- * than 65536 activation floats) and its row loop (the rest, T = 1 included) compute every output in one order, so a row inside
- * a batch equals the row alone bit for bit, and 1 and 2 threads agree — on shapes
- * with every remainder: n_in not a multiple of 8 (a tail of single products) over
- * several K-slices, n_in below 8 (all tail), n_out not a multiple of the 3-row tiles
- * nor of the 12-row steps, T not a multiple of the 4-row tiles, over several row groups. */
+/* The AVX2 level's float weights (matmul_avx2_float.c): its row loop computes every
+ * output in one order at any T — in blocks of 65536 activation floats for batches
+ * (T >= 8), whole for the rest, T = 1 included — so a row inside a batch equals the
+ * row alone bit for bit, and 1 and 2 threads agree — on shapes with every remainder:
+ * n_in not a multiple of 8 (a tail of single products), n_in below 8 (all tail), n_out
+ * not a multiple of the 3-row tiles, T not a multiple of the 4-row tiles, over
+ * several blocks of activation rows (1100 × 70: 56 + 14; 520 × 131: 124 + 7). */
 static void test_avx2_float_exact(void) {
     if (cpu_matmul_max_level() < CPU_SIMD_AVX2) return;
     const uint32_t types[] = {QT_F32, QT_F16, QT_BF16};

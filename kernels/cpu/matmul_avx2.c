@@ -4,8 +4,9 @@
  *    types without a GEMM at every T (the rows of a chunk stay in cache while the
  *    activation rows pass), and the blocked GEMM of matmul_avx2_gemm.c for Q8_0,
  *    Q4_0, Q4_K, Q5_K and Q6_K at larger T;
- *  - float weights (F32, F16, BF16): matmul_avx2_gemm_f.c, its row loop and its
- *    blocked GEMM for larger T, both in one summation order (batched == alone).
+ *  - float weights (F32, F16, BF16): matmul_avx2_float.c's row loop at every T,
+ *    over L2-sized blocks of activation rows for prompts (batched == alone); it
+ *    takes the GEMM hooks for the planner's chunking and packs nothing.
  * Compiled for AVX2 by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
@@ -25,9 +26,9 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 
 #include "kernels/cpu/matmul_dot256.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
-#include "kernels/cpu/matmul_avx2_gemm_f.h"
+#include "kernels/cpu/matmul_avx2_float.h"
 
-/* ---- routing by weight type: float → gemm_f, quantized → gemmq ------------------ */
+/* ---- routing by weight type: float → the row loop, quantized → gemmq ------------ */
 
 static int is_float_type(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
 
@@ -36,29 +37,26 @@ static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     else dot_rows_256(a, o0, o1, t0, t1);
 }
 static int gemm_rows_avx2(uint32_t type, int64_t T) {
-    return is_float_type(type) ? mm_avx2_gemmf_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
+    return is_float_type(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
 static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
-    return is_float_type(type) ? mm_avx2_gemmf_groups(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+    return is_float_type(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
 static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (is_float_type(type)) mm_avx2_gemmf_group(T, g, t0, t1);
+    if (is_float_type(type)) *t0 = 0, *t1 = T;
     else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
-    return is_float_type(type) ? mm_avx2_gemmf_xp_bytes(n_in, T)
-           : mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
 }
 static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (is_float_type(a->type)) mm_avx2_gemmf_pack_x(a, g, xp);
-    else if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
 }
 static size_t gemm_scratch_avx2(uint32_t type, int64_t n_in, int64_t rows) {
-    return is_float_type(type) ? mm_avx2_gemmf_scratch(n_in, rows)
-           : mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
 }
 static void gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    if (is_float_type(a->type)) mm_avx2_gemmf(a, o0, o1, n0, n1, scratch);
+    if (is_float_type(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else if (mm_type_is_quant(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
 }
 

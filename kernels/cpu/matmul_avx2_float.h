@@ -1,0 +1,19 @@
+/* matmul_avx2_float.h — the AVX2 level's float-weight (F32, F16, BF16) kernels of
+ * matmul_avx2_float.c: one row loop ("dotf"), which computes every output in the same
+ * order at any T, so a batched row equals the row alone bit for bit. */
+#ifndef LLC_CPU_MATMUL_AVX2_FLOAT_H
+#define LLC_CPU_MATMUL_AVX2_FLOAT_H
+
+#include "kernels/cpu/matmul_internal.h"
+
+/* Y rows t0..t1-1, outputs o0..o1-1 (mm_impl.dot_rows). */
+void mm_avx2_dotf_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);
+
+/* Prompt-sized batches, through the planner's GEMM path (its chunks of up to 128
+ * rows, multiples of what mm_avx2_dotf_batch_rows returns; 0: small T, use dot_rows):
+ * all T rows, outputs o0..o1-1, the activations taken in L2-sized blocks. Nothing
+ * is packed. */
+int mm_avx2_dotf_batch_rows(int64_t T);
+void mm_avx2_dotf_batch(const mm_args *a, int64_t o0, int64_t o1);
+
+#endif
