@@ -361,39 +361,44 @@ static void test_batch_vs_single(void) {
     }
 }
 
-/* The AVX2 level's float weights (matmul_avx2_float.c): its row loop computes every
- * output in one order at any T — in blocks of 65536 activation floats for batches
- * (T >= 8), whole for the rest, T = 1 included — so a row inside a batch equals the
- * row alone bit for bit, and 1 and 2 threads agree — on shapes with every remainder:
- * n_in not a multiple of 8 (a tail of single products), n_in below 8 (all tail), n_out
- * not a multiple of the 3-row tiles, T not a multiple of the 4-row tiles, over
- * several blocks of activation rows (1100 × 70: 56 + 14; 520 × 131: 124 + 7). */
-static void test_avx2_float_exact(void) {
-    if (cpu_matmul_max_level() < CPU_SIMD_AVX2) return;
+/* Float weights (matmul_avx2_float.c): the row loop computes every output in one
+ * order at any T — in blocks of 65536 activation floats — so a row inside a batch
+ * equals the row alone bit for bit, and 1 and 2 threads agree: at the AVX2 level for
+ * every T, at the AVX-512 level (which borrows the loop) below 32 rows. On shapes with
+ * every remainder: n_in not a multiple of 8 (a tail of single products), n_in below
+ * 8 (all tail), n_out not a multiple of the 3-row tiles, T not a multiple of the
+ * 4-row tiles, over several blocks of activation rows (1100 × 70: 56 + 14; 520 × 131:
+ * 124 + 7; 5632 × 31: 8 + 8 + 8 + 7). */
+static void test_float_row_loop_exact(void) {
     const uint32_t types[] = {QT_F32, QT_F16, QT_BF16};
     const struct { int64_t n_in, n_out, T; } shapes[] = {
-        {1100, 50, 70}, {520, 31, 131}, {1100, 50, 8}, {300, 29, 5}, {5, 7, 9}, {264, 4, 2},
+        {1100, 50, 70}, {520, 31, 131}, {1100, 50, 8}, {300, 29, 5}, {5, 7, 9}, {264, 4, 2}, {5632, 7, 31},
     };
-    cpu_matmul_set_level(CPU_SIMD_AVX2);
-    for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
-        for (size_t si = 0; si < LLC_ARRAY_LEN(shapes); si++) {
-            const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out, T = shapes[si].T;
-            problem p;
-            float *Yb = malloc(sizeof(float) * (size_t)(n_out * T)), *Y1 = malloc(sizeof(float) * (size_t)(n_out * T));
-            if (Yb && Y1 && problem_make(&p, types[ti], n_in, n_out, T) == 0) {
-                problem_check(&p, g_pool2, "avx2 float");
-                CHECK(cpu_matmul(g_pool2, types[ti], problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
-                for (int64_t t = 0; t < T; t++)
-                    CHECK(cpu_matmul(g_pool1, types[ti], problem_w(&p), n_in, n_out, p.X + t * n_in, 1,
-                                     Y1 + t * n_out) == 0);
-                CHECKF(memcmp(Yb, Y1, sizeof(float) * (size_t)(n_out * T)) == 0,
-                       "%s n_in=%lld n_out=%lld T=%lld: batched (2 threads) != one row at a time (1 thread)",
-                       qtype_name(types[ti]), (long long)n_in, (long long)n_out, (long long)T);
+    const cpu_simd_level levels[] = {CPU_SIMD_AVX2, CPU_SIMD_AVX512};
+    for (size_t li = 0; li < LLC_ARRAY_LEN(levels); li++) {
+        if (cpu_matmul_max_level() < levels[li]) continue;
+        cpu_matmul_set_level(levels[li]);
+        for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
+            for (size_t si = 0; si < LLC_ARRAY_LEN(shapes); si++) {
+                const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out, T = shapes[si].T;
+                if (levels[li] == CPU_SIMD_AVX512 && T >= 32) continue; /* its GEMM from 32 rows */
+                problem p;
+                float *Yb = malloc(sizeof(float) * (size_t)(n_out * T)), *Y1 = malloc(sizeof(float) * (size_t)(n_out * T));
+                if (Yb && Y1 && problem_make(&p, types[ti], n_in, n_out, T) == 0) {
+                    problem_check(&p, g_pool2, "float row loop");
+                    CHECK(cpu_matmul(g_pool2, types[ti], problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
+                    for (int64_t t = 0; t < T; t++)
+                        CHECK(cpu_matmul(g_pool1, types[ti], problem_w(&p), n_in, n_out, p.X + t * n_in, 1,
+                                         Y1 + t * n_out) == 0);
+                    CHECKF(memcmp(Yb, Y1, sizeof(float) * (size_t)(n_out * T)) == 0,
+                           "%s %s n_in=%lld n_out=%lld T=%lld: batched (2 threads) != one row at a time (1 thread)",
+                           cpu_simd_name(), qtype_name(types[ti]), (long long)n_in, (long long)n_out, (long long)T);
+                }
+                if (Yb && Y1) problem_free(&p);
+                free(Yb);
+                free(Y1);
             }
-            if (Yb && Y1) problem_free(&p);
-            free(Yb);
-            free(Y1);
-        }
+    }
     cpu_matmul_set_level(cpu_matmul_max_level());
 }
 
@@ -659,7 +664,7 @@ int main(void) {
     RUN(test_large);
     RUN(test_batch_vs_single);
     RUN(test_threads_bitwise);
-    RUN(test_avx2_float_exact);
+    RUN(test_float_row_loop_exact);
     RUN(test_guard_pages);
     RUN(test_nonfinite);
     RUN(test_prepacked);

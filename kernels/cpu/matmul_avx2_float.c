@@ -176,7 +176,7 @@ MM_AI void dotf_rows_t(const uint32_t type, const mm_args *a, int64_t o0, int64_
         }
 }
 
-void mm_avx2_dotf_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+static void dotf_block(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     switch (a->type) {
     case QT_F16: dotf_rows_t(QT_F16, a, o0, o1, t0, t1); break;
     case QT_BF16: dotf_rows_t(QT_BF16, a, o0, o1, t0, t1); break;
@@ -184,15 +184,19 @@ void mm_avx2_dotf_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int
     }
 }
 
+/* the activation rows in blocks of at most DOTF_MAX_X floats, each passing every
+ * weight tile while the tile's rows sit in L1 */
+void mm_avx2_dotf_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    int64_t tb = DOTF_MAX_X / a->n_in;
+    tb = tb < 4 ? 4 : tb & ~(int64_t)3; /* whole 4-row tiles */
+    for (int64_t t = t0; t < t1; t += tb) dotf_block(a, o0, o1, t, t + tb < t1 ? t + tb : t1);
+}
+
 /* ---- batches: the row loop over blocks of activation rows ------------------------- */
 
 int mm_avx2_dotf_batch_rows(int64_t T) { return T >= BATCH_MIN_T ? 3 : 0; }
 
-void mm_avx2_dotf_batch(const mm_args *a, int64_t o0, int64_t o1) {
-    int64_t tb = DOTF_MAX_X / a->n_in;
-    tb = tb < 4 ? 4 : tb & ~(int64_t)3; /* whole 4-row tiles */
-    for (int64_t t0 = 0; t0 < a->T; t0 += tb) mm_avx2_dotf_rows(a, o0, o1, t0, t0 + tb < a->T ? t0 + tb : a->T);
-}
+void mm_avx2_dotf_batch(const mm_args *a, int64_t o0, int64_t o1) { mm_avx2_dotf_rows(a, o0, o1, 0, a->T); }
 
 #pragma GCC pop_options
 

@@ -6,13 +6,13 @@
 
 #include "kernels/cpu/matmul_internal.h"
 
-/* Y rows t0..t1-1, outputs o0..o1-1 (mm_impl.dot_rows). */
+/* Y rows t0..t1-1, outputs o0..o1-1 (mm_impl.dot_rows), the activation rows taken
+ * in L2-sized blocks. The AVX-512 level borrows it for float weights below 32 rows. */
 void mm_avx2_dotf_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);
 
 /* Prompt-sized batches, through the planner's GEMM path (its chunks of up to 128
  * rows, multiples of what mm_avx2_dotf_batch_rows returns; 0: small T, use dot_rows):
- * all T rows, outputs o0..o1-1, the activations taken in L2-sized blocks. Nothing
- * is packed. */
+ * all T rows, outputs o0..o1-1. Nothing is packed. */
 int mm_avx2_dotf_batch_rows(int64_t T);
 void mm_avx2_dotf_batch(const mm_args *a, int64_t o0, int64_t o1);
 

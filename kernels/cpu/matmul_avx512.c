@@ -11,6 +11,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/matmul_avx2_float.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx512_gemm.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -202,9 +203,16 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     }
 }
 
-/* Row blocks for the pool: the multi-row kernel for Q8_0 with a few rows, else the
- * 256-bit dot kernels. */
+static int is_float_type(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
+
+/* Row blocks for the pool: float weights borrow the AVX2 row loop (3 × 4 register
+ * tiles; below FLOAT_GEMM_MIN_T rows, see gemm_rows), the multi-row kernel for Q8_0
+ * with a few rows, else the 256-bit dot kernels. */
 static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    if (is_float_type(a->type)) {
+        mm_avx2_dotf_rows(a, o0, o1, t0, t1);
+        return;
+    }
     if (a->type == QT_Q8_0 && t1 - t0 >= 2) {
         for (int64_t t = t0; t < t1; t += MM_Q8_MULTI)
             dot_q8_0_rows(a, o0, o1, t, t + MM_Q8_MULTI < t1 ? t + MM_Q8_MULTI : t1);
@@ -217,7 +225,14 @@ static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
 
 /* Below these batch sizes the dot kernels, reading each weight block once from
  * memory and then from cache for every activation row, beat packing the weights
- * (measured on 2048×2048 and 2048×5632; with few rows most GEMM lanes would idle). */
+ * (measured on 2048×2048 and 2048×5632; with few rows most GEMM lanes would idle).
+ * Float weights: the AVX2 row loop below 32 rows (bench_matmul, TinyLlama shapes,
+ * 2 threads, tokens/s from matmuls, GEMM → row loop: F16 T=4 33 → 65, T=8 41 → 95,
+ * T=16 79 → 101; F32 T=8 30 → 58, T=16 59 → 73; at T=1 the same within noise), so
+ * that a batch of up to 31 rows also equals its rows alone bit for bit; from 32
+ * on the 512-bit GEMM (F32 T=64: 93 against 80). */
+enum { FLOAT_GEMM_MIN_T = 32 };
+
 static int gemm_rows(uint32_t type, int64_t T) {
     switch (type) {
     case QT_Q8_0: return T >= 3 ? 16 : 0; /* T = 2: dot_q8_0_rows (51 vs 60 ms per step) */
@@ -227,7 +242,7 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q5_K: return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
     case QT_F32:
     case QT_F16:
-    case QT_BF16: return T >= 6 ? 16 : 0;
+    case QT_BF16: return T >= FLOAT_GEMM_MIN_T ? 16 : 0;
     default: return 0;
     }
 }

@@ -1,6 +1,7 @@
 /* matmul_dot256.h — the 256-bit dot-product kernels of the x86 matmul levels:
- * activation quantization and one dot product per weight type (a weight row in
- * place against one activation row), plus dot_rows_256 looping over a chunk.
+ * activation quantization and one dot product per quantized weight type (a weight row in
+ * place against one activation row), plus dot_rows_256 looping over a chunk (float
+ * weights have their own row loop, matmul_avx2_float.c, at both levels).
  * A template, included by matmul_avx2.c and matmul_avx512.c under their own target
  * pragma, each first defining
  *   dot_u8s8(u, s)  Σ over 4-byte groups of u8 × s8 → 8 int32 lanes (maddubs+madd
@@ -89,48 +90,6 @@ static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq
         mm_store_aux(kind, ai, af, b, d[b], s0, s1);
     }
 }
-
-/* ---- float weights --------------------------------------------------------------- */
-
-static inline __m256 load_f16x8(const uint8_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-static inline __m256 load_bf16x8(const uint8_t *p) {
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
-
-#define DOT_FLOAT(NAME, ESZ, LOAD, SCALAR)                                                   \
-    static float NAME(const uint8_t *w, const float *x, int64_t n) {                        \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                         \
-        int64_t i = 0;                                                                      \
-        for (; i + 32 <= n; i += 32) {                                                      \
-            _mm_prefetch((const char *)w + ESZ * i + MM_PF_DIST, MM_PF_HINT);              \
-            if (ESZ == 4)                                                                   \
-                _mm_prefetch((const char *)w + ESZ * i + MM_PF_DIST + 64, MM_PF_HINT);     \
-            a0 = _mm256_fmadd_ps(LOAD(w + ESZ * i), _mm256_loadu_ps(x + i), a0);            \
-            a1 = _mm256_fmadd_ps(LOAD(w + ESZ * (i + 8)), _mm256_loadu_ps(x + i + 8), a1);  \
-            a2 = _mm256_fmadd_ps(LOAD(w + ESZ * (i + 16)), _mm256_loadu_ps(x + i + 16), a2); \
-            a3 = _mm256_fmadd_ps(LOAD(w + ESZ * (i + 24)), _mm256_loadu_ps(x + i + 24), a3); \
-        }                                                                                   \
-        for (; i + 8 <= n; i += 8)                                                          \
-            a0 = _mm256_fmadd_ps(LOAD(w + ESZ * i), _mm256_loadu_ps(x + i), a0);            \
-        float s = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));       \
-        for (; i < n; i++) s += SCALAR(w + ESZ * i) * x[i];                                 \
-        return s;                                                                           \
-    }
-
-static inline __m256 load_f32x8(const uint8_t *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
-static inline float rd_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static inline float rd_bf16(const uint8_t *p) { return bf16_to_f32(mm_rd16(p)); }
-
-DOT_FLOAT(dot_f32, 4, load_f32x8, rd_f32)
-DOT_FLOAT(dot_f16, 2, load_f16x8, f16)
-DOT_FLOAT(dot_bf16, 2, load_bf16x8, rd_bf16)
 
 /* ---- quantized weights ------------------------------------------------------------ */
 
@@ -505,9 +464,6 @@ static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
 static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {
     const int64_t n = a->n_in;
     switch (a->type) {
-    case QT_F32: return dot_f32(w, x, n);
-    case QT_F16: return dot_f16(w, x, n);
-    case QT_BF16: return dot_bf16(w, x, n);
     case QT_Q8_0: return dot_q8_0(w, xr, n);
     case QT_Q4_0: return dot_q4_0(w, xr, n);
     case QT_Q4_K: return MM_DOT_Q4_K(w, xr, n);
