@@ -363,8 +363,8 @@ static void test_batch_vs_single(void) {
 
 /* Float weights (matmul_avx2_float.c): the row loop computes every output in one
  * order at any T — in blocks of 65536 activation floats — so a row inside a batch
- * equals the row alone bit for bit, and 1 and 2 threads agree: at the AVX2 level for
- * every T, at the AVX-512 level (which borrows the loop) below 32 rows. On shapes with
+ * equals the row alone bit for bit, and 1 and 2 threads agree, at the AVX2 level and
+ * at the AVX-512 level (which borrows the loop). On shapes with
  * every remainder: n_in not a multiple of 8 (a tail of single products), n_in below
  * 8 (all tail), n_out not a multiple of the 3-row tiles, T not a multiple of the
  * 4-row tiles, over several blocks of activation rows (1100 × 70: 56 + 14; 520 × 131:
@@ -381,7 +381,6 @@ static void test_float_row_loop_exact(void) {
         for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
             for (size_t si = 0; si < LLC_ARRAY_LEN(shapes); si++) {
                 const int64_t n_in = shapes[si].n_in, n_out = shapes[si].n_out, T = shapes[si].T;
-                if (levels[li] == CPU_SIMD_AVX512 && T >= 32) continue; /* its GEMM from 32 rows */
                 problem p;
                 float *Yb = malloc(sizeof(float) * (size_t)(n_out * T)), *Y1 = malloc(sizeof(float) * (size_t)(n_out * T));
                 if (Yb && Y1 && problem_make(&p, types[ti], n_in, n_out, T) == 0) {

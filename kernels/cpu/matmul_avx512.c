@@ -1,8 +1,9 @@
 /* matmul_avx512.c — the AVX-512 matmul level (F/BW/VL/DQ + VNNI), its GEMV half and
  * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
  * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
- * blocked GEMM of matmul_avx512_gemm.c for T > 1 (at every T over weights packed
- * ahead). Compiled for AVX-512 by a target pragma; only called after cpuid says so.
+ * blocked GEMM of matmul_avx512_gemm.c for quantized T > 1 (at every T over weights
+ * packed ahead); float weights borrow the AVX2 row loop (matmul_avx2_float.c) at every
+ * T. Compiled for AVX-512 by a target pragma; only called after cpuid says so.
  * Never uses AMX. */
 #if defined(__x86_64__)
 
@@ -206,8 +207,8 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
 static int is_float_type(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
 
 /* Row blocks for the pool: float weights borrow the AVX2 row loop (3 × 4 register
- * tiles; below FLOAT_GEMM_MIN_T rows, see gemm_rows), the multi-row kernel for Q8_0
- * with a few rows, else the 256-bit dot kernels. */
+ * tiles, at every T: see gemm_rows), the multi-row kernel for Q8_0 with a few rows,
+ * else the 256-bit dot kernels. */
 static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if (is_float_type(a->type)) {
         mm_avx2_dotf_rows(a, o0, o1, t0, t1);
@@ -221,18 +222,17 @@ static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
     dot_rows_256(a, o0, o1, t0, t1);
 }
 
-/* ---- GEMM hooks: quantized weights → gemmq, float weights → gemmf ------------------ */
+/* ---- GEMM hooks: quantized weights → gemmq ------------------------------------------- */
 
 /* Below these batch sizes the dot kernels, reading each weight block once from
  * memory and then from cache for every activation row, beat packing the weights
  * (measured on 2048×2048 and 2048×5632; with few rows most GEMM lanes would idle).
- * Float weights: the AVX2 row loop below 32 rows (bench_matmul, TinyLlama shapes,
- * 2 threads, tokens/s from matmuls, GEMM → row loop: F16 T=4 33 → 65, T=8 41 → 95,
- * T=16 79 → 101; F32 T=8 30 → 58, T=16 59 → 73; at T=1 the same within noise), so
- * that a batch of up to 31 rows also equals its rows alone bit for bit; from 32
- * on the 512-bit GEMM (F32 T=64: 93 against 80). */
-enum { FLOAT_GEMM_MIN_T = 32 };
-
+ * Float weights: no GEMM; the AVX2 row loop at every T (bench_matmul, TinyLlama
+ * shapes, 2 threads, tokens/s from matmuls, the 512-bit float GEMM this level had →
+ * the row loop: F16 T=4 33 → 65, T=8 41 → 95, T=16 79 → 101, T=128 ~105 both; BF16
+ * T=128 ~5% less; F32 T=8 30 → 58 but T=128 ~104 → ~82), so that a row computes the
+ * same at any batch size: embeddings, samples and batched requests do not depend on
+ * what else shares the step. */
 static int gemm_rows(uint32_t type, int64_t T) {
     switch (type) {
     case QT_Q8_0: return T >= 3 ? 16 : 0; /* T = 2: dot_q8_0_rows (51 vs 60 ms per step) */
@@ -242,7 +242,7 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q5_K: return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
     case QT_F32:
     case QT_F16:
-    case QT_BF16: return T >= FLOAT_GEMM_MIN_T ? 16 : 0;
+    case QT_BF16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
     default: return 0;
     }
 }
@@ -253,30 +253,29 @@ static int borrows_avx2(uint32_t type) { return type == QT_Q5_K; }
 
 static int64_t gemm_groups(uint32_t type, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);
-    return mm_type_is_quant(type) ? mm_avx512_gemmq_groups(T) : mm_avx512_gemmf_groups(T);
+    return is_float_type(type) ? 1 : mm_avx512_gemmq_groups(T);
 }
 static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
     if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
-    else if (mm_type_is_quant(type)) mm_avx512_gemmq_group(T, g, t0, t1);
-    else mm_avx512_gemmf_group(T, g, t0, t1);
+    else if (is_float_type(type)) *t0 = 0, *t1 = T;
+    else mm_avx512_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_xp_bytes(type, n_in, T);
-    return mm_type_is_quant(type) ? mm_avx512_gemmq_xp_bytes(type, n_in, T) : mm_avx512_gemmf_xp_bytes(n_in, T);
+    return is_float_type(type) ? 0 : mm_avx512_gemmq_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
-    else if (mm_type_is_quant(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
-    else mm_avx512_gemmf_pack_x(a, g, xp);
+    else if (!is_float_type(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
 }
 static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_scratch(type, n_in, rows);
-    return mm_type_is_quant(type) ? mm_avx512_gemmq_scratch(type, n_in, rows) : mm_avx512_gemmf_scratch(n_in, rows);
+    return is_float_type(type) ? 0 : mm_avx512_gemmq_scratch(type, n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
-    else if (mm_type_is_quant(a->type)) mm_avx512_gemmq(a, o0, o1, scratch);
-    else mm_avx512_gemmf(a, o0, o1, n0, n1, scratch);
+    else if (is_float_type(a->type)) mm_avx2_dotf_batch(a, o0, o1);
+    else mm_avx512_gemmq(a, o0, o1, scratch);
 }
 
 /* With the panels packed ahead there is no packing to amortize: the two-panel
