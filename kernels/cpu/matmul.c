@@ -301,7 +301,7 @@ int cpu_matmul_packed(cpu_pool *pool, uint32_t type, const void *W, const cpu_pa
 static int check_w(const cpu_matmul_w *w) {
     const qtype_info *ti = qtype_get(w->type);
     if (!ti || !ti->supported ||
-        !(w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16 || mm_type_is_quant(w->type)))
+        !(mm_type_is_float(w->type) || mm_type_is_quant(w->type)))
         return LLC_ERR_UNSUPPORTED;
     if (w->n_in <= 0 || w->n_out < 0 || w->n_in % ti->block_elems) return LLC_ERR_RANGE;
     return 0;

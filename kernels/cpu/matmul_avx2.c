@@ -30,20 +30,18 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 
 /* ---- routing by weight type: float → the row loop, quantized → gemmq ------------ */
 
-static int is_float_type(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
-
 static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    if (is_float_type(a->type)) mm_avx2_dotf_rows(a, o0, o1, t0, t1);
+    if (mm_type_is_float(a->type)) mm_avx2_dotf_rows(a, o0, o1, t0, t1);
     else dot_rows_256(a, o0, o1, t0, t1);
 }
 static int gemm_rows_avx2(uint32_t type, int64_t T) {
-    return is_float_type(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
+    return mm_type_is_float(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
 static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
-    return is_float_type(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+    return mm_type_is_float(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
 static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (is_float_type(type)) *t0 = 0, *t1 = T;
+    if (mm_type_is_float(type)) *t0 = 0, *t1 = T;
     else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
@@ -56,7 +54,7 @@ static size_t gemm_scratch_avx2(uint32_t type, int64_t n_in, int64_t rows) {
     return mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
 }
 static void gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    if (is_float_type(a->type)) mm_avx2_dotf_batch(a, o0, o1);
+    if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else if (mm_type_is_quant(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
 }
 

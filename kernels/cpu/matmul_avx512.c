@@ -204,13 +204,11 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     }
 }
 
-static int is_float_type(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
-
 /* Row blocks for the pool: float weights borrow the AVX2 row loop (3 × 4 register
  * tiles, at every T: see gemm_rows), the multi-row kernel for Q8_0 with a few rows,
  * else the 256-bit dot kernels. */
 static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    if (is_float_type(a->type)) {
+    if (mm_type_is_float(a->type)) {
         mm_avx2_dotf_rows(a, o0, o1, t0, t1);
         return;
     }
@@ -253,28 +251,28 @@ static int borrows_avx2(uint32_t type) { return type == QT_Q5_K; }
 
 static int64_t gemm_groups(uint32_t type, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);
-    return is_float_type(type) ? 1 : mm_avx512_gemmq_groups(T);
+    return mm_type_is_float(type) ? 1 : mm_avx512_gemmq_groups(T);
 }
 static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
     if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
-    else if (is_float_type(type)) *t0 = 0, *t1 = T;
+    else if (mm_type_is_float(type)) *t0 = 0, *t1 = T;
     else mm_avx512_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_xp_bytes(type, n_in, T);
-    return is_float_type(type) ? 0 : mm_avx512_gemmq_xp_bytes(type, n_in, T);
+    return mm_type_is_float(type) ? 0 : mm_avx512_gemmq_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
-    else if (!is_float_type(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
+    else if (!mm_type_is_float(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
 }
 static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_scratch(type, n_in, rows);
-    return is_float_type(type) ? 0 : mm_avx512_gemmq_scratch(type, n_in, rows);
+    return mm_type_is_float(type) ? 0 : mm_avx512_gemmq_scratch(type, n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
-    else if (is_float_type(a->type)) mm_avx2_dotf_batch(a, o0, o1);
+    else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else mm_avx512_gemmq(a, o0, o1, scratch);
 }
 

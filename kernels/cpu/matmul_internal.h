@@ -102,6 +102,8 @@ static inline mm_xrow mm_xrow_at(const uint8_t *xq, int64_t n) {
 
 /* Weight types multiplied with int8 activations (xq rows). */
 static inline int mm_type_is_quant(uint32_t type) { return mm_aux_of(type) != MM_AUX_NONE; }
+/* Float weights (F32, F16, BF16): no activation quantization. */
+static inline int mm_type_is_float(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
 
 /* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles; the
  * others go through the dot kernels at every T. */
