@@ -63,6 +63,15 @@ static int is_quant(uint32_t type) {
     return type != QT_F32 && type != QT_F16 && type != QT_BF16;
 }
 
+/* elements sharing one activation scale: a K-quant superblock, else a 32-block
+ * (as ggml pairs K-quants with Q8_K activations) */
+static int64_t act_span(uint32_t type) {
+    switch (type) {
+    case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS: return 256;
+    default: return 32;
+    }
+}
+
 typedef struct problem {
     uint32_t type;
     int64_t n_in, n_out, T;
@@ -115,12 +124,14 @@ static int problem_make(problem *p, uint32_t type, int64_t n_in, int64_t n_out, 
             const float *wr = p->Wf + o * n_in;
             double abs_sum = 0, var = 0;
             for (int64_t i = 0; i < n_in; i++) abs_sum += fabs((double)wr[i] * x[i]);
-            for (int64_t b = 0; is_quant(type) && b < n_in / 32; b++) {
+            /* rounding x to steps d: variance d²/12 per element, d from the span's max */
+            const int64_t span = act_span(type);
+            for (int64_t b = 0; is_quant(type) && b < n_in / span; b++) {
                 float amax = 0;
-                for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[32 * b + i]));
+                for (int64_t i = 0; i < span; i++) amax = fmaxf(amax, fabsf(x[span * b + i]));
                 const double d = amax / 127.0;
-                for (int i = 0; i < 32; i++) {
-                    const double wi = wr[32 * b + i];
+                for (int64_t i = 0; i < span; i++) {
+                    const double wi = wr[span * b + i];
                     var += wi * wi * d * d / 12;
                 }
             }

@@ -345,10 +345,12 @@ static void plan_part(const mm_impl *impl, const cpu_matmul_w *w, const float *X
 }
 
 /* Whether the quantized activations of weight types t and u are the same bytes:
- * quantize_x depends on the type only through the aux words and the rounding of
- * the scale (mm_aux_of, mm_act_scale; 1/3 is not a half, so the probe tells). */
+ * quantize_x depends on the type only through the aux words, the span of a scale
+ * and its rounding (mm_aux_of, mm_act_span, mm_act_scale; 1/3 is not a half, so the
+ * probe tells). */
 static int same_xq_format(uint32_t t, uint32_t u) {
-    return mm_aux_of(t) == mm_aux_of(u) && mm_act_scale(t, 1.0f / 3) == mm_act_scale(u, 1.0f / 3);
+    return mm_aux_of(t) == mm_aux_of(u) && mm_act_span(t) == mm_act_span(u) &&
+           mm_act_scale(t, 1.0f / 3) == mm_act_scale(u, 1.0f / 3);
 }
 
 /* The activations in the forms the parts read, shared between parts that read the

@@ -56,38 +56,42 @@ static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const mm_aux_kind kind = mm_aux_of(type);
-    for (int64_t b = 0; b < n / MM_QB; b++) {
-        const float *xb = x + b * MM_QB;
-        __m256 v[4];
+    const int64_t span = mm_act_span(type);
+    for (int64_t s0 = 0; s0 < n; s0 += span) {
+        const int64_t len = n - s0 < span ? n - s0 : span;
         __m256 amax = _mm256_setzero_ps(), nanm = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(xb + 8 * k);
-            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
-            nanm = _mm256_or_ps(nanm, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
+        for (int64_t k = s0; k < s0 + len; k += 8) {
+            const __m256 v = _mm256_loadu_ps(x + k);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v));
+            nanm = _mm256_or_ps(nanm, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
         }
         __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
         m = _mm_max_ps(m, _mm_movehl_ps(m, m));
         m = _mm_max_ss(m, _mm_movehdup_ps(m));
         const float db = _mm_cvtss_f32(m) / 127.0f;
         const float id = db > 0 ? 1.0f / db : 0.0f;
-        int8_t *qb = q + b * MM_QB;
-        int s0, s1;
-        if (_mm256_movemask_ps(nanm) || isinf(db)) { /* non-finite block: NaN/inf·0 */
-            memset(qb, 0, MM_QB);
-            d[b] = _mm256_movemask_ps(nanm) ? NAN : db;
-            s0 = s1 = 0;
-        } else {
-            const __m256 vid = _mm256_set1_ps(id);
-            __m256i i[4];
-            for (int k = 0; k < 4; k++) i[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], vid));
-            s0 = hsum8i(_mm256_add_epi32(i[0], i[1]));
-            s1 = hsum8i(_mm256_add_epi32(i[2], i[3]));
-            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]),
-                                           _mm256_packs_epi32(i[2], i[3]));
-            _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p, perm));
-            d[b] = mm_act_scale(type, db);
+        const int nan = _mm256_movemask_ps(nanm) != 0;
+        const __m256 vid = _mm256_set1_ps(id);
+        for (int64_t b = s0 / MM_QB; b < (s0 + len) / MM_QB; b++) {
+            const float *xb = x + b * MM_QB;
+            int8_t *qb = q + b * MM_QB;
+            int s0q, s1q;
+            if (nan || isinf(db)) { /* non-finite span: NaN/inf·0 */
+                memset(qb, 0, MM_QB);
+                d[b] = nan ? NAN : db;
+                s0q = s1q = 0;
+            } else {
+                __m256i i[4];
+                for (int k = 0; k < 4; k++) i[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 8 * k), vid));
+                s0q = hsum8i(_mm256_add_epi32(i[0], i[1]));
+                s1q = hsum8i(_mm256_add_epi32(i[2], i[3]));
+                __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]),
+                                               _mm256_packs_epi32(i[2], i[3]));
+                _mm256_storeu_si256((__m256i *)qb, _mm256_permutevar8x32_epi32(p, perm));
+                d[b] = mm_act_scale(type, db);
+            }
+            mm_store_aux(kind, ai, af, b, d[b], s0q, s1q);
         }
-        mm_store_aux(kind, ai, af, b, d[b], s0, s1);
     }
 }
 
@@ -137,71 +141,97 @@ static float dot_q4_0(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return hsum8(_mm256_add_ps(a0, a1));
 }
 
-#ifndef MM_DOT_Q4_K
-#define MM_DOT_Q4_K dot_q4_K
-static float dot_q4_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m256 macc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q4_K)) {
-        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
-        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
-        _mm_prefetch((const char *)w + MM_PF_DIST + 128, MM_PF_HINT);
+/* ---- K-quants: one activation scale per superblock ----------------------------------
+ * Against Q4_K, Q5_K and Q6_K weights the activations share one scale over each
+ * 256-superblock (mm_act_span), so a superblock's products stay integer: byte
+ * products with maddubs (u8 weight × s8 activation → int16 pairs), then madd with
+ * the sub-block's integer scale (→ int32), summed over the superblock, converted and
+ * scaled once. The bounds (per int32 lane and superblock): Q4_K 8·2·(2·15·127)·63
+ * = 3.8M, Q5_K 8·2·(2·31·127)·63 = 7.9M, Q6_K 8·2·(2·63·127)·128 + its offsets
+ * 2·(32·16·127)·128 = 49M, all far inside int32. */
+
+/* The int16 scale of sub-block j (0-7) in every lane, from 8 int16 scales held in
+ * both 128-bit halves. */
+static inline __m256i k_scale16(__m256i sc16, int j) {
+    return _mm256_shuffle_epi8(sc16, _mm256_set1_epi16((short)((2 * j) | ((2 * j + 1) << 8))));
+}
+
+/* Bit j of every byte moved to bit 4 (other bits: garbage to be masked; no bit of a
+ * neighbouring byte reaches bit 4). */
+static inline __m256i bit_to_4(__m256i v, int j) {
+    return j <= 4 ? _mm256_slli_epi16(v, 4 - j) : _mm256_srli_epi16(v, j - 4);
+}
+
+/* Q4_K / Q5_K: Σ over one superblock of u·q·sc (u the 4- or 5-bit values) in int32
+ * lanes; qh is NULL for Q4_K. */
+static inline __m256i q45k_superblock(const uint8_t *qs, const uint8_t *qh, const int8_t *qx, __m256i sc16) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+    const __m256i h = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    _Pragma("GCC unroll 4")
+    for (int r = 0; r < 4; r++) {
+        const __m256i qw = _mm256_loadu_si256((const __m256i *)(qs + 32 * r));
+        __m256i lo = _mm256_and_si256(qw, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qw, 4), m4);
+        if (qh) { /* bit j of qh[l] is element l's fifth bit in sub-block j */
+            lo = _mm256_or_si256(lo, _mm256_and_si256(bit_to_4(h, 2 * r), b4));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(bit_to_4(h, 2 * r + 1), b4));
+        }
+        const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(qx + 64 * r)));
+        const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qx + 64 * r + 32)));
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, k_scale16(sc16, 2 * r)));
+        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, k_scale16(sc16, 2 * r + 1)));
+    }
+    return _mm256_add_epi32(s0, s1);
+}
+
+/* Q4_K / Q5_K rows: per superblock d·d_x·Σ u·q·sc minus the min term dmin·Σ m_j·(d_x·Σq_j). */
+static inline float dot_q45_K(const uint8_t *w, const mm_xrow *x, int64_t n, int five) {
+    const size_t bb = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, w += bb) {
+        for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + MM_PF_DIST + l, MM_PF_HINT);
         const float d = f16(w), dmin = f16(w + 2);
         uint32_t sm[4];
         mm_q4k_scales_u32(w + 4, sm);
-        const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sm)));
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sm)));
         const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2))));
-        /* per 32-block: d·sc_j·d_x,j, and the min term dmin·m_j·(d_x,j·Σq_j) */
-        const __m256 sc = _mm256_mul_ps(_mm256_mul_ps(scf, _mm256_set1_ps(d)), _mm256_loadu_ps(x->d + 8 * i));
         macc = _mm256_fmadd_ps(_mm256_mul_ps(mnf, _mm256_set1_ps(dmin)), _mm256_loadu_ps(x->af + 8 * i), macc);
-        const uint8_t *qs = w + 16;
-        const int8_t *qx = x->q + 256 * i;
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            const __m256i qw = _mm256_loadu_si256((const __m256i *)(qs + 32 * r));
-            const __m256i lo = _mm256_and_si256(qw, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qw, 4), m4);
-            const __m256i s0 = dot_u8s8(lo, _mm256_loadu_si256((const __m256i *)(qx + 64 * r)));
-            const __m256i s1 = dot_u8s8(hi, _mm256_loadu_si256((const __m256i *)(qx + 64 * r + 32)));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0),
-                                     _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r)), acc[r]);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1),
-                                     _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r + 1)), acc[r]);
-        }
+        const __m256i si = five ? q45k_superblock(w + 48, w + 16, x->q + 256 * i, sc16)
+                                : q45k_superblock(w + 16, NULL, x->q + 256 * i, sc16);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si), _mm256_set1_ps(d * x->d[8 * i]), acc);
     }
-    /* four accumulators: one chain of dependent FMAs per superblock would cap the speed */
-    return hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) - hsum8(macc);
+    return hsum8(acc) - hsum8(macc);
 }
 
+#ifndef MM_DOT_Q4_K
+#define MM_DOT_Q4_K dot_q4_K
+static float dot_q4_K(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45_K(w, x, n, 0); }
 #endif
 
 #ifndef MM_DOT_Q6_K
 #define MM_DOT_Q6_K dot_q6_K
-/* Q6_K: u = 6-bit quant (0..63) into maddubs; the -32 offset comes from aux per group. */
+/* Q6_K: u = 6-bit quant (0..63) into maddubs, madd with the 16-group's int8 scale;
+ * the -32 offsets (aux per group) times the scales join the same integer sum. */
 static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m256 cacc = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    const __m256i lo_idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-    const __m256i hi_idx = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
     for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q6_K)) {
         for (int l = 0; l < 4; l++) _mm_prefetch((const char *)w + MM_PF_DIST + 64 * l, MM_PF_HINT);
         const float d = f16(w + 208);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + 192));
-        const __m256 dx = _mm256_mul_ps(_mm256_loadu_ps(x->d + 8 * i), _mm256_set1_ps(d));
-        /* per 16-group scale d·sc_g·d_x(g/2), groups 0-7 and 8-15 */
-        __m256 gs[2];
-        gs[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)),
-                              _mm256_permutevar8x32_ps(dx, lo_idx));
-        gs[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))),
-                              _mm256_permutevar8x32_ps(dx, hi_idx));
         const int32_t *aux = x->ai + 16 * i;
-        cacc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)aux)), gs[0], cacc);
-        cacc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(aux + 8))), gs[1], cacc);
+        __m256i si = _mm256_add_epi32(
+            _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)aux), _mm256_cvtepi8_epi32(sc8)),
+            _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(aux + 8)),
+                               _mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))));
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8); /* groups 0-7 | 8-15 */
         const int8_t *qx = x->q + 256 * i;
-        _Pragma("GCC unroll 4")
+        _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
+            /* this half's 8 group scales in both 128-bit halves */
+            const __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+                                  : _mm256_permute2x128_si256(sc16, sc16, 0x00);
             const __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * h));
             const __m256i qa = _mm256_loadu_si256((const __m256i *)(w + 64 * h));
             const __m256i qb = _mm256_loadu_si256((const __m256i *)(w + 64 * h + 32));
@@ -213,16 +243,16 @@ static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
             _Pragma("GCC unroll 4")
             for (int c = 0; c < 4; c++) {
-                const __m256i s = dot_u8s8(u[c], _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * c)));
-                /* lanes 0-3: group 2c, lanes 4-7: group 2c+1 (of this half) */
-                const __m256i idx = _mm256_setr_epi32(2 * c, 2 * c, 2 * c, 2 * c, 2 * c + 1,
-                                                      2 * c + 1, 2 * c + 1, 2 * c + 1);
-                acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_permutevar8x32_ps(gs[h], idx), acc[c]);
+                /* int16 lanes 0-7: group 2c of this half, lanes 8-15: group 2c+1 */
+                const __m256i p = _mm256_maddubs_epi16(u[c], _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * c)));
+                const __m256i sel = _mm256_setr_m128i(_mm_set1_epi16((short)((4 * c) | ((4 * c + 1) << 8))),
+                                                      _mm_set1_epi16((short)((4 * c + 2) | ((4 * c + 3) << 8))));
+                si = _mm256_add_epi32(si, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sch, sel)));
             }
         }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si), _mm256_set1_ps(d * x->d[8 * i]), acc);
     }
-    const __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    return hsum8(_mm256_add_ps(sum, cacc));
+    return hsum8(acc);
 }
 
 #endif
@@ -423,42 +453,7 @@ static float dot_q3_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
 
 #ifndef MM_DOT_Q5_K
 #define MM_DOT_Q5_K dot_q5_K
-/* Q5_K: Q4_K's kernel with the fifth bit of sub-block j, bit j of qh[l], as bit 4. */
-static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m256 macc = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
-    for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q5_K)) {
-        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
-        _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
-        _mm_prefetch((const char *)w + MM_PF_DIST + 128, MM_PF_HINT);
-        const float d = f16(w), dmin = f16(w + 2);
-        uint32_t sm[4];
-        mm_q4k_scales_u32(w + 4, sm);
-        const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sm)));
-        const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2))));
-        const __m256 sc = _mm256_mul_ps(_mm256_mul_ps(scf, _mm256_set1_ps(d)), _mm256_loadu_ps(x->d + 8 * i));
-        macc = _mm256_fmadd_ps(_mm256_mul_ps(mnf, _mm256_set1_ps(dmin)), _mm256_loadu_ps(x->af + 8 * i), macc);
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)(w + 16));
-        const uint8_t *qs = w + 48;
-        const int8_t *qx = x->q + 256 * i;
-        _Pragma("GCC unroll 4")
-        for (int r = 0; r < 4; r++) {
-            const __m256i qw = _mm256_loadu_si256((const __m256i *)(qs + 32 * r));
-            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * r), one), 4);
-            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * r + 1), one), 4);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(qw, m4), h0);
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qw, 4), m4), h1);
-            const __m256i s0 = dot_u8s8(lo, _mm256_loadu_si256((const __m256i *)(qx + 64 * r)));
-            const __m256i s1 = dot_u8s8(hi, _mm256_loadu_si256((const __m256i *)(qx + 64 * r + 32)));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0),
-                                     _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r)), acc[r]);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1),
-                                     _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * r + 1)), acc[r]);
-        }
-    }
-    return hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]))) - hsum8(macc);
-}
+static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45_K(w, x, n, 1); }
 #endif
 
 static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {

@@ -15,7 +15,9 @@
  * For quantized weight types every X row is quantized once per call into an "xq row"
  * of n (a multiple of 32) elements, stored in one buffer of mm_xq_row_bytes(n):
  *   int8  q[n]          q_i = round(x_i / d_b), |q_i| <= 127
- *   float d[n/32]       d_b = max |x| over 32-block b / 127 (NaN if the block has a NaN)
+ *   float d[n/32]       d_b = max |x| over block b's span / 127 (NaN if the span has
+ *                       a NaN); the span is the 32-block itself, or for K-quant
+ *                       weights its 256-superblock (mm_act_span)
  *   aux[n/16]           4-byte words whose meaning depends on the weight type:
  *     Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS:
  *                 int32 aux[b] = -128 * sum of q over 32-block b   (b < n/32)
@@ -57,6 +59,19 @@ static inline float mm_act_scale(uint32_t type, float db) {
         return r == r && r - r == 0 ? r : db; /* (inf or NaN: keep db) */
     }
     default: return db;
+    }
+}
+
+/* Elements that share one activation scale: the 256 of a superblock for the
+ * K-quant types and IQ4_XS (as ggml's Q8_K partner of those types), else one
+ * 32-block. d[] keeps one entry per 32-block either way; over a 256-span all eight
+ * are the same value (NaN for the whole span if any element is NaN, so a kernel
+ * may read d once per superblock, keep its integer sums across the superblock and
+ * scale them once). */
+static inline int mm_act_span(uint32_t type) {
+    switch (type) {
+    case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS: return 256;
+    default: return 32;
     }
 }
 

@@ -19,25 +19,29 @@ static void quantize_x_scalar(uint32_t type, const float *x, int64_t n, uint8_t 
     int32_t *ai = (int32_t *)(void *)(xq + n + 4 * (n / 32));
     float *af = (float *)(void *)ai;
     const mm_aux_kind kind = mm_aux_of(type);
-    for (int64_t b = 0; b < n / MM_QB; b++) {
-        const float *xb = x + b * MM_QB;
-        int8_t *qb = q + b * MM_QB;
+    const int64_t span = mm_act_span(type);
+    for (int64_t s0 = 0; s0 < n; s0 += span) {
+        const int64_t len = n - s0 < span ? n - s0 : span;
         float amax = 0;
         int nan = 0;
-        for (int i = 0; i < MM_QB; i++) {
-            amax = fmaxf(amax, fabsf(xb[i]));
-            nan |= xb[i] != xb[i];
+        for (int64_t i = s0; i < s0 + len; i++) {
+            amax = fmaxf(amax, fabsf(x[i]));
+            nan |= x[i] != x[i];
         }
         const float db = amax / 127.0f;
         const float id = db > 0 ? 1.0f / db : 0.0f;
-        int s[2] = {0, 0};
         const int finite = !nan && !isinf(db); /* else q = 0, so d·q is NaN */
-        for (int i = 0; i < MM_QB; i++) {
-            qb[i] = finite ? q8_round(xb[i] * id) : 0;
-            s[i / 16] += qb[i];
+        for (int64_t b = s0 / MM_QB; b < (s0 + len) / MM_QB; b++) {
+            const float *xb = x + b * MM_QB;
+            int8_t *qb = q + b * MM_QB;
+            int s[2] = {0, 0};
+            for (int i = 0; i < MM_QB; i++) {
+                qb[i] = finite ? q8_round(xb[i] * id) : 0;
+                s[i / 16] += qb[i];
+            }
+            d[b] = nan ? NAN : finite ? mm_act_scale(type, db) : db;
+            mm_store_aux(kind, ai, af, b, d[b], s[0], s[1]);
         }
-        d[b] = nan ? NAN : finite ? mm_act_scale(type, db) : db;
-        mm_store_aux(kind, ai, af, b, d[b], s[0], s[1]);
     }
 }
 
