@@ -12,6 +12,10 @@
 #include "kernels/quant.h"
 #include "tests/test.h"
 
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 static uint64_t g_rng = 0x2545F4914F6CDD1DULL;
 static uint32_t rnd(uint32_t n) {
     g_rng ^= g_rng << 13;
@@ -299,6 +303,59 @@ static void test_matmul_multi(void) {
     }
 }
 
+/* Weights the loader hands over in the file mapping (droppable) and that are read in
+ * place at every step move into huge_alloc'd memory (2 MB aligned) with the same
+ * bytes and the same products; the embedding table, weights outside a file
+ * mapping, and everything under LLC_MMAP=1 stay where they are. */
+static void test_weights_leave_file_mapping(void) {
+    const int n_in = 256, n_out = 96;
+    const size_t rb = qtype_row_bytes(QT_F16, n_in), nb = rb * (size_t)n_out;
+    float *row = frands((size_t)n_in * n_out);
+    uint8_t *heap = malloc(nb);
+    for (int o = 0; o < n_out; o++) CHECK(quantize_row(QT_F16, row + (size_t)o * n_in, heap + (size_t)o * rb, n_in) == 0);
+    char path[] = "/tmp/llc_test_weightsXXXXXX";
+    const int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, heap, nb) == (ssize_t)nb);
+    const void *map = mmap(NULL, nb, PROT_READ, MAP_PRIVATE, fd, 0);
+    CHECK(map != MAP_FAILED);
+    close(fd);
+    unlink(path);
+    bk_tensor t = {.name = "blk.0.ffn_up.weight", .type = QT_F16, .n_in = n_in, .n_out = n_out,
+                   .data = map, .n_bytes = nb, .droppable = true};
+    llc_err err;
+    bk_weight copied, in_heap, table;
+    CHECK(OPS(0)->weight_load(CTX(0), &t, &copied, &err) == 0);
+    CHECKF(copied.data != map && (uintptr_t)copied.data % (2u << 20) == 0,
+           "a matrix read in place stays in the file mapping (%p, mapping %p)", copied.data, map);
+    CHECK(!memcmp(copied.data, heap, nb));
+    bk_tensor h = t;
+    h.data = heap, h.droppable = false;
+    CHECK(OPS(0)->weight_load(CTX(0), &h, &in_heap, &err) == 0);
+    CHECKF(in_heap.data == heap, "a weight outside any file mapping was copied");
+    bk_tensor e = t;
+    e.name = "token_embd.weight";
+    CHECK(OPS(0)->weight_load(CTX(0), &e, &table, &err) == 0);
+    CHECKF(table.data == map, "the embedding table left the file mapping");
+    /* the same products from the copy as from the original */
+    tbatch tb;
+    mk_batch(&tb, 3);
+    begin_all(&tb);
+    float *x = frands((size_t)3 * n_in), y0[3 * 96], y1[3 * 96];
+    CHECK(OPS(0)->matmul(CTX(0), &copied, x, 3, y0) == 0);
+    CHECK(OPS(0)->matmul(CTX(0), &in_heap, x, 3, y1) == 0);
+    CHECK(!memcmp(y0, y1, sizeof y0));
+    /* LLC_MMAP=1: weights stay in the mapping */
+    backend *be;
+    setenv("LLC_MMAP", "1", 1);
+    CHECK(backend_cpu_create(1, &be, &err) == 0);
+    unsetenv("LLC_MMAP");
+    bk_weight kept;
+    CHECK(be->ops->weight_load(be->ctx, &t, &kept, &err) == 0);
+    CHECKF(kept.data == map, "LLC_MMAP=1 still copied the weights");
+    backend_free(be);
+    free(x), free(row), free(heap);
+}
+
 int main(void) {
     llc_err err;
     if (backend_cpu_create(1, &g_be[0], &err) || backend_cpu_create(3, &g_be[1], &err)) {
@@ -311,6 +368,7 @@ int main(void) {
     RUN(test_kv_store);
     RUN(test_bias_copies_gather);
     RUN(test_matmul_multi);
+    RUN(test_weights_leave_file_mapping);
     backend_free(g_be[0]);
     backend_free(g_be[1]);
     return t_summary();

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "kernels/common.h"
+#include "kernels/cpu/hugemem.h"
 #include "kernels/cpu/matmul_internal.h"
 
 /* ---- SIMD level ------------------------------------------------------------------ */
@@ -269,7 +270,7 @@ int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_i
     size_t bytes = cpu_matmul_prepack_bytes(type, n_in, n_out);
     if (!bytes) return 0;
     const mm_impl *impl = prepack_impl();
-    uint8_t *wp = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    uint8_t *wp = huge_alloc(bytes); /* streamed at every decode step: huge pages */
     if (!wp) return LLC_ERR_NOMEM;
     prepack_job j = {.impl = impl, .wp = wp, .n_panels = (n_out + 15) / 16};
     j.a = (mm_args){.type = type, .W = W, .w_stride = qtype_row_bytes(type, n_in), .n_in = n_in, .n_out = n_out};
@@ -282,7 +283,7 @@ int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_i
 }
 
 void cpu_packed_w_free(cpu_packed_w *p) {
-    free(p->data);
+    huge_free(p->data, p->bytes);
     memset(p, 0, sizeof *p);
 }
 
