@@ -90,6 +90,20 @@ static void maybe_pack(cpu_ctx *ctx, const bk_tensor *t, bk_weight *w) {
     if (t->droppable && cpu_matmul_packed_suffices(w->type)) drop_pages(t->data, t->n_bytes);
 }
 
+/* memcpy in 2 MB pieces split across the pool: the first touch of fresh memory (the
+ * kernel zeroing each huge page) is most of a copy's time, and it runs per thread */
+typedef struct copy_job { uint8_t *dst; const uint8_t *src; size_t n; } copy_job;
+static void copy_work(void *arg, int ith, int nth) {
+    const copy_job *j = arg;
+    const size_t piece = (size_t)2 << 20;
+    long lo, hi;
+    cpu_split((long)((j->n + piece - 1) / piece), ith, nth, &lo, &hi);
+    for (long i = lo; i < hi; i++) {
+        const size_t at = (size_t)i * piece, len = j->n - at < piece ? j->n - at : piece;
+        memcpy(j->dst + at, j->src + at, len);
+    }
+}
+
 /* Copies t's bytes into huge_alloc'd memory kept until the backend goes; *t becomes
  * a view of the copy. LLC_ERR_NOMEM when there is no memory for it. */
 static int copy_tensor(cpu_ctx *ctx, bk_tensor *t) {
@@ -102,7 +116,8 @@ static int copy_tensor(cpu_ctx *ctx, bk_tensor *t) {
     }
     void *copy = huge_alloc(t->n_bytes);
     if (!copy) return LLC_ERR_NOMEM;
-    memcpy(copy, t->data, t->n_bytes);
+    copy_job j = {copy, t->data, t->n_bytes};
+    cpu_pool_run(ctx->pool, copy_work, &j);
     ctx->copies[ctx->n_copies++] = (struct weight_copy){copy, t->n_bytes};
     if (t->droppable) drop_pages(t->data, t->n_bytes); /* the copy replaces them */
     t->data = copy;
