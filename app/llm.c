@@ -121,14 +121,7 @@ static int64_t mem_available(void) {
     const char *env = getenv("LLC_MEM_AVAILABLE");
     int64_t v;
     if (env && *env && cli_parse_size(env, &v) && v > 0) return v;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[128];
-    long long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
-    fclose(f);
-    return kb < 0 ? -1 : (int64_t)kb * 1024;
+    return llc_mem_available();
 }
 
 /* "1.2 GB" or "340.0 MB" into buf. */

@@ -56,6 +56,10 @@ static inline bool llc_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
     return !__builtin_mul_overflow(a, b, out);
 }
 
+/* Bytes of memory the system can hand out now (/proc/meminfo's MemAvailable);
+ * -1 when unknown. */
+int64_t llc_mem_available(void);
+
 #define LLC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -2,7 +2,6 @@
  * the worker pool. Matmuls go to kernels/cpu/matmul; the other ops are here, as
  * straightforward loops split across threads by rows (or rows x heads). */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -410,20 +409,6 @@ static const backend_ops g_cpu_ops = {
     .matmul_multi = cpu_matmul_multi_op,
 };
 
-/* Bytes of memory available to new allocations (/proc/meminfo's MemAvailable; the
- * free pages where that cannot be read). */
-static size_t mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[128];
-    unsigned long long kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    if (f) fclose(f);
-    if (kb) return (size_t)kb * 1024;
-    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
-}
-
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
     *out = NULL;
     backend *b = calloc(1, sizeof *b);
@@ -439,7 +424,8 @@ int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
     ctx->pack_budget = env && !strcmp(env, "0") ? 0 : pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : 0;
     /* weights copied into huge pages: up to half the memory available now */
     env = getenv("LLC_MMAP");
-    ctx->copy_budget = env && strcmp(env, "0") ? 0 : mem_available() / 2;
+    const int64_t avail = llc_mem_available();
+    ctx->copy_budget = (env && strcmp(env, "0")) || avail < 0 ? 0 : (size_t)avail / 2;
     b->name = "cpu";
     b->ops = &g_cpu_ops;
     b->ctx = ctx;
