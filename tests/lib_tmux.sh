@@ -47,3 +47,6 @@ idle() {
 check() { # check NAME PATTERN [SECONDS]
     if wait_for "$2" "$3"; then ok "$1"; else bad "$1" "screen:" "$(screen)"; fi
 }
+check_not() { # check_not NAME PATTERN: the screen shows no line matching PATTERN now
+    if screen | grep -q -- "$2"; then bad "$1" "screen:" "$(screen)"; else ok "$1"; fi
+}
