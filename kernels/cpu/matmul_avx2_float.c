@@ -141,6 +141,18 @@ MM_AI void kern_direct(const uint32_t type, const mm_args *a, int64_t o, int64_t
             a->Y[(t + c) * a->n_out + o + r] = finish(type, acc[r][c], w[r], x[c], n8, n);
 }
 
+/* An R-row tile against activation rows t.. t+3, fewer where only `left` remain
+ * (each width its own constant-shaped kernel). */
+MM_AI void kern_rows_up_to_4(const uint32_t type, const mm_args *a, int64_t o, int64_t t, const int R,
+                             int64_t left) {
+    switch (left) {
+    case 1: kern_direct(type, a, o, t, R, 1); break;
+    case 2: kern_direct(type, a, o, t, R, 2); break;
+    case 3: kern_direct(type, a, o, t, R, 3); break;
+    default: kern_direct(type, a, o, t, R, 4); break;
+    }
+}
+
 MM_AI void dotf_rows_t(const uint32_t type, const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     /* start the stream: the kernels prefetch from a tile's rows on (see kern_direct) */
     const size_t lead = a->w_stride * 4 > PF_DIST ? a->w_stride * 4 : PF_DIST;
@@ -157,23 +169,9 @@ MM_AI void dotf_rows_t(const uint32_t type, const mm_args *a, int64_t o0, int64_
      * activation rows pass */
     int64_t o = o0;
     for (; o + 3 <= o1; o += 3)
-        for (int64_t t = t0; t < t1; t += 4) {
-            switch (t1 - t) {
-            case 1: kern_direct(type, a, o, t, 3, 1); break;
-            case 2: kern_direct(type, a, o, t, 3, 2); break;
-            case 3: kern_direct(type, a, o, t, 3, 3); break;
-            default: kern_direct(type, a, o, t, 3, 4); break;
-            }
-        }
+        for (int64_t t = t0; t < t1; t += 4) kern_rows_up_to_4(type, a, o, t, 3, t1 - t);
     for (; o < o1; o++)
-        for (int64_t t = t0; t < t1; t += 4) {
-            switch (t1 - t) {
-            case 1: kern_direct(type, a, o, t, 1, 1); break;
-            case 2: kern_direct(type, a, o, t, 1, 2); break;
-            case 3: kern_direct(type, a, o, t, 1, 3); break;
-            default: kern_direct(type, a, o, t, 1, 4); break;
-            }
-        }
+        for (int64_t t = t0; t < t1; t += 4) kern_rows_up_to_4(type, a, o, t, 1, t1 - t);
 }
 
 static void dotf_block(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
