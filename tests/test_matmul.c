@@ -182,45 +182,61 @@ static cpu_pool *g_pool1, *g_pool2;
 
 static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SIMD_AVX512};
 
-/* weights packed ahead (the CPU backend's few-row GEMM path): every quantized
- * type (those without a GEMM are left unpacked and must still come out right), row counts around the thresholds (the two-panel kernel's register and L1
- * sums, 4-row subgroups, two row groups), n_out not a multiple of the panel pair,
- * and n_in over the K-slice so the last slice is short; 1 and 2 threads agree bit
- * for bit */
+/* the types a level packs ahead (cpu_matmul_prepack at that level) */
+static int packs_ahead(cpu_simd_level level, uint32_t type) {
+    if (level == CPU_SIMD_AVX512) return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+    if (level == CPU_SIMD_AVX2) return type == QT_Q8_0;
+    return 0;
+}
+
+/* weights packed ahead (the CPU backend's few-row GEMM path), at each level that packs:
+ * every quantized type (those a level does not pack are left unpacked and must still
+ * come out right), row counts around the thresholds (the two-panel kernel's register
+ * and L1 sums, 4-row subgroups, two row groups, AVX2's int8 panels up to 8 rows and
+ * widened above), n_out not a multiple of the panel pair, and n_in over the K-slice so
+ * the last slice is short; 1 and 2 threads agree bit for bit; another level ignores
+ * the panels (each level packs its own layout) */
 static void test_prepacked(void) {
     const int64_t Ts[] = {1, 2, 3, 5, 8, 9, 12, 13};
     const int64_t shapes[][2] = {{256, 67}, {2048 + 256, 37}};
-    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
-        const uint32_t type = g_types[ti];
-        if (!is_quant(type)) continue;
-        for (size_t si = 0; si < 2; si++)
-            for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
-                problem p;
-                if (problem_make(&p, type, shapes[si][0], shapes[si][1], Ts[k])) continue;
-                cpu_packed_w pk;
-                CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), p.n_in, p.n_out, &pk) == 0);
-                /* the blocked GEMM packs these four; the other types use the dot
-                 * kernels at every T and are never packed */
-                const int packs = type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
-                CHECKF((pk.data != NULL) == (packs && cpu_matmul_max_level() == CPU_SIMD_AVX512),
-                       "%s: packed %d", qtype_name(type), pk.data != NULL);
-                problem_check_packed(&p, g_pool2, &pk, "prepacked");
-                const size_t ny = (size_t)(p.n_out * p.T);
-                float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
-                if (y1 && y2) {
-                    CHECK(cpu_matmul_packed(g_pool1, type, problem_w(&p), &pk, p.n_in, p.n_out, p.X, p.T, y1) == 0);
-                    CHECK(cpu_matmul_packed(g_pool2, type, problem_w(&p), &pk, p.n_in, p.n_out, p.X, p.T, y2) == 0);
-                    CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s T=%lld prepacked: 1 vs 2 threads differ",
-                           qtype_name(type), (long long)p.T);
+    const cpu_simd_level levels[] = {CPU_SIMD_AVX2, CPU_SIMD_AVX512};
+    for (size_t li = 0; li < LLC_ARRAY_LEN(levels); li++) {
+        const cpu_simd_level level = levels[li];
+        if (level > cpu_matmul_max_level()) continue;
+        for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+            const uint32_t type = g_types[ti];
+            if (!is_quant(type)) continue;
+            for (size_t si = 0; si < 2; si++)
+                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+                    problem p;
+                    if (problem_make(&p, type, shapes[si][0], shapes[si][1], Ts[k])) continue;
+                    cpu_matmul_set_level(level);
+                    cpu_packed_w pk;
+                    CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), p.n_in, p.n_out, &pk) == 0);
+                    CHECKF((pk.data != NULL) == packs_ahead(level, type), "%s %s: packed %d", cpu_simd_name(),
+                           qtype_name(type), pk.data != NULL);
+                    problem_check_packed(&p, g_pool2, &pk, "prepacked");
+                    const size_t ny = (size_t)(p.n_out * p.T);
+                    float *y1 = malloc(ny * sizeof(float)), *y2 = malloc(ny * sizeof(float));
+                    if (y1 && y2) {
+                        CHECK(cpu_matmul_packed(g_pool1, type, problem_w(&p), &pk, p.n_in, p.n_out, p.X, p.T, y1) == 0);
+                        CHECK(cpu_matmul_packed(g_pool2, type, problem_w(&p), &pk, p.n_in, p.n_out, p.X, p.T, y2) == 0);
+                        CHECKF(memcmp(y1, y2, ny * sizeof(float)) == 0, "%s %s T=%lld prepacked: 1 vs 2 threads differ",
+                               cpu_simd_name(), qtype_name(type), (long long)p.T);
+                    }
+                    free(y1);
+                    free(y2);
+                    for (size_t lj = 0; lj <= LLC_ARRAY_LEN(levels); lj++) { /* the other levels, and scalar */
+                        const cpu_simd_level other = lj < LLC_ARRAY_LEN(levels) ? levels[lj] : CPU_SIMD_SCALAR;
+                        if (other == level || other > cpu_matmul_max_level()) continue;
+                        cpu_matmul_set_level(other);
+                        problem_check_packed(&p, g_pool2, &pk, "packed at another level");
+                    }
+                    cpu_matmul_set_level(cpu_matmul_max_level());
+                    cpu_packed_w_free(&pk);
+                    problem_free(&p);
                 }
-                free(y1);
-                free(y2);
-                cpu_matmul_set_level(CPU_SIMD_SCALAR); /* a lowered level ignores the packing */
-                problem_check_packed(&p, g_pool2, &pk, "prepacked, scalar level");
-                cpu_matmul_set_level(cpu_matmul_max_level());
-                cpu_packed_w_free(&pk);
-                problem_free(&p);
-            }
+        }
     }
 }
 
@@ -301,8 +317,8 @@ static void test_large(void) {
  * allows, so a scale, min or offset handled differently by one path shows up. Where
  * one kernel serves both the results must be identical bit for bit: one dot kernel
  * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), or
- * the AVX-512 GEMM over weights packed ahead (Q8_0, Q4_0, Q4_K, Q6_K: every row count
- * reads the panels, as the CPU backend's calls do). */
+ * a GEMM over weights packed ahead (AVX-512: Q8_0, Q4_0, Q4_K, Q6_K; AVX2: Q8_0):
+ * every row count reads the panels, as the CPU backend's calls do. */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
     const int64_t n_ins_32[] = {64, 128, 256, 512}, n_ins_256[] = {256, 512};
@@ -320,15 +336,15 @@ static void test_batch_vs_single(void) {
                     float *Yb = malloc(sizeof(float) * (size_t)(n_out * T));
                     float *Y1 = malloc(sizeof(float) * (size_t)n_out);
                     if (Yb && Y1 && problem_make(&p, type, n_in, n_out, T) == 0) {
-                        cpu_packed_w pk;
-                        CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), n_in, n_out, &pk) == 0);
-                        /* each level unpacked, then AVX-512 with the packed weights */
+                        /* each level unpacked, then with its own packed weights */
                         for (size_t v = 0; v < 2 * LLC_ARRAY_LEN(g_levels); v++) {
                             const size_t li = v / 2;
                             const int packed = (int)(v % 2);
                             if (g_levels[li] > cpu_matmul_max_level()) continue;
-                            if (packed && (!pk.data || g_levels[li] != CPU_SIMD_AVX512)) continue;
+                            if (packed && !packs_ahead(g_levels[li], type)) continue;
                             cpu_matmul_set_level(g_levels[li]);
+                            cpu_packed_w pk = {0};
+                            if (packed) CHECK(cpu_matmul_prepack(g_pool2, type, problem_w(&p), n_in, n_out, &pk) == 0);
                             const cpu_packed_w *use = packed ? &pk : NULL;
                             CHECK(cpu_matmul_packed(g_pool2, type, problem_w(&p), use, n_in, n_out, p.X, T, Yb) == 0);
                             int bad = 0;
@@ -359,9 +375,9 @@ static void test_batch_vs_single(void) {
                                     }
                                 }
                             }
+                            cpu_packed_w_free(&pk);
                         }
                         cpu_matmul_set_level(cpu_matmul_max_level());
-                        cpu_packed_w_free(&pk);
                         problem_free(&p);
                     } else if (Yb && Y1) {
                         problem_free(&p);

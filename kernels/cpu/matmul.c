@@ -243,12 +243,12 @@ static void prepack_work(void *ctx, int ith, int nth) {
     }
 }
 
-/* The level whose GEMM reads packed panels, if it is the level in use: under
- * LLC_SIMD=avx2 on an AVX-512 machine nothing is packed ahead, so the weights stay
- * as an AVX2-only machine keeps them (file pages, not panels no kernel reads). */
+/* The level in use, if its GEMM reads panels packed ahead (AVX-512: 16-row VNNI
+ * panels; AVX2: Q8_0's 8-row panels). Each level packs its own layout; panels are
+ * tagged with it and ignored at any other level (cpu_packed_w.level). */
 static const mm_impl *prepack_impl(void) {
-    const mm_impl *impl = cpu_matmul_level() == CPU_SIMD_AVX512 ? impl_of(CPU_SIMD_AVX512) : NULL;
-    return impl && impl->gemm_prepack ? impl : NULL;
+    const mm_impl *impl = current_impl();
+    return impl->gemm_prepack ? impl : NULL;
 }
 
 size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
@@ -279,6 +279,7 @@ int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_i
     else prepack_work(&j, 0, 1);
     out->data = wp;
     out->bytes = bytes;
+    out->level = (int)cpu_matmul_level();
     return 0;
 }
 
@@ -320,8 +321,11 @@ static void plan_part(const mm_impl *impl, const cpu_matmul_w *w, const float *X
     };
     if (mm_type_is_quant(w->type)) p->a.xq_stride = mm_xq_row_bytes(w->n_in);
     const int64_t n_out = w->n_out;
-    /* panels packed ahead serve the AVX-512 GEMM only (the level may have been lowered) */
-    const uint8_t *wp = w->packed && w->packed->data && impl->gemm_rows_prepacked ? w->packed->data : NULL;
+    /* panels packed ahead serve the level that packed them (the level may have changed since) */
+    const uint8_t *wp = w->packed && w->packed->data && w->packed->level == (int)cpu_matmul_level() &&
+                                impl->gemm_rows_prepacked
+                            ? w->packed->data
+                            : NULL;
     const int gemm_rows = wp ? impl->gemm_rows_prepacked(w->type, T)
                              : T > 1 && impl->gemm ? impl->gemm_rows(w->type, T) : 0;
     p->use_gemm = gemm_rows > 0;
@@ -454,8 +458,8 @@ int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_w *w, int n, const float *
         xp_total += (impl->gemm_xp_bytes(a->type, n_in, T) + 63) & ~(size_t)63;
     }
     for (int i = 0; i < np; i++)
-        if (parts[i].use_gemm && !parts[i].a.wp) { /* (packed-ahead quantized weights need no panel buffers) */
-            const size_t s = (impl->gemm_scratch(parts[i].a.type, n_in, parts[i].chunk) + 63) & ~(size_t)63;
+        if (parts[i].use_gemm) {
+            const size_t s = (impl->gemm_scratch(&parts[i].a, parts[i].chunk) + 63) & ~(size_t)63;
             if (s > scratch_per) scratch_per = s;
         }
     const size_t xq_bytes = xq_stride * (size_t)T * (size_t)n_shared;

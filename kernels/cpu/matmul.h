@@ -42,8 +42,9 @@ int cpu_matmul(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64
  * layout, so calls with a few rows (batched decode, speculative checks) skip the
  * packing that otherwise dominates them. About the size of the weights. */
 typedef struct cpu_packed_w {
-    uint8_t *data; /* NULL: not packed (no AVX-512, or not a quantized type) */
+    uint8_t *data; /* NULL: not packed (a level or type that packs nothing ahead) */
     size_t bytes;
+    int level;     /* the cpu_simd_level whose layout data holds; read at that level only */
 } cpu_packed_w;
 
 /* Bytes cpu_matmul_prepack would allocate for W; 0 where it would not pack. */
@@ -53,10 +54,10 @@ size_t cpu_matmul_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out);
 int cpu_matmul_prepack(cpu_pool *pool, uint32_t type, const void *W, int64_t n_in, int64_t n_out,
                        cpu_packed_w *out);
 void cpu_packed_w_free(cpu_packed_w *p);
-/* True when, at this machine's best SIMD level, cpu_matmul_packed reads only the
- * packed copy of a `type` matrix at every row count, W itself only if the level
- * is lowered: the caller may then let W's memory go (for a file mapping, its
- * pages are read back on demand). */
+/* True when, at the SIMD level in use, cpu_matmul_packed reads only the packed
+ * copy of a `type` matrix at every row count, W itself only if the level changes:
+ * the caller may then let W's memory go (for a file mapping, its pages are read
+ * back on demand). */
 bool cpu_matmul_packed_suffices(uint32_t type);
 /* cpu_matmul with W's packed panels (or NULL); the same results as without for
  * a given path, which now also serves small T. */

@@ -3,7 +3,8 @@
  *    maddubs/madd byte products (no VNNI), for one row and few rows and for the
  *    types without a GEMM at every T (the rows of a chunk stay in cache while the
  *    activation rows pass), and the blocked GEMM of matmul_avx2_gemm.c for Q8_0,
- *    Q4_0, Q4_K, Q5_K and Q6_K at larger T;
+ *    Q4_0, Q4_K, Q5_K and Q6_K at larger T; Q8_0's panels may be packed ahead, and
+ *    the GEMM then serves it at every T (one row included);
  *  - float weights (F32, F16, BF16): matmul_avx2_float.c's row loop at every T,
  *    over L2-sized blocks of activation rows for prompts (batched == alone); it
  *    takes the GEMM hooks for the planner's chunking and packs nothing.
@@ -50,8 +51,8 @@ static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
 static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
     if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
 }
-static size_t gemm_scratch_avx2(uint32_t type, int64_t n_in, int64_t rows) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_scratch(type, n_in, rows) : 0;
+static size_t gemm_scratch_avx2(const mm_args *a, int64_t rows) {
+    return mm_type_is_quant(a->type) ? mm_avx2_gemmq_scratch(a, rows) : 0;
 }
 static void gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
@@ -69,6 +70,9 @@ const mm_impl mm_impl_avx2 = {
     .gemm_pack_x = gemm_pack_x_avx2,
     .gemm_scratch = gemm_scratch_avx2,
     .gemm = gemm_avx2,
+    .gemm_prepack_bytes = mm_avx2_gemmq_prepack_bytes,
+    .gemm_prepack = mm_avx2_gemmq_prepack,
+    .gemm_rows_prepacked = mm_avx2_gemmq_rows_prepacked,
 };
 
 #pragma GCC pop_options

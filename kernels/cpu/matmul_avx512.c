@@ -266,9 +266,10 @@ static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
     else if (!mm_type_is_float(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
 }
-static size_t gemm_scratch(uint32_t type, int64_t n_in, int64_t rows) {
-    if (borrows_avx2(type)) return mm_avx2_gemmq_scratch(type, n_in, rows);
-    return mm_type_is_float(type) ? 0 : mm_avx512_gemmq_scratch(type, n_in, rows);
+static size_t gemm_scratch(const mm_args *a, int64_t rows) {
+    if (borrows_avx2(a->type)) return mm_avx2_gemmq_scratch(a, rows);
+    if (a->wp) return 0; /* the panels packed ahead are read in place */
+    return mm_type_is_float(a->type) ? 0 : mm_avx512_gemmq_scratch(a->type, a->n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);

@@ -177,7 +177,8 @@ typedef struct mm_impl {
      *   are cut into groups, group g being rows [t0, t1);
      * gemm_xp_bytes(type, n_in, T): size of the packed activations;
      * gemm_pack_x(a, g, xp): packs group g (from a->X, or a->xq once quantized);
-     * gemm_scratch(type, n_in, rows): per-thread scratch bytes for a chunk of `rows`;
+     * gemm_scratch(a, rows): per-thread scratch bytes for a chunk of `rows` of call a
+     *   (its type, n_in, T and whether a->wp is set);
      * gemm(a, o0, o1, n0, n1, scratch): Y for outputs [o0, o1) (o0 a multiple of
      *   gemm_rows) and all T rows, from a->xp; [n0, n1) are the rows this thread
      *   does next (empty if none), for prefetching. */
@@ -186,11 +187,11 @@ typedef struct mm_impl {
     void (*gemm_group)(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1);
     size_t (*gemm_xp_bytes)(uint32_t type, int64_t n_in, int64_t T);
     void (*gemm_pack_x)(const mm_args *a, int64_t g, uint8_t *xp);
-    size_t (*gemm_scratch)(uint32_t type, int64_t n_in, int64_t rows);
+    size_t (*gemm_scratch)(const mm_args *a, int64_t rows);
     void (*gemm)(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch);
     /* Optional: W's panels packed once ahead of the calls (quantized types).
      * gemm_prepack_bytes(type, n_in, n_out): bytes of the packed matrix (0: no);
-     * gemm_prepack(a, p0, p1, wp): packs panels [p0, p1) of a->W into wp;
+     * gemm_prepack(a, p0, p1, wp): packs rows [16·p0, 16·p1) of a->W into wp;
      * gemm_rows_prepacked(type, T): as gemm_rows, when a->wp is set. */
     size_t (*gemm_prepack_bytes)(uint32_t type, int64_t n_in, int64_t n_out);
     void (*gemm_prepack)(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp);
