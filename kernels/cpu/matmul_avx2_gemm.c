@@ -33,7 +33,7 @@
  * changes a result. The one-row path (T = 1) keeps the dot kernels of
  * matmul_dot256.h, so a batched row may differ from the row alone in float rounding
  * (not in the integer sums) -- except for Q8_0 packed ahead at load (the gemm_prepack
- * hooks): its int8 panels (1.06× the file) serve every row count, read in place with
+ * hooks): its int8 panels (the file's size) serve every row count, read in place with
  * the sign trick up to FEW_ROWS rows (one row streams them as fast as the dot kernel
  * streams the file) and widened to int16 per call above, and every row count gives
  * the same result. */
@@ -59,7 +59,7 @@ enum {
     KC = 2048,  /* K-slice (multiple of 256) */
     PR = 8,     /* rows per panel */
     FEW_ROWS = 8,  /* Q8_0 packed ahead: up to this many rows read the int8 panels */
-    Q8_NARROW_UNIT = 256 + 32, /* a Q8_0 unit packed ahead: s8 w[8][8 rows][4], f32 s[8] */
+    Q8_NARROW_UNIT = 256 + 16, /* a Q8_0 unit packed ahead: s8 w[8][8 rows][4], f16 s[8] (the file's size) */
 };
 
 /* elements per packed activation block: 16-groups for Q6_K, else 32-blocks */
@@ -166,7 +166,7 @@ AI void pack32(const uint8_t *const p[PR], size_t off, uint8_t *dst) {
     for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_si256((const __m256i *)(const void *)(p[i] + off));
     tr8x8(r);
     _Pragma("GCC unroll 8")
-    for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)(void *)(dst + 32 * j), r[j]);
+    for (int j = 0; j < 8; j++) _mm256_storeu_si256((__m256i *)(void *)(dst + 32 * j), r[j]);
 }
 
 static float h2f(const uint8_t *p) { return _cvtsh_ss(mm_rd16(p)); }
@@ -190,13 +190,13 @@ static void pack_q8_0(const uint8_t *const row[PR], int64_t b0, int64_t nb, uint
     }
 }
 
-/* Q8_0 as packed ahead: the file's bytes transposed, 8 rows × 4 per ymm */
+/* Q8_0 as packed ahead: the file's bytes transposed, 8 rows × 4 per ymm, and the
+ * rows' f16 scales (272 bytes a unit: units are 16-byte aligned, loads unaligned) */
 static void pack_q8_0_narrow(const uint8_t *const row[PR], int64_t nb, uint8_t *dst) {
     for (int64_t b = 0; b < nb; b++, dst += Q8_NARROW_UNIT) {
         const size_t off = (size_t)b * sizeof(block_q8_0);
         pack32(row, off + 2, dst);
-        float *s = (float *)(void *)(dst + 256);
-        for (int r = 0; r < PR; r++) s[r] = h2f(row[r] + off);
+        for (int r = 0; r < PR; r++) memcpy(dst + 256 + 2 * r, row[r] + off, 2);
     }
 }
 
@@ -209,15 +209,16 @@ static void widen_q8_0(const uint8_t *src, int64_t nu, uint8_t *dst) {
         _Pragma("GCC unroll 2")
         for (int j = 0; j < 8; j++) {
             const __m256 lo = _mm256_castsi256_ps(
-                _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(const void *)(src + 32 * j))));
+                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + 32 * j))));
             const __m256 hi = _mm256_castsi256_ps(
-                _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(const void *)(src + 32 * j + 16))));
+                _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(src + 32 * j + 16))));
             const __m256i p0 = _mm256_castps_si256(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
             const __m256i p1 = _mm256_castps_si256(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
             _mm256_store_si256((__m256i *)(void *)(dst + 64 * j), _mm256_permute4x64_epi64(p0, 0xD8));
             _mm256_store_si256((__m256i *)(void *)(dst + 64 * j + 32), _mm256_permute4x64_epi64(p1, 0xD8));
         }
-        memcpy(dst + 512, src + 256, 32);
+        _mm256_store_ps((float *)(void *)(dst + 512),
+                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + 256))));
     }
 }
 
@@ -510,7 +511,7 @@ AI void kern_q8_0_narrow(const uint8_t *pw, const uint8_t *px, int64_t nu, const
         for (int t = 0; t < rx; t++) ia[t] = _mm256_setzero_si256();
         _Pragma(KUNROLL)
         for (int k = 0; k < 8; k++) {
-            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(pw + 32 * k));
             const __m256i aw = _mm256_sign_epi8(w, w);
             _Pragma("GCC unroll 8")
             for (int t = 0; t < rx; t++) {
@@ -518,7 +519,7 @@ AI void kern_q8_0_narrow(const uint8_t *pw, const uint8_t *px, int64_t nu, const
                 ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(p, ones));
             }
         }
-        const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256));
+        const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(pw + 256)));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < rx; t++)
             fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), _mm256_set1_ps(xd[t])), s, fa[t]);

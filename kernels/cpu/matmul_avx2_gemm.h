@@ -13,7 +13,7 @@ size_t mm_avx2_gemmq_xp_bytes(uint32_t type, int64_t n_in, int64_t T);
 void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp);
 size_t mm_avx2_gemmq_scratch(const mm_args *a, int64_t rows);
 void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
-/* Q8_0's panels packed ahead (int8, 1.06× the file's bytes); the gemm_prepack hooks */
+/* Q8_0's panels packed ahead (int8 and f16 scales: the file's size); the gemm_prepack hooks */
 size_t mm_avx2_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out);
 void mm_avx2_gemmq_prepack(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp);
 int mm_avx2_gemmq_rows_prepacked(uint32_t type, int64_t T);
