@@ -135,7 +135,7 @@ static void beam_emit(engine *e, request *r, int rank, double t_end) {
     done.tpot_ms = done.completion_tokens > 1 && r->t_first_beam > 0
                        ? (t_end - r->t_first_beam) / (done.completion_tokens - 1)
                        : 0;
-    eng_client_push(r->client, &done);
+    eng_client_push_done(r, &done);
     tok_stream_free(ts);
     stopstr_free(ss);
 }
@@ -150,7 +150,7 @@ void eng_beam_end(engine *e, request *r, engine_finish finish) {
         } else {
             engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = rank,
                                .finish = finish, .prompt_tokens = r->n_prompt};
-            eng_client_push(r->client, &ev);
+            eng_client_push_done(r, &ev);
         }
     }
     for (int i = 0; i < r->n_slots; i++)

@@ -3,7 +3,8 @@
  * thread pushes (eng_client_push); the owning thread takes them out
  * (engine_client_next / _wait) and frees them. A client its owner lets go while
  * requests still run is freed by the engine when the last one ends
- * (eng_client_release). */
+ * (eng_client_release). Each request reserves its samples' EV_DONE nodes at
+ * submit, so that event, which clients wait for, survives running out of memory. */
 #include "engine/engine.h"
 
 #include <poll.h>
@@ -13,11 +14,9 @@
 #include <unistd.h>
 
 #include "engine/engine_internal.h"
+#include "kernels/fault.h"
 
-void eng_client_push(engine_client *c, const engine_event *ev) {
-    ev_node *n = malloc(sizeof *n);
-    if (!n) return; /* out of memory: the event is lost, the engine goes on */
-    n->ev = *ev;
+static void enqueue(engine_client *c, ev_node *n) {
     n->next = NULL;
     pthread_mutex_lock(&c->mu);
     if (c->tail) c->tail->next = n;
@@ -27,6 +26,40 @@ void eng_client_push(engine_client *c, const engine_event *ev) {
     uint64_t one = 1;
     ssize_t w = write(c->efd, &one, sizeof one);
     (void)w;
+}
+
+void eng_client_push(engine_client *c, const engine_event *ev) {
+    ev_node *n = llc_fault_event_fails() ? NULL : malloc(sizeof *n);
+    if (!n) { /* out of memory: this event is lost, the engine goes on */
+        free(ev->text);
+        free(ev->embedding);
+        return;
+    }
+    n->ev = *ev;
+    enqueue(c, n);
+}
+
+void eng_client_push_done(request *r, const engine_event *ev) {
+    ev_node *n = NULL;
+    if (ev->seq_index >= 0 && ev->seq_index < r->n_done_nodes) {
+        n = r->done_nodes[ev->seq_index];
+        r->done_nodes[ev->seq_index] = NULL;
+    }
+    if (!n) { /* (used already: cannot happen, one EV_DONE per sample) */
+        eng_client_push(r->client, ev);
+        return;
+    }
+    n->ev = *ev;
+    enqueue(r->client, n);
+}
+
+int eng_request_reserve_done(request *r, int n) {
+    r->done_nodes = calloc((size_t)n, sizeof *r->done_nodes);
+    if (!r->done_nodes) return LLC_ERR_NOMEM;
+    r->n_done_nodes = n;
+    for (int i = 0; i < n; i++)
+        if (!(r->done_nodes[i] = malloc(sizeof *r->done_nodes[i]))) return LLC_ERR_NOMEM;
+    return 0;
 }
 
 int engine_client_create(engine *e, engine_client **out) {

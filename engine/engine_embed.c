@@ -49,7 +49,7 @@ int64_t engine_submit_embed(engine *e, engine_client *c, const embed_request *g,
         r->input_start = malloc((size_t)(g->n_inputs + 1) * sizeof *r->input_start);
         r->seqs = calloc((size_t)g->n_inputs, sizeof *r->seqs);
     }
-    if (!r || !msg || !r->prompt || !r->input_start || !r->seqs) {
+    if (!r || !msg || !r->prompt || !r->input_start || !r->seqs || eng_request_reserve_done(r, g->n_inputs)) {
         eng_request_free(r);
         free(msg);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");

@@ -91,6 +91,8 @@ struct request {
     int n_live;
     seq **seqs;      /* [n_slots]; only seqs[0] until the prompt is done; with
                         beam search, seqs[i] is live beam i */
+    ev_node **done_nodes; /* [n_done_nodes]: sample i's EV_DONE node, NULL once used */
+    int n_done_nodes;
     request *next;   /* in the engine's request list */
 };
 
@@ -153,8 +155,15 @@ struct engine {
 };
 
 /* engine_client.c */
-/* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text). */
+/* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text and
+ * ev.embedding). Out of memory, the event is dropped and what it owned freed. */
 void eng_client_push(engine_client *c, const engine_event *ev);
+/* Pushes a sample's EV_DONE through the node its request reserved at submit
+ * (eng_request_reserve_done), so the one EV_DONE per sample arrives even when
+ * memory runs out and other events are dropped. */
+void eng_client_push_done(request *r, const engine_event *ev);
+/* Reserves r's n EV_DONE nodes (seq_index 0..n-1); LLC_ERR_NOMEM if it cannot. */
+int eng_request_reserve_done(request *r, int n);
 /* Frees c and the events still queued. */
 void eng_client_destroy(engine_client *c);
 /* One request of c has ended; frees c if its owner let it go. */

@@ -32,6 +32,8 @@ void eng_request_free(request *r) {
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->stop);
     free(r->seqs);
+    for (int i = 0; i < r->n_done_nodes; i++) free(r->done_nodes[i]);
+    free(r->done_nodes);
     beam_search_free(r->bs);
     grammar_free(r->grammar);
     free(r);
@@ -69,7 +71,7 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
     r->n_slots = g->beam_width > g->n ? g->beam_width : g->n;
     r->seqs = calloc((size_t)r->n_slots, sizeof *r->seqs);
     r->stop = calloc((size_t)(g->n_stop > 0 ? g->n_stop : 1), sizeof *r->stop);
-    bool ok = r->prompt && r->seqs && r->stop;
+    bool ok = r->prompt && r->seqs && r->stop && eng_request_reserve_done(r, g->n) == 0;
     if (ok && g->beam_width > 0) /* a beam's positions stay inside the context */
         ok = beam_search_create(g->beam_width, g->max_tokens < e->n_ctx - g->n_prompt
                                                    ? g->max_tokens : e->n_ctx - g->n_prompt,
@@ -189,7 +191,7 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
     ev.tpot_ms = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
     ev.drafted_tokens = (int)s->drafted;
     ev.accepted_tokens = (int)s->accepted;
-    eng_client_push(r->client, &ev);
+    eng_client_push_done(r, &ev);
 }
 
 void eng_seq_drop_kv(seq *s) {
@@ -239,7 +241,7 @@ static void finish_unforked_samples(engine *e, request *r, engine_finish finish)
         engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = i, .finish = finish,
                            .prompt_tokens = r->n_prompt};
         ev.queue_ms = llc_now_ms() - r->t_submit;
-        eng_client_push(r->client, &ev);
+        eng_client_push_done(r, &ev);
     }
 }
 
@@ -312,7 +314,7 @@ void eng_drain_inbox(engine *e, bool *stop) {
                     engine_event done = {.kind = EV_DONE, .request_id = r->id, .seq_index = i,
                                          .finish = FINISH_ERROR, .prompt_tokens = r->n_prompt};
                     done.queue_ms = llc_now_ms() - r->t_submit;
-                    eng_client_push(r->client, &done);
+                    eng_client_push_done(r, &done);
                 }
                 eng_client_release(e, r->client);
                 eng_request_free(r);

@@ -14,6 +14,12 @@ void llc_fault_arm_from_env(void) {
     if (v && atoi(v) > 0) llc_fault_fail_alloc(atoi(v));
 }
 
+static atomic_bool g_events_fail;
+
+void llc_fault_fail_events(bool on) { atomic_store(&g_events_fail, on); }
+
+bool llc_fault_event_fails(void) { return atomic_load_explicit(&g_events_fail, memory_order_relaxed); }
+
 bool llc_fault_alloc_fails(void) {
     int n = atomic_load_explicit(&g_countdown, memory_order_relaxed);
     while (n > 0)

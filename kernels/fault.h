@@ -14,5 +14,9 @@ void llc_fault_fail_alloc(int nth);
 void llc_fault_arm_from_env(void);
 /* Called by every backend's alloc: true when this allocation must fail. */
 bool llc_fault_alloc_fails(void);
+/* While on, every event-queue node the engine allocates fails (engine_client.c):
+ * what a client receives when memory runs out mid-answer. */
+void llc_fault_fail_events(bool on);
+bool llc_fault_event_fails(void);
 
 #endif
