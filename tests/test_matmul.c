@@ -58,6 +58,8 @@ static int has_avx512_gemm(uint32_t type) {
 static int has_avx2_gemm(uint32_t type) {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
 }
+/* ... from this many rows (below, the dot kernels: each row's arithmetic as alone) */
+static int64_t avx2_gemm_min_rows(uint32_t type) { return type == QT_Q8_0 || type == QT_Q4_0 ? 4 : 8; }
 
 static int is_quant(uint32_t type) {
     return type != QT_F32 && type != QT_F16 && type != QT_BF16;
@@ -355,11 +357,13 @@ static void test_batch_vs_single(void) {
                                 for (int64_t o = 0; o < n_out; o++) amax = fmax(amax, fabs(Y1[o]));
                                 /* scalar (and NEON) compute every pair the same way at
                                  * any T: bit for bit; so do AVX2 and AVX-512 for the types
-                                 * without a GEMM at that level (the same dot kernel serves
-                                 * both) and AVX-512 with packed weights (the GEMM at every
-                                 * T); an unpacked GEMM may round differently from its
+                                 * and row counts without a GEMM at that level (the dot
+                                 * kernels, AVX2's Q4_K/Q5_K two rows at a time among
+                                 * them) and with packed weights (the GEMM at every T);
+                                 * an unpacked GEMM may round differently from its
                                  * one-row path */
-                                const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type)) ||
+                                const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type) &&
+                                                  T >= avx2_gemm_min_rows(type)) ||
                                                  (g_levels[li] == CPU_SIMD_AVX512 && has_avx512_gemm(type));
                                 const int exact = !gemm || packed;
                                 const double tol = exact ? 0 : 1e-5 * amax + 1e-7;

@@ -163,11 +163,16 @@ static inline __m256i bit_to_4(__m256i v, int j) {
 }
 
 /* Q4_K / Q5_K: Σ over one superblock of u·q·sc (u the 4- or 5-bit values) in int32
- * lanes; qh is NULL for Q4_K. */
-static inline __m256i q45k_superblock(const uint8_t *qs, const uint8_t *qh, const int8_t *qx, __m256i sc16) {
+ * lanes, for R activation rows (1 or 2) at once: the weights' values and scales are
+ * decoded once, and each row gets the same integer operations as alone. qh is NULL
+ * for Q4_K. */
+static inline __attribute__((always_inline)) void q45k_superblock(const uint8_t *qs, const uint8_t *qh, const int8_t *const qx[2], const int R,
+                                   __m256i sc16, __m256i si[2]) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
     const __m256i h = qh ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
-    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    __m256i s0[2], s1[2];
+    _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) s0[t] = s1[t] = _mm256_setzero_si256();
     _Pragma("GCC unroll 4")
     for (int r = 0; r < 4; r++) {
         const __m256i qw = _mm256_loadu_si256((const __m256i *)(qs + 32 * r));
@@ -177,18 +182,28 @@ static inline __m256i q45k_superblock(const uint8_t *qs, const uint8_t *qh, cons
             lo = _mm256_or_si256(lo, _mm256_and_si256(bit_to_4(h, 2 * r), b4));
             hi = _mm256_or_si256(hi, _mm256_and_si256(bit_to_4(h, 2 * r + 1), b4));
         }
-        const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(qx + 64 * r)));
-        const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qx + 64 * r + 32)));
-        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(p0, k_scale16(sc16, 2 * r)));
-        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(p1, k_scale16(sc16, 2 * r + 1)));
+        const __m256i k0 = k_scale16(sc16, 2 * r), k1 = k_scale16(sc16, 2 * r + 1);
+        _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) {
+            const __m256i p0 = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)(qx[t] + 64 * r)));
+            const __m256i p1 = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(qx[t] + 64 * r + 32)));
+            s0[t] = _mm256_add_epi32(s0[t], _mm256_madd_epi16(p0, k0));
+            s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(p1, k1));
+        }
     }
-    return _mm256_add_epi32(s0, s1);
+    _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) si[t] = _mm256_add_epi32(s0[t], s1[t]);
 }
 
-/* Q4_K / Q5_K rows: per superblock d·d_x·Σ u·q·sc minus the min term dmin·Σ m_j·(d_x·Σq_j). */
-static inline float dot_q45_K(const uint8_t *w, const mm_xrow *x, int64_t n, int five) {
+/* Q4_K / Q5_K rows: per superblock d·d_x·Σ u·q·sc minus the min term dmin·Σ m_j·(d_x·Σq_j),
+ * for R activation rows (1 or 2) against one weight row, which is read once; each
+ * row's floats are the same as alone. */
+static inline __attribute__((always_inline)) void dot_q45_K_rows(const uint8_t *w, const mm_xrow *const x[2], const int R, int64_t n, int five,
+                                  float y[2]) {
     const size_t bb = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
-    __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
+    __m256 acc[2], macc[2];
+    _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) acc[t] = macc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / QK_K; i++, w += bb) {
         for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + MM_PF_DIST + l, MM_PF_HINT);
         const float d = f16(w), dmin = f16(w + 2);
@@ -196,12 +211,53 @@ static inline float dot_q45_K(const uint8_t *w, const mm_xrow *x, int64_t n, int
         mm_q4k_scales_u32(w + 4, sm);
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sm)));
         const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sm + 2))));
-        macc = _mm256_fmadd_ps(_mm256_mul_ps(mnf, _mm256_set1_ps(dmin)), _mm256_loadu_ps(x->af + 8 * i), macc);
-        const __m256i si = five ? q45k_superblock(w + 48, w + 16, x->q + 256 * i, sc16)
-                                : q45k_superblock(w + 16, NULL, x->q + 256 * i, sc16);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si), _mm256_set1_ps(d * x->d[8 * i]), acc);
+        const __m256 mnd = _mm256_mul_ps(mnf, _mm256_set1_ps(dmin));
+        _Pragma("GCC unroll 2")
+        for (int t = 0; t < R; t++) macc[t] = _mm256_fmadd_ps(mnd, _mm256_loadu_ps(x[t]->af + 8 * i), macc[t]);
+        const int8_t *qx[2] = {x[0]->q + 256 * i, x[R - 1]->q + 256 * i};
+        __m256i si[2];
+        if (five) q45k_superblock(w + 48, w + 16, qx, R, sc16, si);
+        else q45k_superblock(w + 16, NULL, qx, R, sc16, si);
+        _Pragma("GCC unroll 2")
+        for (int t = 0; t < R; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si[t]), _mm256_set1_ps(d * x[t]->d[8 * i]), acc[t]);
     }
-    return hsum8(acc) - hsum8(macc);
+    _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) y[t] = hsum8(acc[t]) - hsum8(macc[t]);
+}
+
+static inline float dot_q45_K(const uint8_t *w, const mm_xrow *x, int64_t n, int five) {
+    const mm_xrow *xs[2] = {x, x};
+    float y[2];
+    dot_q45_K_rows(w, xs, 1, n, five, y);
+    return y[0];
+}
+
+/* dot_rows for Q4_K / Q5_K with T > 1: activation rows in pairs (an odd last one
+ * alone), over blocks of 16 weight rows as mm_dot_rows_blocked does */
+static inline void dot_rows_q45_K_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    const int five = a->type == QT_Q5_K;
+    const int64_t n = a->n_in;
+    for (int64_t ob = o0; ob < o1; ob += 16) {
+        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
+        for (int64_t t = t0; t < t1; t += 2) {
+            const mm_xrow x0 = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, n);
+            float *y0 = a->Y + t * a->n_out;
+            if (t + 1 == t1) {
+                for (int64_t o = ob; o < oe; o++) y0[o] = dot_q45_K(a->W + (size_t)o * a->w_stride, &x0, n, five);
+                continue;
+            }
+            const mm_xrow x1 = mm_xrow_at(a->xq + (size_t)(t + 1) * a->xq_stride, n);
+            const mm_xrow *xs[2] = {&x0, &x1};
+            float *y1 = y0 + a->n_out;
+            for (int64_t o = ob; o < oe; o++) {
+                float y[2];
+                dot_q45_K_rows(a->W + (size_t)o * a->w_stride, xs, 2, n, five, y);
+                y0[o] = y[0];
+                y1[o] = y[1];
+            }
+        }
+    }
 }
 
 #ifndef MM_DOT_Q4_K
