@@ -33,7 +33,8 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 
 static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if (mm_type_is_float(a->type)) mm_avx2_dotf_rows(a, o0, o1, t0, t1);
-    else if ((a->type == QT_Q4_K || a->type == QT_Q5_K) && t1 - t0 > 1) dot_rows_q45_K_256(a, o0, o1, t0, t1);
+    else if ((a->type == QT_Q4_K || a->type == QT_Q5_K || a->type == QT_Q6_K) && t1 - t0 > 1)
+        dot_rows_paired_256(a, o0, o1, t0, t1);
     else dot_rows_256(a, o0, o1, t0, t1);
 }
 static int gemm_rows_avx2(uint32_t type, int64_t T) {

@@ -233,33 +233,6 @@ static inline float dot_q45_K(const uint8_t *w, const mm_xrow *x, int64_t n, int
     return y[0];
 }
 
-/* dot_rows for Q4_K / Q5_K with T > 1: activation rows in pairs (an odd last one
- * alone), over blocks of 16 weight rows as mm_dot_rows_blocked does */
-static inline void dot_rows_q45_K_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    const int five = a->type == QT_Q5_K;
-    const int64_t n = a->n_in;
-    for (int64_t ob = o0; ob < o1; ob += 16) {
-        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
-        for (int64_t t = t0; t < t1; t += 2) {
-            const mm_xrow x0 = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, n);
-            float *y0 = a->Y + t * a->n_out;
-            if (t + 1 == t1) {
-                for (int64_t o = ob; o < oe; o++) y0[o] = dot_q45_K(a->W + (size_t)o * a->w_stride, &x0, n, five);
-                continue;
-            }
-            const mm_xrow x1 = mm_xrow_at(a->xq + (size_t)(t + 1) * a->xq_stride, n);
-            const mm_xrow *xs[2] = {&x0, &x1};
-            float *y1 = y0 + a->n_out;
-            for (int64_t o = ob; o < oe; o++) {
-                float y[2];
-                dot_q45_K_rows(a->W + (size_t)o * a->w_stride, xs, 2, n, five, y);
-                y0[o] = y[0];
-                y1[o] = y[1];
-            }
-        }
-    }
-}
-
 #ifndef MM_DOT_Q4_K
 #define MM_DOT_Q4_K dot_q4_K
 static float dot_q4_K(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45_K(w, x, n, 0); }
@@ -267,22 +240,30 @@ static float dot_q4_K(const uint8_t *w, const mm_xrow *x, int64_t n) { return do
 
 #ifndef MM_DOT_Q6_K
 #define MM_DOT_Q6_K dot_q6_K
+#define MM_DOT256_Q6_K_ROWS /* dot_q6_K_rows below (the pairing in dot_rows_paired_256) */
 /* Q6_K: u = 6-bit quant (0..63) into maddubs, madd with the 16-group's int8 scale;
- * the -32 offsets (aux per group) times the scales join the same integer sum. */
-static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
-    __m256 acc = _mm256_setzero_ps();
+ * the -32 offsets (aux per group) times the scales join the same integer sum. For R
+ * activation rows (1 or 2) against one weight row: the 6-bit values are unpacked
+ * once, each row gets the same operations as alone. */
+static inline __attribute__((always_inline)) void dot_q6_K_rows(const uint8_t *w, const mm_xrow *const x[2],
+                                                                const int R, int64_t n, float y[2]) {
+    __m256 acc[2];
+    _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q6_K)) {
         for (int l = 0; l < 4; l++) _mm_prefetch((const char *)w + MM_PF_DIST + 64 * l, MM_PF_HINT);
         const float d = f16(w + 208);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + 192));
-        const int32_t *aux = x->ai + 16 * i;
-        __m256i si = _mm256_add_epi32(
-            _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)aux), _mm256_cvtepi8_epi32(sc8)),
-            _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(aux + 8)),
-                               _mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))));
+        const __m256i sclo = _mm256_cvtepi8_epi32(sc8), schi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8));
+        __m256i si[2];
+        _Pragma("GCC unroll 2")
+        for (int t = 0; t < R; t++) {
+            const int32_t *aux = x[t]->ai + 16 * i;
+            si[t] = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)aux), sclo),
+                                     _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(aux + 8)), schi));
+        }
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8); /* groups 0-7 | 8-15 */
-        const int8_t *qx = x->q + 256 * i;
         _Pragma("GCC unroll 2")
         for (int h = 0; h < 2; h++) {
             /* this half's 8 group scales in both 128-bit halves */
@@ -300,15 +281,31 @@ static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
             _Pragma("GCC unroll 4")
             for (int c = 0; c < 4; c++) {
                 /* int16 lanes 0-7: group 2c of this half, lanes 8-15: group 2c+1 */
-                const __m256i p = _mm256_maddubs_epi16(u[c], _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * c)));
                 const __m256i sel = _mm256_setr_m128i(_mm_set1_epi16((short)((4 * c) | ((4 * c + 1) << 8))),
                                                       _mm_set1_epi16((short)((4 * c + 2) | ((4 * c + 3) << 8))));
-                si = _mm256_add_epi32(si, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sch, sel)));
+                const __m256i k = _mm256_shuffle_epi8(sch, sel);
+                _Pragma("GCC unroll 2")
+                for (int t = 0; t < R; t++) {
+                    const int8_t *qx = x[t]->q + 256 * i;
+                    const __m256i p =
+                        _mm256_maddubs_epi16(u[c], _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * c)));
+                    si[t] = _mm256_add_epi32(si[t], _mm256_madd_epi16(p, k));
+                }
             }
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si), _mm256_set1_ps(d * x->d[8 * i]), acc);
+        _Pragma("GCC unroll 2")
+        for (int t = 0; t < R; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si[t]), _mm256_set1_ps(d * x[t]->d[8 * i]), acc[t]);
     }
-    return hsum8(acc);
+    _Pragma("GCC unroll 2")
+    for (int t = 0; t < R; t++) y[t] = hsum8(acc[t]);
+}
+
+static float dot_q6_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    const mm_xrow *xs[2] = {x, x};
+    float y[2];
+    dot_q6_K_rows(w, xs, 1, n, y);
+    return y[0];
 }
 
 #endif
@@ -510,6 +507,34 @@ static float dot_q3_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
 #ifndef MM_DOT_Q5_K
 #define MM_DOT_Q5_K dot_q5_K
 static float dot_q5_K(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_q45_K(w, x, n, 1); }
+#endif
+
+#ifdef MM_DOT256_Q6_K_ROWS /* (the AVX2 level: AVX-512 has its own K-quant dots) */
+/* dot_rows for Q4_K, Q5_K and Q6_K with T > 1: activation rows in pairs (an odd
+ * last one alone) against each weight row, over blocks of 16 weight rows as
+ * mm_dot_rows_blocked does; every output as the row alone gives it */
+static void dot_rows_paired_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    const int64_t n = a->n_in;
+    for (int64_t ob = o0; ob < o1; ob += 16) {
+        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1;
+        for (int64_t t = t0; t < t1; t += 2) {
+            const int R = t + 1 < t1 ? 2 : 1;
+            const mm_xrow x0 = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, n);
+            const mm_xrow x1 = mm_xrow_at(a->xq + (size_t)(t + R - 1) * a->xq_stride, n);
+            const mm_xrow *xs[2] = {&x0, &x1};
+            float *y0 = a->Y + t * a->n_out, *y1 = y0 + (R - 1) * a->n_out;
+            for (int64_t o = ob; o < oe; o++) {
+                const uint8_t *w = a->W + (size_t)o * a->w_stride;
+                float y[2];
+                if (a->type == QT_Q6_K) R == 2 ? dot_q6_K_rows(w, xs, 2, n, y) : dot_q6_K_rows(w, xs, 1, n, y);
+                else if (R == 2) dot_q45_K_rows(w, xs, 2, n, a->type == QT_Q5_K, y);
+                else dot_q45_K_rows(w, xs, 1, n, a->type == QT_Q5_K, y);
+                y0[o] = y[0];
+                y1[o] = y[R - 1];
+            }
+        }
+    }
+}
 #endif
 
 static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {
