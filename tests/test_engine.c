@@ -3,7 +3,6 @@
  * preemption; parallel samples equal separate runs with seeds s..s+n-1; stop
  * strings, cancel and bad requests behave; every block comes back. */
 #include "engine/engine.h"
-#include "kernels/fault.h"
 #include "tests/test.h"
 
 
@@ -184,45 +183,6 @@ static void test_cancel_and_bad_requests(void) {
     engine_destroy(e);
 }
 
-/* Memory runs out for the event queue while an answer streams (fault.h's event
- * failures: every node the engine allocates fails): the tokens are lost, but every
- * sample still gets its one EV_DONE, from the node reserved at submit, so a client
- * waiting for it is not left hanging; then the engine serves the next request. */
-static void test_done_survives_lost_events(void) {
-    int32_t prompt[] = {1, 403, 407, 261, 378};
-    engine *e = make_engine(64, 512);
-    if (!e) return;
-    engine_client *c;
-    CHECK(engine_client_create(e, &c) == 0);
-    llc_err err;
-    gen_request r = greedy_req(prompt, 5, 12);
-    r.n = 3;
-    r.sampling.temperature = 1.0f;
-    llc_fault_fail_events(true);
-    int64_t id = engine_submit(e, c, &r, &err);
-    CHECK(id > 0);
-    int dones = 0, mask = 0, others = 0;
-    for (engine_event *ev; dones < 3 && (ev = engine_client_wait(c, 20000));) {
-        if (ev->kind == EV_DONE && ev->request_id == id) {
-            dones++;
-            mask |= 1 << ev->seq_index;
-            CHECK(ev->completion_tokens == 12);
-        } else {
-            others++;
-        }
-        engine_event_free(ev);
-    }
-    llc_fault_fail_events(false);
-    CHECKF(dones == 3 && mask == 7, "%d done events (samples %x)", dones, mask);
-    CHECKF(others == 0, "%d events got through while every allocation failed", others);
-    engine_client_free(c);
-    result res;
-    gen_request one = greedy_req(prompt, 5, 8);
-    run_all(e, &one, 1, 1, &res);
-    CHECK(res.done && res.n_tokens == 8);
-    engine_destroy(e);
-}
-
 /* engine_get_slots: the live sequences of a running request with its
  * parameters; none once idle. The latency histograms count each finished
  * sample once, in one bucket. */
@@ -293,7 +253,6 @@ int main(void) {
     RUN(test_parallel_samples_equal_seeds);
     RUN(test_stop_string);
     RUN(test_cancel_and_bad_requests);
-    RUN(test_done_survives_lost_events);
     RUN(test_slots_and_latency_histograms);
     teardown();
     return t_summary();

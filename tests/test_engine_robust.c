@@ -2,7 +2,8 @@
  * allocation that fails inside a step (kernels/fault.h) ends only the request
  * the step is blamed on, with an error event and one done per sample, while
  * the request decoding beside it finishes with the tokens it has alone and a
- * later request runs; the warm-up pass of engine_create leaves no KV blocks,
+ * later request runs; when the event queue cannot allocate, every sample still
+ * gets its done event; the warm-up pass of engine_create leaves no KV blocks,
  * cached prefix or metric behind and changes no result. */
 #include "engine/engine.h"
 #include "kernels/fault.h"
@@ -122,6 +123,45 @@ static void test_oom_with_one_request(void) {
     engine_destroy(e);
 }
 
+/* Memory runs out for the event queue while an answer streams (fault.h's event
+ * failures: every node the engine allocates fails): the tokens are lost, but every
+ * sample still gets its one EV_DONE, from the node reserved at submit, so a client
+ * waiting for it is not left hanging; then the engine serves the next request. */
+static void test_done_survives_lost_events(void) {
+    int32_t prompt[] = {1, 403, 407, 261, 378};
+    engine *e = make_engine(64, 512);
+    if (!e) return;
+    engine_client *c;
+    CHECK(engine_client_create(e, &c) == 0);
+    llc_err err;
+    gen_request r = greedy_req(prompt, 5, 12);
+    r.n = 3;
+    r.sampling.temperature = 1.0f;
+    llc_fault_fail_events(true);
+    int64_t id = engine_submit(e, c, &r, &err);
+    CHECK(id > 0);
+    int dones = 0, mask = 0, others = 0;
+    for (engine_event *ev; dones < 3 && (ev = engine_client_wait(c, 20000));) {
+        if (ev->kind == EV_DONE && ev->request_id == id) {
+            dones++;
+            mask |= 1 << ev->seq_index;
+            CHECK(ev->completion_tokens == 12);
+        } else {
+            others++;
+        }
+        engine_event_free(ev);
+    }
+    llc_fault_fail_events(false);
+    CHECKF(dones == 3 && mask == 7, "%d done events (samples %x)", dones, mask);
+    CHECKF(others == 0, "%d events got through while every allocation failed", others);
+    engine_client_free(c);
+    result res;
+    gen_request one = greedy_req(prompt, 5, 8);
+    run_all(e, &one, 1, 1, &res);
+    CHECK(res.done && res.n_tokens == 8);
+    engine_destroy(e);
+}
+
 /* engine_params.warmup: after engine_create, no block is used or cached and no
  * metric has moved; a prompt made of the warm-up's own tokens finds nothing in
  * the prefix cache; answers are those of an engine without it. */
@@ -164,6 +204,7 @@ int main(void) {
     RUN(test_warmup_leaves_nothing);
     RUN(test_oom_in_step_ends_only_its_request);
     RUN(test_oom_with_one_request);
+    RUN(test_done_survives_lost_events);
     teardown();
     return t_summary();
 }
