@@ -74,9 +74,11 @@ static int q8_wide(const mm_args *a) { return a->type == QT_Q8_0 && !(a->wp && a
 static int x_stride(const mm_args *a, int rx) { return a->type == QT_Q8_0 && !q8_wide(a) ? rx : XP; }
 /* dwords of quants per packed activation block and row (wide: Q8_0's int16 pairs) */
 static int x_dw(uint32_t t, int wide) { return wide ? 16 : x_bs(t) / 4; }
-/* bytes of one packed activation block: int32 q[x_dw][XP] (4 int8 or 2 int16 values),
- * f32 d[XP], aux[XP] */
-static size_t x_blk_bytes(uint32_t t, int wide) { return (size_t)(x_dw(t, wide) + 2) * XP * 4; }
+/* bytes of one packed activation block interleaving xs rows: int32 q[x_dw][xs] (4 int8
+ * or 2 int16 values), f32 d[xs], aux[xs] */
+static size_t x_blk_bytes_at(uint32_t t, int wide, int xs) { return (size_t)(x_dw(t, wide) + 2) * (size_t)xs * 4; }
+/* ... at the XP rows every kernel but kern_q8_0_narrow reads */
+static size_t x_blk_bytes(uint32_t t, int wide) { return x_blk_bytes_at(t, wide, XP); }
 
 /* One panel block ("unit") of each type: its elements and bytes.
  *   Q8_0  32: s16 w[16][8 rows][2], f32 s[8] (packed ahead: Q8_NARROW_UNIT)
@@ -354,11 +356,15 @@ static void pack_q6_K(const uint8_t *const row[PR], int64_t g0, int64_t ng, uint
     }
 }
 
-/* Packs rows [p0, p0 + nvalid) (nvalid <= 8; missing rows repeat the last one) of W,
- * elements [k0, k0 + kn). */
+/* The 8 rows of W from p0 for one panel (nvalid <= 8; missing rows repeat the last one). */
+static void panel_rows(const mm_args *a, int64_t p0, int nvalid, const uint8_t *row[PR]) {
+    for (int r = 0; r < PR; r++) row[r] = a->W + (size_t)(p0 + (r < nvalid ? r : nvalid - 1)) * a->w_stride;
+}
+
+/* Packs rows [p0, p0 + nvalid) of W, elements [k0, k0 + kn). */
 static void pack_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int64_t kn, uint8_t *dst) {
     const uint8_t *row[PR];
-    for (int r = 0; r < PR; r++) row[r] = a->W + (size_t)(p0 + (r < nvalid ? r : nvalid - 1)) * a->w_stride;
+    panel_rows(a, p0, nvalid, row);
     switch (a->type) {
     case QT_Q8_0: pack_q8_0(row, k0 / 32, kn / 32, dst); break;
     case QT_Q4_0: pack_q4_0(row, k0 / 32, kn / 32, dst); break;
@@ -379,7 +385,7 @@ void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     mm_avx2_gemmq_group(a->T, g, &t0, &t1);
     const int bs = x_bs(a->type), rx = (int)(t1 - t0);
     const int wide = q8_wide(a), dw = x_dw(a->type, wide), xs = x_stride(a, rx);
-    const size_t xbs = (size_t)(dw + 2) * (size_t)xs * 4;
+    const size_t xbs = x_blk_bytes_at(a->type, wide, xs);
     const int64_t n = a->n_in, nblk = n / bs;
     uint8_t *dst = xp + (size_t)g * xgroup_bytes(a->type, n, wide);
     memset(dst, 0, xgroup_bytes(a->type, n, wide));
@@ -499,7 +505,7 @@ static void run_q8_0(const uint8_t *pw, const uint8_t *pv, int np, const uint8_t
  * stream is not spread over four times the cache lines. */
 AI void kern_q8_0_narrow(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
                   __m256i m, int accum) {
-    const size_t xbs = (size_t)(8 + 2) * (size_t)rx * 4; /* interleaved at the group's rows */
+    const size_t xbs = x_blk_bytes_at(QT_Q8_0, 0, rx); /* interleaved at the group's rows */
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 fa[RXMAX];
     load_acc(fa, rx, y, ys, m, accum);
@@ -694,7 +700,7 @@ void mm_avx2_gemmq_prepack(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp
     for (int64_t P = 2 * p0; P < 2 * p1 && P * PR < a->n_out; P++) { /* (p0, p1: 16-row units) */
         const int nvalid = (int)(a->n_out - P * PR < PR ? a->n_out - P * PR : PR);
         const uint8_t *row[PR];
-        for (int r = 0; r < PR; r++) row[r] = a->W + (size_t)(P * PR + (r < nvalid ? r : nvalid - 1)) * a->w_stride;
+        panel_rows(a, P * PR, nvalid, row);
         pack_q8_0_narrow(row, nb, wp + (size_t)(P * nb) * Q8_NARROW_UNIT);
     }
 }
@@ -715,12 +721,12 @@ void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
     const int64_t kc = a->wp && !wide ? a->n_in : kc_of(a->n_in), ng = mm_avx2_gemmq_groups(a->T);
     const size_t pbytes = panel_bytes(type, kc), gbytes = xgroup_bytes(type, a->n_in, wide);
     uint8_t *wbuf = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    const size_t step = (size_t)(a->n_in / 32) * Q8_NARROW_UNIT; /* one Q8_0 panel packed ahead */
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 
     for (int64_t k0 = 0; k0 < a->n_in; k0 += kc) {
         const int64_t kn = a->n_in - k0 < kc ? a->n_in - k0 : kc, nu = kn / w_unit(type);
         /* Q8_0's panels packed ahead, this K-slice: panel p at ahead + p · step */
-        const size_t step = (size_t)(a->n_in / 32) * Q8_NARROW_UNIT;
         const uint8_t *ahead = a->wp ? a->wp + (size_t)(o0 / PR) * step + (size_t)(k0 / 32) * Q8_NARROW_UNIT : NULL;
         if (!ahead || wide)
             for (int64_t p = 0; p < np; p++) {
