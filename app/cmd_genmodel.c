@@ -9,7 +9,7 @@
 static modelgen_params g_p;
 static const char *g_preset, *g_out, *g_arch;
 static int64_t g_seed = 1;
-static bool g_tied;
+static bool g_tied, g_fast;
 
 static const char *const g_archs[] = {"llama", "qwen2", "qwen3", NULL};
 
@@ -30,6 +30,7 @@ static const cli_opt g_opts[] = {
     {"seed", 0, CLI_I64, &g_seed, "N", "random seed (default 1)", 0, 0, NULL},
     {"tail-from", 0, CLI_INT, &g_p.tail_from, "L", "scale the output projections of layers L.. (drafts)", 1, 1024, NULL},
     {"tail-scale", 0, CLI_FLOAT, &g_p.tail_scale, "S", "by S (0: those layers add nothing)", 0, 100, NULL},
+    {"fast", 0, CLI_FLAG, &g_fast, NULL, "draw 512 rows per matrix and repeat them (speed tests of big shapes)", 0, 0, NULL},
     {0},
 };
 
@@ -57,6 +58,8 @@ int cmd_genmodel(int argc, char **argv) {
     if (!g_p.vocab_path) g_p.vocab_path = common.model;
     g_p.tied_output = g_tied;
     g_p.seed = (uint64_t)g_seed;
+    g_p.threads = common.threads;
+    if (g_fast) g_p.distinct_rows = 512;
     if (!g_p.dim || !g_p.n_layers || !g_p.n_heads || !g_p.ffn_dim)
         cli_usage_error(&cli_genmodel, "give --preset or --dim, --layers, --heads and --ffn");
     if (!g_p.n_kv_heads) g_p.n_kv_heads = g_p.n_heads;

@@ -1,6 +1,8 @@
 /* modelgen.c — random-weight GGUF models: hyper-parameter metadata, tokenizer
  * metadata copied from a vocabulary GGUF, and every tensor filled with scaled
- * uniform noise, quantized with the reference quantizers of engine/quant. */
+ * uniform noise, quantized with the reference quantizers of engine/quant. Rows
+ * are made and quantized on a CPU pool; the random stream is splitmix64, whose
+ * n-th value is computed directly, so every thread count writes the same bytes. */
 #include "engine/modelgen.h"
 
 #include <math.h>
@@ -10,6 +12,7 @@
 
 #include "engine/gguf.h"
 #include "engine/gguf_write.h"
+#include "kernels/cpu/pool.h"
 #include "kernels/quant.h"
 
 typedef struct preset {
@@ -45,24 +48,61 @@ int modelgen_preset(const char *name, modelgen_params *p) {
 
 const char *modelgen_preset_names(void) { return "tinyllama-1.1b, tiny-llama, tiny-qwen2, tiny-qwen3"; }
 
-/* splitmix64: small, fast, and the same on every machine */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+/* splitmix64: small, fast, the same on every machine, and counter-based: the
+ * n-th value after state s is mix(s + n * golden), so any row starts directly. */
+#define SPLITMIX_GOLDEN 0x9E3779B97F4A7C15ull
+static uint64_t splitmix_at(uint64_t s, uint64_t n) {
+    uint64_t z = s + n * SPLITMIX_GOLDEN;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static float next_uniform(uint64_t *s) { /* [-1, 1) */
-    return (float)((double)(next_u64(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+static float uniform_of(uint64_t u) { /* [-1, 1) */
+    return (float)((double)(u >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
 
 typedef struct gen {
     gguf_writer *w;
-    uint64_t rng;
+    uint64_t rng;    /* the stream's state before the next tensor */
+    cpu_pool *pool;
+    int distinct_rows; /* > 0: rows from this one on repeat the first ones */
     void **bufs; /* tensor data, kept until the file is written */
     int n_bufs, cap_bufs;
     llc_err *err;
 } gen;
+
+/* One tensor's rows, shared out over the pool. */
+typedef struct fill_job {
+    uint64_t rng;
+    uint32_t type;
+    int64_t n_in, n_rows; /* rows to make (the rest are copies) */
+    size_t row_bytes;
+    float center, amp;
+    uint8_t *data;
+    int failed; /* a share could not allocate or quantize */
+} fill_job;
+
+static void fill_rows(void *arg, int ith, int nth) {
+    fill_job *j = arg;
+    long lo, hi;
+    cpu_split((long)j->n_rows, ith, nth, &lo, &hi);
+    if (lo >= hi) return;
+    float *row = malloc((size_t)j->n_in * sizeof *row);
+    if (!row) {
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (long r = lo; r < hi; r++) {
+        const uint64_t first = (uint64_t)r * (uint64_t)j->n_in + 1; /* values are numbered from 1 */
+        for (int64_t i = 0; i < j->n_in; i++)
+            row[i] = j->center + j->amp * uniform_of(splitmix_at(j->rng, first + (uint64_t)i));
+        if (quantize_row(j->type, row, j->data + (size_t)r * j->row_bytes, j->n_in) != 0) {
+            __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    free(row);
+}
 
 /* Adds tensor `name` of n_out rows x n_in, values center + amp * U(-1, 1). */
 static int add_tensor(gen *G, const char *name, int64_t n_in, int64_t n_out, uint32_t type,
@@ -72,26 +112,25 @@ static int add_tensor(gen *G, const char *name, int64_t n_in, int64_t n_out, uin
                         name, (long long)n_in, qtype_name(type));
     size_t row_bytes = qtype_row_bytes(type, n_in);
     uint8_t *data = malloc(row_bytes * (size_t)n_out);
-    float *row = malloc((size_t)n_in * sizeof *row);
     if (G->n_bufs == G->cap_bufs) {
         int cap = G->cap_bufs ? G->cap_bufs * 2 : 64;
         void **nb = realloc(G->bufs, (size_t)cap * sizeof *nb);
         if (nb) G->bufs = nb, G->cap_bufs = cap;
     }
-    if (!data || !row || G->n_bufs == G->cap_bufs) {
+    if (!data || G->n_bufs == G->cap_bufs) {
         free(data);
-        free(row);
         return llc_fail(G->err, LLC_ERR_NOMEM, "out of memory generating %s", name);
     }
     G->bufs[G->n_bufs++] = data;
-    for (int64_t r = 0; r < n_out; r++) {
-        for (int64_t i = 0; i < n_in; i++) row[i] = center + amp * next_uniform(&G->rng);
-        if (quantize_row(type, row, data + (size_t)r * row_bytes, n_in) != 0) {
-            free(row);
-            return llc_fail(G->err, LLC_ERR_UNSUPPORTED, "cannot quantize to %s", qtype_name(type));
-        }
-    }
-    free(row);
+    fill_job j = {.rng = G->rng, .type = type, .n_in = n_in, .n_rows = n_out, .row_bytes = row_bytes,
+                  .center = center, .amp = amp, .data = data};
+    if (G->distinct_rows > 0 && j.n_rows > G->distinct_rows) j.n_rows = G->distinct_rows;
+    cpu_pool_run(G->pool, fill_rows, &j);
+    if (j.failed)
+        return llc_fail(G->err, LLC_ERR_UNSUPPORTED, "cannot quantize %s to %s", name, qtype_name(type));
+    for (int64_t r = j.n_rows; r < n_out; r++)
+        memcpy(data + (size_t)r * row_bytes, data + (size_t)(r % j.n_rows) * row_bytes, row_bytes);
+    G->rng += (uint64_t)n_out * (uint64_t)n_in * SPLITMIX_GOLDEN; /* as if every row were drawn */
     int64_t ne[2] = {n_in, n_out};
     if (gguf_w_tensor(G->w, name, n_out == 1 ? 1 : 2, ne, type, data))
         return llc_fail(G->err, LLC_ERR_NOMEM, "out of memory");
@@ -193,7 +232,8 @@ int modelgen_write(const modelgen_params *p, const char *path, llc_err *err) {
     if (rc) return rc;
     gguf_array toks;
     rc = gguf_get_arr(vocab, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &toks, err);
-    gen G = {.rng = p->seed ? p->seed : 1, .err = err};
+    gen G = {.rng = p->seed ? p->seed : 1, .err = err, .distinct_rows = p->distinct_rows};
+    if (!rc && cpu_pool_create(p->threads, &G.pool)) rc = llc_fail(err, LLC_ERR_NOMEM, "cannot start threads");
     if (!rc && gguf_writer_create(&G.w)) rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     if (!rc) rc = write_metadata(&G, p, vocab, head_dim);
     if (!rc) rc = write_tensors(&G, p, (int)toks.n, head_dim);
@@ -201,6 +241,7 @@ int modelgen_write(const modelgen_params *p, const char *path, llc_err *err) {
     for (int i = 0; i < G.n_bufs; i++) free(G.bufs[i]);
     free(G.bufs);
     gguf_writer_free(G.w);
+    if (G.pool) cpu_pool_free(G.pool);
     gguf_free(vocab);
     return rc;
 }

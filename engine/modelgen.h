@@ -27,6 +27,11 @@ typedef struct modelgen_params {
      * model's first layers: a speculative draft whose agreement tail_scale dials. */
     int tail_from;          /* 0 = no scaling */
     float tail_scale;
+    int threads;            /* CPU threads that make and quantize rows (0 = every core) */
+    /* > 0: only the first distinct_rows rows of a matrix are drawn and quantized,
+     * the rest repeat them (speed tests of big shapes: a Q4_K 8B file in seconds,
+     * not minutes). The stream moves on as if every row were drawn. */
+    int distinct_rows;
 } modelgen_params;
 
 /* Fills p from a named preset ("tinyllama-1.1b", "tiny-llama", "tiny-qwen2",
