@@ -27,10 +27,12 @@ struct model_kv {
 };
 
 int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
+    static uint64_t serials;
     *out = NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     m->be = be;
+    m->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
     int rc = model_load_from(g, m, err);
     if (rc) {
         model_free(m);
@@ -366,17 +368,28 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
     return model_forward_hidden(m, kv, batch, logits, NULL, err);
 }
 
-int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
-                         llc_err *err) {
-    if (kv->m != m) return llc_fail(err, LLC_ERR_RANGE, "KV cache belongs to another model");
-    if (batch->n_hidden > 0 && !hidden) return llc_fail(err, LLC_ERR_RANGE, "no buffer for the hidden states");
-    int rc = check_batch(m, kv, batch, err);
-    if (!rc) rc = ensure_activations(m, batch->n_tokens, batch->n_out, err);
-    if (rc) return rc;
+/* What decides a step's ops and their arguments, apart from the batch contents
+ * that begin() uploads (tokens, positions, slots, the block table, KV lengths):
+ * the model, the cache, the activation buffers and the batch's shape. */
+static uint64_t step_key(const model *m, const model_kv *kv, const bk_batch *b) {
+    const uint64_t parts[] = {m->serial, (uintptr_t)kv, (uint64_t)kv->n_blocks, (uintptr_t)kv->k[0],
+                              (uintptr_t)m->x, (uint64_t)m->cap_rows, (uint64_t)m->cap_out,
+                              (uint64_t)b->n_tokens, (uint64_t)b->n_seqs, (uint64_t)b->n_out,
+                              (uint64_t)b->max_blocks};
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the words */
+    for (size_t i = 0; i < LLC_ARRAY_LEN(parts); i++) {
+        h ^= parts[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* The step's ops: embedding, the layers, the hidden states asked for, and the
+ * logits of the output rows into m->logits (still in backend memory). */
+static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hidden, llc_err *err) {
     const backend_ops *op = m->be->ops;
     void *c = m->be->ctx;
-    if ((rc = op->begin(c, batch, err))) return rc;
-
     const model_hparams *hp = &m->hp;
     const int T = batch->n_tokens, dim = hp->dim;
     const int kv_dim = hp->n_kv_heads * hp->head_dim;
@@ -385,6 +398,7 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
                           .scale = hp->attn_scale, .softcap = hp->attn_softcap};
     bk_attn attn_swa = attn;
     attn_swa.window = hp->swa_window;
+    int rc;
 
     OP(op->embed(c, &m->tok_embd, m->x));
     if (hp->embd_scale) OP(op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim));
@@ -434,6 +448,34 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     OP(op->rmsnorm(c, m->xo, &m->out_norm, m->xo, batch->n_out, dim, hp->norm_eps));
     OP(op->matmul(c, &m->output, m->xo, batch->n_out, m->logits));
     if (m->b_output.data) OP(op->add_bias(c, m->logits, &m->b_output, batch->n_out));
+    return 0;
+}
+
+int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
+                         llc_err *err) {
+    if (kv->m != m) return llc_fail(err, LLC_ERR_RANGE, "KV cache belongs to another model");
+    if (batch->n_hidden > 0 && !hidden) return llc_fail(err, LLC_ERR_RANGE, "no buffer for the hidden states");
+    int rc = check_batch(m, kv, batch, err);
+    if (!rc) rc = ensure_activations(m, batch->n_tokens, batch->n_out, err);
+    if (rc) return rc;
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
+    if ((rc = op->begin(c, batch, err))) return rc;
+    /* A step whose ops all stay in backend memory can be recorded and replayed
+     * (mixture-of-experts routing and hidden states go to the host mid-step). */
+    int graph = BK_GRAPH_NONE;
+    if (op->graph_begin && !hp->n_expert && batch->n_hidden == 0 && batch->n_out > 0)
+        graph = op->graph_begin(c, step_key(m, kv, batch));
+    if (graph != BK_GRAPH_REPLAYED) {
+        rc = forward_ops(m, kv, batch, hidden, err);
+        if (graph == BK_GRAPH_RECORDING) {
+            int grc = op->graph_end(c);
+            if (!rc && grc) rc = llc_fail(err, grc, "backend op graph_end failed");
+        }
+        if (rc) return rc;
+    }
+    if (batch->n_out == 0) return 0;
     const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
     OP(op->to_host(c, logits, m->logits, n_logits * sizeof(float)));
     if (hp->final_softcap > 0) /* on the host: the logits are here anyway */

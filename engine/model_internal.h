@@ -29,6 +29,7 @@ typedef struct layer {
 struct model {
     model_hparams hp;
     backend *be;
+    uint64_t serial;         /* unique per loaded model (the backend's recorded steps name it) */
     bk_weight tok_embd, out_norm, output, b_output;
     layer *layers;
     bk_weight *expert_views; /* one allocation for every layer's expert views */

@@ -148,7 +148,24 @@ typedef struct backend_ops {
      * prepares x once and runs all the matrices in one pool dispatch. */
     int (*matmul_multi)(void *ctx, const bk_weight *const *w, int n, const float *x, int rows,
                          float *const *y);
+    /* Optional (NULL: every step runs op by op). Replaying whole steps, for backends
+     * where launching each op costs more than the op (a GPU at decode). key names
+     * everything that decides the step's sequence of ops and their arguments apart
+     * from the batch's contents, which begin() uploads: model_forward hashes the
+     * model, the KV cache, the activation buffers and the batch's shape into it.
+     * Called after begin(); returns
+     *   BK_GRAPH_NONE       run the ops as usual;
+     *   BK_GRAPH_REPLAYED   the step was done by replaying what was recorded for
+     *                       key: skip the ops, read the outputs with to_host;
+     *   BK_GRAPH_RECORDING  run the ops (they are recorded, not yet done), then
+     *                       call graph_end, which runs them; if graph_end fails
+     *                       (e.g. an op could not be recorded), nothing was done:
+     *                       run the ops again, as usual. */
+    int (*graph_begin)(void *ctx, uint64_t key);
+    int (*graph_end)(void *ctx);
 } backend_ops;
+
+enum { BK_GRAPH_NONE = 0, BK_GRAPH_REPLAYED = 1, BK_GRAPH_RECORDING = 2 };
 
 #define BK_MATMUL_MULTI_MAX 8
 

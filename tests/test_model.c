@@ -14,7 +14,26 @@
 #include "kernels/quant.h"
 #include "tests/test.h"
 
+#ifdef LLC_CUDA
+#include "kernels/cuda/backend_cuda.h"
+#endif
+
 #include <unistd.h>
+
+/* LLC_TEST_DEVICE=cuda (make test-cuda): the reference checks on the GPU */
+static bool on_cuda(void) {
+    const char *d = getenv("LLC_TEST_DEVICE");
+    return d && !strcmp(d, "cuda");
+}
+
+static int test_backend(int threads, backend **out, llc_err *err) {
+    if (!on_cuda()) return backend_cpu_create(threads, out, err);
+#ifdef LLC_CUDA
+    return backend_cuda_create(0, out, err);
+#else
+    return llc_fail(err, LLC_ERR_UNSUPPORTED, "LLC_TEST_DEVICE=cuda: this build has no CUDA backend");
+#endif
+}
 
 typedef struct loaded {
     gguf *g;
@@ -26,7 +45,7 @@ static int load(const char *path, int threads, loaded *L) {
     llc_err err = {{0}};
     memset(L, 0, sizeof *L);
     int rc = gguf_open(path, &L->g, &err);
-    if (!rc) rc = backend_cpu_create(threads, &L->be, &err);
+    if (!rc) rc = test_backend(threads, &L->be, &err);
     if (!rc) rc = model_load(L->g, L->be, &L->m, &err);
     if (rc) fprintf(stderr, "  load %s: %s\n", path, err.msg);
     return rc;
@@ -774,7 +793,26 @@ static void test_alignment_1(void) {
     unload(&L);
 }
 
+/* On the GPU: the greedy continuations of every reference, prompt prefilled in
+ * one step and each token decoded alone (decode steps are recorded and replayed). */
+static void test_arch_references(void) {
+    static const char *const names[] = {"gemma2", "gemma3", "phi3", "qwen3moe", "qwen2-bias", "llama-rope-scale",
+                                        "mistral-gqa-q8"};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(names); i++) {
+        char file[128], ref[128];
+        snprintf(file, sizeof file, "arch/%s.gguf", names[i]);
+        snprintf(ref, sizeof ref, "arch/%s.jsonl", names[i]);
+        check_reference_n(file, ref, 0);
+    }
+}
+
 int main(void) {
+    if (on_cuda()) {
+        RUN(test_reference_stories);
+        RUN(test_reference_llama2xs);
+        RUN(test_arch_references);
+        return t_summary();
+    }
     RUN(test_reference_stories);
     RUN(test_reference_llama2xs);
     RUN(test_batched_equals_single_stories);

@@ -3,6 +3,7 @@
  * inputs, outputs poisoned with NaN first so unwritten elements show, matmul for
  * every weight type at 1, 5 and 40 rows (fused GEMV and tensor-core paths), and
  * whole-model logits on stories260K and the architectures of models/arch. Needs a GPU: `make test-cuda`. */
+#include "engine/batch.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "kernels/quant.h"
@@ -73,19 +74,21 @@ static void make_step(step *s, int vocab) {
 
 /* The error bound of the GPU's arithmetic for one output, as a fraction of
  * Σ|w_i·x_i| (so it holds whatever the signs and the cancellation):
- *   F32 weights (SGEMM, no TF32) and the fused quantized GEMV (dequantized weights
- *   times F32 activations, F32 sums): F32 rounding over n_in terms, ~n·2^-24 at
- *   worst; 2^-14 leaves room for the order of the sums at n_in = 512.
+ *   F32 weights (SGEMM, no TF32) and the fused GEMV of every other type at up to 8
+ *   rows (dequantized weights times F32 activations, F32 sums): F32 rounding over
+ *   n_in terms, ~n·2^-24 at worst; 2^-14 leaves room for the order of the sums.
  *   Tensor cores: activations rounded to F16 (2^-11), quantized weights dequantized
  *   to F16 (another 2^-11), F32 sums: 2^-10 + 2^-14.
  *   BF16 weights: activations rounded to BF16 (2^-8): 2^-8 + 2^-14.
  * A kernel that reads one wrong block, scale or nibble is off by a sizeable part
- * of a whole block's products: far outside every one of these. */
-static double gpu_bound(uint32_t type, int rows) {
+ * of a whole block's products: far outside every one of these. (F16/BF16 rows not
+ * a multiple of 16 wide take cuBLAS at every row count.) */
+static double gpu_bound(uint32_t type, int64_t n_in, int rows) {
     const double acc = 1.0 / 16384;
     if (type == QT_F32) return acc;
+    const bool gemv = rows <= 8 && !((type == QT_F16 || type == QT_BF16) && n_in % 16);
+    if (gemv) return acc;
     if (type == QT_BF16) return 1.0 / 256 + acc;
-    if (type != QT_F16 && rows <= 8) return acc; /* fused GEMV */
     return 1.0 / 1024 + acc;
 }
 
@@ -121,49 +124,87 @@ static int outside_bound(const float *got, const double *ref, const double *mag,
     return bad;
 }
 
+/* Every type the backend takes, at shapes where each lane of the GEMV reads one
+ * chunk or many, with row counts on both sides of the GEMV's 8. */
 static void test_matmul_every_type(void) {
-    const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K};
-    const int rows_list[] = {1, 5, 8, 9, 40};
-    const int64_t n_in = 512, n_out = 200;
+    const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    const int rows_list[] = {1, 2, 3, 5, 8, 9, 40};
+    const int64_t shapes[][2] = {{512, 200}, {4096, 75}, {264, 33}}; /* n_in, n_out */
     step st;
     make_step(&st, 100);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int64_t n_in = shapes[si][0], n_out = shapes[si][1];
+            if (!qtype_row_bytes(types[ti], n_in)) continue; /* (264: not whole blocks of 256 or 32) */
+            size_t rb = qtype_row_bytes(types[ti], n_in);
+            uint8_t *wdata = malloc(rb * n_out);
+            float *row = malloc(n_in * sizeof(float));
+            for (int64_t o = 0; o < n_out; o++) {
+                for (int64_t i = 0; i < n_in; i++) row[i] = frand();
+                quantize_row(types[ti], row, wdata + o * rb, n_in);
+            }
+            bk_tensor t = {.name = "w", .type = types[ti], .n_in = n_in, .n_out = n_out,
+                           .n_bytes = rb * n_out, .data = wdata};
+            bk_weight wg;
+            CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &t, &wg, NULL) == 0);
+            for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+                const int rows = rows_list[ri];
+                const size_t nx = (size_t)rows * n_in, ny = (size_t)rows * n_out;
+                float *x = malloc(nx * sizeof(float)), *got = malloc(ny * sizeof(float));
+                double *ref = malloc(ny * sizeof(double)), *mag = malloc(ny * sizeof(double));
+                for (size_t i = 0; i < nx; i++) x[i] = frand();
+                /* one huge activation in the prefill case: F16 would overflow without scaling */
+                if (rows == 40) x[3 * n_in + 17] = 3.0e5f;
+                matmul_reference(types[ti], wdata, n_in, n_out, x, rows, ref, mag);
+                float *dx = gpu_floats(x, nx), *dy = gpu_floats(NULL, ny);
+                llc_err err;
+                CHECKF(g_gpu->ops->begin(g_gpu->ctx, &st.b, &err) == 0, "%s", err.msg);
+                g_gpu->ops->matmul(g_gpu->ctx, &wg, dx, rows, dy);
+                to_host(dy, got, ny);
+                double worst;
+                const double c = gpu_bound(types[ti], n_in, rows);
+                int bad = outside_bound(got, ref, mag, ny, c, &worst);
+                CHECKF(bad == 0, "%s %lldx%lld, %d rows: %d of %zu outputs outside %.3g·Σ|wx| (worst %.3g)",
+                       qtype_name(types[ti]), (long long)n_out, (long long)n_in, rows, bad, ny, c, worst);
+                g_gpu->ops->free(g_gpu->ctx, dx);
+                g_gpu->ops->free(g_gpu->ctx, dy);
+                free(x), free(got), free(ref), free(mag);
+            }
+            free(wdata);
+            free(row);
+        }
+}
+
+/* The embedding lookup of every type: each row exactly the CPU's dequantized row
+ * (up to a fused multiply-add's rounding). */
+static void test_embed_every_type(void) {
+    const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
+    const int64_t n_in = 512, vocab = 100;
+    step st;
+    make_step(&st, (int)vocab);
+    const int T = st.b.n_tokens;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        size_t rb = qtype_row_bytes(types[ti], n_in);
-        uint8_t *wdata = malloc(rb * n_out);
-        float *row = malloc(n_in * sizeof(float));
-        for (int64_t o = 0; o < n_out; o++) {
+        const size_t rb = qtype_row_bytes(types[ti], n_in);
+        uint8_t *table = malloc(rb * vocab);
+        float *row = malloc(n_in * sizeof(float)), *want = malloc((size_t)T * n_in * 4), *got = malloc((size_t)T * n_in * 4);
+        for (int64_t o = 0; o < vocab; o++) {
             for (int64_t i = 0; i < n_in; i++) row[i] = frand();
-            quantize_row(types[ti], row, wdata + o * rb, n_in);
+            quantize_row(types[ti], row, table + o * rb, n_in);
         }
-        bk_tensor t = {.name = "w", .type = types[ti], .n_in = n_in, .n_out = n_out,
-                       .n_bytes = rb * n_out, .data = wdata};
+        for (int t = 0; t < T; t++) dequantize_row(types[ti], table + (size_t)st.tokens[t] * rb, want + (size_t)t * n_in, n_in);
+        bk_tensor bt = {.name = "token_embd.weight", .type = types[ti], .n_in = n_in, .n_out = vocab,
+                        .n_bytes = rb * vocab, .data = table};
         bk_weight wg;
-        CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &t, &wg, NULL) == 0);
-        for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
-            const int rows = rows_list[ri];
-            const size_t nx = (size_t)rows * n_in, ny = (size_t)rows * n_out;
-            float *x = malloc(nx * sizeof(float)), *got = malloc(ny * sizeof(float));
-            double *ref = malloc(ny * sizeof(double)), *mag = malloc(ny * sizeof(double));
-            for (size_t i = 0; i < nx; i++) x[i] = frand();
-            /* one huge activation in the prefill case: F16 would overflow without scaling */
-            if (rows == 40) x[3 * n_in + 17] = 3.0e5f;
-            matmul_reference(types[ti], wdata, n_in, n_out, x, rows, ref, mag);
-            float *dx = gpu_floats(x, nx), *dy = gpu_floats(NULL, ny);
-            llc_err err;
-            CHECKF(g_gpu->ops->begin(g_gpu->ctx, &st.b, &err) == 0, "%s", err.msg);
-            g_gpu->ops->matmul(g_gpu->ctx, &wg, dx, rows, dy);
-            to_host(dy, got, ny);
-            double worst;
-            const double c = gpu_bound(types[ti], rows);
-            int bad = outside_bound(got, ref, mag, ny, c, &worst);
-            CHECKF(bad == 0, "%s, %d rows: %d of %zu outputs outside %.3g·Σ|wx| (worst %.3g)",
-                   qtype_name(types[ti]), rows, bad, ny, c, worst);
-            g_gpu->ops->free(g_gpu->ctx, dx);
-            g_gpu->ops->free(g_gpu->ctx, dy);
-            free(x), free(got), free(ref), free(mag);
-        }
-        free(wdata);
-        free(row);
+        llc_err err;
+        CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &bt, &wg, NULL) == 0);
+        float *dx = gpu_floats(NULL, (size_t)T * n_in);
+        CHECKF(g_gpu->ops->begin(g_gpu->ctx, &st.b, &err) == 0, "%s", err.msg);
+        CHECK(g_gpu->ops->embed(g_gpu->ctx, &wg, dx) == 0);
+        to_host(dx, got, (size_t)T * n_in);
+        const double e = max_rel(got, want, (size_t)T * n_in);
+        CHECKF(e < 1e-6, "embed %s: max relative error %g", qtype_name(types[ti]), e);
+        g_gpu->ops->free(g_gpu->ctx, dx);
+        free(table), free(row), free(want), free(got);
     }
 }
 
@@ -316,6 +357,70 @@ static void test_model_logits_kv_types(void) {
     }
 }
 
+/* Decode steps replayed from a recorded CUDA graph give exactly the logits of the
+ * same steps run op by op (LLC_CUDA_GRAPHS=0), step after step, while the tokens,
+ * positions and KV lengths change under the recording. Two sequences decode
+ * together after their prompts. */
+static void check_recorded_steps(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), name);
+    backend *plain = NULL, *rec = NULL;
+    gguf *g = NULL;
+    model *mp = NULL, *mr = NULL;
+    model_kv *kp = NULL, *kr = NULL;
+    llc_err err;
+    setenv("LLC_CUDA_GRAPHS", "0", 1);
+    int rc = backend_cuda_create(0, &plain, &err);
+    unsetenv("LLC_CUDA_GRAPHS");
+    if (!rc) rc = backend_cuda_create(0, &rec, &err);
+    if (!rc) rc = gguf_open(path, &g, &err);
+    if (!rc) rc = model_load(g, plain, &mp, &err);
+    if (!rc) rc = model_load(g, rec, &mr, &err);
+    if (!rc) rc = model_kv_create(mp, 16, 16, QT_F16, &kp, &err);
+    if (!rc) rc = model_kv_create(mr, 16, 16, QT_F16, &kr, &err);
+    CHECKF(rc == 0, "%s: %s", name, err.msg);
+    const int V = rc ? 0 : model_hparams_of(mp)->n_vocab;
+    batch *b = NULL;
+    if (!rc) rc = batch_create(8, 16, &b);
+    float *lp = malloc((size_t)2 * (V ? V : 1) * 4), *lr = malloc((size_t)2 * (V ? V : 1) * 4);
+    int32_t blocks[2][8] = {{0, 1, 2, 3, 4, 5, 6, 7}, {15, 14, 13, 12, 11, 10, 9, 8}};
+    int32_t toks[2][64];
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 64; i++) toks[s][i] = (int32_t)((i * 31 + s * 7 + 3) % V);
+    int identical = 0, steps = 0;
+    for (int k = 0; !rc && k < 24; k++) {
+        batch_clear(b);
+        for (int s = 0; s < 2; s++) {
+            if (k == 0) batch_add(b, toks[s], 9 + 4 * s, 0, blocks[s], 8, BATCH_OUT_LAST);
+            else batch_add(b, &toks[s][8 + 4 * s + k], 1, 8 + 4 * s + k, blocks[s], 8, BATCH_OUT_LAST);
+        }
+        rc = model_forward(mp, kp, batch_view(b), lp, &err);
+        if (!rc) rc = model_forward(mr, kr, batch_view(b), lr, &err);
+        CHECKF(rc == 0, "%s step %d: %s", name, k, err.msg);
+        if (rc) break;
+        steps++;
+        if (!memcmp(lp, lr, (size_t)2 * V * 4)) identical++;
+        else fprintf(stderr, "  %s step %d: recorded logits differ (max relative %g)\n", name, k,
+                     max_rel(lr, lp, (size_t)2 * V));
+    }
+    CHECKF(steps == 24 && identical == steps, "%s: %d of %d steps identical", name, identical, steps);
+    unsigned long recorded = 0, replayed = 0;
+    if (rec) backend_cuda_graph_stats(rec, &recorded, &replayed);
+    fprintf(stderr, "  %s: %lu steps recorded, %lu replayed\n", name, recorded, replayed);
+    CHECKF(recorded >= 1 && replayed >= 20, "%s: %lu recorded, %lu replayed", name, recorded, replayed);
+    free(lp), free(lr);
+    batch_free(b);
+    model_kv_free(kp), model_kv_free(kr), model_free(mp), model_free(mr), gguf_free(g);
+    if (plain) backend_free(plain);
+    if (rec) backend_free(rec);
+}
+
+static void test_recorded_steps(void) {
+    check_recorded_steps("stories260K.gguf");
+    check_recorded_steps("quant/stories260K-w256-Q4_K_M.gguf");
+    check_recorded_steps("quant/stories260K-w256-Q8_0.gguf");
+}
+
 int main(void) {
     llc_err err;
     if (!backend_cuda_available() || backend_cuda_create(0, &g_gpu, &err)) {
@@ -324,9 +429,11 @@ int main(void) {
     }
     backend_cpu_create(2, &g_cpu, &err);
     RUN(test_matmul_every_type);
+    RUN(test_embed_every_type);
     RUN(test_attention_and_small_ops);
     RUN(test_model_logits);
     RUN(test_model_logits_kv_types);
+    RUN(test_recorded_steps);
     backend_free(g_gpu);
     backend_free(g_cpu);
     return t_summary();

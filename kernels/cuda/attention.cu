@@ -1,0 +1,194 @@
+/* attention.cu — the paged KV cache on the GPU: storing each step's K and V rows
+ * (f32, f16 or q8_0, as kernels/quant.h lays them out) at the batch's slots, and
+ * causal attention of each row over its sequence's keys read through the block
+ * table (sliding windows and soft-capping included). */
+#include <string.h>
+
+#include "kernels/cuda/cuda_internal.h"
+
+__device__ __forceinline__ float ld_f16(const uint8_t *p) {
+    __half h;
+    memcpy(&h, p, 2);
+    return __half2float(h);
+}
+
+/* ---- the KV cache: rows of f32, f16 or q8_0 (bk_attn.kv_type) ---- */
+
+/* Element e of a cache row of type KT */
+template <int KT> __device__ __forceinline__ float kv_elem(const uint8_t *row, int e) {
+    if (KT == QT_F16) return __half2float(((const __half *)row)[e]);
+    if (KT == QT_Q8_0) {
+        const uint8_t *b = row + (size_t)(e / 32) * 34;
+        return ld_f16(b) * (float)(int8_t)b[2 + e % 32];
+    }
+    return ((const float *)row)[e];
+}
+
+/* f32 and f16: one element per thread */
+__global__ void k_kv_store_elem(uint8_t *kc, uint8_t *vc, const float *k, const float *v, const int *slots, int T,
+                                int kv_dim, int f16) {
+    int64_t n = (int64_t)T * kv_dim;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+        int r = (int)(e / kv_dim), i = (int)(e % kv_dim);
+        size_t dst = (size_t)slots[r] * kv_dim + i;
+        if (f16) {
+            ((__half *)kc)[dst] = __float2half_rn(k[e]);
+            ((__half *)vc)[dst] = __float2half_rn(v[e]);
+        } else {
+            ((float *)kc)[dst] = k[e];
+            ((float *)vc)[dst] = v[e];
+        }
+    }
+}
+
+/* One Q8_0 block of 32 from x into b, as quantize_row: the scale absmax/127 stored
+ * as fp16 rounded away from zero, q = round(x / scale) */
+__device__ void q8_0_block(const float *x, uint8_t *b) {
+    float amax = 0;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float want = amax / 127.0f;
+    __half h = __float2half_rn(want);
+    unsigned short bits;
+    memcpy(&bits, &h, 2);
+    if (fabsf(__half2float(h)) < want && (bits & 0x7fffu) < 0x7c00u) {
+        bits++;
+        memcpy(&h, &bits, 2);
+    }
+    memcpy(b, &bits, 2);
+    const float d = __half2float(h), id = d != 0 ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)nearbyintf(fminf(fmaxf(x[j] * id, -127.0f), 127.0f));
+}
+
+/* Q8_0: one block of 32 per thread */
+__global__ void k_kv_store_q8_0(uint8_t *kc, uint8_t *vc, const float *k, const float *v, const int *slots, int T,
+                                int kv_dim) {
+    const int nb = kv_dim / 32;
+    const size_t row_bytes = (size_t)nb * 34;
+    int64_t n = (int64_t)T * nb;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+        int r = (int)(e / nb), blk = (int)(e % nb);
+        size_t dst = (size_t)slots[r] * row_bytes + (size_t)blk * 34;
+        q8_0_block(k + (size_t)r * kv_dim + (size_t)blk * 32, kc + dst);
+        q8_0_block(v + (size_t)r * kv_dim + (size_t)blk * 32, vc + dst);
+    }
+}
+
+/* One block per (row, head): scores for a tile of keys per pass, online softmax,
+ * each thread owning output dimensions d = tid, tid + blockDim ... */
+#define ATT_THREADS 128
+template <int KT>
+__global__ void k_attention(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out, const int *pos,
+                            const int *row_seq, const int *kv_len, const int *table, int max_blocks,
+                            int n_heads, int n_kv_heads, int head_dim, int block_size, float scale,
+                            int window, float softcap) {
+    extern __shared__ float sm[]; /* q [head_dim] | scores [ATT_THREADS] */
+    float *qs = sm, *sc = sm + head_dim;
+    __shared__ float red[32];
+    int r = blockIdx.x, h = blockIdx.y;
+    int s = row_seq[r];
+    int n_end = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
+    int lo = window > 0 && pos[r] - window + 1 > 0 ? pos[r] - window + 1 : 0; /* sliding window */
+    int n_kv = n_end > lo ? n_end - lo : 0; /* keys lo .. n_end-1, as t = lo + index */
+    int e0 = h / (n_heads / n_kv_heads) * head_dim; /* the head's first element in a row */
+    const int *blocks = table + (size_t)s * max_blocks;
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) qs[d] = q[((size_t)r * n_heads + h) * head_dim + d];
+    __syncthreads();
+    float m = -INFINITY, l = 0;
+    float acc[4] = {0, 0, 0, 0}; /* head_dim <= 4 * ATT_THREADS */
+    for (int t0 = 0; t0 < n_kv; t0 += blockDim.x) {
+        int t = t0 + threadIdx.x;
+        float score = -INFINITY;
+        if (t < n_kv) {
+            int key = lo + t;
+            size_t slot = (size_t)blocks[key / block_size] * block_size + key % block_size;
+            const uint8_t *k = kc + slot * row_bytes;
+            float dot = 0;
+            for (int d = 0; d < head_dim; d++) dot += qs[d] * kv_elem<KT>(k, e0 + d);
+            score = dot * scale;
+            if (softcap > 0) score = softcap * tanhf(score / softcap);
+        }
+        /* tile max */
+        float tm = score;
+        for (int o = 16; o > 0; o >>= 1) tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, o));
+        if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = tm;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float mm = red[0];
+            for (int w = 1; w < (int)blockDim.x / 32; w++) mm = fmaxf(mm, red[w]);
+            red[0] = mm;
+        }
+        __syncthreads();
+        float new_m = fmaxf(m, red[0]);
+        __syncthreads();
+        float p = t < n_kv ? __expf(score - new_m) : 0;
+        sc[threadIdx.x] = p;
+        float corr = __expf(m - new_m);
+        __syncthreads();
+        float tile_sum = 0;
+        int n_tile = n_kv - t0 < (int)blockDim.x ? n_kv - t0 : (int)blockDim.x;
+        for (int j = 0; j < n_tile; j++) tile_sum += sc[j];
+        l = l * corr + tile_sum;
+#pragma unroll
+        for (int a = 0; a < 4; a++) {
+            int d = threadIdx.x + a * blockDim.x;
+            if (d >= head_dim) continue;
+            float v = acc[a] * corr;
+            for (int j = 0; j < n_tile; j++) {
+                int tt = lo + t0 + j;
+                size_t slot = (size_t)blocks[tt / block_size] * block_size + tt % block_size;
+                v += sc[j] * kv_elem<KT>(vc + slot * row_bytes, e0 + d);
+            }
+            acc[a] = v;
+        }
+        m = new_m;
+        __syncthreads();
+    }
+    float inv = l > 0 ? 1.0f / l : 0;
+#pragma unroll
+    for (int a = 0; a < 4; a++) {
+        int d = threadIdx.x + a * blockDim.x;
+        if (d < head_dim) out[((size_t)r * n_heads + h) * head_dim + d] = acc[a] * inv;
+    }
+}
+
+
+void cuda_kv_store(cuda_ctx *c, void *kc, void *vc, const float *k, const float *v, int kv_dim, uint32_t kv_type) {
+    if (!c->T) return;
+    if (kv_type == QT_Q8_0) {
+        if (kv_dim % 32) {
+            cuda_fail(c, "CUDA: a Q8_0 KV cache needs rows of whole blocks of 32 (kv_dim %d)", kv_dim);
+            return;
+        }
+        k_kv_store_q8_0<<<grid_for((size_t)c->T * (kv_dim / 32), 128), 128, 0, c->stream>>>(
+            (uint8_t *)kc, (uint8_t *)vc, k, v, c->slots, c->T, kv_dim);
+    } else if (kv_type == QT_F32 || kv_type == QT_F16) {
+        k_kv_store_elem<<<grid_for((size_t)c->T * kv_dim, 256), 256, 0, c->stream>>>(
+            (uint8_t *)kc, (uint8_t *)vc, k, v, c->slots, c->T, kv_dim, kv_type == QT_F16);
+    } else {
+        cuda_fail(c, "CUDA: the KV cache cannot be stored as %s", qtype_name(kv_type));
+        return;
+    }
+    LAUNCHED(c);
+}
+
+void cuda_attention(cuda_ctx *c, const float *q, const void *kc, const void *vc, float *out, const bk_attn *a) {
+    if (!c->T) return;
+    if (a->head_dim > 4 * ATT_THREADS) {
+        cuda_fail(c, "CUDA attention: head size %d is over %d", a->head_dim, 4 * ATT_THREADS);
+        return;
+    }
+    dim3 grid((unsigned)c->T, (unsigned)a->n_heads);
+    const size_t shm = (size_t)(a->head_dim + ATT_THREADS) * sizeof(float);
+    const size_t rb = qtype_row_bytes(a->kv_type, (int64_t)a->n_kv_heads * a->head_dim);
+    const uint8_t *k8 = (const uint8_t *)kc, *v8 = (const uint8_t *)vc;
+#define ATT_ARGS q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, \
+                 a->n_kv_heads, a->head_dim, a->block_size, a->scale, a->window, a->softcap
+    switch (a->kv_type) {
+    case QT_F32: k_attention<QT_F32><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
+    case QT_F16: k_attention<QT_F16><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
+    case QT_Q8_0: k_attention<QT_Q8_0><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
+    default: cuda_fail(c, "CUDA: the KV cache cannot be read as %s", qtype_name(a->kv_type)); return;
+    }
+#undef ATT_ARGS
+    LAUNCHED(c);
+}

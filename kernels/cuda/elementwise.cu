@@ -1,0 +1,219 @@
+/* elementwise.cu — the CUDA backend's small ops: RMSNorm, RoPE, the gated
+ * activations, adds and scales, row gathers and scatters, KV block copies.
+ * Grid-stride loops over the elements; each launcher checks its launch. */
+#include "kernels/cuda/cuda_internal.h"
+
+__device__ float block_sum(float v, float *sh) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    float s = 0;
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < blockDim.x / 32 ? sh[threadIdx.x] : 0;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (threadIdx.x == 0) sh[0] = s;
+    }
+    __syncthreads();
+    s = sh[0];
+    __syncthreads();
+    return s;
+}
+
+__global__ void k_rmsnorm(const float *x, const float *w, float *out, int dim, float eps) {
+    __shared__ float sh[32];
+    const float *xr = x + (size_t)blockIdx.x * dim;
+    float *o = out + (size_t)blockIdx.x * dim;
+    float ss = 0;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
+    ss = block_sum(ss, sh);
+    float scale = rsqrtf(ss / dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = xr[i] * scale * w[i];
+}
+
+void cuda_rmsnorm(cuda_ctx *c, const float *x, const float *w, float *out, int rows, int dim, float eps) {
+    if (rows <= 0) return;
+    /* (a warp per row would do for head-sized rows; one block of up to 256 keeps it simple) */
+    const int threads = dim >= 256 ? 256 : dim >= 128 ? 128 : 64;
+    k_rmsnorm<<<rows, threads, 0, c->stream>>>(x, w, out, dim, eps);
+    LAUNCHED(c);
+}
+
+__global__ void k_add_bias(float *y, const float *b, int64_t width, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        y[k] += b[k % width];
+}
+
+void cuda_add_bias(cuda_ctx *c, float *y, const float *b, int64_t width, int rows) {
+    const int64_t n = (int64_t)rows * width;
+    if (n <= 0) return;
+    k_add_bias<<<grid_for((size_t)n, 256), 256, 0, c->stream>>>(y, b, width, n);
+    LAUNCHED(c);
+}
+
+__global__ void k_rope(float *x, const int *pos, int T, int n_heads, int head_dim, int n_rot, int neox,
+                       float freq_base, float freq_scale, const float *factors) {
+    int half = n_rot / 2;
+    int64_t n = (int64_t)T * n_heads * half;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        int i = (int)(k % half);
+        int64_t rh = k / half;
+        int r = (int)(rh / n_heads);
+        float theta = (float)pos[r] * freq_scale * powf(freq_base, -2.0f * (float)i / (float)n_rot);
+        if (factors) theta /= factors[i];
+        float cs, sn;
+        sincosf(theta, &sn, &cs);
+        float *v = x + rh * head_dim;
+        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        float x0 = v[a], x1 = v[b];
+        v[a] = x0 * cs - x1 * sn;
+        v[b] = x0 * sn + x1 * cs;
+    }
+}
+
+void cuda_rope(cuda_ctx *c, float *x, int n_heads, int head_dim, const bk_rope *rp, const float *d_factors) {
+    if (!c->T) return;
+    const int64_t n = (int64_t)c->T * n_heads * (rp->n_rot / 2);
+    k_rope<<<grid_for((size_t)n, 256), 256, 0, c->stream>>>(x, c->pos, c->T, n_heads, head_dim, rp->n_rot,
+                                                            rp->style == BK_ROPE_NEOX, rp->freq_base, rp->freq_scale,
+                                                            d_factors);
+    LAUNCHED(c);
+}
+
+__global__ void k_silu_mul(float *g, const float *u, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        float x = g[k];
+        g[k] = x / (1.0f + __expf(-x)) * u[k];
+    }
+}
+
+void cuda_silu_mul(cuda_ctx *c, float *g, const float *u, size_t n) {
+    if (!n) return;
+    k_silu_mul<<<grid_for(n, 256), 256, 0, c->stream>>>(g, u, (int64_t)n);
+    LAUNCHED(c);
+}
+
+/* gelu in the tanh form, written as x / (1 + e^(-2u)) like the CPU's */
+__global__ void k_gelu_mul(float *g, const float *u, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        float x = g[k];
+        g[k] = x / (1.0f + expf(-1.5957691216057308f * x * (1.0f + 0.044715f * x * x))) * u[k];
+    }
+}
+
+void cuda_gelu_mul(cuda_ctx *c, float *g, const float *u, size_t n) {
+    if (!n) return;
+    k_gelu_mul<<<grid_for(n, 256), 256, 0, c->stream>>>(g, u, (int64_t)n);
+    LAUNCHED(c);
+}
+
+__global__ void k_add(float *x, const float *y, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        x[k] += y[k];
+}
+
+void cuda_add(cuda_ctx *c, float *x, const float *y, size_t n) {
+    if (!n) return;
+    k_add<<<grid_for(n, 256), 256, 0, c->stream>>>(x, y, (int64_t)n);
+    LAUNCHED(c);
+}
+
+__global__ void k_scale(float *x, float sc, int64_t n) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+        x[k] *= sc;
+}
+
+void cuda_scale(cuda_ctx *c, float *x, float s, size_t n) {
+    if (!n) return;
+    k_scale<<<grid_for(n, 256), 256, 0, c->stream>>>(x, s, (int64_t)n);
+    LAUNCHED(c);
+}
+
+/* block_bytes / W words of W bytes (W = 4, or 1 for a block size that is not whole words) */
+template <typename W>
+__global__ void k_copy_blocks(W *cache, const int *src, const int *dst, int n, size_t block_words) {
+    int i = blockIdx.y;
+    if (i >= n) return;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < block_words; k += (size_t)gridDim.x * blockDim.x)
+        cache[(size_t)dst[i] * block_words + k] = cache[(size_t)src[i] * block_words + k];
+}
+
+void cuda_copy_blocks(cuda_ctx *c, void *cache, const int *d_src, const int *d_dst, int n, size_t block_bytes) {
+    if (n <= 0) return;
+    const bool words = block_bytes % 4 == 0;
+    const size_t block_words = words ? block_bytes / 4 : block_bytes;
+    const unsigned gx = grid_for(block_words, 256);
+    dim3 grid(gx > 64 ? 64 : gx, (unsigned)n);
+    if (words) k_copy_blocks<uint32_t><<<grid, 256, 0, c->stream>>>((uint32_t *)cache, d_src, d_dst, n, block_words);
+    else k_copy_blocks<uint8_t><<<grid, 256, 0, c->stream>>>((uint8_t *)cache, d_src, d_dst, n, block_words);
+    LAUNCHED(c);
+}
+
+__global__ void k_gather_rows(const float *x, int dim, const int *rows, int n, float *out) {
+    int64_t total = (int64_t)n * dim;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total; k += (int64_t)gridDim.x * blockDim.x)
+        out[k] = x[(size_t)rows[k / dim] * dim + k % dim];
+}
+
+void cuda_gather_rows(cuda_ctx *c, const float *x, int dim, const int *rows, int n, float *out) {
+    if (n <= 0) return;
+    k_gather_rows<<<grid_for((size_t)n * dim, 256), 256, 0, c->stream>>>(x, dim, rows, n, out);
+    LAUNCHED(c);
+}
+
+/* rows are distinct within a call, so no two threads write one element */
+__global__ void k_scatter_add_rows(float *x, int dim, const int *rows, const float *w, int n, const float *y) {
+    int64_t total = (int64_t)n * dim;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total; k += (int64_t)gridDim.x * blockDim.x)
+        x[(size_t)rows[k / dim] * dim + k % dim] += w[k / dim] * y[k];
+}
+
+void cuda_scatter_add_rows(cuda_ctx *c, float *x, int dim, const int *rows, const float *w, int n, const float *y) {
+    if (n <= 0) return;
+    k_scatter_add_rows<<<grid_for((size_t)n * dim, 256), 256, 0, c->stream>>>(x, dim, rows, w, n, y);
+    LAUNCHED(c);
+}
+
+/* Reads n uint4 and keeps a sum so the loads cannot be dropped. */
+__global__ void k_read(const uint4 *p, size_t n, unsigned *sink) {
+    unsigned s = 0;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldg(p + k);
+        s ^= v.x + v.y + v.z + v.w;
+    }
+    if (s == 0x9e3779b9u) *sink = s; /* (practically never: keeps the sum live) */
+}
+
+double cuda_read_bandwidth(cuda_ctx *c, size_t bytes, int reps) {
+    void *buf = NULL;
+    unsigned *sink = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    double best = 0;
+    if (cudaMalloc(&buf, bytes) != cudaSuccess || cudaMalloc((void **)&sink, sizeof *sink) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
+        cudaGetLastError();
+        goto out;
+    }
+    cudaMemsetAsync(buf, 0x5a, bytes, c->stream); /* (not zeros) */
+    {
+        int sms = 0;
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, c->device);
+        const unsigned grid = (unsigned)(sms > 0 ? sms * 8 : 1024);
+        for (int r = 0; r <= reps; r++) { /* the first pass warms up */
+            cudaEventRecord(e0, c->stream);
+            k_read<<<grid, 512, 0, c->stream>>>((const uint4 *)buf, bytes / 16, sink);
+            cudaEventRecord(e1, c->stream);
+            if (cudaEventSynchronize(e1) != cudaSuccess) break;
+            float ms = 0;
+            cudaEventElapsedTime(&ms, e0, e1);
+            if (r > 0 && ms > 0 && bytes / (ms * 1e6) > best) best = (double)bytes / (ms * 1e6);
+        }
+    }
+    cudaGetLastError();
+out:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(sink);
+    cudaFree(buf);
+    return best;
+}
