@@ -162,6 +162,19 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
     if (!rc) rc = backend_create(common, &out->be, out->device_note, sizeof out->device_note, err);
     if (!rc) rc = check_weights_fit(out, err);
     if (!rc) rc = model_load(out->file, out->be, &out->m, err);
+    if ((rc == LLC_ERR_UNSUPPORTED || rc == LLC_ERR_NOMEM) && out->be && strcmp(out->be->name, "cpu") &&
+        !strcmp(common->device, "auto")) {
+        /* a type the GPU backend lacks, or a model too big for the GPU: the CPU runs it */
+        char note[sizeof out->device_note];
+        snprintf(note, sizeof note, "%.230s: running on the CPU", err->msg);
+        if (common->quiet) snprintf(out->device_note, sizeof out->device_note, "%s", note);
+        else fprintf(stderr, "llmchat: %s\n", note);
+        backend_free(out->be);
+        out->be = NULL;
+        rc = backend_cpu_create(common->threads, &out->be, err);
+        if (!rc) rc = check_weights_fit(out, err);
+        if (!rc) rc = model_load(out->file, out->be, &out->m, err);
+    }
     if (!rc && tok_n_vocab(out->tok) != model_hparams_of(out->m)->n_vocab)
         rc = llc_fail(err, LLC_ERR_FORMAT, "the tokenizer has %d tokens but the model %d",
                       tok_n_vocab(out->tok), model_hparams_of(out->m)->n_vocab);
