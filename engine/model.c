@@ -7,7 +7,9 @@
  * host), then the final norm and logits (optionally soft-capped) for the rows
  * that ask for them, and the final norm alone (hidden states, for embeddings)
  * for the rows that ask for that. Q, K and V, and gate and up, read the same
- * input and go to the backend as one call (matmul_multi) where it has one. */
+ * input and go to the backend as one call (matmul_multi) where it has one. A
+ * backend that can record steps (graph_begin: CUDA graphs) replays a step whose
+ * key (step_key: model, cache, buffers, batch shape) it has recorded. */
 #include "engine/model_internal.h"
 
 #include <math.h>
@@ -20,19 +22,23 @@
 
 struct model_kv {
     const model *m;
+    uint64_t serial;   /* unique per cache (recorded steps name it) */
     int n_blocks, block_size;
     uint32_t type;     /* element type of K and V */
     size_t row_bytes;  /* one slot's row of kv_dim elements */
     void **k, **v;     /* [n_layers] -> [n_blocks * block_size] rows */
 };
 
+/* Serial numbers of models and caches: a recorded step names the ones it used,
+ * and an address can be reused after a free. */
+static uint64_t g_serials;
+
 int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
-    static uint64_t serials;
     *out = NULL;
     model *m = calloc(1, sizeof *m);
     if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     m->be = be;
-    m->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+    m->serial = __atomic_add_fetch(&g_serials, 1, __ATOMIC_RELAXED);
     int rc = model_load_from(g, m, err);
     if (rc) {
         model_free(m);
@@ -174,6 +180,7 @@ int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_ty
     model_kv *kv = calloc(1, sizeof *kv);
     if (!kv) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     kv->m = m;
+    kv->serial = __atomic_add_fetch(&g_serials, 1, __ATOMIC_RELAXED);
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
     kv->type = kv_type;
@@ -372,7 +379,7 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
  * that begin() uploads (tokens, positions, slots, the block table, KV lengths):
  * the model, the cache, the activation buffers and the batch's shape. */
 static uint64_t step_key(const model *m, const model_kv *kv, const bk_batch *b) {
-    const uint64_t parts[] = {m->serial, (uintptr_t)kv, (uint64_t)kv->n_blocks, (uintptr_t)kv->k[0],
+    const uint64_t parts[] = {m->serial, kv->serial, (uint64_t)kv->n_blocks, (uintptr_t)kv->k[0],
                               (uintptr_t)m->x, (uint64_t)m->cap_rows, (uint64_t)m->cap_out,
                               (uint64_t)b->n_tokens, (uint64_t)b->n_seqs, (uint64_t)b->n_out,
                               (uint64_t)b->max_blocks};
