@@ -37,7 +37,7 @@ static const qtype_info g_types[QT_COUNT] = {
     T(QT_IQ3_XXS, "IQ3_XXS", 256, 98, false),
     T(QT_IQ1_S, "IQ1_S", 256, 50, false),
     T(QT_IQ4_NL, "IQ4_NL", 32, 18, true),
-    T(QT_IQ3_S, "IQ3_S", 256, 114, false),
+    T(QT_IQ3_S, "IQ3_S", 256, 110, false),
     T(QT_IQ2_S, "IQ2_S", 256, 82, false),
     T(QT_IQ4_XS, "IQ4_XS", 256, 136, true),
     T(QT_I8, "I8", 1, 1, false),

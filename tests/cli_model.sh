@@ -162,9 +162,19 @@ expect_fail "unknown --kv-type" 2 "--kv-type: 'q4_0' is not one of" $LLMCHAT per
 # reference perplexity in its README (a wrong kernel or block layout is off by far
 # more); at the best SIMD level and at AVX2 (the scalar level: test_matmul)
 QDIR="$SHARED/models/quant"
-sed -n 's/^| \([A-Z0-9_]*\) | \([0-9.]*\) |$/\1 \2/p' "$QDIR/README.md" >"$TMP/qppl"
+# (the README's first table: the common types; the i-quant presets come after
+# its "## The i-quants" heading)
+sed -n '1,/^## The i-quants/s/^| \([A-Z0-9_]*\) | \([0-9.]*\) |$/\1 \2/p' "$QDIR/README.md" >"$TMP/qppl"
 n_types=$(wc -l <"$TMP/qppl")
 if [ "$n_types" -eq 17 ]; then ok "quant README lists 17 types"; else bad "quant README" "found $n_types types"; fi
+# The i-quant presets (IQ1_S .. IQ3_M) are not supported yet: each file is
+# refused by name, with the type that stops it
+sed -n '/^## The i-quants/,$s/^| \(IQ[A-Z0-9_]*\) | \([0-9.]*\) |$/\1/p' "$QDIR/README.md" >"$TMP/iq"
+[ "$(wc -l <"$TMP/iq")" -ge 10 ] || bad "quant README i-quants" "found $(wc -l <"$TMP/iq") presets"
+while read -r qt; do
+    expect_fail "i-quant $qt refused by type" 1 "which llmchat does not support" \
+        $LLMCHAT perplexity -m "$QDIR/stories260K-w256-$qt.gguf" -f "$REF/ppl_text.txt" --ctx 128
+done <"$TMP/iq"
 while read -r qt want; do
     for simd in "" avx2; do
         got=$(LLC_SIMD=$simd $LLMCHAT perplexity -m "$QDIR/stories260K-w256-$qt.gguf" -f "$REF/ppl_text.txt" --ctx 128 2>"$TMP/qppl.err" |
