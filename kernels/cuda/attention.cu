@@ -152,6 +152,171 @@ __global__ void k_attention(const float *q, const uint8_t *kc, const uint8_t *vc
 }
 
 
+/* ---- attention by key-value head: the kernel every row takes ----
+ *
+ * One block per (row, KV head, group of HB query heads sharing it): each K and V
+ * row is read once for the HB heads. W warps take tiles of 32 keys in turn (warp
+ * w: tiles w, w+W, ...); in a tile lane j scores key j against the HB query heads
+ * (from shared memory), the warp runs the online softmax, then the lanes, each
+ * owning DPL of the head's dimensions, add the keys' values in key order, eight
+ * keys' loads in flight at a time. The warps' partial results are merged in warp
+ * order, so a row's output depends only on its own keys and the model's shape:
+ * the same in any batch. DFIX is the head size when known at compile time (64,
+ * 128, 256: unrolled loops), else 0 and D is read at run time. */
+
+/* 8 elements e..e+7 of a cache row (e a multiple of 8) */
+template <int KT> __device__ __forceinline__ void kv_load8(const uint8_t *row, int e, float *out) {
+    if (KT == QT_F16) {
+        const uint4 v = *(const uint4 *)(row + 2 * (size_t)e);
+        const __half2 *h = (const __half2 *)&v;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float2 f = __half22float2(h[i]);
+            out[2 * i] = f.x, out[2 * i + 1] = f.y;
+        }
+    } else if (KT == QT_F32) {
+        const float4 a = *(const float4 *)(row + 4 * (size_t)e), b = *(const float4 *)(row + 4 * (size_t)e + 16);
+        out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w, out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
+    } else {
+        const uint8_t *b = row + (size_t)(e / 32) * 34;
+        const float d = ld_f16(b);
+#pragma unroll
+        for (int i = 0; i < 8; i++) out[i] = d * (float)(int8_t)b[2 + e % 32 + i];
+    }
+}
+
+/* shared memory floats: q [HB][D] | per warp: m [HB], l [HB], acc [HB][D] */
+static constexpr int attg_smem(int HB, int D, int W) { return (HB * D + W * (2 * HB + HB * D)) * (int)sizeof(float); }
+/* warps per block: 16, 8 or 4, the most whose shared memory fits in 48 KB */
+static constexpr int attg_warps(int HB, int D) {
+    return attg_smem(HB, D, 16) <= 48 * 1024 ? 16 : attg_smem(HB, D, 8) <= 48 * 1024 ? 8 : 4;
+}
+
+template <int KT, int HB, int DPL, int DFIX, int W = attg_warps(HB, DFIX ? DFIX : 256)>
+__global__ void __launch_bounds__(32 * W)
+    k_attention_group(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out,
+                      const int *pos, const int *row_seq, const int *kv_len, const int *table, int max_blocks,
+                      int n_heads, int n_kv_heads, int D_arg, int block_size, float scale, int window, float softcap) {
+    extern __shared__ float smem[];
+    const int D = DFIX ? DFIX : D_arg;
+    float *qs = smem;
+    const int r = blockIdx.x, kvh = blockIdx.y, G = n_heads / n_kv_heads;
+    const int h0 = kvh * G + blockIdx.z * HB; /* first query head of this block */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int s = row_seq[r];
+    const int n_end = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
+    const int lo = window > 0 && pos[r] - window + 1 > 0 ? pos[r] - window + 1 : 0;
+    const int n_kv = n_end > lo ? n_end - lo : 0;
+    const int e0 = kvh * D;
+    const int *blocks = table + (size_t)s * max_blocks;
+    for (int i = threadIdx.x; i < HB * D; i += blockDim.x) qs[i] = q[((size_t)r * n_heads + h0) * D + i];
+    __syncthreads();
+
+    float m[HB], l[HB], acc[HB][DPL];
+#pragma unroll
+    for (int h = 0; h < HB; h++) {
+        m[h] = -INFINITY, l[h] = 0;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) acc[h][i] = 0;
+    }
+    for (int t0 = warp * 32; t0 < n_kv; t0 += 32 * W) {
+        const int t = t0 + lane;
+        float sc[HB];
+#pragma unroll
+        for (int h = 0; h < HB; h++) sc[h] = -INFINITY;
+        unsigned long long my_slot = 0;
+        if (t < n_kv) {
+            const int key = lo + t;
+            my_slot = (unsigned long long)blocks[key / block_size] * block_size + key % block_size;
+            const uint8_t *krow = kc + my_slot * row_bytes;
+            float dot[HB];
+#pragma unroll
+            for (int h = 0; h < HB; h++) dot[h] = 0;
+#pragma unroll
+            for (int d = 0; d < (DFIX ? DFIX : 256); d += 8) {
+                if (!DFIX && d >= D) break;
+                float kf[8];
+                kv_load8<KT>(krow, e0 + d, kf);
+#pragma unroll
+                for (int h = 0; h < HB; h++)
+#pragma unroll
+                    for (int i = 0; i < 8; i++) dot[h] += qs[h * D + d + i] * kf[i];
+            }
+#pragma unroll
+            for (int h = 0; h < HB; h++) {
+                float v = dot[h] * scale;
+                if (softcap > 0) v = softcap * tanhf(v / softcap);
+                sc[h] = v;
+            }
+        }
+        const int n_tile = n_kv - t0 < 32 ? n_kv - t0 : 32;
+        float p[HB];
+#pragma unroll
+        for (int h = 0; h < HB; h++) {
+            float tm = sc[h];
+            for (int o = 16; o > 0; o >>= 1) tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, o));
+            const float new_m = fmaxf(m[h], tm);
+            p[h] = t < n_kv ? __expf(sc[h] - new_m) : 0.0f;
+            float ts = p[h];
+            for (int o = 16; o > 0; o >>= 1) ts += __shfl_xor_sync(0xffffffffu, ts, o);
+            const float corr = __expf(m[h] - new_m); /* (m = -inf at first: 0) */
+            l[h] = l[h] * corr + ts;
+#pragma unroll
+            for (int i = 0; i < DPL; i++) acc[h][i] *= corr;
+            m[h] = new_m;
+        }
+        constexpr int JB = DPL <= 2 ? 8 : DPL == 4 ? 4 : 2; /* keys whose values load together */
+        for (int j0 = 0; j0 < n_tile; j0 += JB) {
+            float vv[JB][DPL];
+#pragma unroll
+            for (int jj = 0; jj < JB; jj++) { /* JB keys' values loaded before any is used */
+                const unsigned long long slot = __shfl_sync(0xffffffffu, my_slot, j0 + jj);
+                const uint8_t *vrow = vc + slot * row_bytes;
+#pragma unroll
+                for (int i = 0; i < DPL; i++) {
+                    const int d = lane + 32 * i;
+                    vv[jj][i] = j0 + jj < n_tile && d < D ? kv_elem<KT>(vrow, e0 + d) : 0.0f;
+                }
+            }
+#pragma unroll
+            for (int jj = 0; jj < JB; jj++)
+#pragma unroll
+                for (int h = 0; h < HB; h++) {
+                    const float pj = __shfl_sync(0xffffffffu, p[h], j0 + jj); /* 0 past the tile */
+#pragma unroll
+                    for (int i = 0; i < DPL; i++) acc[h][i] += pj * vv[jj][i];
+                }
+        }
+    }
+    /* merge the warps in warp order */
+    const int stride = 2 * HB + HB * D;
+    float *wm = smem + HB * D + warp * stride, *wl = wm + HB, *wacc = wl + HB;
+#pragma unroll
+    for (int h = 0; h < HB; h++) {
+        if (lane == 0) wm[h] = m[h], wl[h] = l[h];
+#pragma unroll
+        for (int i = 0; i < DPL; i++) {
+            const int d = lane + 32 * i;
+            if (d < D) wacc[h * D + d] = acc[h][i];
+        }
+    }
+    __syncthreads();
+    const float *base = smem + HB * D;
+    for (int k = threadIdx.x; k < HB * D; k += blockDim.x) {
+        const int h = k / D;
+        float M = -INFINITY;
+        for (int w = 0; w < W; w++) M = fmaxf(M, base[w * stride + h]);
+        float num = 0, den = 0;
+        if (M > -INFINITY)
+            for (int w = 0; w < W; w++) {
+                const float f = __expf(base[w * stride + h] - M);
+                num += base[w * stride + 2 * HB + k] * f;
+                den += base[w * stride + HB + h] * f;
+            }
+        out[((size_t)r * n_heads + h0) * D + k] = den > 0 ? num / den : 0.0f;
+    }
+}
+
 void cuda_kv_store(cuda_ctx *c, void *kc, void *vc, const float *k, const float *v, int kv_dim, uint32_t kv_type) {
     if (!c->T) return;
     if (kv_type == QT_Q8_0) {
@@ -171,16 +336,56 @@ void cuda_kv_store(cuda_ctx *c, void *kc, void *vc, const float *k, const float 
     LAUNCHED(c);
 }
 
+template <int KT, int HB>
+static void launch_group(cuda_ctx *c, const float *q, const uint8_t *k8, const uint8_t *v8, size_t rb, float *out,
+                         const bk_attn *a) {
+    const int G = a->n_heads / a->n_kv_heads, D = a->head_dim;
+    dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB));
+#define ATTG(DPL, DFIX, DW)                                                                                        \
+    k_attention_group<KT, HB, DPL, DFIX><<<grid, 32 * attg_warps(HB, DW), attg_smem(HB, D, attg_warps(HB, DW)),   \
+                                          c->stream>>>(q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, \
+                                                       c->max_blocks, a->n_heads, a->n_kv_heads, D, a->block_size,   \
+                                                       a->scale, a->window, a->softcap)
+    if (D == 64) ATTG(2, 64, 64);
+    else if (D == 128) ATTG(4, 128, 128);
+    else if (D == 256) ATTG(8, 256, 256);
+    else if (D <= 32) ATTG(1, 0, 256);
+    else ATTG(8, 0, 256);
+#undef ATTG
+}
+
+template <int KT>
+static void launch_attention(cuda_ctx *c, const float *q, const uint8_t *k8, const uint8_t *v8, size_t rb, float *out,
+                             const bk_attn *a) {
+    const int G = a->n_heads / a->n_kv_heads;
+    if (G % 8 == 0) launch_group<KT, 8>(c, q, k8, v8, rb, out, a);
+    else if (G % 4 == 0) launch_group<KT, 4>(c, q, k8, v8, rb, out, a);
+    else if (G % 2 == 0) launch_group<KT, 2>(c, q, k8, v8, rb, out, a);
+    else launch_group<KT, 1>(c, q, k8, v8, rb, out, a);
+}
+
 void cuda_attention(cuda_ctx *c, const float *q, const void *kc, const void *vc, float *out, const bk_attn *a) {
     if (!c->T) return;
+    const size_t rb = qtype_row_bytes(a->kv_type, (int64_t)a->n_kv_heads * a->head_dim);
+    const uint8_t *k8 = (const uint8_t *)kc, *v8 = (const uint8_t *)vc;
+    /* heads a multiple of 8 wide up to 256 (every model we know): the grouped
+     * kernel; LLC_CUDA_ATTN=rows keeps the first kernel, for comparison */
+    if (a->head_dim % 8 == 0 && a->head_dim <= 256 && a->n_heads % a->n_kv_heads == 0 && !c->attn_by_rows) {
+        switch (a->kv_type) {
+        case QT_F32: launch_attention<QT_F32>(c, q, k8, v8, rb, out, a); break;
+        case QT_F16: launch_attention<QT_F16>(c, q, k8, v8, rb, out, a); break;
+        case QT_Q8_0: launch_attention<QT_Q8_0>(c, q, k8, v8, rb, out, a); break;
+        default: cuda_fail(c, "CUDA: the KV cache cannot be read as %s", qtype_name(a->kv_type)); return;
+        }
+        LAUNCHED(c);
+        return;
+    }
     if (a->head_dim > 4 * ATT_THREADS) {
         cuda_fail(c, "CUDA attention: head size %d is over %d", a->head_dim, 4 * ATT_THREADS);
         return;
     }
     dim3 grid((unsigned)c->T, (unsigned)a->n_heads);
     const size_t shm = (size_t)(a->head_dim + ATT_THREADS) * sizeof(float);
-    const size_t rb = qtype_row_bytes(a->kv_type, (int64_t)a->n_kv_heads * a->head_dim);
-    const uint8_t *k8 = (const uint8_t *)kc, *v8 = (const uint8_t *)vc;
 #define ATT_ARGS q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, \
                  a->n_kv_heads, a->head_dim, a->block_size, a->scale, a->window, a->softcap
     switch (a->kv_type) {

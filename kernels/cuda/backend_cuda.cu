@@ -12,7 +12,9 @@
  * Every CUDA and cuBLAS call is checked; the first failure is kept and reported
  * by every later op and by the next begin(). All work goes to one stream;
  * to_host synchronizes. Environment: LLC_CUDA_GRAPHS=0 turns recorded steps off,
- * LLC_CUDA_PROFILE=1 times every op (and turns recorded steps off). */
+ * LLC_CUDA_PROFILE=1 times every op (and turns recorded steps off); for side by
+ * side comparisons LLC_CUDA_ATTN=rows takes the first attention kernel and
+ * LLC_CUDA_INT8=0 keeps Q8_0/Q4_0 GEMVs in F32 activations. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -317,7 +319,17 @@ static void *cu_alloc(void *p, size_t bytes) {
     }
     return d;
 }
-static void cu_free(void *p, void *d) { cudaFree(d); }
+/* (a weight_load allocation freed early leaves the list, so destroy does not
+ * free it twice) */
+static void cu_free(void *p, void *d) {
+    cuda_ctx *c = C(p);
+    for (int i = 0; d && i < c->n_weights; i++)
+        if (c->weights[i] == d) {
+            c->weights[i] = c->weights[--c->n_weights];
+            break;
+        }
+    cudaFree(d);
+}
 
 static int cu_to_host(void *p, void *dst, const void *src, size_t bytes) {
     cuda_ctx *c = C(p);
@@ -639,6 +651,8 @@ extern "C" int backend_cuda_create(int device, backend **out, llc_err *err) {
         c->prof = (cuda_profile *)calloc(1, sizeof *c->prof);
         for (int i = 0; c->prof && i < 2 * PROF_PENDING; i++) cudaEventCreate(&c->prof->ev[i]);
     }
+    c->attn_by_rows = env_is("LLC_CUDA_ATTN", "rows");
+    c->float_act = env_is("LLC_CUDA_INT8", "0");
     if (!env_is("LLC_CUDA_GRAPHS", "0") && !c->prof) c->graphs = (cuda_graphs *)calloc(1, sizeof *c->graphs);
     b->name = "cuda";
     b->ops = &g_cuda_ops;

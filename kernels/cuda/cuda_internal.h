@@ -71,6 +71,8 @@ struct cuda_ctx {
     void **weights;   /* every weight_load allocation, freed by destroy */
     int n_weights, cap_weights;
     dints rows, mix;  /* gather/scatter rows and their mixing weights (floats as their bits) */
+    bool attn_by_rows; /* LLC_CUDA_ATTN=rows: the first attention kernel (one block per row and head) */
+    bool float_act;    /* LLC_CUDA_INT8=0: Q8_0/Q4_0 GEMVs in F32 activations too (for comparison) */
     cuda_profile *prof;
     cuda_graphs *graphs;
 };

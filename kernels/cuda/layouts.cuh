@@ -48,7 +48,7 @@ LAYOUT_FN uint4 ld16(const uint8_t *p) {
 #endif
 }
 
-LAYOUT_FN uint8_t ld8(const uint8_t *p) {
+LAYOUT_FN uint8_t ld8(const uint8_t *p) { /* (Q6_K's scales) */
 #ifdef __CUDA_ARCH__
     return __ldg(p);
 #else
@@ -87,21 +87,42 @@ LAYOUT_FN void bf16s8(const uint4 &v, float *out) {
     }
 }
 
-/* byte j (0..15) of a vector, j known at compile time after unrolling */
-LAYOUT_FN uint32_t byte_of(const uint4 &v, int j) { return (word_of(v, j >> 2) >> (8 * (j & 3))) & 0xff; }
+/* Small integers to float without the slow int-to-float unit: the bits
+ * 0x4B000000 | u are the float 2^23 + u (u < 2^23), so subtracting 2^23 + bias
+ * gives u - bias exactly. magic_byte(w, b) = 0x4B000000 | byte b of w. */
+LAYOUT_FN uint32_t magic_byte(uint32_t w, int b) {
+#ifdef __CUDA_ARCH__
+    return __byte_perm(w, 0x4B000000u, (unsigned)b | 0x7440u);
+#else
+    return ((w >> (8 * b)) & 0xffu) | 0x4B000000u;
+#endif
+}
+#define MAGIC_F 8388608.0f /* 2^23 */
 
-/* Q4_K / Q5_K: the 6-bit scale and min of sub-block j from the 12 scale bytes */
-LAYOUT_FN void k_scale_min(int j, const uint8_t *q, float *sc, float *mn) {
+
+/* Q4_K / Q5_K: a block's first 16 bytes (d, dmin, the 12 scale bytes) in one
+ * vector; scale byte i is byte (4 + i) of it. */
+LAYOUT_FN uint32_t hdr_byte(const uint4 &h, int i) {
+    const int k = 4 + i;
+    const uint32_t w = k < 8 ? h.y : k < 12 ? h.z : h.w; /* (k >= 4) */
+    return (w >> (8 * (k & 3))) & 0xffu;
+}
+/* the 6-bit scale and min of sub-block j (j < 4: s[j] & 63, s[j+4] & 63; else
+ * the low nibbles of s[j+4] with the top bits of s[j-4], s[j]) */
+LAYOUT_FN void k_scale_min(int j, const uint4 &h, float *sc, float *mn) {
     int s, m;
     if (j < 4) {
-        s = ld8(q + j) & 63;
-        m = ld8(q + j + 4) & 63;
+        s = (int)hdr_byte(h, j) & 63;
+        m = (int)hdr_byte(h, j + 4) & 63;
     } else {
-        s = (ld8(q + j + 4) & 0xf) | ((ld8(q + j - 4) >> 6) << 4);
-        m = (ld8(q + j + 4) >> 4) | ((ld8(q + j) >> 6) << 4);
+        s = ((int)hdr_byte(h, j + 4) & 0xf) | (((int)hdr_byte(h, j - 4) >> 6) << 4);
+        m = ((int)hdr_byte(h, j + 4) >> 4) | (((int)hdr_byte(h, j) >> 6) << 4);
     }
     *sc = (float)s;
     *mn = (float)m;
+}
+LAYOUT_FN float hdr_f16(const uint4 &h, int hi) {
+    return __half2float(__ushort_as_half((unsigned short)(hi ? h.x >> 16 : h.x & 0xffff)));
 }
 
 template <uint32_t TYPE> struct layout;
@@ -132,7 +153,11 @@ template <> struct layout<QT_Q8_0> {
         const uint4 q = ld16(row + 16 * c);
         const float d = f16_at(row + n_in + 2 * (c / 2));
 #pragma unroll
-        for (int j = 0; j < 16; j++) v[0][j] = d * (float)(int8_t)byte_of(q, j);
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = word_of(q, k) ^ 0x80808080u; /* int8 b -> b + 128 */
+#pragma unroll
+            for (int b = 0; b < 4; b++) v[0][4 * k + b] = d * (bits_to_float(magic_byte(w, b)) - (MAGIC_F + 128.0f));
+        }
         *e0 = 16 * c;
     }
 };
@@ -143,10 +168,13 @@ template <> struct layout<QT_Q4_0> {
         const uint4 q = ld16(row + 16 * c);
         const float d = f16_at(row + n_in / 2 + 2 * c);
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const int b = (int)byte_of(q, j);
-            v[0][j] = d * (float)((b & 0xf) - 8);
-            v[1][j] = d * (float)((b >> 4) - 8);
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = word_of(q, k), lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                v[0][4 * k + b] = d * (bits_to_float(magic_byte(lo, b)) - (MAGIC_F + 8.0f));
+                v[1][4 * k + b] = d * (bits_to_float(magic_byte(hi, b)) - (MAGIC_F + 8.0f));
+            }
         }
         *e0 = 32 * c;
     }
@@ -160,17 +188,20 @@ template <> struct layout<QT_Q4_K> {
         const int64_t b = c >> 3;
         const int r = (int)(c >> 1) & 3, h = (int)c & 1;
         const uint8_t *blk = row + 144 * b;
-        const uint4 q = ld16(blk + 16 + 32 * r + 16 * h);
-        const float d = f16_at(blk), dmin = f16_at(blk + 2);
+        const uint4 hdr = ld16(blk), q = ld16(blk + 16 + 32 * r + 16 * h);
+        const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
         float s0, m0, s1, m1;
-        k_scale_min(2 * r, blk + 4, &s0, &m0);
-        k_scale_min(2 * r + 1, blk + 4, &s1, &m1);
+        k_scale_min(2 * r, hdr, &s0, &m0);
+        k_scale_min(2 * r + 1, hdr, &s1, &m1);
         const float d0 = d * s0, mm0 = dmin * m0, d1 = d * s1, mm1 = dmin * m1;
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const int u = (int)byte_of(q, j);
-            v[0][j] = d0 * (float)(u & 0xf) - mm0;
-            v[1][j] = d1 * (float)(u >> 4) - mm1;
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = word_of(q, k), lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+            for (int bb = 0; bb < 4; bb++) {
+                v[0][4 * k + bb] = d0 * (bits_to_float(magic_byte(lo, bb)) - MAGIC_F) - mm0;
+                v[1][4 * k + bb] = d1 * (bits_to_float(magic_byte(hi, bb)) - MAGIC_F) - mm1;
+            }
         }
         *e0 = 256 * b + 64 * r + 16 * h;
     }
@@ -183,18 +214,23 @@ template <> struct layout<QT_Q5_K> {
         const int64_t b = c >> 3;
         const int r = (int)(c >> 1) & 3, h = (int)c & 1;
         const uint8_t *blk = row + 176 * b;
-        const uint4 q = ld16(blk + 48 + 32 * r + 16 * h);
-        const uint4 qh = ld16(blk + 16 + 16 * h);
-        const float d = f16_at(blk), dmin = f16_at(blk + 2);
+        const uint4 hdr = ld16(blk), q = ld16(blk + 48 + 32 * r + 16 * h), qh = ld16(blk + 16 + 16 * h);
+        const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
         float s0, m0, s1, m1;
-        k_scale_min(2 * r, blk + 4, &s0, &m0);
-        k_scale_min(2 * r + 1, blk + 4, &s1, &m1);
+        k_scale_min(2 * r, hdr, &s0, &m0);
+        k_scale_min(2 * r + 1, hdr, &s1, &m1);
         const float d0 = d * s0, mm0 = dmin * m0, d1 = d * s1, mm1 = dmin * m1;
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const int u = (int)byte_of(q, j), hb = (int)byte_of(qh, j);
-            v[0][j] = d0 * (float)((u & 0xf) | ((hb >> (2 * r)) & 1) << 4) - mm0;
-            v[1][j] = d1 * (float)((u >> 4) | ((hb >> (2 * r + 1)) & 1) << 4) - mm1;
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = word_of(q, k), hw = word_of(qh, k);
+            /* the fifth bits moved to bit 4 of each byte: (hw >> s) & 0x01010101 << 4 */
+            const uint32_t lo = (w & 0x0F0F0F0Fu) | (((hw >> (2 * r)) & 0x01010101u) << 4);
+            const uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * r + 1)) & 0x01010101u) << 4);
+#pragma unroll
+            for (int bb = 0; bb < 4; bb++) {
+                v[0][4 * k + bb] = d0 * (bits_to_float(magic_byte(lo, bb)) - MAGIC_F) - mm0;
+                v[1][4 * k + bb] = d1 * (bits_to_float(magic_byte(hi, bb)) - MAGIC_F) - mm1;
+            }
         }
         *e0 = 256 * b + 64 * r + 16 * h;
     }
@@ -217,10 +253,15 @@ template <> struct layout<QT_Q6_K> {
         const float dlo = d * (float)(int8_t)ld8((const uint8_t *)sc + 2 * qa),
                     dhi = d * (float)(int8_t)ld8((const uint8_t *)sc + 2 * (qa + 2));
 #pragma unroll
-        for (int j = 0; j < 16; j++) {
-            const int l4 = (int)byte_of(ql, j), hb = (int)byte_of(qh, j);
-            v[0][j] = dlo * (float)(((l4 & 0xf) | ((hb >> (2 * qa)) & 3) << 4) - 32);
-            v[1][j] = dhi * (float)(((l4 >> 4) | ((hb >> (2 * qa + 4)) & 3) << 4) - 32);
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = word_of(ql, k), hw = word_of(qh, k);
+            const uint32_t lo = (w & 0x0F0F0F0Fu) | (((hw >> (2 * qa)) & 0x03030303u) << 4);
+            const uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * qa + 4)) & 0x03030303u) << 4);
+#pragma unroll
+            for (int bb = 0; bb < 4; bb++) {
+                v[0][4 * k + bb] = dlo * (bits_to_float(magic_byte(lo, bb)) - (MAGIC_F + 32.0f));
+                v[1][4 * k + bb] = dhi * (bits_to_float(magic_byte(hi, bb)) - (MAGIC_F + 32.0f));
+            }
         }
         *e0 = 256 * b + 128 * h + 32 * qa + 16 * g;
     }

@@ -1,10 +1,14 @@
 /* matmul.cu — y[rows][n_out] = x[rows][n_in] · Wᵀ on the GPU.
  *
- *   F32 weights                 cuBLAS SGEMM (no TF32)
- *   up to 8 rows, any layout    a fused GEMV: one warp per output row reads the
- *                               row once in 16-byte chunks (layouts.cuh), decodes
- *                               and multiplies by every activation row in F32
- *   more rows                   tensor cores: quantized weights dequantized to F16
+ *   F32 weights (small models)  a GEMV at every row count, each row's sums made
+ *                               alike whatever the batch (tokens in groups of 8)
+ *   up to 64 rows, any layout   a fused GEMV: one warp per output row reads the
+ *                               row in 16-byte chunks (layouts.cuh), decodes and
+ *                               multiplies by up to 8 activation rows in F32 (a
+ *                               pass per 8 rows; each row's sums as if alone)
+ *   Q8_0, Q4_0 to 64 rows       int8 activations and integer block sums, as the
+ *                               CPU backend computes them (below)
+ *   more rows (prefill)         tensor cores: quantized weights dequantized to F16
  *                               into scratch, activations converted to F16 (scaled
  *                               so nothing overflows) or BF16, cublasGemmEx with
  *                               F32 accumulation
@@ -13,6 +17,10 @@
 #include "kernels/cuda/layouts.cuh"
 
 #define GEMV_WARPS 4
+/* Steps of up to this many rows (decode, many sequences at once) take the GEMV,
+ * re-reading the weights (mostly from L2) once per 8 rows: cheaper than writing
+ * and reading an F16 copy of them, and each row's sums are the same as alone. */
+#define GEMV_MAX_ROWS 64
 
 template <uint32_t TYPE, int TMAX>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
@@ -20,9 +28,10 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
            const float *__restrict__ x, int T, float *__restrict__ y) {
     typedef layout<TYPE> L;
     const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens: t0 .. t0+TMAX-1 */
     if (o >= n_out) return;
     const uint8_t *row = W + (size_t)o * stride;
+    x += (size_t)t0 * n_in;
     float acc[TMAX];
 #pragma unroll
     for (int t = 0; t < TMAX; t++) acc[t] = 0;
@@ -33,7 +42,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
         L::decode(row, n_in, c, &e0, v);
 #pragma unroll
         for (int t = 0; t < TMAX; t++) {
-            if (t >= T) break;
+            if (t0 + t >= T) break;
             const float *xr = x + (size_t)t * n_in + e0;
             float s = 0;
 #pragma unroll
@@ -50,13 +59,144 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
     for (int t = 0; t < TMAX; t++) {
         float v = acc[t];
         for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t < T) y[(size_t)t * n_out + o] = v;
+        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
+    }
+}
+
+/* ---- Q8_0 and Q4_0 with int8 activations: the CPU's (and ggml's) arithmetic ----
+ *
+ * The activations are quantized per 32-block as the CPU backend does it (scale
+ * amax/127, q = round-to-even(x/scale) in ±127, the scale kept rounded to fp16),
+ * and each block contributes (d_w·d_x)·Σq_w·q_x, its integer sum exact (dp4a):
+ * the same terms as kernels/cpu/matmul_scalar.c, only summed in another order.
+ * Models of these types then take the references' greedy paths, where F32
+ * activations sit on the other side of near-ties. */
+__device__ __forceinline__ float act_scale_f16(float db) {
+    const float r = __half2float(__float2half_rn(db));
+    return isfinite(r) ? r : db;
+}
+
+/* one warp per 32-block of x (T rows of n_in, n_in % 32 == 0): xq int8, xd scale */
+__global__ void k_quantize_q8(const float *x, int64_t n_blocks, int8_t *xq, float *xd) {
+    const int64_t b = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (b >= n_blocks) return;
+    const float v = x[b * 32 + lane];
+    float amax = fabsf(v);
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const bool nan = __any_sync(0xffffffffu, v != v);
+    const float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+    const bool finite = !nan && !isinf(db);
+    xq[b * 32 + lane] = finite ? (int8_t)(int)rintf(fminf(fmaxf(v * id, -127.0f), 127.0f)) : 0;
+    if (lane == 0) xd[b] = nan ? NAN : finite ? act_scale_f16(db) : db;
+}
+
+template <uint32_t TYPE, int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out, const int8_t *__restrict__ xq,
+              const float *__restrict__ xd, int T, float *__restrict__ y) {
+    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX;
+    if (o >= n_out) return;
+    const uint8_t *row = W + (size_t)o * stride;
+    const int64_t nb = n_in / 32;
+    float acc[TMAX];
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int64_t b = lane; b < nb; b += 32) {
+        int wq[8]; /* the block's 32 weights as signed bytes (Q4_0: nibbles 0..15, 8 subtracted below) */
+        float dw;
+        if (TYPE == QT_Q8_0) {
+            const uint4 a = ld16(row + 32 * b), c = ld16(row + 32 * b + 16);
+            wq[0] = (int)a.x, wq[1] = (int)a.y, wq[2] = (int)a.z, wq[3] = (int)a.w;
+            wq[4] = (int)c.x, wq[5] = (int)c.y, wq[6] = (int)c.z, wq[7] = (int)c.w;
+            dw = f16_at(row + n_in + 2 * b);
+        } else {
+            const uint4 q = ld16(row + 16 * b);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                wq[k] = (int)(word_of(q, k) & 0x0F0F0F0Fu);
+                wq[k + 4] = (int)((word_of(q, k) >> 4) & 0x0F0F0F0Fu);
+            }
+            dw = f16_at(row + n_in / 2 + 2 * b);
+        }
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) {
+            if (t0 + t >= T) break;
+            const int8_t *xr = xq + (size_t)(t0 + t) * n_in + 32 * b;
+            const uint4 xa = ld16((const uint8_t *)xr), xc = ld16((const uint8_t *)xr + 16);
+            const int xw[8] = {(int)xa.x, (int)xa.y, (int)xa.z, (int)xa.w, (int)xc.x, (int)xc.y, (int)xc.z, (int)xc.w};
+            int isum = 0;
+#pragma unroll
+            for (int k = 0; k < 8; k++) isum = __dp4a(wq[k], xw[k], isum);
+            if (TYPE == QT_Q4_0) {
+                int xs = 0;
+#pragma unroll
+                for (int k = 0; k < 8; k++) xs = __dp4a(0x01010101, xw[k], xs);
+                isum -= 8 * xs;
+            }
+            const float dx = __ldg(xd + (size_t)(t0 + t) * nb + b);
+            acc[t] = __fadd_rn(acc[t], __fmul_rn(__fmul_rn(dw, dx), (float)isum)); /* (no fused multiply-add: the CPU's roundings) */
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) {
+        float v = acc[t];
+        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
+    }
+}
+
+/* Quantizes x into scratch and runs the int8 GEMV; false when the scratch cannot grow. */
+template <uint32_t TYPE>
+static bool gemv_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows, float *y) {
+    const int64_t nb = w->n_in / 32, n_blocks = nb * rows;
+    uint8_t *s = (uint8_t *)cuda_scratch(c, (size_t)rows * w->n_in + 16 + (size_t)n_blocks * sizeof(float));
+    if (!s) return false;
+    int8_t *xq = (int8_t *)s;
+    float *xd = (float *)(s + (((size_t)rows * w->n_in + 15) & ~(size_t)15));
+    k_quantize_q8<<<(unsigned)((n_blocks * 32 + 255) / 256), 256, 0, c->stream>>>(x, n_blocks, xq, xd);
+    const dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
+    const size_t stride = cuda_row_bytes(w->type, w->n_in);
+    const uint8_t *W = (const uint8_t *)w->data;
+    if (rows == 1) k_gemv_i8<TYPE, 1><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, rows, y);
+    else k_gemv_i8<TYPE, 8><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, rows, y);
+    LAUNCHED(c);
+    return true;
+}
+
+/* F32 weights, any width: lane i takes elements i, i+32, ... of the row. Rows
+ * of tokens in groups of 8 (blockIdx.y), each token's sum made exactly as at
+ * T = 1: a sequence's logits do not depend on what else is in the batch. */
+template <int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_f32(const float *__restrict__ W, int64_t n_in, int64_t n_out, const float *__restrict__ x, int T,
+               float *__restrict__ y) {
+    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX;
+    if (o >= n_out) return;
+    const float *row = W + (size_t)o * n_in;
+    float acc[TMAX];
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int64_t i = lane; i < n_in; i += 32) {
+        const float w = __ldg(row + i);
+#pragma unroll
+        for (int t = 0; t < TMAX; t++)
+            if (t0 + t < T) acc[t] += w * __ldg(x + (size_t)(t0 + t) * n_in + i);
+    }
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) {
+        float v = acc[t];
+        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
     }
 }
 
 template <uint32_t TYPE>
 static void launch_gemv(cuda_ctx *c, const bk_weight *w, int64_t chunks, const float *x, int rows, float *y) {
-    const unsigned grid = (unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS);
+    /* up to 8 rows in one pass over the weights; more in groups of 8, a pass each */
+    const dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
     const size_t stride = cuda_row_bytes(w->type, w->n_in);
     const uint8_t *W = (const uint8_t *)w->data;
 #define GEMV(TM) k_gemv<TYPE, TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, chunks, x, rows, y)
@@ -107,12 +247,19 @@ void cuda_matmul(cuda_ctx *c, const bk_weight *w, const float *x, int rows, floa
     if (rows <= 0 || c->failed) return;
     const int m = (int)w->n_out, n = rows, k = (int)w->n_in;
     const float one = 1.0f, zero = 0.0f;
-    if (w->type == QT_F32) { /* Yᵀ[n_out × rows] = W[n_out × n_in] · Xᵀ, all column-major views */
-        CB(c, cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, (const float *)w->data, k, x, k, &zero, y, m));
+    if (w->type == QT_F32) { /* (small models: the same sums at every row count beat cuBLAS's speed) */
+        dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
+        if (rows == 1) k_gemv_f32<1><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>((const float *)w->data, w->n_in, w->n_out, x, rows, y);
+        else k_gemv_f32<8><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>((const float *)w->data, w->n_in, w->n_out, x, rows, y);
+        LAUNCHED(c);
         return;
     }
     const int64_t chunks = layout_chunks(w->type, w->n_in);
-    if (rows <= 8 && chunks && (uintptr_t)x % 16 == 0) { /* decode: the fused GEMV */
+    if (rows <= GEMV_MAX_ROWS && chunks && (uintptr_t)x % 16 == 0 && !c->float_act) {
+        if (w->type == QT_Q8_0) { gemv_i8<QT_Q8_0>(c, w, x, rows, y); return; }
+        if (w->type == QT_Q4_0) { gemv_i8<QT_Q4_0>(c, w, x, rows, y); return; }
+    }
+    if (rows <= GEMV_MAX_ROWS && chunks && (uintptr_t)x % 16 == 0) { /* decode: the fused GEMV */
         switch (w->type) {
 #define GEMV_CASE(TY) case TY: launch_gemv<TY>(c, w, chunks, x, rows, y); return;
             LAYOUT_TYPES(GEMV_CASE)

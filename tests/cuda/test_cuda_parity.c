@@ -33,6 +33,14 @@ static float *gpu_floats(const float *host, size_t n) {
     return (float *)w.data;
 }
 
+/* Device copy of `bytes` bytes (a multiple of 4) as they are. */
+static float *gpu_bytes(const void *host, size_t bytes) {
+    bk_tensor t = {.name = "bytes", .type = QT_F32, .n_in = (int64_t)(bytes / 4), .n_out = 1, .n_bytes = bytes, .data = host};
+    bk_weight w = {0};
+    CHECK(bytes % 4 == 0 && g_gpu->ops->weight_load(g_gpu->ctx, &t, &w, NULL) == 0);
+    return (float *)w.data;
+}
+
 static void to_host(const float *d, float *h, size_t n) { g_gpu->ops->to_host(g_gpu->ctx, h, d, n * sizeof(float)); }
 
 static double max_rel(const float *got, const float *want, size_t n) {
@@ -74,8 +82,8 @@ static void make_step(step *s, int vocab) {
 
 /* The error bound of the GPU's arithmetic for one output, as a fraction of
  * Σ|w_i·x_i| (so it holds whatever the signs and the cancellation):
- *   F32 weights (SGEMM, no TF32) and the fused GEMV of every other type at up to 8
- *   rows (dequantized weights times F32 activations, F32 sums): F32 rounding over
+ *   F32 weights (their GEMV at every row count) and the fused GEMV of every other
+ *   type up to 64 rows (dequantized weights times F32 activations, F32 sums): F32 rounding over
  *   n_in terms, ~n·2^-24 at worst; 2^-14 leaves room for the order of the sums.
  *   Tensor cores: activations rounded to F16 (2^-11), quantized weights dequantized
  *   to F16 (another 2^-11), F32 sums: 2^-10 + 2^-14.
@@ -86,7 +94,7 @@ static void make_step(step *s, int vocab) {
 static double gpu_bound(uint32_t type, int64_t n_in, int rows) {
     const double acc = 1.0 / 16384;
     if (type == QT_F32) return acc;
-    const bool gemv = rows <= 8 && !((type == QT_F16 || type == QT_BF16) && n_in % 16);
+    const bool gemv = rows <= 64 && !((type == QT_F16 || type == QT_BF16) && n_in % 16);
     if (gemv) return acc;
     if (type == QT_BF16) return 1.0 / 256 + acc;
     return 1.0 / 1024 + acc;
@@ -125,10 +133,11 @@ static int outside_bound(const float *got, const double *ref, const double *mag,
 }
 
 /* Every type the backend takes, at shapes where each lane of the GEMV reads one
- * chunk or many, with row counts on both sides of the GEMV's 8. */
+ * chunk or many, with row counts inside one GEMV pass (8), over several passes and
+ * past the GEMV (64: the tensor cores). */
 static void test_matmul_every_type(void) {
     const uint32_t types[] = {QT_F32, QT_F16, QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
-    const int rows_list[] = {1, 2, 3, 5, 8, 9, 40};
+    const int rows_list[] = {1, 2, 3, 5, 8, 9, 40, 100};
     const int64_t shapes[][2] = {{512, 200}, {4096, 75}, {264, 33}}; /* n_in, n_out */
     step st;
     make_step(&st, 100);
@@ -153,16 +162,28 @@ static void test_matmul_every_type(void) {
                 float *x = malloc(nx * sizeof(float)), *got = malloc(ny * sizeof(float));
                 double *ref = malloc(ny * sizeof(double)), *mag = malloc(ny * sizeof(double));
                 for (size_t i = 0; i < nx; i++) x[i] = frand();
-                /* one huge activation in the prefill case: F16 would overflow without scaling */
-                if (rows == 40) x[3 * n_in + 17] = 3.0e5f;
+                /* one huge activation: F16 (the prefill's tensor cores) would overflow without scaling */
+                if (rows >= 40) x[3 * n_in + 17] = 3.0e5f;
                 matmul_reference(types[ti], wdata, n_in, n_out, x, rows, ref, mag);
+                /* Q8_0 and Q4_0 up to 64 rows: int8 activations as the CPU quantizes them,
+                 * so the reference is the CPU backend's own result (the same block
+                 * terms, summed in another order) */
+                const bool int8 = (types[ti] == QT_Q8_0 || types[ti] == QT_Q4_0) && rows <= 64;
+                if (int8) {
+                    bk_weight wc;
+                    float *cy = malloc(ny * sizeof(float));
+                    CHECK(g_cpu->ops->weight_load(g_cpu->ctx, &t, &wc, NULL) == 0);
+                    CHECK(g_cpu->ops->matmul(g_cpu->ctx, &wc, x, rows, cy) == 0);
+                    for (size_t i = 0; i < ny; i++) ref[i] = cy[i];
+                    free(cy);
+                }
                 float *dx = gpu_floats(x, nx), *dy = gpu_floats(NULL, ny);
                 llc_err err;
                 CHECKF(g_gpu->ops->begin(g_gpu->ctx, &st.b, &err) == 0, "%s", err.msg);
                 g_gpu->ops->matmul(g_gpu->ctx, &wg, dx, rows, dy);
                 to_host(dy, got, ny);
                 double worst;
-                const double c = gpu_bound(types[ti], n_in, rows);
+                const double c = int8 ? 1.0 / 16384 : gpu_bound(types[ti], n_in, rows);
                 int bad = outside_bound(got, ref, mag, ny, c, &worst);
                 CHECKF(bad == 0, "%s %lldx%lld, %d rows: %d of %zu outputs outside %.3g·Σ|wx| (worst %.3g)",
                        qtype_name(types[ti]), (long long)n_out, (long long)n_in, rows, bad, ny, c, worst);
@@ -305,6 +326,60 @@ static void test_attention_and_small_ops(void) {
     free(q), free(k), free(v), free(kc), free(vc), free(got), free(want), free(gk);
 }
 
+/* Attention over long caches (many tiles per warp, every warp busy), for the
+ * head shapes the grouped kernel specialises: query heads per KV head 8, 3 and 1;
+ * head sizes 128, 96 (read at run time) and 256; with and without a window. Two
+ * sequences: one decoding at 700 keys, one a 4-row chunk at 300. */
+static void check_long_attention(int n_heads, int n_kv, int hd, uint32_t kv_type) {
+    enum { NB = 64, BS = 16 };
+    int32_t tokens[5] = {1, 2, 3, 4, 5}, pos[5] = {699, 296, 297, 298, 299}, seq_start[3] = {0, 1, 5};
+    int32_t kv_len[2] = {700, 300}, table[2 * NB], slots[5], out_rows[2] = {0, 4};
+    for (int i = 0; i < NB; i++) table[i] = (i * 5) % NB, table[NB + i] = (i * 5 + 1) % NB; /* (shared blocks: fine to read) */
+    for (int r = 0; r < 5; r++) {
+        const int sq = r == 0 ? 0 : 1;
+        slots[r] = table[sq * NB + pos[r] / BS] * BS + pos[r] % BS;
+    }
+    bk_batch b = {.n_tokens = 5, .tokens = tokens, .positions = pos, .n_seqs = 2, .seq_start = seq_start,
+                  .kv_len = kv_len, .block_table = table, .max_blocks = NB, .slots = slots, .n_out = 2,
+                  .out_rows = out_rows};
+    const int T = 5, q_dim = n_heads * hd, kv_dim = n_kv * hd;
+    const size_t slots_n = (size_t)NB * BS, rb = qtype_row_bytes(kv_type, kv_dim);
+    float *q = malloc((size_t)T * q_dim * 4), *kf = malloc(slots_n * kv_dim * 4), *vf = malloc(slots_n * kv_dim * 4);
+    uint8_t *kc = malloc(slots_n * rb), *vc = malloc(slots_n * rb);
+    for (int i = 0; i < T * q_dim; i++) q[i] = frand();
+    for (size_t i = 0; i < slots_n * kv_dim; i++) kf[i] = frand(), vf[i] = frand();
+    for (size_t sl = 0; sl < slots_n; sl++) {
+        quantize_row(kv_type, kf + sl * kv_dim, kc + sl * rb, kv_dim);
+        quantize_row(kv_type, vf + sl * kv_dim, vc + sl * rb, kv_dim);
+    }
+    /* the caches go up as bytes (F32 "tensors" of the right size) */
+    float *dq = gpu_floats(q, (size_t)T * q_dim);
+    float *dkc = gpu_bytes(kc, slots_n * rb), *dvc = gpu_bytes(vc, slots_n * rb);
+    float *dout = gpu_floats(NULL, (size_t)T * q_dim), *want = malloc((size_t)T * q_dim * 4), *got = malloc((size_t)T * q_dim * 4);
+    llc_err err;
+    for (int window = 0; window <= 200; window += 200) {
+        bk_attn at = {n_heads, n_kv, hd, BS, 1.0f / sqrtf((float)hd), window, window ? 30.0f : 0.0f, kv_type};
+        CHECK(g_cpu->ops->begin(g_cpu->ctx, &b, &err) == 0);
+        CHECKF(g_gpu->ops->begin(g_gpu->ctx, &b, &err) == 0, "%s", err.msg);
+        g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want, &at);
+        CHECK(g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at) == 0);
+        to_host(dout, got, (size_t)T * q_dim);
+        const double e = max_rel(got, want, (size_t)T * q_dim);
+        CHECKF(e < 1e-4, "attention %d heads / %d KV heads of %d, %s cache, window %d: %g", n_heads, n_kv, hd,
+               qtype_name(kv_type), window, e);
+    }
+    float *bufs[] = {dq, dkc, dvc, dout};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_gpu->ops->free(g_gpu->ctx, bufs[i]);
+    free(q), free(kf), free(vf), free(kc), free(vc), free(want), free(got);
+}
+
+static void test_long_attention(void) {
+    check_long_attention(16, 2, 128, QT_F16);
+    check_long_attention(6, 2, 96, QT_F32);
+    check_long_attention(4, 4, 256, QT_Q8_0);
+    check_long_attention(8, 1, 64, QT_F16);
+}
+
 /* A model: one varlen step on both backends, logits compared, K/V stored as kv_type. */
 static void check_model_logits(const char *name, uint32_t kv_type) {
     char path[512];
@@ -431,6 +506,7 @@ int main(void) {
     RUN(test_matmul_every_type);
     RUN(test_embed_every_type);
     RUN(test_attention_and_small_ops);
+    RUN(test_long_attention);
     RUN(test_model_logits);
     RUN(test_model_logits_kv_types);
     RUN(test_recorded_steps);
