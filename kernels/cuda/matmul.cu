@@ -2,12 +2,13 @@
  *
  *   F32 weights (small models)  a GEMV at every row count, each row's sums made
  *                               alike whatever the batch (tokens in groups of 8)
- *   up to 64 rows, any layout   a fused GEMV: one warp per output row reads the
+ *   up to 8 rows, any layout    a fused GEMV: one warp per output row reads the
  *                               row in 16-byte chunks (layouts.cuh), decodes and
- *                               multiplies by up to 8 activation rows in F32 (a
- *                               pass per 8 rows; each row's sums as if alone)
- *   Q8_0, Q4_0 to 64 rows       int8 activations and integer block sums, as the
- *                               CPU backend computes them (below)
+ *                               multiplies by every activation row in F32
+ *   Q8_0, Q4_0, Q4_K, Q6_K      the same rows with int8 activations and integer
+ *                               block sums, as the CPU backend computes them
+ *                               (below): the CPU's terms, a quarter of the bytes
+ *                               of activations read per weight
  *   more rows (prefill)         tensor cores: quantized weights dequantized to F16
  *                               into scratch, activations converted to F16 (scaled
  *                               so nothing overflows) or BF16, cublasGemmEx with
@@ -17,10 +18,10 @@
 #include "kernels/cuda/layouts.cuh"
 
 #define GEMV_WARPS 4
-/* Steps of up to this many rows (decode, many sequences at once) take the GEMV,
- * re-reading the weights (mostly from L2) once per 8 rows: cheaper than writing
- * and reading an F16 copy of them, and each row's sums are the same as alone. */
-#define GEMV_MAX_ROWS 64
+/* Steps of up to this many rows take the GEMV. (64, re-reading the weights once
+ * per 8 rows, was measured on an H200: 3x slower than the F16 tensor-core path
+ * at 16 and 64 rows, the weights' decoding repeated per pass.) */
+#define GEMV_MAX_ROWS 8
 
 template <uint32_t TYPE, int TMAX>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
@@ -165,6 +166,192 @@ static bool gemv_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows, f
     return true;
 }
 
+/* ---- Q4_K and Q6_K with int8 activations (the CPU's Q8_K partner) ----
+ * Activations share one scale per 256-superblock (amax/127, not rounded), kept
+ * per 32-block with the bias terms the CPU keeps (kernels/cpu/matmul_internal.h):
+ * af[b] = d·Σq over 32-block b (Q4_K's min term), ai[g] = -32·Σq over 16-group
+ * g (Q6_K's offset). Each 32-block (Q4_K) or 16-group (Q6_K) contributes its
+ * term of kernels/cpu/matmul_scalar.c, in the same order of roundings. */
+
+/* one warp per 256-span; lane i takes elements 8i .. 8i+7 */
+__global__ void k_quantize_q8k(const float *x, int64_t n_spans, int8_t *xq, float *xd, float *af, int *ai16) {
+    const int64_t sp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (sp >= n_spans) return;
+    const float4 a = *(const float4 *)(x + sp * 256 + 8 * lane), b = *(const float4 *)(x + sp * 256 + 8 * lane + 4);
+    const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    float amax = 0;
+    bool nan = false;
+#pragma unroll
+    for (int i = 0; i < 8; i++) amax = fmaxf(amax, fabsf(v[i])), nan |= v[i] != v[i];
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    nan = __any_sync(0xffffffffu, nan);
+    const float db = amax / 127.0f, id = db > 0 ? 1.0f / db : 0.0f;
+    const bool finite = !nan && !isinf(db);
+    int q[8], s8 = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        q[i] = finite ? (int)rintf(fminf(fmaxf(v[i] * id, -127.0f), 127.0f)) : 0;
+        s8 += q[i];
+    }
+    uint2 packed;
+    packed.x = (uint32_t)(q[0] & 0xff) | (uint32_t)(q[1] & 0xff) << 8 | (uint32_t)(q[2] & 0xff) << 16 | (uint32_t)(q[3] & 0xff) << 24;
+    packed.y = (uint32_t)(q[4] & 0xff) | (uint32_t)(q[5] & 0xff) << 8 | (uint32_t)(q[6] & 0xff) << 16 | (uint32_t)(q[7] & 0xff) << 24;
+    *(uint2 *)(xq + sp * 256 + 8 * lane) = packed;
+    const int s16 = s8 + __shfl_xor_sync(0xffffffffu, s8, 1);   /* lanes 2g, 2g+1: 16-group g */
+    const int s32 = s16 + __shfl_xor_sync(0xffffffffu, s16, 2); /* lanes 4b .. 4b+3: 32-block b */
+    const float d = nan ? NAN : db;
+    if (lane % 4 == 0) {
+        xd[sp * 8 + lane / 4] = d;
+        af[sp * 8 + lane / 4] = d * (float)s32;
+    }
+    if (lane % 2 == 0) ai16[sp * 16 + lane / 2] = -32 * s16;
+}
+
+/* Q4_K: chunk c = 4b + r is quant run r of block b (32 bytes): its low nibbles are
+ * 32-block 2r, its high nibbles 32-block 2r+1 */
+template <int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_q4k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
+                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ af, int T,
+                  float *__restrict__ y) {
+    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    const uint8_t *row = W + (size_t)o * stride;
+    const int64_t n_chunks = n_in / 64, nb32 = n_in / 32;
+    float acc[TMAX];
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int64_t c = lane; c < n_chunks; c += 32) {
+        const int64_t b = c >> 2;
+        const int r = (int)(c & 3);
+        const uint8_t *blk = row + 144 * b;
+        const uint4 hdr = ld16(blk), qa = ld16(blk + 16 + 32 * r), qb = ld16(blk + 32 + 32 * r);
+        const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
+        float s0, m0, s1, m1;
+        k_scale_min(2 * r, hdr, &s0, &m0);
+        k_scale_min(2 * r + 1, hdr, &s1, &m1);
+        int lo[8], hi[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const uint32_t w = k < 4 ? word_of(qa, k) : word_of(qb, k - 4);
+            lo[k] = (int)(w & 0x0F0F0F0Fu);
+            hi[k] = (int)((w >> 4) & 0x0F0F0F0Fu);
+        }
+        const int64_t sb = 8 * b + 2 * r; /* 32-block of the low nibbles */
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) {
+            if (t >= T) break;
+            const uint8_t *xr = (const uint8_t *)(xq + (size_t)t * n_in + 32 * sb);
+            const uint4 x0 = ld16(xr), x1 = ld16(xr + 16), x2 = ld16(xr + 32), x3 = ld16(xr + 48);
+            int a0 = 0, a1 = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                a0 = __dp4a(lo[k], (int)word_of(x0, k), a0);
+                a0 = __dp4a(lo[k + 4], (int)word_of(x1, k), a0);
+                a1 = __dp4a(hi[k], (int)word_of(x2, k), a1);
+                a1 = __dp4a(hi[k + 4], (int)word_of(x3, k), a1);
+            }
+            const float *xdt = xd + (size_t)t * nb32, *aft = af + (size_t)t * nb32;
+            const float t0 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s0), __ldg(xdt + sb)), (float)a0),
+                                       __fmul_rn(__fmul_rn(dmin, m0), __ldg(aft + sb)));
+            const float t1 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s1), __ldg(xdt + sb + 1)), (float)a1),
+                                       __fmul_rn(__fmul_rn(dmin, m1), __ldg(aft + sb + 1)));
+            acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) {
+        float v = acc[t];
+        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+        if (lane == 0 && t < T) y[(size_t)t * n_out + o] = v;
+    }
+}
+
+/* Q6_K (planes): chunk c = 8b + 4h + u as in layouts.cuh; its two runs of 16 are
+ * the 16-groups glo and glo + 4 */
+template <int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_q6k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
+                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const int *__restrict__ ai16, int T,
+                  float *__restrict__ y) {
+    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (o >= n_out) return;
+    const uint8_t *row = W + (size_t)o * stride;
+    const uint8_t *QH = row + n_in / 2, *SC = QH + n_in / 4, *D = SC + n_in / 16;
+    const int64_t n_chunks = n_in / 32, nb32 = n_in / 32, ng = n_in / 16;
+    float acc[TMAX];
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int64_t c = lane; c < n_chunks; c += 32) {
+        const int64_t b = c >> 3;
+        const int h = (int)(c >> 2) & 1, u = (int)c & 3, qa = u >> 1, g = u & 1;
+        const uint4 ql = ld16(row + 128 * b + 64 * h + 16 * u), qh = ld16(QH + 64 * b + 32 * h + 16 * g);
+        const float d = f16_at(D + 2 * b);
+        const int8_t *sc = (const int8_t *)(SC + 16 * b + 8 * h + g);
+        const float sclo = (float)(int8_t)ld8((const uint8_t *)sc + 2 * qa), schi = (float)(int8_t)ld8((const uint8_t *)sc + 2 * qa + 4);
+        int lo[4], hi[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = word_of(ql, k), hw = word_of(qh, k);
+            lo[k] = (int)((w & 0x0F0F0F0Fu) | (((hw >> (2 * qa)) & 0x03030303u) << 4));
+            hi[k] = (int)(((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * qa + 4)) & 0x03030303u) << 4));
+        }
+        const int64_t elo = 256 * b + 128 * h + 32 * qa + 16 * g, glo = elo / 16;
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) {
+            if (t >= T) break;
+            const uint8_t *xr = (const uint8_t *)(xq + (size_t)t * n_in);
+            const uint4 x0 = ld16(xr + elo), x1 = ld16(xr + elo + 64);
+            int a0 = __ldg(ai16 + (size_t)t * ng + glo), a1 = __ldg(ai16 + (size_t)t * ng + glo + 4);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                a0 = __dp4a(lo[k], (int)word_of(x0, k), a0);
+                a1 = __dp4a(hi[k], (int)word_of(x1, k), a1);
+            }
+            const float dx = __ldg(xd + (size_t)t * nb32 + elo / 32);
+            const float t0 = __fmul_rn(__fmul_rn(__fmul_rn(d, sclo), dx), (float)a0);
+            const float t1 = __fmul_rn(__fmul_rn(__fmul_rn(d, schi), dx), (float)a1);
+            acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) {
+        float v = acc[t];
+        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+        if (lane == 0 && t < T) y[(size_t)t * n_out + o] = v;
+    }
+}
+
+/* Quantizes x (Q8_K-style) into scratch and runs the K-quant int8 GEMV. */
+static bool gemv_k_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows, float *y) {
+    const size_t n = (size_t)rows * w->n_in, nb32 = n / 32, ng = n / 16;
+    const size_t off_d = (n + 15) & ~(size_t)15, off_af = off_d + 4 * nb32, off_ai = off_af + 4 * nb32;
+    uint8_t *s = (uint8_t *)cuda_scratch(c, off_ai + 4 * ng);
+    if (!s) return false;
+    int8_t *xq = (int8_t *)s;
+    float *xd = (float *)(s + off_d), *af = (float *)(s + off_af);
+    int *ai = (int *)(s + off_ai);
+    const int64_t n_spans = (int64_t)(n / 256);
+    k_quantize_q8k<<<(unsigned)((n_spans * 32 + 255) / 256), 256, 0, c->stream>>>(x, n_spans, xq, xd, af, ai);
+    const unsigned grid = (unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS);
+    const size_t stride = cuda_row_bytes(w->type, w->n_in);
+    const uint8_t *W = (const uint8_t *)w->data;
+#define KGEMV(TM)                                                                                                    \
+    (w->type == QT_Q4_K                                                                                              \
+         ? k_gemv_q4k_i8<TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, af, rows, y) \
+         : k_gemv_q6k_i8<TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, ai, rows, y))
+    if (rows == 1) KGEMV(1);
+    else if (rows == 2) KGEMV(2);
+    else if (rows <= 4) KGEMV(4);
+    else KGEMV(8);
+#undef KGEMV
+    LAUNCHED(c);
+    return true;
+}
+
 /* F32 weights, any width: lane i takes elements i, i+32, ... of the row. Rows
  * of tokens in groups of 8 (blockIdx.y), each token's sum made exactly as at
  * T = 1: a sequence's logits do not depend on what else is in the batch. */
@@ -258,6 +445,7 @@ void cuda_matmul(cuda_ctx *c, const bk_weight *w, const float *x, int rows, floa
     if (rows <= GEMV_MAX_ROWS && chunks && (uintptr_t)x % 16 == 0 && !c->float_act) {
         if (w->type == QT_Q8_0) { gemv_i8<QT_Q8_0>(c, w, x, rows, y); return; }
         if (w->type == QT_Q4_0) { gemv_i8<QT_Q4_0>(c, w, x, rows, y); return; }
+        if (w->type == QT_Q4_K || w->type == QT_Q6_K) { gemv_k_i8(c, w, x, rows, y); return; }
     }
     if (rows <= GEMV_MAX_ROWS && chunks && (uintptr_t)x % 16 == 0) { /* decode: the fused GEMV */
         switch (w->type) {
