@@ -5,7 +5,7 @@
  *   up to 8 rows, any layout    a fused GEMV: one warp per output row reads the
  *                               row in 16-byte chunks (layouts.cuh), decodes and
  *                               multiplies by every activation row in F32
- *   Q8_0, Q4_0, Q4_K, Q6_K      the same rows with int8 activations and integer
+ *   Q8_0, Q4_0, Q4_K, Q6_K      up to 32 rows with int8 activations and integer
  *                               block sums, as the CPU backend computes them
  *                               (below): the CPU's terms, a quarter of the bytes
  *                               of activations read per weight
@@ -18,10 +18,13 @@
 #include "kernels/cuda/layouts.cuh"
 
 #define GEMV_WARPS 4
-/* Steps of up to this many rows take the GEMV. (64, re-reading the weights once
- * per 8 rows, was measured on an H200: 3x slower than the F16 tensor-core path
- * at 16 and 64 rows, the weights' decoding repeated per pass.) */
+/* Steps of up to this many rows take the GEMV, 8 rows per pass over the weights.
+ * Float-activation GEMVs stop at 8: at 16 and 64 rows they measured 3x slower
+ * than the F16 tensor-core path on an H200 (the weights decoded again per pass).
+ * The int8 ones (cheap decoding, dp4a) go to 32: four passes, and short prompts
+ * get the CPU's arithmetic. */
 #define GEMV_MAX_ROWS 8
+#define GEMV_INT8_MAX_ROWS 32
 
 template <uint32_t TYPE, int TMAX>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
@@ -216,8 +219,9 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
                   const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ af, int T,
                   float *__restrict__ y) {
     const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
     if (o >= n_out) return;
+    xq += (size_t)t0 * n_in;
     const uint8_t *row = W + (size_t)o * stride;
     const int64_t n_chunks = n_in / 64, nb32 = n_in / 32;
     float acc[TMAX];
@@ -242,7 +246,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
         const int64_t sb = 8 * b + 2 * r; /* 32-block of the low nibbles */
 #pragma unroll
         for (int t = 0; t < TMAX; t++) {
-            if (t >= T) break;
+            if (t0 + t >= T) break;
             const uint8_t *xr = (const uint8_t *)(xq + (size_t)t * n_in + 32 * sb);
             const uint4 x0 = ld16(xr), x1 = ld16(xr + 16), x2 = ld16(xr + 32), x3 = ld16(xr + 48);
             int a0 = 0, a1 = 0;
@@ -253,7 +257,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
                 a1 = __dp4a(hi[k], (int)word_of(x2, k), a1);
                 a1 = __dp4a(hi[k + 4], (int)word_of(x3, k), a1);
             }
-            const float *xdt = xd + (size_t)t * nb32, *aft = af + (size_t)t * nb32;
+            const float *xdt = xd + (size_t)(t0 + t) * nb32, *aft = af + (size_t)(t0 + t) * nb32;
             const float t0 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s0), __ldg(xdt + sb)), (float)a0),
                                        __fmul_rn(__fmul_rn(dmin, m0), __ldg(aft + sb)));
             const float t1 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s1), __ldg(xdt + sb + 1)), (float)a1),
@@ -265,7 +269,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
     for (int t = 0; t < TMAX; t++) {
         float v = acc[t];
         for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t < T) y[(size_t)t * n_out + o] = v;
+        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
     }
 }
 
@@ -277,8 +281,9 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
                   const int8_t *__restrict__ xq, const float *__restrict__ xd, const int *__restrict__ ai16, int T,
                   float *__restrict__ y) {
     const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
     if (o >= n_out) return;
+    xq += (size_t)t0 * n_in;
     const uint8_t *row = W + (size_t)o * stride;
     const uint8_t *QH = row + n_in / 2, *SC = QH + n_in / 4, *D = SC + n_in / 16;
     const int64_t n_chunks = n_in / 32, nb32 = n_in / 32, ng = n_in / 16;
@@ -302,16 +307,16 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
         const int64_t elo = 256 * b + 128 * h + 32 * qa + 16 * g, glo = elo / 16;
 #pragma unroll
         for (int t = 0; t < TMAX; t++) {
-            if (t >= T) break;
+            if (t0 + t >= T) break;
             const uint8_t *xr = (const uint8_t *)(xq + (size_t)t * n_in);
             const uint4 x0 = ld16(xr + elo), x1 = ld16(xr + elo + 64);
-            int a0 = __ldg(ai16 + (size_t)t * ng + glo), a1 = __ldg(ai16 + (size_t)t * ng + glo + 4);
+            int a0 = __ldg(ai16 + (size_t)(t0 + t) * ng + glo), a1 = __ldg(ai16 + (size_t)(t0 + t) * ng + glo + 4);
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 a0 = __dp4a(lo[k], (int)word_of(x0, k), a0);
                 a1 = __dp4a(hi[k], (int)word_of(x1, k), a1);
             }
-            const float dx = __ldg(xd + (size_t)t * nb32 + elo / 32);
+            const float dx = __ldg(xd + (size_t)(t0 + t) * nb32 + elo / 32);
             const float t0 = __fmul_rn(__fmul_rn(__fmul_rn(d, sclo), dx), (float)a0);
             const float t1 = __fmul_rn(__fmul_rn(__fmul_rn(d, schi), dx), (float)a1);
             acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
@@ -321,7 +326,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
     for (int t = 0; t < TMAX; t++) {
         float v = acc[t];
         for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t < T) y[(size_t)t * n_out + o] = v;
+        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
     }
 }
 
@@ -336,7 +341,7 @@ static bool gemv_k_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows,
     int *ai = (int *)(s + off_ai);
     const int64_t n_spans = (int64_t)(n / 256);
     k_quantize_q8k<<<(unsigned)((n_spans * 32 + 255) / 256), 256, 0, c->stream>>>(x, n_spans, xq, xd, af, ai);
-    const unsigned grid = (unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS);
+    const dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
     const size_t stride = cuda_row_bytes(w->type, w->n_in);
     const uint8_t *W = (const uint8_t *)w->data;
 #define KGEMV(TM)                                                                                                    \
@@ -442,7 +447,7 @@ void cuda_matmul(cuda_ctx *c, const bk_weight *w, const float *x, int rows, floa
         return;
     }
     const int64_t chunks = layout_chunks(w->type, w->n_in);
-    if (rows <= GEMV_MAX_ROWS && chunks && (uintptr_t)x % 16 == 0 && !c->float_act) {
+    if (rows <= GEMV_INT8_MAX_ROWS && chunks && (uintptr_t)x % 16 == 0 && !c->float_act) {
         if (w->type == QT_Q8_0) { gemv_i8<QT_Q8_0>(c, w, x, rows, y); return; }
         if (w->type == QT_Q4_0) { gemv_i8<QT_Q4_0>(c, w, x, rows, y); return; }
         if (w->type == QT_Q4_K || w->type == QT_Q6_K) { gemv_k_i8(c, w, x, rows, y); return; }
