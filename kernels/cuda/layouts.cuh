@@ -125,6 +125,24 @@ LAYOUT_FN float hdr_f16(const uint4 &h, int hi) {
     return __half2float(__ushort_as_half((unsigned short)(hi ? h.x >> 16 : h.x & 0xffff)));
 }
 
+/* Q4_K / Q5_K: value = d·sc·u - dmin·m for the two sub-blocks 2r, 2r+1 of a chunk
+ * whose unsigned values (4 or 5 bits) sit one per byte in lo[k] (2r) and hi[k]
+ * (2r+1) */
+LAYOUT_FN void k_pair_values(const uint4 &hdr, int r, const uint32_t *lo, const uint32_t *hi, float (*v)[16]) {
+    const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
+    float s0, m0, s1, m1;
+    k_scale_min(2 * r, hdr, &s0, &m0);
+    k_scale_min(2 * r + 1, hdr, &s1, &m1);
+    const float d0 = d * s0, mm0 = dmin * m0, d1 = d * s1, mm1 = dmin * m1;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+#pragma unroll
+        for (int bb = 0; bb < 4; bb++) {
+            v[0][4 * k + bb] = d0 * (bits_to_float(magic_byte(lo[k], bb)) - MAGIC_F) - mm0;
+            v[1][4 * k + bb] = d1 * (bits_to_float(magic_byte(hi[k], bb)) - MAGIC_F) - mm1;
+        }
+}
+
 template <uint32_t TYPE> struct layout;
 
 template <> struct layout<QT_F16> {
@@ -189,20 +207,10 @@ template <> struct layout<QT_Q4_K> {
         const int r = (int)(c >> 1) & 3, h = (int)c & 1;
         const uint8_t *blk = row + 144 * b;
         const uint4 hdr = ld16(blk), q = ld16(blk + 16 + 32 * r + 16 * h);
-        const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
-        float s0, m0, s1, m1;
-        k_scale_min(2 * r, hdr, &s0, &m0);
-        k_scale_min(2 * r + 1, hdr, &s1, &m1);
-        const float d0 = d * s0, mm0 = dmin * m0, d1 = d * s1, mm1 = dmin * m1;
+        uint32_t lo[4], hi[4];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const uint32_t w = word_of(q, k), lo = w & 0x0F0F0F0Fu, hi = (w >> 4) & 0x0F0F0F0Fu;
-#pragma unroll
-            for (int bb = 0; bb < 4; bb++) {
-                v[0][4 * k + bb] = d0 * (bits_to_float(magic_byte(lo, bb)) - MAGIC_F) - mm0;
-                v[1][4 * k + bb] = d1 * (bits_to_float(magic_byte(hi, bb)) - MAGIC_F) - mm1;
-            }
-        }
+        for (int k = 0; k < 4; k++) lo[k] = word_of(q, k) & 0x0F0F0F0Fu, hi[k] = (word_of(q, k) >> 4) & 0x0F0F0F0Fu;
+        k_pair_values(hdr, r, lo, hi, v);
         *e0 = 256 * b + 64 * r + 16 * h;
     }
 };
@@ -215,23 +223,14 @@ template <> struct layout<QT_Q5_K> {
         const int r = (int)(c >> 1) & 3, h = (int)c & 1;
         const uint8_t *blk = row + 176 * b;
         const uint4 hdr = ld16(blk), q = ld16(blk + 48 + 32 * r + 16 * h), qh = ld16(blk + 16 + 16 * h);
-        const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
-        float s0, m0, s1, m1;
-        k_scale_min(2 * r, hdr, &s0, &m0);
-        k_scale_min(2 * r + 1, hdr, &s1, &m1);
-        const float d0 = d * s0, mm0 = dmin * m0, d1 = d * s1, mm1 = dmin * m1;
+        uint32_t lo[4], hi[4];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 4; k++) { /* the fifth bits moved to bit 4 of each byte */
             const uint32_t w = word_of(q, k), hw = word_of(qh, k);
-            /* the fifth bits moved to bit 4 of each byte: (hw >> s) & 0x01010101 << 4 */
-            const uint32_t lo = (w & 0x0F0F0F0Fu) | (((hw >> (2 * r)) & 0x01010101u) << 4);
-            const uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * r + 1)) & 0x01010101u) << 4);
-#pragma unroll
-            for (int bb = 0; bb < 4; bb++) {
-                v[0][4 * k + bb] = d0 * (bits_to_float(magic_byte(lo, bb)) - MAGIC_F) - mm0;
-                v[1][4 * k + bb] = d1 * (bits_to_float(magic_byte(hi, bb)) - MAGIC_F) - mm1;
-            }
+            lo[k] = (w & 0x0F0F0F0Fu) | (((hw >> (2 * r)) & 0x01010101u) << 4);
+            hi[k] = ((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * r + 1)) & 0x01010101u) << 4);
         }
+        k_pair_values(hdr, r, lo, hi, v);
         *e0 = 256 * b + 64 * r + 16 * h;
     }
 };

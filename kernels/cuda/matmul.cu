@@ -26,6 +26,19 @@
 #define GEMV_MAX_ROWS 8
 #define GEMV_INT8_MAX_ROWS 32
 
+/* A warp's sums for one output row o and tokens t0 .. t0+TMAX-1: the lanes'
+ * partial sums reduced in a fixed tree (the same at every batch size), stored. */
+template <int TMAX>
+__device__ __forceinline__ void store_row_sums(const float (&acc)[TMAX], int lane, int t0, int T, float *y,
+                                               int64_t n_out, int64_t o) {
+#pragma unroll
+    for (int t = 0; t < TMAX; t++) {
+        float v = acc[t];
+        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
+    }
+}
+
 template <uint32_t TYPE, int TMAX>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
     k_gemv(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out, int64_t n_chunks,
@@ -59,12 +72,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
             acc[t] += s;
         }
     }
-#pragma unroll
-    for (int t = 0; t < TMAX; t++) {
-        float v = acc[t];
-        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
-    }
+    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
 }
 
 /* ---- Q8_0 and Q4_0 with int8 activations: the CPU's (and ggml's) arithmetic ----
@@ -143,12 +151,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
             acc[t] = __fadd_rn(acc[t], __fmul_rn(__fmul_rn(dw, dx), (float)isum)); /* (no fused multiply-add: the CPU's roundings) */
         }
     }
-#pragma unroll
-    for (int t = 0; t < TMAX; t++) {
-        float v = acc[t];
-        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
-    }
+    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
 }
 
 /* Quantizes x into scratch and runs the int8 GEMV; false when the scratch cannot grow. */
@@ -265,12 +268,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
             acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
         }
     }
-#pragma unroll
-    for (int t = 0; t < TMAX; t++) {
-        float v = acc[t];
-        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
-    }
+    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
 }
 
 /* Q6_K (planes): chunk c = 8b + 4h + u as in layouts.cuh; its two runs of 16 are
@@ -322,12 +320,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
             acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
         }
     }
-#pragma unroll
-    for (int t = 0; t < TMAX; t++) {
-        float v = acc[t];
-        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
-    }
+    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
 }
 
 /* Quantizes x (Q8_K-style) into scratch and runs the K-quant int8 GEMV. */
@@ -377,12 +370,7 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
         for (int t = 0; t < TMAX; t++)
             if (t0 + t < T) acc[t] += w * __ldg(x + (size_t)(t0 + t) * n_in + i);
     }
-#pragma unroll
-    for (int t = 0; t < TMAX; t++) {
-        float v = acc[t];
-        for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-        if (lane == 0 && t0 + t < T) y[(size_t)(t0 + t) * n_out + o] = v;
-    }
+    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
 }
 
 template <uint32_t TYPE>
