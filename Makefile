@@ -2,6 +2,7 @@
 #   make deps       install the Debian packages the build needs
 #   make            build/llmchat
 #   make test       every test that needs no GPU; ends with "N passed, N failed"
+#   make check-layers  fails when an #include crosses the layering (scripts/check-layers)
 #   make test-cuda  CUDA parity tests (needs a GPU)
 #   make test-asan  the whole suite with the program itself built with ASan + UBSan
 #   make test-tsan  ThreadSanitizer: the engine and kernel tests, the server and the
@@ -43,7 +44,7 @@ NVCCFLAGS  := -O3 -std=c++17 -I. -DLLC_CUDA_ARCH=$(CUDA_ARCH) -gencode arch=comp
               -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) -Xcompiler -Wall,-Wno-unknown-pragmas
 endif
 
-LIB_SRC := $(wildcard engine/*.c kernels/*.c kernels/cpu/*.c kernels/cuda/*.c ui/*.c storage/*.c)
+LIB_SRC := $(wildcard engine/*/*.c kernels/*.c kernels/cpu/*.c kernels/cuda/*.c ui/*.c storage/*.c)
 APP_SRC := $(wildcard app/*.c app/server/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TOOL_SRC := $(wildcard tests/tools/*.c)
@@ -54,7 +55,7 @@ APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps test test-asan test-tsan fuzz test-cuda test-arm clean
+.PHONY: all deps test test-asan test-tsan fuzz test-cuda test-arm clean check-layers
 all: $(BUILD)/llmchat
 
 $(BUILD)/libllmchat.a: $(LIB_OBJ)
@@ -103,6 +104,9 @@ $(JS_CLIENTS): tests/js/package.json tests/js/package-lock.json
 
 test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN) $(JS_CLIENTS)
 	@sh tests/run.sh $(TEST_BIN)
+
+check-layers:
+	@sh scripts/check-layers
 
 
 # ---- sanitizer builds ----

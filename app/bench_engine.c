@@ -10,7 +10,7 @@
 
 #include "app/bench_engine.h"
 #include "app/clock.h"
-#include "engine/engine.h"
+#include "engine/sched/engine.h"
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -15,7 +15,7 @@
 #include "app/clock.h"
 #include "app/commands.h"
 #include "app/llm.h"
-#include "engine/batch.h"
+#include "engine/model/batch.h"
 #include "kernels/cpu/pool.h"
 #ifdef LLC_CUDA
 #include "kernels/cuda/backend_cuda.h"

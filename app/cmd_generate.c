@@ -13,10 +13,10 @@
 #include "app/commands.h"
 #include "app/fileio.h"
 #include "app/llm.h"
-#include "engine/batch.h"
-#include "engine/chat.h"
-#include "engine/engine.h"
-#include "engine/sampler.h"
+#include "engine/model/batch.h"
+#include "engine/template/chat.h"
+#include "engine/sched/engine.h"
+#include "engine/sched/sampler.h"
 
 #define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
 

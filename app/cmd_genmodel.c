@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "app/commands.h"
-#include "engine/modelgen.h"
+#include "engine/model/modelgen.h"
 
 static modelgen_params g_p;
 static const char *g_preset, *g_out, *g_arch;

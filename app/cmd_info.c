@@ -8,8 +8,8 @@
 
 #include "app/commands.h"
 #include "app/llm.h"
-#include "engine/gguf.h"
-#include "engine/model.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model.h"
 #include "kernels/quant.h"
 
 static bool g_tensors;

@@ -9,7 +9,7 @@
 
 #include "app/commands.h"
 #include "app/llm.h"
-#include "engine/batch.h"
+#include "engine/model/batch.h"
 #include "app/fileio.h"
 
 static const char *g_file;

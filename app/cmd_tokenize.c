@@ -6,8 +6,8 @@
 #include "app/commands.h"
 #include "app/fileio.h"
 #include "app/llm.h"
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf.h"
+#include "engine/tokenizer/tokenizer.h"
 
 static bool g_no_bos, g_special, g_pieces;
 static const char *g_file;

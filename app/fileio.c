@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/grammar.h"
-#include "engine/json_schema.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
 
 char *file_read_all(const char *path, size_t *len, llc_err *err) {
     FILE *f = fopen(path, "rb");

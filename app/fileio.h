@@ -11,7 +11,7 @@
 char *file_read_all(const char *path, size_t *len, llc_err *err);
 
 /* The GBNF text of --grammar-file FILE or --json-schema FILE|JSON (schema text
- * when it starts with '{', else a file), converted (engine/json_schema.h);
+ * when it starts with '{', else a file), converted (engine/grammar/json_schema.h);
  * *out is NULL when neither is given. Both, an unreadable file or a bad
  * grammar/schema: an error saying which. */
 int file_read_grammar(const char *grammar_file, const char *json_schema, char **out, llc_err *err);

@@ -4,11 +4,11 @@
 #define LLC_APP_LLM_H
 
 #include "app/cli.h"
-#include "engine/chat.h"
-#include "engine/engine.h"
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "engine/template/chat.h"
+#include "engine/sched/engine.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend.h"
 
 typedef struct llm {

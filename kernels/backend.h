@@ -1,4 +1,4 @@
-/* backend.h — the op table the forward pass (engine/model.c) is written against.
+/* backend.h — the op table the forward pass (engine/model/model.c) is written against.
  *
  * A backend is a table of function pointers plus an opaque context. model.c never
  * asks which backend it runs on: all activation, KV and weight memory is the

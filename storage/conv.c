@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/sampler.h"
+#include "engine/sched/sampler.h"
 
 conv_settings conv_default_settings(void) {
     sampler_params d = sampler_params_default();

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "kernels/common.h"
-#include "engine/chat.h"
+#include "engine/template/chat.h"
 #include "storage/db.h"
 #include "storage/text_lines.h"
 

@@ -9,7 +9,7 @@
 
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/sched/engine.h"
 #include "tests/test.h"
 #ifdef LLC_CUDA
 #include "kernels/cuda/backend_cuda.h"

@@ -1,7 +1,7 @@
 /* test_beam.c — the beam selection rule on hand-made candidates: ranking by
  * cumulative log-prob, end tokens finishing hypotheses only within the first
  * `width` ranks, the length limit, length-normalized results, width 1 = greedy. */
-#include "engine/beam.h"
+#include "engine/sched/beam.h"
 #include "kernels/common.h"
 #include "tests/test.h"
 

@@ -1,9 +1,9 @@
 /* test_chat.c — chat templates: exact rendering of every format, detection of
  * real Hugging Face `tokenizer.chat_template` strings, names, stop strings and
  * edge cases (empty, system-only, same-role runs, continuation, bad input). */
-#include "engine/chat.h"
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
+#include "engine/template/chat.h"
+#include "engine/gguf/gguf.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/test.h"
 
 #include <cjson/cJSON.h>

@@ -4,9 +4,9 @@
  * running them beside generation changes nothing (and does not change the
  * generation); norm 1, same text same vector, different texts different
  * vectors; no prefix-cache use or residue; bad requests fail at submit. */
-#include "engine/engine.h"
-#include "engine/batch.h"
-#include "engine/kvcache.h"
+#include "engine/sched/engine.h"
+#include "engine/model/batch.h"
+#include "engine/sched/kvcache.h"
 #include "tests/test.h"
 
 #include "tests/engine_util.h"

@@ -2,7 +2,7 @@
  * same greedy tokens as running alone, with prefix-cache hits and under
  * preemption; parallel samples equal separate runs with seeds s..s+n-1; stop
  * strings, cancel and bad requests behave; every block comes back. */
-#include "engine/engine.h"
+#include "engine/sched/engine.h"
 #include "tests/test.h"
 
 

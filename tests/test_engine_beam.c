@@ -4,8 +4,8 @@
  * that recomputes every beam from scratch (no shared KV, no forks), also when
  * run beside other requests under a KV budget that forces preemption; cancel
  * returns every block. */
-#include "engine/batch.h"
-#include "engine/beam.h"
+#include "engine/model/batch.h"
+#include "engine/sched/beam.h"
 #include "tests/engine_util.h"
 
 /* Logits of the last token of each of n token sequences, computed from scratch

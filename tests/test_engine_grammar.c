@@ -7,7 +7,7 @@
  * bad grammars and beam search are refused at submit. */
 #include <cjson/cJSON.h>
 
-#include "engine/json_schema.h"
+#include "engine/grammar/json_schema.h"
 #include "tests/engine_util.h"
 
 static gguf *g_dfile;

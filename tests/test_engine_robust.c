@@ -5,7 +5,7 @@
  * later request runs; when the event queue cannot allocate, every sample still
  * gets its done event; the warm-up pass of engine_create leaves no KV blocks,
  * cached prefix or metric behind and changes no result. */
-#include "engine/engine.h"
+#include "engine/sched/engine.h"
 #include "kernels/fault.h"
 #include "tests/test.h"
 

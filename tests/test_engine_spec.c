@@ -7,7 +7,7 @@
  * vocabulary is refused. */
 #include <unistd.h>
 
-#include "engine/modelgen.h"
+#include "engine/model/modelgen.h"
 #include "tests/engine_util.h"
 
 static gguf *g_dfile;

@@ -2,8 +2,8 @@
  * typed-getter errors, hand-made hostile files, and a corruption suite
  * (truncations, flipped bytes, huge counts) that must end in a clean load or a
  * clean one-line error — never a crash or a sanitizer report. */
-#include "engine/gguf.h"
-#include "engine/gguf_write.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_write.h"
 #include "kernels/quant.h"
 #include "tests/test.h"
 

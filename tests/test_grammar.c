@@ -4,7 +4,7 @@
  * against a token-by-token check. */
 #include "tests/test.h"
 
-#include "engine/grammar.h"
+#include "engine/grammar/grammar.h"
 
 static grammar *parse(const char *text) {
     grammar *g = NULL;

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/chat_jinja.h"
-#include "engine/jinja.h"
+#include "engine/template/chat_jinja.h"
+#include "engine/template/jinja.h"
 #include "tests/test.h"
 
 #define REF_DIR "../shared/reference/templates"

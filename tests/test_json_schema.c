@@ -3,8 +3,8 @@
  * bad schemas give errors naming them. */
 #include "tests/test.h"
 
-#include "engine/grammar.h"
-#include "engine/json_schema.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
 
 static grammar *schema_grammar(const char *schema) {
     char *gbnf = NULL;

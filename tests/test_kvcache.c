@@ -9,7 +9,7 @@
  * frees, and preemption with re-admission through the prefix cache.
  * kv_pool_validate runs after every operation, and an outside check that the
  * blocks in use are exactly those the block tables reference. */
-#include "engine/kvcache.h"
+#include "engine/sched/kvcache.h"
 #include "tests/test.h"
 
 #include <limits.h>

@@ -4,11 +4,11 @@
  * weight type loads and runs; bad batches and mismatched files are clean errors. */
 #include <cjson/cJSON.h>
 
-#include "engine/batch.h"
-#include "engine/gguf.h"
-#include "engine/gguf_write.h"
-#include "engine/model.h"
-#include "engine/modelgen.h"
+#include "engine/model/batch.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_write.h"
+#include "engine/model/model.h"
+#include "engine/model/modelgen.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/quant.h"

@@ -2,8 +2,8 @@
  * fits (same tokens as tokenizing the rendered template), oldest turns left out
  * in user+answer pairs when it does not, the system message always kept, and a
  * clear error when the last message alone is too long. */
-#include "engine/gguf.h"
-#include "engine/prompt.h"
+#include "engine/gguf/gguf.h"
+#include "engine/template/prompt.h"
 
 #include <cjson/cJSON.h>
 #include "tests/test.h"

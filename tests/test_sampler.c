@@ -1,7 +1,7 @@
 /* test_sampler.c — the sampler: greedy, seeding and streams, the distribution
  * (chi-square against softmax at fixed seeds, so results are deterministic),
  * top-k / top-p / min-p sets, penalties, logprobs, probs helpers, validation. */
-#include "engine/sampler.h"
+#include "engine/sched/sampler.h"
 #include "tests/test.h"
 
 #include <float.h>

@@ -2,7 +2,7 @@
  * acceptance within [min, max]; one bad verify does not pause a sequence, a run of
  * them does, for SPEC_PAUSE_STEPS steps, after which it starts again; pauses with
  * nothing accepted in between grow to 4×. */
-#include "engine/spec_policy.h"
+#include "engine/sched/spec_policy.h"
 #include "tests/test.h"
 
 static void test_length_follows_acceptance(void) {

@@ -1,6 +1,6 @@
 /* test_stopstr.c — stop strings across piece boundaries: never emit text that is
  * later retracted, never miss a stop, emit everything when none matches. */
-#include "engine/stopstr.h"
+#include "engine/sched/stopstr.h"
 #include "tests/test.h"
 
 /* Feeds pieces; returns the concatenated emitted text and whether it stopped. */

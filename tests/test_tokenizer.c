@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/gguf_write.h"
-#include "engine/tok_internal.h" /* tok_pretok_*: pinning the pre-tokenizer splits */
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_write.h"
+#include "engine/tokenizer/tok_internal.h" /* tok_pretok_*: pinning the pre-tokenizer splits */
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/test.h"
 
 /* Every ggml-vocab-NAME.gguf in ../shared/vocab (test_load_all checks the list

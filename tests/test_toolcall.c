@@ -2,7 +2,7 @@
  * templates, the incremental reader of tool calls (every sample fed in two
  * pieces at every split point, and a byte at a time: the same calls, the same
  * content, never a byte of markup as content), and the generic tools prompt. */
-#include "engine/toolcall.h"
+#include "engine/template/toolcall.h"
 
 #include <stdio.h>
 #include <stdlib.h>

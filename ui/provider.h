@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "kernels/common.h"
-#include "engine/chat.h"
-#include "engine/engine.h"
+#include "engine/template/chat.h"
+#include "engine/sched/engine.h"
 #include "storage/db.h"
 #include "storage/conv.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/prompt.h"
+#include "engine/template/prompt.h"
 
 typedef struct prov_local {
     provider base;

@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "engine/sampler.h"
+#include "engine/sched/sampler.h"
 #include "ui/sse.h"
 
 #define MAX_EVENT (4u << 20)  /* one SSE event or a whole JSON answer */

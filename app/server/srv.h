@@ -32,8 +32,8 @@
 #include <stdint.h>
 
 #include "app/llm.h"
-#include "engine/chat.h"
-#include "engine/engine.h"
+#include "engine/template/chat.h"
+#include "engine/sched/engine.h"
 
 typedef struct srv srv;
 

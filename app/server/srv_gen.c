@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "app/server/srv_internal.h"
-#include "engine/grammar.h"
-#include "engine/json_schema.h"
-#include "engine/prompt.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
+#include "engine/template/prompt.h"
 
 void srv_gen_init(srv_gen *g) {
     memset(g, 0, sizeof *g);

@@ -15,7 +15,7 @@
 #include "app/server/srv.h"
 #include "storage/db.h"
 #include "storage/conv.h"
-#include "engine/toolcall.h"
+#include "engine/template/toolcall.h"
 
 #define SRV_MAX_STOPS 16       /* stop strings per request (besides the template's) */
 #define SRV_MAX_STOP_LEN 256   /* bytes per stop string */

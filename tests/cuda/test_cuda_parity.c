@@ -3,9 +3,9 @@
  * inputs, outputs poisoned with NaN first so unwritten elements show, matmul for
  * every weight type at 1, 5 and 40 rows (fused GEMV and tensor-core paths), and
  * whole-model logits on stories260K and the architectures of models/arch. Needs a GPU: `make test-cuda`. */
-#include "engine/batch.h"
-#include "engine/gguf.h"
-#include "engine/model.h"
+#include "engine/model/batch.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model.h"
 #include "kernels/quant.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/backend_cuda.h"

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/chat.h"
-#include "engine/gguf.h"
-#include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "engine/template/chat.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend.h"
 
 static volatile uint64_t g_sink; /* keeps the reads from being optimised away */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/grammar.h"
-#include "engine/json_schema.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
 
 static grammar_vocab *g_vocab;
 static const char *const k_texts[] = {

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf.h"
+#include "engine/tokenizer/tokenizer.h"
 
 static const char *const k_vocabs[] = {
     "llama-spm", "gpt-2", "phi-3", "deepseek-llm", "starcoder", "falcon", "baichuan",

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/gguf_write.h"
-#include "engine/modelgen.h"
+#include "engine/gguf/gguf_write.h"
+#include "engine/model/modelgen.h"
 
 static const char *g_out;
 static int g_n;

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/gguf.h"
-#include "engine/grammar.h"
-#include "engine/json_schema.h"
-#include "engine/tokenizer.h"
+#include "engine/gguf/gguf.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/json_schema.h"
+#include "engine/tokenizer/tokenizer.h"
 
 static double now_us(void) {
     struct timespec ts;

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/gguf_write.h"
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_write.h"
 #include "kernels/quant.h"
 
 #define MAX_EDITS 64

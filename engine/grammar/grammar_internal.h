@@ -1,0 +1,41 @@
+/* grammar_internal.h — the compiled form of a grammar, shared by the parser
+ * (grammar.c) and the matcher (grammar_match.c). Not a public interface.
+ *
+ * All rules live in one element array. A rule is its alternatives one after the
+ * other, each a sequence of elements ended by GE_ALT (more follow) or GE_END
+ * (the rule's last). A character class is a GE_CHAR or GE_CHAR_NOT element with
+ * the first character, an optional GE_CHAR_RNG_UPPER (the range's end), then
+ * GE_CHAR_ALT elements (each with its optional GE_CHAR_RNG_UPPER) for the other
+ * members. GE_CHAR_ANY matches any character. */
+#ifndef LLC_GRAMMAR_INTERNAL_H
+#define LLC_GRAMMAR_INTERNAL_H
+
+#include "engine/grammar/grammar.h"
+
+enum {
+    GE_END,            /* end of the rule's last alternative */
+    GE_ALT,            /* end of an alternative, another follows */
+    GE_RULE_REF,       /* value: rule id */
+    GE_CHAR,           /* value: code point (first member of a class) */
+    GE_CHAR_NOT,       /* value: code point (first member of a negated class) */
+    GE_CHAR_RNG_UPPER, /* value: upper end of the range started by the previous element */
+    GE_CHAR_ALT,       /* value: code point (another member of the class) */
+    GE_CHAR_ANY,       /* any character */
+};
+
+typedef struct gelem {
+    uint32_t type;
+    uint32_t value;
+} gelem;
+
+struct grammar {
+    gelem *elems;      /* every rule, one after the other */
+    int n_elems;
+    int *rule_start;   /* [n_rules]: index of the rule's first element */
+    int n_rules;
+    int *alts;         /* start index of every alternative, rule by rule */
+    int *rule_alts;    /* [n_rules + 1]: rule r's alternatives are alts[rule_alts[r] .. rule_alts[r+1]) */
+    int root;          /* the rule id of `root` */
+};
+
+#endif

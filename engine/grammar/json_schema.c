@@ -1,0 +1,709 @@
+/* json_schema.c — JSON Schema to GBNF. One rule per schema visited (named after
+ * where it sits: root, root-name, item ...), shared primitives (string, number,
+ * value ...) added on first use, identical bodies shared. Integer ranges become
+ * exact digit-by-digit alternatives. */
+#include "engine/grammar/json_schema.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JS_MAX_DEPTH 64
+
+/* ---- a growable string ---- */
+
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) return (void)(b->oom = true);
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+__attribute__((format(printf, 2, 3))) static void sb_fmt(sbuf *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    sb_add(b, tmp, n < (int)sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* s as a GBNF string literal. */
+static void sb_literal(sbuf *b, const char *s) {
+    sb_str(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') sb_fmt(b, "\\%c", *p);
+        else if (*p == '\n') sb_str(b, "\\n");
+        else if (*p == '\r') sb_str(b, "\\r");
+        else if (*p == '\t') sb_str(b, "\\t");
+        else if (*p < 0x20 || *p == 0x7F) sb_fmt(b, "\\x%02X", *p);
+        else sb_add(b, (const char *)p, 1);
+    }
+    sb_str(b, "\"");
+}
+
+/* ---- the converter ---- */
+
+typedef struct rule {
+    char *name, *body; /* body NULL while a $ref target is being built */
+} rule;
+
+typedef struct ref_entry {
+    char *ref, *rule_name;
+} ref_entry;
+
+typedef struct conv {
+    const cJSON *root;
+    rule *rules;
+    int n_rules, cap_rules;
+    ref_entry *refs;
+    int n_refs, cap_refs;
+    llc_err *err;
+    int rc;
+    int depth;
+} conv;
+
+__attribute__((format(printf, 4, 5))) static void fail(conv *c, int code, const char *path, const char *fmt, ...) {
+    if (c->rc) return;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->rc = llc_fail(c->err, code, "%s: %s", path, msg);
+}
+
+static rule *find_rule(conv *c, const char *name) {
+    for (int i = 0; i < c->n_rules; i++)
+        if (!strcmp(c->rules[i].name, name)) return &c->rules[i];
+    return NULL;
+}
+
+/* Adds rule `name ::= body` and returns its name: the existing rule with the
+ * same body if there is one, else under a name made unique. body is consumed. */
+static const char *add_rule(conv *c, const char *name, char *body) {
+    if (!body || c->rc) {
+        free(body);
+        if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < c->n_rules; i++)
+        if (c->rules[i].body && !strcmp(c->rules[i].body, body)) {
+            free(body);
+            return c->rules[i].name;
+        }
+    char uniq[160];
+    snprintf(uniq, sizeof uniq, "%.120s", name);
+    for (int k = 1; find_rule(c, uniq); k++) snprintf(uniq, sizeof uniq, "%.120s%d", name, k);
+    if (c->n_rules == c->cap_rules) {
+        int cap = c->cap_rules ? c->cap_rules * 2 : 32;
+        rule *r = realloc(c->rules, (size_t)cap * sizeof *r);
+        if (!r) {
+            free(body);
+            c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        c->rules = r;
+        c->cap_rules = cap;
+    }
+    rule *r = &c->rules[c->n_rules];
+    r->name = strdup(uniq);
+    r->body = body;
+    if (!r->name) {
+        free(body);
+        c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->n_rules++;
+    return r->name;
+}
+
+/* The primitives, added on first use (with what they need). */
+static const char *primitive(conv *c, const char *name) {
+    static const struct { const char *name, *body, *deps; } prims[] = {
+        {"space", "| \" \" | \"\\n\" [ \\t]{0,20}", ""},
+        {"boolean", "(\"true\" | \"false\") space", "space"},
+        {"null", "\"null\" space", "space"},
+        {"integral-part", "[0] | [1-9] [0-9]{0,15}", ""},
+        {"decimal-part", "[0-9]{1,16}", ""},
+        {"integer", "(\"-\"? integral-part) space", "integral-part space"},
+        {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
+         "integral-part decimal-part space"},
+        {"nonneg-number", "integral-part (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
+         "integral-part decimal-part space"},
+        {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" hex4)", "hex4"},
+        /* \\u escapes of UTF-16 surrogates are left out: alone they are not text */
+        {"hex4", "[0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}", ""},
+        {"string", "\"\\\"\" char* \"\\\"\" space", "char space"},
+        {"value", "object | array | string | number | boolean | null",
+         "object array string number boolean null"},
+        {"object", "\"{\" space ( string \":\" space value (\",\" space string \":\" space value)* )? \"}\" space",
+         "string value space"},
+        {"array", "\"[\" space ( value (\",\" space value)* )? \"]\" space", "value space"},
+        {"date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"3\" [0-1] )", ""},
+        {"time", "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{3} )? "
+                 "( \"Z\" | [+-] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )", ""},
+        {"date-string", "\"\\\"\" date \"\\\"\" space", "date space"},
+        {"time-string", "\"\\\"\" time \"\\\"\" space", "time space"},
+        {"date-time-string", "\"\\\"\" date \"T\" time \"\\\"\" space", "date time space"},
+        {"uuid", "\"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" "
+                 "[0-9a-fA-F]{12} \"\\\"\" space", "space"},
+    };
+    for (size_t i = 0; i < sizeof prims / sizeof *prims; i++) {
+        if (strcmp(prims[i].name, name)) continue;
+        if (find_rule(c, name)) return find_rule(c, name)->name;
+        /* register first (value and object refer to each other) */
+        char *body = strdup(prims[i].body);
+        if (!body || c->n_rules == c->cap_rules) {
+            int cap = c->cap_rules ? c->cap_rules * 2 : 32;
+            rule *r = body ? realloc(c->rules, (size_t)cap * sizeof *r) : NULL;
+            if (!r) {
+                free(body);
+                if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+                return NULL;
+            }
+            c->rules = r;
+            c->cap_rules = cap;
+        }
+        c->rules[c->n_rules].name = strdup(name);
+        c->rules[c->n_rules].body = body;
+        if (!c->rules[c->n_rules].name) {
+            free(body);
+            if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        c->n_rules++;
+        char deps[128];
+        snprintf(deps, sizeof deps, "%s", prims[i].deps);
+        for (char *save = NULL, *d = strtok_r(deps, " ", &save); d; d = strtok_r(NULL, " ", &save)) primitive(c, d);
+        return find_rule(c, name)->name;
+    }
+    return NULL;
+}
+
+static const char *visit(conv *c, const cJSON *s, const char *name, const char *path);
+
+static bool has(const cJSON *s, const char *key) { return cJSON_GetObjectItemCaseSensitive(s, key) != NULL; }
+static const cJSON *get(const cJSON *s, const char *key) { return cJSON_GetObjectItemCaseSensitive(s, key); }
+
+/* A rule name part from a property name: letters, digits and '-'. */
+static void name_part(char *out, size_t cap, const char *prefix, const char *key) {
+    size_t n = (size_t)snprintf(out, cap, "%s-", prefix);
+    for (const char *k = key; *k && n + 1 < cap && n < 100; k++)
+        out[n++] = (*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ? *k : '-';
+    out[n] = 0;
+}
+
+/* A literal JSON value followed by space. */
+static void sb_json_literal(conv *c, sbuf *b, const cJSON *v) {
+    char *text = cJSON_PrintUnformatted(v);
+    if (!text) return (void)(b->oom = true);
+    sb_literal(b, text);
+    free(text);
+    sb_str(b, " space");
+    primitive(c, "space");
+}
+
+/* ---- integer ranges ---- */
+
+/* Alternatives matching the decimal numbers a..b (0 <= a <= b, same digit count n). */
+static void digits_range(sbuf *b, const char *lo, const char *hi, int n) {
+    if (n == 0) return;
+    if (lo[0] == hi[0]) {
+        sb_fmt(b, "\"%c\" ", lo[0]);
+        if (n > 1) {
+            sb_str(b, "(");
+            digits_range(b, lo + 1, hi + 1, n - 1);
+            sb_str(b, ")");
+        }
+        return;
+    }
+    bool lo_min = true, hi_max = true; /* lo's tail all 0, hi's tail all 9 */
+    for (int i = 1; i < n; i++) lo_min &= lo[i] == '0', hi_max &= hi[i] == '9';
+    char nines[24], zeros[24];
+    memset(nines, '9', sizeof nines), memset(zeros, '0', sizeof zeros);
+    int first = lo[0], last = hi[0];
+    bool any = false;
+    if (!lo_min) { /* lo[0] followed by lo's tail .. 99 */
+        sb_fmt(b, "\"%c\" (", lo[0]);
+        digits_range(b, lo + 1, nines, n - 1);
+        sb_str(b, ")");
+        first++;
+        any = true;
+    }
+    if (!hi_max) last--;
+    if (first <= last) {
+        sb_fmt(b, "%s[%c-%c]", any ? " | " : "", first, last);
+        if (n > 1) sb_fmt(b, " [0-9]{%d}", n - 1);
+        any = true;
+    }
+    if (!hi_max) { /* hi[0] followed by 00 .. hi's tail */
+        sb_fmt(b, "%s\"%c\" (", any ? " | " : "", hi[0]);
+        digits_range(b, zeros, hi + 1, n - 1);
+        sb_str(b, ")");
+    }
+}
+
+/* Alternatives for the numbers a..b (0 <= a <= b; b < 0: no upper bound). */
+static void uint_range(sbuf *b, long long a, long long hi) {
+    char lo_s[24], hi_s[24];
+    bool first = true;
+    for (int n = snprintf(lo_s, sizeof lo_s, "%lld", a); n <= 19; n++) {
+        long long top = n >= 19 ? 999999999999999999LL : 1;
+        if (n < 19) for (int i = 0; i < n; i++) top *= 10;
+        if (n < 19) top -= 1; /* the largest n-digit number */
+        long long from = a, to = hi >= 0 && hi < top ? hi : top;
+        if (from > to) break;
+        if (hi < 0 && n >= 16) { /* unbounded: the rest in one piece, as the integer primitive */
+            sb_fmt(b, "%s[1-9] [0-9]{%d,15}", first ? "" : " | ", n - 1);
+            return;
+        }
+        snprintf(lo_s, sizeof lo_s, "%0*lld", n, from);
+        snprintf(hi_s, sizeof hi_s, "%lld", to);
+        sb_str(b, first ? "(" : " | (");
+        digits_range(b, lo_s, hi_s, n);
+        sb_str(b, ")");
+        first = false;
+        if (to == hi) return;
+        a = to + 1;
+    }
+}
+
+static const char *integer_rule(conv *c, const cJSON *s, const char *name, const char *path) {
+    double lo = -INFINITY, hi = INFINITY;
+    const cJSON *v;
+    if ((v = get(s, "minimum")) && cJSON_IsNumber(v)) lo = ceil(v->valuedouble);
+    if ((v = get(s, "exclusiveMinimum")) && cJSON_IsNumber(v)) lo = fmax(lo, floor(v->valuedouble) + 1);
+    if ((v = get(s, "maximum")) && cJSON_IsNumber(v)) hi = floor(v->valuedouble);
+    if ((v = get(s, "exclusiveMaximum")) && cJSON_IsNumber(v)) hi = fmin(hi, ceil(v->valuedouble) - 1);
+    if (lo == -INFINITY && hi == INFINITY) return primitive(c, "integer");
+    if (lo > hi) return fail(c, LLC_ERR_FORMAT, path, "no integer lies between the minimum and the maximum"), NULL;
+    if (fabs(lo) > 1e15 && lo != -INFINITY) return fail(c, LLC_ERR_UNSUPPORTED, path, "integer bounds beyond 1e15 are not supported"), NULL;
+    if (fabs(hi) > 1e15 && hi != INFINITY) return fail(c, LLC_ERR_UNSUPPORTED, path, "integer bounds beyond 1e15 are not supported"), NULL;
+    sbuf b = {0};
+    sb_str(&b, "(");
+    bool any = false;
+    if (lo < 0) { /* the negative part: "-" and the absolute values */
+        long long abs_hi = lo == -INFINITY ? -1 : (long long)-lo;
+        long long abs_lo = hi < 0 ? (long long)-hi : 1;
+        sb_str(&b, "\"-\" (");
+        uint_range(&b, abs_lo, abs_hi);
+        sb_str(&b, ")");
+        any = true;
+    }
+    if (hi >= 0) {
+        if (any) sb_str(&b, " | ");
+        uint_range(&b, lo > 0 ? (long long)lo : 0, hi == INFINITY ? -1 : (long long)hi);
+    }
+    sb_str(&b, ") space");
+    primitive(c, "space");
+    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.s);
+}
+
+/* ---- kinds ---- */
+
+static const char *string_rule(conv *c, const cJSON *s, const char *name, const char *path) {
+    const cJSON *f = get(s, "format");
+    if (cJSON_IsString(f)) {
+        if (!strcmp(f->valuestring, "date")) return primitive(c, "date-string");
+        if (!strcmp(f->valuestring, "time")) return primitive(c, "time-string");
+        if (!strcmp(f->valuestring, "date-time")) return primitive(c, "date-time-string");
+        if (!strcmp(f->valuestring, "uuid")) return primitive(c, "uuid");
+    }
+    const cJSON *mn = get(s, "minLength"), *mx = get(s, "maxLength");
+    if (!mn && !mx) return primitive(c, "string");
+    int lo = cJSON_IsNumber(mn) ? mn->valueint : 0, hi = cJSON_IsNumber(mx) ? mx->valueint : -1;
+    if (lo < 0 || (hi >= 0 && hi < lo) || lo > 10000 || hi > 10000)
+        return fail(c, LLC_ERR_UNSUPPORTED, path, "minLength/maxLength must be 0..10000 with minLength <= maxLength"), NULL;
+    primitive(c, "char");
+    primitive(c, "space");
+    sbuf b = {0};
+    if (hi >= 0) sb_fmt(&b, "\"\\\"\" char{%d,%d} \"\\\"\" space", lo, hi);
+    else sb_fmt(&b, "\"\\\"\" char{%d,} \"\\\"\" space", lo);
+    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.s);
+}
+
+static const char *array_rule(conv *c, const cJSON *s, const char *name, const char *path) {
+    char sub[192], subpath[320];
+    const cJSON *prefix = get(s, "prefixItems");
+    sbuf b = {0};
+    primitive(c, "space");
+    if (cJSON_IsArray(prefix)) { /* a tuple */
+        sb_str(&b, "\"[\" space");
+        int i = 0;
+        for (const cJSON *it = prefix->child; it; it = it->next, i++) {
+            snprintf(sub, sizeof sub, "%s-%d", name, i);
+            snprintf(subpath, sizeof subpath, "%s.prefixItems[%d]", path, i);
+            const char *r = visit(c, it, sub, subpath);
+            if (!r) return free(b.s), NULL;
+            sb_fmt(&b, "%s %s", i ? " \",\" space" : "", r);
+        }
+        sb_str(&b, " \"]\" space");
+    } else {
+        snprintf(sub, sizeof sub, "%s-item", name);
+        snprintf(subpath, sizeof subpath, "%s.items", path);
+        const cJSON *items = get(s, "items");
+        const char *item = items ? visit(c, items, sub, subpath) : primitive(c, "value");
+        if (!item) return free(b.s), NULL;
+        const cJSON *mn = get(s, "minItems"), *mx = get(s, "maxItems");
+        int lo = cJSON_IsNumber(mn) ? mn->valueint : 0, hi = cJSON_IsNumber(mx) ? mx->valueint : -1;
+        if (lo < 0 || (hi >= 0 && hi < lo) || lo > 10000 || hi > 10000)
+            return free(b.s), fail(c, LLC_ERR_UNSUPPORTED, path, "minItems/maxItems must be 0..10000 with minItems <= maxItems"), NULL;
+        if (hi == 0) sb_str(&b, "\"[\" space \"]\" space");
+        else {
+            sb_fmt(&b, "\"[\" space %s%s", lo == 0 ? "( " : "", item);
+            if (hi < 0) sb_fmt(&b, " ( \",\" space %s ){%d,}", item, lo > 1 ? lo - 1 : 0);
+            else if (hi > 1) sb_fmt(&b, " ( \",\" space %s ){%d,%d}", item, lo > 1 ? lo - 1 : 0, hi - 1);
+            sb_fmt(&b, "%s \"]\" space", lo == 0 ? " )?" : "");
+        }
+    }
+    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.s);
+}
+
+static bool is_required(const cJSON *req, const char *key) {
+    for (const cJSON *r = req ? req->child : NULL; r; r = r->next)
+        if (cJSON_IsString(r) && !strcmp(r->valuestring, key)) return true;
+    return false;
+}
+
+static const char *object_rule(conv *c, const cJSON *s, const char *name, const char *path) {
+    const cJSON *props = get(s, "properties"), *req = get(s, "required"), *add = get(s, "additionalProperties");
+    if (props && !cJSON_IsObject(props)) return fail(c, LLC_ERR_FORMAT, path, "'properties' must be an object"), NULL;
+    if (req && !cJSON_IsArray(req)) return fail(c, LLC_ERR_FORMAT, path, "'required' must be an array"), NULL;
+    for (const cJSON *r = req ? req->child : NULL; r; r = r->next)
+        if (!cJSON_IsString(r) || !get(props, r->valuestring))
+            return fail(c, LLC_ERR_UNSUPPORTED, path, "required property '%s' is not in 'properties'",
+                        cJSON_IsString(r) ? r->valuestring : "?"), NULL;
+    primitive(c, "space");
+    /* the key-value rule of each property, required ones first */
+    int n = cJSON_GetArraySize(props), n_req = 0;
+    const char **kv = calloc((size_t)(n > 0 ? n : 1), sizeof *kv);
+    if (!kv) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (const cJSON *p = props ? props->child : NULL; p; p = p->next) {
+            if (is_required(req, p->string) != (pass == 0)) continue;
+            char sub[192], subpath[320];
+            name_part(sub, sizeof sub, name, p->string);
+            snprintf(subpath, sizeof subpath, "%s.properties.%s", path, p->string);
+            const char *val = visit(c, p, sub, subpath);
+            if (!val) return free(kv), NULL;
+            sbuf b = {0};
+            cJSON *key = cJSON_CreateString(p->string);
+            char *key_json = key ? cJSON_PrintUnformatted(key) : NULL;
+            cJSON_Delete(key);
+            if (!key_json) return free(kv), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+            sb_literal(&b, key_json);
+            free(key_json);
+            sb_fmt(&b, " space \":\" space %s", val);
+            char kvname[200];
+            snprintf(kvname, sizeof kvname, "%s-kv", sub);
+            kv[k++] = add_rule(c, kvname, b.oom ? (free(b.s), NULL) : b.s);
+            if (!kv[k - 1]) return free(kv), NULL;
+            n_req += pass == 0;
+        }
+    /* additional properties: a string key and a value of the given schema */
+    const char *extra = NULL;
+    if (add && !cJSON_IsFalse(add)) {
+        char sub[192], subpath[320];
+        snprintf(sub, sizeof sub, "%s-additional", name);
+        snprintf(subpath, sizeof subpath, "%s.additionalProperties", path);
+        const char *val = cJSON_IsTrue(add) ? primitive(c, "value") : visit(c, add, sub, subpath);
+        if (!val) return free(kv), NULL;
+        primitive(c, "string");
+        sbuf b = {0};
+        sb_fmt(&b, "string \":\" space %s", val);
+        char kvname[200];
+        snprintf(kvname, sizeof kvname, "%s-kv", sub);
+        extra = add_rule(c, kvname, b.oom ? (free(b.s), NULL) : b.s);
+        if (!extra) return free(kv), NULL;
+    }
+    sbuf b = {0};
+    sb_str(&b, "\"{\" space ");
+    if (n_req > 0) { /* required in order, then each optional one may follow */
+        for (int i = 0; i < n_req; i++) sb_fmt(&b, "%s%s", i ? " \",\" space " : "", kv[i]);
+        for (int i = n_req; i < n; i++) sb_fmt(&b, " ( \",\" space %s )?", kv[i]);
+        if (extra) sb_fmt(&b, " ( \",\" space %s )*", extra);
+    } else if (n > 0 || extra) { /* all optional: whichever comes first, then the later ones */
+        sb_str(&b, "( ");
+        for (int i = 0; i < n; i++) {
+            sb_fmt(&b, "%s%s", i ? " | " : "", kv[i]);
+            for (int j = i + 1; j < n; j++) sb_fmt(&b, " ( \",\" space %s )?", kv[j]);
+            if (extra) sb_fmt(&b, " ( \",\" space %s )*", extra);
+        }
+        if (extra) sb_fmt(&b, "%s%s ( \",\" space %s )*", n ? " | " : "", extra, extra);
+        sb_str(&b, " )?");
+    }
+    sb_str(&b, " \"}\" space");
+    free(kv);
+    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.s);
+}
+
+/* Alternatives: each member of arr visited; the rule is their union. */
+static const char *union_rule(conv *c, const cJSON *arr, const char *name, const char *path, const char *kw) {
+    if (!cJSON_IsArray(arr) || !arr->child) return fail(c, LLC_ERR_FORMAT, path, "'%s' must be a non-empty array", kw), NULL;
+    sbuf b = {0};
+    int i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, i++) {
+        char sub[192], subpath[320];
+        snprintf(sub, sizeof sub, "%s-%d", name, i);
+        snprintf(subpath, sizeof subpath, "%s.%s[%d]", path, kw, i);
+        const char *r = visit(c, it, sub, subpath);
+        if (!r) return free(b.s), NULL;
+        sb_fmt(&b, "%s%s", i ? " | " : "", r);
+    }
+    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.s);
+}
+
+static const char *ref_rule(conv *c, const char *ref, const char *path) {
+    for (int i = 0; i < c->n_refs; i++)
+        if (!strcmp(c->refs[i].ref, ref)) return c->refs[i].rule_name;
+    const char *key = NULL;
+    const cJSON *defs = NULL;
+    if (!strncmp(ref, "#/$defs/", 8)) key = ref + 8, defs = get(c->root, "$defs");
+    else if (!strncmp(ref, "#/definitions/", 14)) key = ref + 14, defs = get(c->root, "definitions");
+    else if (!strcmp(ref, "#")) key = "", defs = NULL;
+    else return fail(c, LLC_ERR_UNSUPPORTED, path, "$ref '%s': only local references (#, #/$defs/..., #/definitions/...) are supported", ref), NULL;
+    const cJSON *target = defs ? get(defs, key) : (*key ? NULL : c->root);
+    if (!target) return fail(c, LLC_ERR_FORMAT, path, "$ref '%s' points at nothing", ref), NULL;
+    /* name the rule before visiting, so recursive references find it */
+    char name[192];
+    name_part(name, sizeof name, "ref", *key ? key : "root");
+    char uniq[220];
+    snprintf(uniq, sizeof uniq, "%.180s", name);
+    for (int k = 1; find_rule(c, uniq); k++) snprintf(uniq, sizeof uniq, "%.180s%d", name, k);
+    if (c->n_refs == c->cap_refs) {
+        int cap = c->cap_refs ? c->cap_refs * 2 : 8;
+        ref_entry *r = realloc(c->refs, (size_t)cap * sizeof *r);
+        if (!r) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        c->refs = r;
+        c->cap_refs = cap;
+    }
+    ref_entry *e = &c->refs[c->n_refs];
+    e->ref = strdup(ref);
+    e->rule_name = strdup(uniq);
+    if (!e->ref || !e->rule_name) {
+        free(e->ref), free(e->rule_name);
+        return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    }
+    c->n_refs++;
+    char *own = e->rule_name;
+    /* a placeholder rule with the name; its body is a reference to the target's rule */
+    if (c->n_rules == c->cap_rules) {
+        int cap = c->cap_rules ? c->cap_rules * 2 : 32;
+        rule *r = realloc(c->rules, (size_t)cap * sizeof *r);
+        if (!r) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        c->rules = r;
+        c->cap_rules = cap;
+    }
+    int slot = c->n_rules++;
+    c->rules[slot].name = strdup(own);
+    c->rules[slot].body = NULL;
+    if (!c->rules[slot].name) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    char sub[200];
+    snprintf(sub, sizeof sub, "%s-def", own);
+    const char *body = visit(c, target, sub, ref);
+    if (!body) return NULL;
+    c->rules[slot].body = strdup(body);
+    if (!c->rules[slot].body) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return c->rules[slot].name;
+}
+
+/* Keywords we cannot enforce. */
+static const char *const unsupported[] = {
+    "pattern", "patternProperties", "multipleOf", "uniqueItems", "not", "if", "then", "else",
+    "dependentRequired", "dependentSchemas", "dependencies", "minProperties", "maxProperties", "contains",
+    "minContains", "maxContains", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+    "$dynamicRef", "$recursiveRef",
+};
+
+static const char *visit_inner(conv *c, const cJSON *s, const char *name, const char *path) {
+    if (cJSON_IsTrue(s)) return primitive(c, "value");
+    if (cJSON_IsFalse(s)) return fail(c, LLC_ERR_UNSUPPORTED, path, "the schema 'false' allows nothing"), NULL;
+    if (!cJSON_IsObject(s)) return fail(c, LLC_ERR_FORMAT, path, "a schema must be an object or a boolean"), NULL;
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++) {
+        const cJSON *v = get(s, unsupported[i]);
+        if (v && !(cJSON_IsFalse(v) && !strcmp(unsupported[i], "uniqueItems")))
+            return fail(c, LLC_ERR_UNSUPPORTED, path, "'%s' is not supported in structured output", unsupported[i]), NULL;
+    }
+    const cJSON *v;
+    if ((v = get(s, "$ref"))) {
+        if (!cJSON_IsString(v)) return fail(c, LLC_ERR_FORMAT, path, "'$ref' must be a string"), NULL;
+        return ref_rule(c, v->valuestring, path);
+    }
+    if ((v = get(s, "const"))) {
+        sbuf b = {0};
+        sb_json_literal(c, &b, v);
+        if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        return add_rule(c, name, b.s);
+    }
+    if ((v = get(s, "enum"))) {
+        if (!cJSON_IsArray(v) || !v->child) return fail(c, LLC_ERR_FORMAT, path, "'enum' must be a non-empty array"), NULL;
+        sbuf b = {0};
+        sb_str(&b, "(");
+        for (const cJSON *it = v->child; it; it = it->next) {
+            if (it != v->child) sb_str(&b, " |");
+            char *text = cJSON_PrintUnformatted(it);
+            if (!text) b.oom = true;
+            else {
+                sb_str(&b, " ");
+                sb_literal(&b, text);
+                free(text);
+            }
+        }
+        sb_str(&b, " ) space");
+        primitive(c, "space");
+        if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        return add_rule(c, name, b.s);
+    }
+    if ((v = get(s, "anyOf"))) return union_rule(c, v, name, path, "anyOf");
+    if ((v = get(s, "oneOf"))) return union_rule(c, v, name, path, "oneOf");
+    if ((v = get(s, "allOf"))) {
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 1)
+            return fail(c, LLC_ERR_UNSUPPORTED, path, "'allOf' is supported with one schema only"), NULL;
+        char subpath[320];
+        snprintf(subpath, sizeof subpath, "%s.allOf[0]", path);
+        return visit(c, v->child, name, subpath);
+    }
+    const cJSON *type = get(s, "type");
+    if (cJSON_IsArray(type)) { /* several types: one rule each */
+        sbuf b = {0};
+        int i = 0;
+        for (const cJSON *t = type->child; t; t = t->next, i++) {
+            if (!cJSON_IsString(t)) return free(b.s), fail(c, LLC_ERR_FORMAT, path, "'type' entries must be strings"), NULL;
+            cJSON *one = cJSON_Duplicate(s, true);
+            if (!one) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+            cJSON_ReplaceItemInObjectCaseSensitive(one, "type", cJSON_CreateString(t->valuestring));
+            char sub[192];
+            snprintf(sub, sizeof sub, "%s-%s", name, t->valuestring);
+            const char *r = visit(c, one, sub, path);
+            cJSON_Delete(one);
+            if (!r) return free(b.s), NULL;
+            sb_fmt(&b, "%s%s", i ? " | " : "", r);
+        }
+        if (i == 0) return free(b.s), fail(c, LLC_ERR_FORMAT, path, "'type' is an empty array"), NULL;
+        if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        return add_rule(c, name, b.s);
+    }
+    if (type && !cJSON_IsString(type)) return fail(c, LLC_ERR_FORMAT, path, "'type' must be a string or an array"), NULL;
+    const char *t = type ? type->valuestring : NULL;
+    if (!t) { /* no type: guess from the keywords, as validators accept anything */
+        if (has(s, "properties") || has(s, "additionalProperties") || has(s, "required")) t = "object";
+        else if (has(s, "items") || has(s, "prefixItems")) t = "array";
+        else return primitive(c, "value");
+    }
+    if (!strcmp(t, "object")) {
+        if (!has(s, "properties") && !has(s, "additionalProperties")) return primitive(c, "object");
+        return object_rule(c, s, name, path);
+    }
+    if (!strcmp(t, "array")) return array_rule(c, s, name, path);
+    if (!strcmp(t, "string")) return string_rule(c, s, name, path);
+    if (!strcmp(t, "integer")) return integer_rule(c, s, name, path);
+    if (!strcmp(t, "number")) {
+        const cJSON *mn = get(s, "minimum");
+        bool other = has(s, "maximum") || has(s, "exclusiveMaximum") || has(s, "exclusiveMinimum");
+        if (other || (mn && !(cJSON_IsNumber(mn) && mn->valuedouble == 0)))
+            return fail(c, LLC_ERR_UNSUPPORTED, path, "bounds on 'number' are not supported (only minimum 0; use 'integer' for ranges)"), NULL;
+        return primitive(c, mn ? "nonneg-number" : "number");
+    }
+    if (!strcmp(t, "boolean")) return primitive(c, "boolean");
+    if (!strcmp(t, "null")) return primitive(c, "null");
+    return fail(c, LLC_ERR_FORMAT, path, "unknown type '%s'", t), NULL;
+}
+
+static const char *visit(conv *c, const cJSON *s, const char *name, const char *path) {
+    if (c->rc) return NULL;
+    if (++c->depth > JS_MAX_DEPTH) {
+        c->depth--;
+        return fail(c, LLC_ERR_UNSUPPORTED, path, "the schema nests deeper than %d levels", JS_MAX_DEPTH), NULL;
+    }
+    const char *r = visit_inner(c, s, name, path);
+    c->depth--;
+    return c->rc ? NULL : r;
+}
+
+int json_schema_to_gbnf(const cJSON *schema, char **out, llc_err *err) {
+    *out = NULL;
+    conv c = {.root = schema, .err = err};
+    const char *top = visit(&c, schema, "root-value", "schema");
+    sbuf b = {0};
+    if (top) {
+        /* the top rule without the whitespace its value may end with: the
+           document ends where the value does */
+        rule *t = find_rule(&c, top);
+        size_t tl = t && t->body ? strlen(t->body) : 0;
+        if (t && !strcmp(top, "root-value") && tl > 6 && !strcmp(t->body + tl - 6, " space")) {
+            sb_str(&b, "root ::= ");
+            sb_add(&b, t->body, tl - 6);
+            sb_str(&b, "\n");
+        } else {
+            sb_fmt(&b, "root ::= %s\n", top);
+        }
+        for (int i = 0; i < c.n_rules; i++) {
+            if (!c.rules[i].body) continue;
+            sb_str(&b, c.rules[i].name);
+            sb_str(&b, " ::= ");
+            sb_str(&b, c.rules[i].body);
+            sb_str(&b, "\n");
+        }
+        if (b.oom && !c.rc) c.rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < c.n_rules; i++) free(c.rules[i].name), free(c.rules[i].body);
+    free(c.rules);
+    for (int i = 0; i < c.n_refs; i++) free(c.refs[i].ref), free(c.refs[i].rule_name);
+    free(c.refs);
+    if (c.rc) {
+        free(b.s);
+        return c.rc;
+    }
+    *out = b.s;
+    return 0;
+}
+
+int json_schema_text_to_gbnf(const char *text, char **out, llc_err *err) {
+    *out = NULL;
+    cJSON *j = cJSON_Parse(text);
+    if (!j) return llc_fail(err, LLC_ERR_FORMAT, "the JSON schema is not valid JSON");
+    int rc = json_schema_to_gbnf(j, out, err);
+    cJSON_Delete(j);
+    return rc;
+}
+
+const char *json_object_gbnf(void) {
+    return "root ::= \"{\" space ( string \":\" space value (\",\" space string \":\" space value)* )? \"}\"\n"
+           "object ::= \"{\" space ( string \":\" space value (\",\" space string \":\" space value)* )? \"}\" space\n"
+           "array ::= \"[\" space ( value (\",\" space value)* )? \"]\" space\n"
+           "value ::= object | array | string | number | boolean | null\n"
+           "string ::= \"\\\"\" char* \"\\\"\" space\n"
+           "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" hex4)\n"
+           "hex4 ::= [0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}\n"
+           "number ::= (\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space\n"
+           "integral-part ::= [0] | [1-9] [0-9]{0,15}\n"
+           "decimal-part ::= [0-9]{1,16}\n"
+           "boolean ::= (\"true\" | \"false\") space\n"
+           "null ::= \"null\" space\n"
+           "space ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
+}

@@ -1,0 +1,492 @@
+/* model.c — the forward pass, written once against backend.h, and the paged KV
+ * cache's storage (loading is model_load.c). The pass: embed (scaled for gemma),
+ * then per layer attention (RMSNorm, QKV with optional biases, optional Q/K norms,
+ * RoPE, paged KV, causal attention over everything or a sliding window with
+ * optional soft-capping, output projection, optional post-norm, residual) and a
+ * gated feed-forward (SwiGLU or GeGLU; or a mixture of experts routed on the
+ * host), then the final norm and logits (optionally soft-capped) for the rows
+ * that ask for them, and the final norm alone (hidden states, for embeddings)
+ * for the rows that ask for that. Q, K and V, and gate and up, read the same
+ * input and go to the backend as one call (matmul_multi) where it has one. A
+ * backend that can record steps (graph_begin: CUDA graphs) replays a step whose
+ * key (step_key: model, cache, buffers, batch shape) it has recorded. */
+#include "engine/model/model_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kernels/quant.h"
+
+struct model_kv {
+    const model *m;
+    uint64_t serial;   /* unique per cache (recorded steps name it) */
+    int n_blocks, block_size;
+    uint32_t type;     /* element type of K and V */
+    size_t row_bytes;  /* one slot's row of kv_dim elements */
+    void **k, **v;     /* [n_layers] -> [n_blocks * block_size] rows */
+};
+
+/* Serial numbers of models and caches: a recorded step names the ones it used,
+ * and an address can be reused after a free. */
+static uint64_t g_serials;
+
+int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
+    *out = NULL;
+    model *m = calloc(1, sizeof *m);
+    if (!m) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    m->be = be;
+    m->serial = __atomic_add_fetch(&g_serials, 1, __ATOMIC_RELAXED);
+    int rc = model_load_from(g, m, err);
+    if (rc) {
+        model_free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+/* Runs one backend op; its failure (a GPU fault, an unsupported weight type)
+ * ends the step with the op's name, instead of surfacing a step later. */
+#define OP(call)                                                                        \
+    do {                                                                                \
+        int op_rc_ = (call);                                                            \
+        if (op_rc_) return llc_fail(err, op_rc_, "backend op %s failed", #call);        \
+    } while (0)
+
+static void free_activations(model *m) {
+    float **bufs[] = {&m->x, &m->xb, &m->q, &m->k, &m->v, &m->att, &m->hb, &m->hb2, &m->xo, &m->logits,
+                      &m->router_out, &m->xe, &m->ye, &m->moe_out};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(bufs); i++) {
+        if (*bufs[i]) m->be->ops->free(m->be->ctx, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free(m->h_router), free(m->h_rows), free(m->h_weights), free(m->h_count);
+    m->h_router = NULL, m->h_rows = NULL, m->h_weights = NULL, m->h_count = NULL;
+    m->cap_rows = m->cap_out = 0;
+}
+
+void model_free(model *m) {
+    if (!m) return;
+    free_activations(m);
+    free(m->layers);
+    free(m->expert_views);
+    free(m->rope_factors);
+    free(m);
+}
+
+const model_hparams *model_hparams_of(const model *m) { return &m->hp; }
+uint64_t model_weight_bytes(const model *m) { return m->weight_bytes; }
+
+/* Grows the activation buffers to hold `rows` rows and `n_out` logit rows. */
+static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
+    if (rows <= m->cap_rows && n_out <= m->cap_out) return 0;
+    int cap_rows = rows > m->cap_rows ? rows : m->cap_rows;
+    int cap_out = n_out > m->cap_out ? n_out : m->cap_out;
+    free_activations(m);
+    const model_hparams *hp = &m->hp;
+    size_t R = (size_t)cap_rows, q_dim = (size_t)hp->n_heads * hp->head_dim,
+           kv_dim = (size_t)hp->n_kv_heads * hp->head_dim,
+           ff = (size_t)(hp->ffn_dim > hp->expert_ffn_dim ? hp->ffn_dim : hp->expert_ffn_dim),
+           moe = hp->n_expert ? R : 0, n_exp = (size_t)hp->n_expert;
+    struct { float **p; size_t n; } plan[] = {
+        {&m->x, R * hp->dim}, {&m->xb, R * (hp->dim > (int)q_dim ? (size_t)hp->dim : q_dim)},
+        {&m->q, R * q_dim}, {&m->k, R * kv_dim}, {&m->v, R * kv_dim}, {&m->att, R * q_dim},
+        {&m->hb, R * ff}, {&m->hb2, R * ff},
+        {&m->xo, (size_t)cap_out * hp->dim}, {&m->logits, (size_t)cap_out * hp->n_vocab},
+        {&m->router_out, moe * n_exp}, {&m->xe, moe * hp->dim}, {&m->ye, moe * hp->dim},
+        {&m->moe_out, moe * hp->dim},
+    };
+    for (size_t i = 0; i < LLC_ARRAY_LEN(plan); i++) {
+        if (!plan[i].n) continue;
+        *plan[i].p = m->be->ops->alloc(m->be->ctx, plan[i].n * sizeof(float));
+        if (!*plan[i].p) {
+            free_activations(m);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory for activations of %d rows", cap_rows);
+        }
+    }
+    if (moe) {
+        m->h_router = malloc(moe * n_exp * sizeof *m->h_router);
+        m->h_rows = malloc(moe * n_exp * sizeof *m->h_rows);
+        m->h_weights = malloc(moe * n_exp * sizeof *m->h_weights);
+        m->h_count = malloc(n_exp * sizeof *m->h_count);
+        if (!m->h_router || !m->h_rows || !m->h_weights || !m->h_count) {
+            free_activations(m);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory for expert routing of %d rows", cap_rows);
+        }
+    }
+    m->cap_rows = cap_rows;
+    m->cap_out = cap_out;
+    return 0;
+}
+
+/* ---- KV cache ---- */
+
+/* Bytes of one slot's row of kv_dim elements as type, or 0 when the cache cannot
+ * hold that type for this model (why: a message for the error). */
+static size_t kv_row_bytes(const model_hparams *hp, uint32_t type, char *why, size_t why_n) {
+    const int kv_dim = hp->n_kv_heads * hp->head_dim;
+    if (why_n) why[0] = 0;
+    switch (type) {
+    case QT_F32: return (size_t)kv_dim * sizeof(float);
+    case QT_F16: return (size_t)kv_dim * sizeof(uint16_t);
+    case QT_Q8_0:
+        if (kv_dim % QK8_0 == 0 && hp->head_dim % 8 == 0) return qtype_row_bytes(QT_Q8_0, kv_dim);
+        if (why_n)
+            snprintf(why, why_n, "a Q8_0 KV cache needs KV rows that are whole blocks of %d and heads a multiple "
+                     "of 8 wide (this model: %d KV heads of %d)", QK8_0, hp->n_kv_heads, hp->head_dim);
+        return 0;
+    default:
+        if (why_n) snprintf(why, why_n, "the KV cache cannot be stored as %s (f32, f16 or q8_0)", qtype_name(type));
+        return 0;
+    }
+}
+
+size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type) {
+    return (size_t)m->hp.n_layers * 2 * kv_row_bytes(&m->hp, kv_type, NULL, 0);
+}
+
+int model_kv_check_type(const model *m, uint32_t kv_type, llc_err *err) {
+    char why[200];
+    return kv_row_bytes(&m->hp, kv_type, why, sizeof why) ? 0 : llc_fail(err, LLC_ERR_UNSUPPORTED, "%s", why);
+}
+
+int model_kv_type_from_name(const char *name) {
+    static const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+    for (size_t i = 0; name && i < LLC_ARRAY_LEN(types); i++)
+        if (!strcasecmp(name, model_kv_type_name(types[i]))) return (int)types[i];
+    return -1;
+}
+
+const char *model_kv_type_name(uint32_t kv_type) {
+    switch (kv_type) {
+    case QT_F32: return "f32";
+    case QT_F16: return "f16";
+    case QT_Q8_0: return "q8_0";
+    default: return "?";
+    }
+}
+
+int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_type, model_kv **out,
+                    llc_err *err) {
+    *out = NULL;
+    if (n_blocks < 1 || block_size < 1 || (int64_t)n_blocks * block_size > INT32_MAX)
+        return llc_fail(err, LLC_ERR_RANGE, "bad KV cache geometry %d x %d", n_blocks, block_size);
+    int rc = model_kv_check_type(m, kv_type, err);
+    if (rc) return rc;
+    const size_t row_bytes = kv_row_bytes(&m->hp, kv_type, NULL, 0);
+    model_kv *kv = calloc(1, sizeof *kv);
+    if (!kv) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    kv->m = m;
+    kv->serial = __atomic_add_fetch(&g_serials, 1, __ATOMIC_RELAXED);
+    kv->n_blocks = n_blocks;
+    kv->block_size = block_size;
+    kv->type = kv_type;
+    kv->row_bytes = row_bytes;
+    kv->k = calloc((size_t)m->hp.n_layers, sizeof *kv->k);
+    kv->v = calloc((size_t)m->hp.n_layers, sizeof *kv->v);
+    size_t bytes = (size_t)n_blocks * block_size * row_bytes;
+    bool ok = kv->k && kv->v;
+    for (int l = 0; ok && l < m->hp.n_layers; l++) {
+        kv->k[l] = m->be->ops->alloc(m->be->ctx, bytes);
+        kv->v[l] = m->be->ops->alloc(m->be->ctx, bytes);
+        ok = kv->k[l] && kv->v[l];
+        if (ok) /* (a backend that cannot clear the memory cannot use it either) */
+            ok = !m->be->ops->memset0(m->be->ctx, kv->k[l], bytes) &&
+                 !m->be->ops->memset0(m->be->ctx, kv->v[l], bytes);
+    }
+    if (!ok) {
+        model_kv_free(kv);
+        return llc_fail(err, LLC_ERR_NOMEM, "KV cache of %.1f MiB does not fit in memory",
+                        (double)bytes * 2 * m->hp.n_layers / (1024.0 * 1024.0));
+    }
+    *out = kv;
+    return 0;
+}
+
+void model_kv_free(model_kv *kv) {
+    if (!kv) return;
+    const backend *be = kv->m->be;
+    for (int l = 0; l < kv->m->hp.n_layers; l++) {
+        if (kv->k && kv->k[l]) be->ops->free(be->ctx, kv->k[l]);
+        if (kv->v && kv->v[l]) be->ops->free(be->ctx, kv->v[l]);
+    }
+    free(kv->k);
+    free(kv->v);
+    free(kv);
+}
+
+int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, int n, llc_err *err) {
+    for (int i = 0; i < n; i++)
+        if (src[i] < 0 || src[i] >= kv->n_blocks || dst[i] < 0 || dst[i] >= kv->n_blocks)
+            return llc_fail(err, LLC_ERR_RANGE, "block copy %d -> %d outside the cache", src[i], dst[i]);
+    if (n == 0) return 0;
+    const model *m = kv->m;
+    const size_t block_bytes = (size_t)kv->block_size * kv->row_bytes;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        int rc = m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_bytes);
+        if (!rc) rc = m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_bytes);
+        if (rc) return llc_fail(err, rc, "copying KV blocks failed in the backend");
+    }
+    return 0;
+}
+
+int model_kv_type(const model_kv *kv) { return (int)kv->type; }
+int model_kv_block_size(const model_kv *kv) { return kv->block_size; }
+int model_kv_n_blocks(const model_kv *kv) { return kv->n_blocks; }
+
+/* ---- forward ---- */
+
+/* Everything in the batch that indexes memory is checked here, once, on the host. */
+static int check_batch(const model *m, const model_kv *kv, const bk_batch *b, llc_err *err) {
+    if (b->n_tokens < 1 || b->n_seqs < 1 || b->n_out < 0 || b->n_out > b->n_tokens)
+        return llc_fail(err, LLC_ERR_RANGE, "empty or inconsistent batch");
+    if (b->seq_start[0] != 0 || b->seq_start[b->n_seqs] != b->n_tokens)
+        return llc_fail(err, LLC_ERR_RANGE, "batch rows do not add up");
+    int64_t n_slots = (int64_t)kv->n_blocks * kv->block_size;
+    for (int s = 0; s < b->n_seqs; s++) {
+        int lo = b->seq_start[s], hi = b->seq_start[s + 1];
+        int kv_len = b->kv_len[s];
+        if (lo > hi || kv_len < hi - lo || kv_len > b->max_blocks * kv->block_size)
+            return llc_fail(err, LLC_ERR_RANGE, "sequence %d: bad KV length %d", s, kv_len);
+        int used = (kv_len + kv->block_size - 1) / kv->block_size;
+        for (int i = 0; i < used; i++) {
+            int32_t blk = b->block_table[(size_t)s * b->max_blocks + i];
+            if (blk < 0 || blk >= kv->n_blocks)
+                return llc_fail(err, LLC_ERR_RANGE, "sequence %d: block id %d out of range", s, blk);
+        }
+        for (int r = lo; r < hi; r++)
+            if (b->positions[r] < 0 || b->positions[r] >= kv_len)
+                return llc_fail(err, LLC_ERR_RANGE, "row %d: position %d outside its KV length %d",
+                                r, b->positions[r], kv_len);
+    }
+    for (int r = 0; r < b->n_tokens; r++) {
+        if (b->tokens[r] < 0 || b->tokens[r] >= m->hp.n_vocab)
+            return llc_fail(err, LLC_ERR_RANGE, "token id %d is outside the vocabulary (%d)",
+                            b->tokens[r], m->hp.n_vocab);
+        if (b->slots[r] < 0 || b->slots[r] >= n_slots)
+            return llc_fail(err, LLC_ERR_RANGE, "KV slot %d is outside the cache", b->slots[r]);
+    }
+    for (int k = 0; k < b->n_out; k++)
+        if (b->out_rows[k] < 0 || b->out_rows[k] >= b->n_tokens)
+            return llc_fail(err, LLC_ERR_RANGE, "output row %d is not in the batch", b->out_rows[k]);
+    if (b->n_hidden < 0 || b->n_hidden > b->n_tokens)
+        return llc_fail(err, LLC_ERR_RANGE, "bad count of hidden-state rows %d", b->n_hidden);
+    for (int k = 0; k < b->n_hidden; k++)
+        if (b->hidden_rows[k] < 0 || b->hidden_rows[k] >= b->n_tokens)
+            return llc_fail(err, LLC_ERR_RANGE, "hidden-state row %d is not in the batch", b->hidden_rows[k]);
+    return 0;
+}
+
+/* Routes each of T rows to its n_expert_used best experts (the router logits are
+ * in m->h_router [T][n_expert]): softmax, the largest probabilities (ties to the
+ * lower expert), their weights renormalised to sum 1 (as qwen3moe does). Fills,
+ * per expert, the rows routed to it in row order and their weights. */
+static void route_rows(model *m, int T) {
+    const int E = m->hp.n_expert, K = m->hp.n_expert_used;
+    memset(m->h_count, 0, (size_t)E * sizeof *m->h_count);
+    for (int t = 0; t < T; t++) {
+        float *p = m->h_router + (size_t)t * E;
+        float max = p[0];
+        for (int e = 1; e < E; e++) max = p[e] > max ? p[e] : max;
+        double sum = 0;
+        for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - max);
+        for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+        int pick[MODEL_MAX_EXPERT_USED];
+        float w[MODEL_MAX_EXPERT_USED], wsum = 0;
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int e = 0; e < E; e++)
+                if (p[e] >= 0 && (best < 0 || p[e] > p[best])) best = e;
+            pick[k] = best;
+            w[k] = p[best];
+            wsum += w[k];
+            p[best] = -1; /* taken */
+        }
+        for (int k = 0; k < K; k++) {
+            const int e = pick[k], i = m->h_count[e]++;
+            m->h_rows[(size_t)e * m->cap_rows + i] = t;
+            m->h_weights[(size_t)e * m->cap_rows + i] = w[k] / wsum;
+        }
+    }
+}
+
+/* y[i] = x · w[i]ᵀ for i < n (the same input: Q, K and V; gate and up): one
+ * backend call where the backend multiplies by several matrices at once, else n. */
+static int matmul_n(model *m, const bk_weight *const *w, int n, const float *x, int rows, float *const *y,
+                    llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    if (op->matmul_multi) OP(op->matmul_multi(c, w, n, x, rows, y));
+    else
+        for (int i = 0; i < n; i++) OP(op->matmul(c, w[i], x, rows, y[i]));
+    return 0;
+}
+
+/* The gated feed-forward of `rows` rows of in: act(in·gateᵀ + b) ⊙ (in·upᵀ + b),
+ * then down (+ bias) into out. Uses hb and hb2. */
+static int gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const bk_weight *down,
+                     const bk_weight *b_gate, const bk_weight *b_up, const bk_weight *b_down,
+                     const float *in, int rows, float *out, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const size_t n = (size_t)rows * gate->n_out;
+    const bk_weight *w[2] = {gate, up};
+    float *const y[2] = {m->hb, m->hb2};
+    int rc = matmul_n(m, w, 2, in, rows, y, err);
+    if (rc) return rc;
+    if (b_gate && b_gate->data) OP(op->add_bias(c, m->hb, b_gate, rows));
+    if (b_up && b_up->data) OP(op->add_bias(c, m->hb2, b_up, rows));
+    if (m->hp.act == FFN_GELU) OP(op->gelu_mul(c, m->hb, m->hb2, n));
+    else OP(op->silu_mul(c, m->hb, m->hb2, n));
+    OP(op->matmul(c, down, m->hb, rows, out));
+    if (b_down && b_down->data) OP(op->add_bias(c, out, b_down, rows));
+    return 0;
+}
+
+/* Mixture of experts over the T rows of m->xb into m->moe_out: the router's
+ * logits go to the host, which picks each row's experts; then each expert runs
+ * once over all the rows routed to it (gathered, one batched matmul per weight)
+ * and adds its weighted output into theirs. Every row sums its experts in expert
+ * order, so a row's result does not depend on the other rows of the step. */
+static int moe_ffn(model *m, const layer *ly, int T, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const int E = m->hp.n_expert, dim = m->hp.dim;
+    OP(op->matmul(c, &ly->router, m->xb, T, m->router_out));
+    OP(op->to_host(c, m->h_router, m->router_out, (size_t)T * E * sizeof(float)));
+    route_rows(m, T);
+    OP(op->memset0(c, m->moe_out, (size_t)T * dim * sizeof(float)));
+    for (int e = 0; e < E; e++) {
+        const int n = m->h_count[e];
+        if (!n) continue;
+        const int32_t *rows = m->h_rows + (size_t)e * m->cap_rows;
+        OP(op->gather_rows(c, m->xb, dim, rows, n, m->xe));
+        int rc = gated_ffn(m, &ly->exp_gate[e], &ly->exp_up[e], &ly->exp_down[e], NULL, NULL, NULL, m->xe, n, m->ye, err);
+        if (rc) return rc;
+        OP(op->scatter_add_rows(c, m->moe_out, dim, rows, m->h_weights + (size_t)e * m->cap_rows, n, m->ye));
+    }
+    return 0;
+}
+
+int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, llc_err *err) {
+    return model_forward_hidden(m, kv, batch, logits, NULL, err);
+}
+
+/* What decides a step's ops and their arguments, apart from the batch contents
+ * that begin() uploads (tokens, positions, slots, the block table, KV lengths):
+ * the model, the cache, the activation buffers and the batch's shape. */
+static uint64_t step_key(const model *m, const model_kv *kv, const bk_batch *b) {
+    const uint64_t parts[] = {m->serial, kv->serial, (uint64_t)kv->n_blocks, (uintptr_t)kv->k[0],
+                              (uintptr_t)m->x, (uint64_t)m->cap_rows, (uint64_t)m->cap_out,
+                              (uint64_t)b->n_tokens, (uint64_t)b->n_seqs, (uint64_t)b->n_out,
+                              (uint64_t)b->max_blocks};
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the words */
+    for (size_t i = 0; i < LLC_ARRAY_LEN(parts); i++) {
+        h ^= parts[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+/* The step's ops: embedding, the layers, the hidden states asked for, and the
+ * logits of the output rows into m->logits (still in backend memory). */
+static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hidden, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
+    const int T = batch->n_tokens, dim = hp->dim;
+    const int kv_dim = hp->n_kv_heads * hp->head_dim;
+    const bk_attn attn = {.n_heads = hp->n_heads, .n_kv_heads = hp->n_kv_heads,
+                          .head_dim = hp->head_dim, .kv_type = kv->type, .block_size = kv->block_size,
+                          .scale = hp->attn_scale, .softcap = hp->attn_softcap};
+    bk_attn attn_swa = attn;
+    attn_swa.window = hp->swa_window;
+    int rc;
+
+    OP(op->embed(c, &m->tok_embd, m->x));
+    if (hp->embd_scale) OP(op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim));
+    for (int l = 0; l < hp->n_layers; l++) {
+        const layer *ly = &m->layers[l];
+        /* attention */
+        OP(op->rmsnorm(c, m->x, &ly->attn_norm, m->xb, T, dim, hp->norm_eps));
+        const bk_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
+        float *const qkv_out[3] = {m->q, m->k, m->v};
+        if ((rc = matmul_n(m, qkv, 3, m->xb, T, qkv_out, err))) return rc;
+        if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
+        if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
+        if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));
+        if (ly->q_norm.data) {
+            OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * hp->n_heads, hp->head_dim, hp->norm_eps));
+            OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * hp->n_kv_heads, hp->head_dim, hp->norm_eps));
+        }
+        const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
+        OP(op->rope(c, m->q, hp->n_heads, hp->head_dim, rope));
+        OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
+        OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim, kv->type));
+        OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn));
+        OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
+        if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
+        if (ly->post_attn_norm.data) OP(op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps));
+        OP(op->add(c, m->x, m->xb, (size_t)T * dim));
+        /* feed-forward */
+        OP(op->rmsnorm(c, m->x, &ly->ffn_norm, m->xb, T, dim, hp->norm_eps));
+        float *ffn_out = m->xb;
+        if (hp->n_expert) {
+            if ((rc = moe_ffn(m, ly, T, err))) return rc;
+            ffn_out = m->moe_out;
+        } else if ((rc = gated_ffn(m, &ly->gate, &ly->up, &ly->down, &ly->b_gate, &ly->b_up, &ly->b_down, m->xb,
+                                   T, m->xb, err))) {
+            return rc;
+        }
+        if (ly->post_ffn_norm.data) OP(op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps));
+        OP(op->add(c, m->x, ffn_out, (size_t)T * dim));
+    }
+    if (batch->n_hidden > 0) { /* embeddings: the final norm of the rows asked for (xb is free now) */
+        OP(op->gather_rows(c, m->x, dim, batch->hidden_rows, batch->n_hidden, m->xb));
+        OP(op->rmsnorm(c, m->xb, &m->out_norm, m->xb, batch->n_hidden, dim, hp->norm_eps));
+        OP(op->to_host(c, hidden, m->xb, (size_t)batch->n_hidden * dim * sizeof(float)));
+    }
+    if (batch->n_out == 0) return 0;
+    OP(op->gather_out_rows(c, m->x, dim, m->xo));
+    OP(op->rmsnorm(c, m->xo, &m->out_norm, m->xo, batch->n_out, dim, hp->norm_eps));
+    OP(op->matmul(c, &m->output, m->xo, batch->n_out, m->logits));
+    if (m->b_output.data) OP(op->add_bias(c, m->logits, &m->b_output, batch->n_out));
+    return 0;
+}
+
+int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
+                         llc_err *err) {
+    if (kv->m != m) return llc_fail(err, LLC_ERR_RANGE, "KV cache belongs to another model");
+    if (batch->n_hidden > 0 && !hidden) return llc_fail(err, LLC_ERR_RANGE, "no buffer for the hidden states");
+    int rc = check_batch(m, kv, batch, err);
+    if (!rc) rc = ensure_activations(m, batch->n_tokens, batch->n_out, err);
+    if (rc) return rc;
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
+    if ((rc = op->begin(c, batch, err))) return rc;
+    /* A step whose ops all stay in backend memory can be recorded and replayed
+     * (mixture-of-experts routing and hidden states go to the host mid-step). */
+    int graph = BK_GRAPH_NONE;
+    if (op->graph_begin && !hp->n_expert && batch->n_hidden == 0 && batch->n_out > 0)
+        graph = op->graph_begin(c, step_key(m, kv, batch));
+    if (graph != BK_GRAPH_REPLAYED) {
+        rc = forward_ops(m, kv, batch, hidden, err);
+        if (graph == BK_GRAPH_RECORDING) {
+            int grc = op->graph_end(c);
+            if (!rc && grc) rc = llc_fail(err, grc, "backend op graph_end failed");
+        }
+        if (rc) return rc;
+    }
+    if (batch->n_out == 0) return 0;
+    const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
+    OP(op->to_host(c, logits, m->logits, n_logits * sizeof(float)));
+    if (hp->final_softcap > 0) /* on the host: the logits are here anyway */
+        for (size_t i = 0; i < n_logits; i++)
+            logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* model_internal.h — the model's insides, shared by the loader (model_load.c:
+ * hyper-parameters and weights per architecture) and the forward pass (model.c).
+ * Nothing outside engine/model*.c includes it. */
+#ifndef LLC_MODEL_INTERNAL_H
+#define LLC_MODEL_INTERNAL_H
+
+#include "engine/model/model.h"
+
+/* the most experts a token may use (expert_used_count) */
+#define MODEL_MAX_EXPERT_USED 64
+
+/* A weight that is absent has data == NULL. Fused tensors in the file (phi3's
+ * attn_qkv, a gate+up ffn_up, stacked experts) are loaded as views of their row
+ * ranges, so the forward pass sees separate matrices either way; it multiplies
+ * Q, K, V (and gate, up) in one backend call whether the file fused them or not. */
+typedef struct layer {
+    bk_weight attn_norm, wq, wk, wv, wo;
+    bk_weight bq, bk, bv, bo;         /* optional biases */
+    bk_weight q_norm, k_norm;         /* per-head RMSNorm over head_dim (qwen3, gemma3) */
+    bk_weight post_attn_norm;         /* gemma2/3 */
+    bk_weight ffn_norm, gate, up, down;
+    bk_weight b_gate, b_up, b_down;   /* optional biases */
+    bk_weight post_ffn_norm;          /* gemma2/3 */
+    bk_weight router;                 /* MoE: [n_expert x dim] */
+    bk_weight *exp_gate, *exp_up, *exp_down; /* MoE: [n_expert] views of the stacked tensors */
+    bool swa;                         /* sliding-window attention in this layer */
+} layer;
+
+struct model {
+    model_hparams hp;
+    backend *be;
+    uint64_t serial;         /* unique per loaded model (the backend's recorded steps name it) */
+    bk_weight tok_embd, out_norm, output, b_output;
+    layer *layers;
+    bk_weight *expert_views; /* one allocation for every layer's expert views */
+    float *rope_factors;     /* host copy of rope_freqs.weight, or NULL */
+    uint64_t weight_bytes;
+    /* activations in backend memory, sized for cap_rows rows and cap_out outputs */
+    int cap_rows, cap_out;
+    float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *xo, *logits;
+    /* MoE: router logits (backend and host), expert inputs/outputs, the routing */
+    float *router_out, *xe, *ye, *moe_out, *h_router;
+    int32_t *h_rows;  /* [n_expert][cap_rows] rows routed to each expert */
+    float *h_weights; /* [n_expert][cap_rows] their mixing weights */
+    int *h_count;     /* [n_expert] */
+};
+
+/* Reads hyper-parameters and weights from g into m (m->be set); the caller frees m
+ * on error. */
+int model_load_from(const gguf *g, model *m, llc_err *err);
+
+#endif

@@ -1,0 +1,437 @@
+/* model_load.c — a model's hyper-parameters and weights from GGUF, for every
+ * architecture the forward pass runs. What sets the architectures apart is one
+ * table (g_archs); everything else is read from the file: optional biases are
+ * loaded wherever a file has them, fused tensors (attn_qkv, a gate+up ffn_up,
+ * stacked experts) become views of their row ranges. Every shape is checked
+ * against the hyper-parameters before a byte of it is used. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model/model_internal.h"
+#include "kernels/quant.h"
+
+/* What an architecture switches on. */
+typedef struct arch_info {
+    const char *name;
+    model_arch arch;
+    bk_rope_style rope;
+    bool qk_norm;     /* attn_q_norm / attn_k_norm required */
+    bool post_norms;  /* post_attention_norm / post_ffw_norm required */
+    bool embd_scale;  /* embeddings times sqrt(dim) */
+    bool moe;         /* experts instead of a dense FFN (llama: when the file has expert_count) */
+    model_ffn_act act;
+    int swa_pattern;  /* sliding-window layer pattern (0: none) */
+} arch_info;
+
+static const arch_info g_archs[] = {
+    {"llama", ARCH_LLAMA, BK_ROPE_NORMAL, false, false, false, false, FFN_SILU, 0},
+    {"qwen2", ARCH_QWEN2, BK_ROPE_NEOX, false, false, false, false, FFN_SILU, 0},
+    {"qwen3", ARCH_QWEN3, BK_ROPE_NEOX, true, false, false, false, FFN_SILU, 0},
+    {"qwen3moe", ARCH_QWEN3MOE, BK_ROPE_NEOX, true, false, false, true, FFN_SILU, 0},
+    {"phi3", ARCH_PHI3, BK_ROPE_NEOX, false, false, false, false, FFN_SILU, 0},
+    {"gemma2", ARCH_GEMMA2, BK_ROPE_NEOX, false, true, true, false, FFN_GELU, 2},
+    {"gemma3", ARCH_GEMMA3, BK_ROPE_NEOX, true, true, true, false, FFN_GELU, 6},
+};
+#define ARCH_LIST "llama (Mixtral-style experts too), qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3"
+
+/* Architectures close to a supported one, refused with what is missing. */
+static const struct {
+    const char *name, *missing;
+} g_near_archs[] = {
+    {"qwen2moe", "its shared expert and shared-expert gate are not implemented"},
+    {"qwen3next", "its linear-attention layers are not implemented"},
+    {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
+    {"gemma4", "its per-layer head counts and head sizes are not implemented"},
+    {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
+};
+
+typedef struct loader {
+    const gguf *g;
+    model *m;
+    const arch_info *ai;
+    llc_err *err;
+    char key[128];
+} loader;
+
+static const char *arch_key(loader *L, const char *suffix) {
+    snprintf(L->key, sizeof L->key, "%s.%s", L->m->hp.arch_name, suffix);
+    return L->key;
+}
+
+static int get_int(loader *L, const char *suffix, bool required, int def, int lo, int hi, int *out) {
+    int64_t v;
+    int rc = gguf_get_i64(L->g, arch_key(L, suffix), &v, L->err);
+    if (rc == LLC_ERR_NOTFOUND && !required) {
+        *out = def;
+        return 0;
+    }
+    if (rc) return rc;
+    if (v < lo || v > hi)
+        return llc_fail(L->err, LLC_ERR_RANGE, "%s = %lld is outside %d..%d", L->key, (long long)v,
+                        lo, hi);
+    *out = (int)v;
+    return 0;
+}
+
+/* *found (may be NULL) says whether the key was there */
+static int get_float(loader *L, const char *suffix, float def, float *out, bool *found) {
+    int rc = gguf_get_f32(L->g, arch_key(L, suffix), out, L->err);
+    if (found) *found = rc == 0;
+    if (rc == LLC_ERR_NOTFOUND) {
+        *out = def;
+        return 0;
+    }
+    if (!rc && !isfinite(*out)) return llc_fail(L->err, LLC_ERR_RANGE, "%s is not finite", L->key);
+    return rc;
+}
+
+/* ---- tensors ---- */
+
+/* Finds tensor `name` and checks its shape is [n_in, n_out, n_3] (trailing 1s
+ * omitted in the file). *out is NULL when it is absent and not required. */
+static int find_tensor(loader *L, const char *name, int64_t n_in, int64_t n_out, int64_t n_3,
+                       bool required, const gguf_tensor **out) {
+    const gguf_tensor *t = gguf_find_tensor(L->g, name);
+    *out = t;
+    if (!t) {
+        if (!required) return 0;
+        return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor '%s' is missing", name);
+    }
+    if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != n_3 || t->ne[3] != 1)
+        return llc_fail(L->err, LLC_ERR_FORMAT,
+                        "tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %lld] "
+                        "from the hyper-parameters",
+                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                        (long long)t->ne[3], (long long)n_in, (long long)n_out, (long long)n_3);
+    if (n_out == 1 && t->type != QT_F32)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "tensor '%s' is %s; norms and biases must be F32",
+                        name, qtype_name(t->type));
+    return 0;
+}
+
+/* Hands rows [row0, row0 + n_rows) of t (rows of t->ne[0] elements; a vector's
+ * "rows" are its elements) to the backend as one weight. */
+static int load_rows(loader *L, const gguf_tensor *t, int64_t row0, int64_t n_rows, bk_weight *out) {
+    const bool vec = t->ne[1] == 1 && t->ne[2] == 1;
+    const int64_t n_in = vec ? n_rows : t->ne[0], n_out = vec ? 1 : n_rows;
+    const size_t row_bytes = vec ? sizeof(float) : qtype_row_bytes(t->type, t->ne[0]);
+    const bk_tensor bt = {.name = t->name, .type = t->type, .n_in = n_in, .n_out = n_out,
+                          .data = (const uint8_t *)t->data + (size_t)row0 * row_bytes,
+                          .n_bytes = (size_t)n_rows * row_bytes, .droppable = t->in_file_mapping};
+    return L->m->be->ops->weight_load(L->m->be->ctx, &bt, out, L->err);
+}
+
+/* Loads `name` whole, checked as [n_in] (n_out == 1) or [n_in, n_out]. An absent
+ * optional tensor leaves *out zeroed. */
+static int get_weight(loader *L, const char *name, int64_t n_in, int64_t n_out, bool required,
+                      bk_weight *out) {
+    memset(out, 0, sizeof *out);
+    const gguf_tensor *t;
+    int rc = find_tensor(L, name, n_in, n_out, 1, required, &t);
+    if (rc || !t) return rc;
+    rc = load_rows(L, t, 0, n_out == 1 ? n_in : n_out, out);
+    if (!rc) L->m->weight_bytes += t->n_bytes;
+    return rc;
+}
+
+/* Loads `name` ([n_in, sum of parts] or, for a bias, [sum of parts]) split into
+ * consecutive row ranges parts[i] -> outs[i]. *found says whether it was there. */
+static int get_split(loader *L, const char *name, int64_t n_in, const int64_t *parts, int n_parts,
+                     bool bias, bk_weight **outs, bool *found) {
+    int64_t total = 0;
+    for (int i = 0; i < n_parts; i++) total += parts[i];
+    const gguf_tensor *t;
+    int rc = bias ? find_tensor(L, name, total, 1, 1, false, &t)
+                  : find_tensor(L, name, n_in, total, 1, false, &t);
+    *found = t != NULL;
+    if (rc || !t) return rc;
+    for (int i = 0, row = 0; i < n_parts; row += (int)parts[i], i++)
+        if ((rc = load_rows(L, t, row, parts[i], outs[i]))) return rc;
+    L->m->weight_bytes += t->n_bytes;
+    return 0;
+}
+
+/* ---- hyper-parameters ---- */
+
+static int load_rope(loader *L) {
+    model_hparams *hp = &L->m->hp;
+    bk_rope *rp = &hp->rope;
+    int rc;
+    rp->style = L->ai->rope;
+    if ((rc = get_int(L, "rope.dimension_count", false, hp->head_dim, 2, hp->head_dim, &rp->n_rot)))
+        return rc;
+    if (rp->n_rot % 2) return llc_fail(L->err, LLC_ERR_FORMAT, "RoPE dimension count must be even");
+    if ((rc = get_float(L, "rope.freq_base", 10000.0f, &rp->freq_base, NULL))) return rc;
+    if (rp->freq_base <= 1) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE base must be > 1");
+    /* scaling: a factor without a type is linear (as llama.cpp reads it); "none"
+     * turns it off; other types are not implemented */
+    rp->freq_scale = 1.0f;
+    gguf_str stype;
+    bool typed = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"), &stype, NULL) == 0;
+    if (typed && !gguf_str_eq(stype, "none") && !gguf_str_eq(stype, "linear"))
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "RoPE scaling '%.*s' is not supported (linear is)",
+                        (int)(stype.len > 20 ? 20 : stype.len), stype.ptr);
+    if (!typed || !gguf_str_eq(stype, "none")) {
+        float factor;
+        bool found;
+        if ((rc = get_float(L, "rope.scaling.factor", 0.0f, &factor, &found))) return rc;
+        if (!found && (rc = get_float(L, "rope.scale_linear", 0.0f, &factor, NULL))) return rc;
+        if (factor < 0) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE scaling factor is negative");
+        if (factor > 0) rp->freq_scale = 1.0f / factor;
+    }
+    if (gguf_find_tensor(L->g, "rope_factors_long.weight") || gguf_find_tensor(L->g, "rope_factors_short.weight"))
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                        "LongRoPE (rope_factors_long/short) is not supported yet");
+    /* sliding-window layers: gemma3 has its own base and no scaling there */
+    hp->rope_swa = *rp;
+    if (hp->arch == ARCH_GEMMA3) {
+        hp->rope_swa.freq_scale = 1.0f;
+        hp->rope_swa.freq_base = 10000.0f;
+    }
+    if ((rc = get_float(L, "rope.freq_base_swa", hp->rope_swa.freq_base, &hp->rope_swa.freq_base, NULL)))
+        return rc;
+    if (hp->rope_swa.freq_base <= 1) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE base must be > 1");
+    return 0;
+}
+
+static int load_hparams(loader *L) {
+    model_hparams *hp = &L->m->hp;
+    gguf_str arch;
+    int rc = gguf_get_str(L->g, "general.architecture", &arch, L->err);
+    if (rc) return rc;
+    for (size_t i = 0; i < LLC_ARRAY_LEN(g_archs); i++)
+        if (gguf_str_eq(arch, g_archs[i].name)) L->ai = &g_archs[i];
+    if (!L->ai) {
+        const int alen = (int)(arch.len > 40 ? 40 : arch.len);
+        for (size_t i = 0; i < LLC_ARRAY_LEN(g_near_archs); i++)
+            if (gguf_str_eq(arch, g_near_archs[i].name))
+                return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "architecture '%.*s' is not supported: %s",
+                                alen, arch.ptr, g_near_archs[i].missing);
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "architecture '%.*s' is not supported (" ARCH_LIST " are)",
+                        alen, arch.ptr);
+    }
+    const arch_info *ai = L->ai;
+    hp->arch = ai->arch;
+    hp->arch_name = ai->name;
+    hp->act = ai->act;
+    hp->embd_scale = ai->embd_scale;
+    hp->post_norms = ai->post_norms;
+    const int BIG = 1 << 20;
+    /* experts: qwen3moe always; llama when the file has them (Mixtral) */
+    int64_t n_exp = 0;
+    const bool moe = ai->moe || (ai->arch == ARCH_LLAMA &&
+                                 gguf_get_i64(L->g, arch_key(L, "expert_count"), &n_exp, NULL) == 0 && n_exp > 0);
+    if ((rc = get_int(L, "embedding_length", true, 0, 1, BIG, &hp->dim)) ||
+        (rc = get_int(L, "block_count", true, 0, 1, 4096, &hp->n_layers)) ||
+        (rc = get_int(L, "feed_forward_length", !moe, 0, 1, BIG, &hp->ffn_dim)) ||
+        (rc = get_int(L, "attention.head_count", true, 0, 1, 4096, &hp->n_heads)) ||
+        (rc = get_int(L, "attention.head_count_kv", false, hp->n_heads, 1, 4096, &hp->n_kv_heads)) ||
+        (rc = get_int(L, "context_length", false, 2048, 1, 1 << 24, &hp->n_ctx_train)))
+        return rc;
+    if (hp->n_heads % hp->n_kv_heads)
+        return llc_fail(L->err, LLC_ERR_FORMAT, "%d attention heads are not a multiple of %d KV heads",
+                        hp->n_heads, hp->n_kv_heads);
+    int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
+    if ((rc = get_int(L, "attention.key_length", false, def_head_dim, 1, 4096, &hp->head_dim)))
+        return rc;
+    int vlen;
+    if ((rc = get_int(L, "attention.value_length", false, hp->head_dim, 1, 4096, &vlen))) return rc;
+    if (hp->head_dim <= 0)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "head size cannot be derived (dim %d, %d heads)",
+                        hp->dim, hp->n_heads);
+    if (vlen != hp->head_dim)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                        "keys of %d and values of %d per head are not supported (they must be equal)",
+                        hp->head_dim, vlen);
+    if ((rc = get_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->norm_eps, NULL))) return rc;
+    if (hp->norm_eps <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RMSNorm epsilon must be positive");
+
+    /* q·k scale: 1/sqrt(head_dim), except the 27B gemmas (46 and 62 layers), which
+     * divide by sqrt(dim / heads) as llama.cpp does */
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if ((hp->arch == ARCH_GEMMA2 && hp->n_layers == 46) || (hp->arch == ARCH_GEMMA3 && hp->n_layers == 62))
+        hp->attn_scale = 1.0f / sqrtf((float)(hp->dim / hp->n_heads));
+    if (hp->arch == ARCH_GEMMA2) {
+        if ((rc = get_float(L, "attn_logit_softcapping", 50.0f, &hp->attn_softcap, NULL)) ||
+            (rc = get_float(L, "final_logit_softcapping", 30.0f, &hp->final_softcap, NULL)))
+            return rc;
+        if (hp->attn_softcap < 0 || hp->final_softcap < 0)
+            return llc_fail(L->err, LLC_ERR_RANGE, "soft-capping values must not be negative");
+    }
+    if (ai->swa_pattern) {
+        hp->swa_pattern = ai->swa_pattern;
+        if ((rc = get_int(L, "attention.sliding_window", true, 0, 1, 1 << 24, &hp->swa_window))) return rc;
+    }
+    if (moe) {
+        if ((rc = get_int(L, "expert_count", true, 0, 1, 4096, &hp->n_expert)) ||
+            (rc = get_int(L, "expert_used_count", true, 0, 1,
+                          hp->n_expert < MODEL_MAX_EXPERT_USED ? hp->n_expert : MODEL_MAX_EXPERT_USED,
+                          &hp->n_expert_used)) ||
+            (rc = get_int(L, "expert_feed_forward_length", hp->ffn_dim == 0, hp->ffn_dim, 1, BIG,
+                          &hp->expert_ffn_dim)))
+            return rc;
+        hp->ffn_dim = 0; /* no dense FFN */
+    }
+    return load_rope(L);
+}
+
+/* ---- weights ---- */
+
+/* blk.<l>.<suffix> in the caller's buffer n */
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d." suffix, l), n)
+
+static int load_attention(loader *L, int l, layer *ly) {
+    const model_hparams *hp = &L->m->hp;
+    const int64_t q_dim = (int64_t)hp->n_heads * hp->head_dim, kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
+    char n[96];
+    int rc;
+    bool fused;
+    if ((rc = get_weight(L, NAME("attn_norm.weight"), hp->dim, 1, true, &ly->attn_norm))) return rc;
+    const int64_t parts[3] = {q_dim, kv_dim, kv_dim};
+    bk_weight *w[3] = {&ly->wq, &ly->wk, &ly->wv}, *b[3] = {&ly->bq, &ly->bk, &ly->bv};
+    if ((rc = get_split(L, NAME("attn_qkv.weight"), hp->dim, parts, 3, false, w, &fused))) return rc;
+    if (fused) {
+        if ((rc = get_split(L, NAME("attn_qkv.bias"), 0, parts, 3, true, b, &fused))) return rc;
+    } else if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_dim, true, &ly->wq)) ||
+               (rc = get_weight(L, NAME("attn_k.weight"), hp->dim, kv_dim, true, &ly->wk)) ||
+               (rc = get_weight(L, NAME("attn_v.weight"), hp->dim, kv_dim, true, &ly->wv)) ||
+               (rc = get_weight(L, NAME("attn_q.bias"), q_dim, 1, false, &ly->bq)) ||
+               (rc = get_weight(L, NAME("attn_k.bias"), kv_dim, 1, false, &ly->bk)) ||
+               (rc = get_weight(L, NAME("attn_v.bias"), kv_dim, 1, false, &ly->bv)))
+        return rc;
+    bool qk = L->ai->qk_norm;
+    if ((rc = get_weight(L, NAME("attn_output.weight"), q_dim, hp->dim, true, &ly->wo)) ||
+        (rc = get_weight(L, NAME("attn_output.bias"), hp->dim, 1, false, &ly->bo)) ||
+        (rc = get_weight(L, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk, &ly->q_norm)) ||
+        (rc = get_weight(L, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk, &ly->k_norm)) ||
+        (rc = get_weight(L, NAME("post_attention_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_attn_norm)))
+        return rc;
+    if (!qk) ly->q_norm.data = ly->k_norm.data = NULL; /* llama.cpp ignores them there too */
+    return 0;
+}
+
+static int load_dense_ffn(loader *L, int l, layer *ly) {
+    const model_hparams *hp = &L->m->hp;
+    const int64_t ff = hp->ffn_dim;
+    char n[96];
+    int rc;
+    if (gguf_find_tensor(L->g, NAME("ffn_gate.weight"))) {
+        if ((rc = get_weight(L, n, hp->dim, ff, true, &ly->gate)) ||
+            (rc = get_weight(L, NAME("ffn_up.weight"), hp->dim, ff, true, &ly->up)) ||
+            (rc = get_weight(L, NAME("ffn_gate.bias"), ff, 1, false, &ly->b_gate)) ||
+            (rc = get_weight(L, NAME("ffn_up.bias"), ff, 1, false, &ly->b_up)))
+            return rc;
+    } else { /* gate and up fused in ffn_up: the first ff rows gate, the next ff up */
+        const gguf_tensor *t = gguf_find_tensor(L->g, NAME("ffn_up.weight"));
+        if (!t) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor 'blk.%d.ffn_gate.weight' is missing", l);
+        if (t->ne[1] == ff)
+            return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                            "layer %d has a feed-forward block without a gate, which is not supported", l);
+        const int64_t parts[2] = {ff, ff};
+        bk_weight *w[2] = {&ly->gate, &ly->up}, *b[2] = {&ly->b_gate, &ly->b_up};
+        bool found;
+        if ((rc = get_split(L, n, hp->dim, parts, 2, false, w, &found)) ||
+            (rc = get_split(L, NAME("ffn_up.bias"), 0, parts, 2, true, b, &found)))
+            return rc;
+    }
+    if ((rc = get_weight(L, NAME("ffn_down.weight"), ff, hp->dim, true, &ly->down)) ||
+        (rc = get_weight(L, NAME("ffn_down.bias"), hp->dim, 1, false, &ly->b_down)))
+        return rc;
+    return 0;
+}
+
+/* Experts stacked in one tensor [n_in, n_out, n_expert] become n_expert views. */
+static int load_experts(loader *L, const char *name, int64_t n_in, int64_t n_out, bk_weight *views) {
+    const model_hparams *hp = &L->m->hp;
+    const gguf_tensor *t;
+    int rc = find_tensor(L, name, n_in, n_out, hp->n_expert, true, &t);
+    for (int e = 0; !rc && e < hp->n_expert; e++) rc = load_rows(L, t, (int64_t)e * n_out, n_out, &views[e]);
+    if (!rc) /* per step a token reads n_expert_used of them */
+        L->m->weight_bytes += t->n_bytes / (uint64_t)hp->n_expert * (uint64_t)hp->n_expert_used;
+    return rc;
+}
+
+static int load_moe_ffn(loader *L, int l, layer *ly) {
+    const model_hparams *hp = &L->m->hp;
+    const int64_t ff = hp->expert_ffn_dim;
+    char n[96];
+    int rc;
+    if (gguf_find_tensor(L->g, NAME("ffn_gate_shexp.weight")) || gguf_find_tensor(L->g, NAME("ffn_up_shexp.weight")))
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "shared experts (layer %d) are not supported", l);
+    bk_weight *views = L->m->expert_views + (size_t)l * 3 * hp->n_expert;
+    ly->exp_gate = views;
+    ly->exp_up = views + hp->n_expert;
+    ly->exp_down = views + 2 * hp->n_expert;
+    if ((rc = get_weight(L, NAME("ffn_gate_inp.weight"), hp->dim, hp->n_expert, true, &ly->router)) ||
+        (rc = load_experts(L, NAME("ffn_gate_exps.weight"), hp->dim, ff, ly->exp_gate)) ||
+        (rc = load_experts(L, NAME("ffn_up_exps.weight"), hp->dim, ff, ly->exp_up)) ||
+        (rc = load_experts(L, NAME("ffn_down_exps.weight"), ff, hp->dim, ly->exp_down)))
+        return rc;
+    return 0;
+}
+
+static int load_layer(loader *L, int l, layer *ly) {
+    const model_hparams *hp = &L->m->hp;
+    char n[96];
+    int rc;
+    if ((rc = load_attention(L, l, ly)) ||
+        (rc = get_weight(L, NAME("ffn_norm.weight"), hp->dim, 1, true, &ly->ffn_norm)) ||
+        (rc = hp->n_expert ? load_moe_ffn(L, l, ly) : load_dense_ffn(L, l, ly)) ||
+        (rc = get_weight(L, NAME("post_ffw_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_ffn_norm)))
+        return rc;
+    ly->swa = hp->swa_pattern > 0 && l % hp->swa_pattern < hp->swa_pattern - 1;
+    return 0;
+}
+
+#undef NAME
+
+static int load_weights(loader *L) {
+    model *m = L->m;
+    model_hparams *hp = &m->hp;
+    if (!gguf_n_tensors(L->g))
+        return llc_fail(L->err, LLC_ERR_NOTFOUND, "the file holds no weights (a vocabulary-only GGUF?)");
+    const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
+    if (!emb) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor 'token_embd.weight' is missing");
+    if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24))
+        return llc_fail(L->err, LLC_ERR_FORMAT, "token_embd.weight has a bad vocabulary size");
+    hp->n_vocab = (int)emb->ne[1];
+    int rc;
+    if ((rc = get_weight(L, "token_embd.weight", hp->dim, hp->n_vocab, true, &m->tok_embd)) ||
+        (rc = get_weight(L, "output_norm.weight", hp->dim, 1, true, &m->out_norm)) ||
+        (rc = get_weight(L, "output.weight", hp->dim, hp->n_vocab, false, &m->output)) ||
+        (rc = get_weight(L, "output.bias", hp->n_vocab, 1, false, &m->b_output)))
+        return rc;
+    hp->tied_output = m->output.data == NULL;
+    if (hp->tied_output) m->output = m->tok_embd;
+
+    const gguf_tensor *rf = gguf_find_tensor(L->g, "rope_freqs.weight");
+    if (rf) {
+        if (rf->type != QT_F32 || gguf_tensor_n_elems(rf) != hp->rope.n_rot / 2)
+            return llc_fail(L->err, LLC_ERR_FORMAT, "rope_freqs.weight must be F32 [%d]",
+                            hp->rope.n_rot / 2);
+        m->rope_factors = malloc((size_t)rf->n_bytes);
+        if (!m->rope_factors) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
+        memcpy(m->rope_factors, rf->data, (size_t)rf->n_bytes);
+        hp->rope.freq_factors = m->rope_factors;
+        if (!hp->swa_pattern) hp->rope_swa.freq_factors = m->rope_factors;
+    }
+
+    m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
+    if (!m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
+    if (hp->n_expert) {
+        m->expert_views = calloc((size_t)hp->n_layers * 3 * (size_t)hp->n_expert, sizeof *m->expert_views);
+        if (!m->expert_views) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
+    }
+    for (int l = 0; l < hp->n_layers; l++)
+        if ((rc = load_layer(L, l, &m->layers[l]))) return rc;
+    return 0;
+}
+
+int model_load_from(const gguf *g, model *m, llc_err *err) {
+    loader L = {.g = g, .m = m, .err = err};
+    int rc = load_hparams(&L);
+    if (!rc) rc = load_weights(&L);
+    return rc;
+}

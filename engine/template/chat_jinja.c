@@ -1,0 +1,320 @@
+/* chat_jinja.c — rendering a model's Jinja chat template with llama-server's
+ * conventions: capability probes, message normalisation, the variables a
+ * template expects (see chat_jinja.h). */
+#include "engine/template/chat_jinja.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/template/jinja.h"
+
+struct chat_jinja {
+    jinja_tpl *tpl;
+    char *bos, *eos;
+    bool system_role;  /* the template shows a system message's text */
+    bool object_args;  /* the probe saw arguments wanted as objects (informational) */
+    bool tool_responses; /* reads message.tool_responses: tool answers go on the assistant turn */
+    bool thinking_off;   /* Apertus: llama.cpp renders it with enable_thinking = false */
+    bool keep_thinking;  /* DeepSeek V4: llama.cpp keeps earlier reasoning (drop_thinking = false) */
+};
+
+static const char *SYS_NEEDLE = "<System Needle>";
+static const char *USER_NEEDLE = "<User Needle>";
+static const char *ARG_NEEDLE = "argument_needle";
+
+static cJSON *msg(const char *role, const char *content) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    if (content) cJSON_AddStringToObject(m, "content", content);
+    else cJSON_AddNullToObject(m, "content");
+    return m;
+}
+
+/* Renders without normalisation (the probes build their messages in final
+ * shape); NULL on any error. */
+static char *raw_render(const chat_jinja *cj, cJSON *messages, cJSON *tools, bool add_gen) {
+    cJSON *vars = cJSON_CreateObject();
+    if (!vars) return NULL;
+    cJSON_AddItemReferenceToObject(vars, "messages", messages);
+    if (tools) cJSON_AddItemReferenceToObject(vars, "tools", tools);
+    cJSON_AddBoolToObject(vars, "add_generation_prompt", add_gen);
+    cJSON_AddStringToObject(vars, "bos_token", cj->bos);
+    cJSON_AddStringToObject(vars, "eos_token", cj->eos);
+    cJSON_AddBoolToObject(vars, "enable_thinking", true);
+    char *out = NULL;
+    jinja_opts o = {.max_steps = 2000000};
+    if (jinja_render(cj->tpl, vars, &o, &out, NULL, NULL) != 0) out = NULL;
+    cJSON_Delete(vars);
+    return out;
+}
+
+static bool render_contains(const chat_jinja *cj, cJSON *messages, const char *needle,
+                            const char *needle2) {
+    char *out = raw_render(cj, messages, NULL, false);
+    bool yes = out && (strstr(out, needle) || (needle2 && strstr(out, needle2)));
+    free(out);
+    return yes;
+}
+
+static cJSON *tool_call_msg(bool args_as_string) {
+    cJSON *m = msg("assistant", "");
+    cJSON *calls = cJSON_AddArrayToObject(m, "tool_calls");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "id", "call_1___");
+    cJSON_AddStringToObject(c, "type", "function");
+    cJSON *f = cJSON_AddObjectToObject(c, "function");
+    if (args_as_string) {
+        cJSON_AddStringToObject(f, "arguments", "{\"argument_needle\": \"print('Hello, World!')\"}");
+    } else {
+        cJSON *a = cJSON_AddObjectToObject(f, "arguments");
+        cJSON_AddStringToObject(a, ARG_NEEDLE, "print('Hello, World!')");
+    }
+    cJSON_AddStringToObject(f, "name", "ipython");
+    cJSON_AddItemToArray(calls, c);
+    return m;
+}
+
+static void probe(chat_jinja *cj) {
+    cJSON *m = cJSON_CreateArray();
+    cJSON_AddItemToArray(m, msg("system", SYS_NEEDLE));
+    cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
+    cj->system_role = render_contains(cj, m, SYS_NEEDLE, NULL);
+    cJSON_Delete(m);
+
+    bool str_ok, obj_ok;
+    m = cJSON_CreateArray();
+    cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
+    cJSON_AddItemToArray(m, tool_call_msg(true));
+    /* strings "work" when the arguments come out as JSON, not re-quoted */
+    str_ok = render_contains(cj, m, "\"argument_needle\":", "'argument_needle':");
+    cJSON_Delete(m);
+    m = cJSON_CreateArray();
+    cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
+    cJSON_AddItemToArray(m, tool_call_msg(false));
+    obj_ok = render_contains(cj, m, ARG_NEEDLE, NULL); /* in any form: key="..", <parameter=..> */
+    cJSON_Delete(m);
+    cj->object_args = !str_ok && obj_ok;
+}
+
+int chat_jinja_create(const char *src, size_t len, const char *bos, const char *eos,
+                      chat_jinja **out, llc_err *err) {
+    *out = NULL;
+    chat_jinja *cj = calloc(1, sizeof *cj);
+    if (!cj) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    cj->bos = strdup(bos ? bos : "");
+    cj->eos = strdup(eos ? eos : "");
+    if (!cj->bos || !cj->eos) {
+        chat_jinja_free(cj);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    int rc = jinja_parse(src, len, &cj->tpl, err);
+    if (rc) {
+        chat_jinja_free(cj);
+        return rc;
+    }
+    probe(cj);
+    cj->tool_responses = memmem(src, len, "tool_responses']", 16) || memmem(src, len, ".tool_responses", 15);
+    /* Families llama.cpp renders with their own variables (its per-format
+     * handlers), recognised by their markers as llama.cpp recognises them. */
+    cj->thinking_off = memmem(src, len, "<|developer_start|>", 19) && memmem(src, len, "Deliberation: ", 14);
+    cj->keep_thinking = memmem(src, len, "drop_thinking", 13) && memmem(src, len, "DSML", 4);
+    *out = cj;
+    return 0;
+}
+
+void chat_jinja_free(chat_jinja *cj) {
+    if (!cj) return;
+    jinja_free(cj->tpl);
+    free(cj->bos);
+    free(cj->eos);
+    free(cj);
+}
+
+bool chat_jinja_supports_system(const chat_jinja *cj) { return cj->system_role; }
+bool chat_jinja_wants_object_args(const chat_jinja *cj) { return cj->object_args; }
+
+/* ---- normalising messages ---- */
+
+static cJSON *dup_or_null(const cJSON *v) { return v ? cJSON_Duplicate(v, true) : cJSON_CreateNull(); }
+
+/* One message in OpenAI shape; NULL with err set when it is malformed. */
+static cJSON *normalize(const chat_jinja *cj, const cJSON *m, int i, llc_err *err) {
+    if (!cJSON_IsObject(m)) {
+        llc_fail(err, LLC_ERR_FORMAT, "message %d is not an object", i);
+        return NULL;
+    }
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (!cJSON_IsString(role)) {
+        llc_fail(err, LLC_ERR_FORMAT, "message %d has no role", i);
+        return NULL;
+    }
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+    cJSON *o = cJSON_CreateObject();
+    const char *r = strcmp(role->valuestring, "developer") == 0 ? "system" : role->valuestring;
+    cJSON_AddStringToObject(o, "role", r);
+    if (!content || cJSON_IsNull(content)) cJSON_AddStringToObject(o, "content", "");
+    else cJSON_AddItemToObject(o, "content", cJSON_Duplicate(content, true));
+    static const char *const extra[] = {"name", "tool_call_id", "reasoning_content"};
+    for (size_t k = 0; k < LLC_ARRAY_LEN(extra); k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, extra[k]);
+        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(o, extra[k], cJSON_Duplicate(v, true));
+    }
+    if (cJSON_IsArray(calls) && cJSON_GetArraySize(calls) > 0) {
+        cJSON *arr = cJSON_AddArrayToObject(o, "tool_calls");
+        const cJSON *c;
+        cJSON_ArrayForEach(c, calls) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "function");
+            const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+            cJSON *nc = cJSON_CreateObject();
+            cJSON_AddStringToObject(nc, "type", cJSON_IsString(type) ? type->valuestring : "function");
+            cJSON *nf = cJSON_AddObjectToObject(nc, "function");
+            cJSON_AddItemToObject(nf, "name", dup_or_null(cJSON_GetObjectItemCaseSensitive(f, "name")));
+            /* Arguments in a JSON string become the object (as llama.cpp does for
+             * templates that read them as a mapping), remembering their text:
+             * printed as a whole they are that string again (see jinja.h). */
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
+            cJSON *na = NULL;
+            if (cJSON_IsString(args) && (na = cJSON_Parse(args->valuestring)) != NULL) {
+                if (cJSON_IsObject(na)) {
+                    na->valuestring = strdup(args->valuestring);
+                } else {
+                    cJSON_Delete(na);
+                    na = NULL;
+                }
+            }
+            cJSON_AddItemToObject(nf, "arguments", na ? na : dup_or_null(args));
+            if (id) cJSON_AddItemToObject(nc, "id", cJSON_Duplicate(id, true));
+            cJSON_AddItemToArray(arr, nc);
+        }
+    }
+    return o;
+}
+
+/* For templates that read `message.tool_responses` (Gemma 4): each run of tool
+ * messages after an assistant turn with tool_calls moves onto that turn as
+ * tool_responses [{name, response}], the response parsed when it is JSON. */
+static void fold_tool_responses(cJSON *msgs) {
+    cJSON *last_asst = NULL;
+    int k = 0;
+    for (cJSON *m = msgs->child; m;) {
+        cJSON *next = m->next;
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
+        if (role && strcmp(role, "assistant") == 0 && cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) {
+            last_asst = m;
+            k = 0;
+        } else if (role && strcmp(role, "tool") == 0 && last_asst) {
+            cJSON *calls = cJSON_GetObjectItemCaseSensitive(last_asst, "tool_calls");
+            const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "tool_call_id"));
+            const cJSON *call = NULL, *c;
+            cJSON_ArrayForEach(c, calls) {
+                const char *cid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "id"));
+                if (id && cid && strcmp(id, cid) == 0) call = c;
+            }
+            if (!call) call = cJSON_GetArrayItem(calls, k);
+            k++;
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+            const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
+            cJSON *resps = cJSON_GetObjectItemCaseSensitive(last_asst, "tool_responses");
+            if (!resps) resps = cJSON_AddArrayToObject(last_asst, "tool_responses");
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "name", name ? name : "unknown");
+            const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "content"));
+            cJSON *parsed = content ? cJSON_Parse(content) : NULL;
+            cJSON_AddItemToObject(r, "response", parsed ? parsed : cJSON_CreateString(content ? content : ""));
+            cJSON_AddItemToArray(resps, r);
+            cJSON_Delete(cJSON_DetachItemViaPointer(msgs, m));
+        } else {
+            last_asst = NULL;
+        }
+        m = next;
+    }
+}
+
+static cJSON *build_messages(const chat_jinja *cj, const cJSON *messages, llc_err *err) {
+    if (!cJSON_IsArray(messages)) {
+        llc_fail(err, LLC_ERR_FORMAT, "messages must be an array");
+        return NULL;
+    }
+    cJSON *out = cJSON_CreateArray();
+    char *pending = NULL; /* system text waiting for the next user message */
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, messages) {
+        cJSON *n = normalize(cj, m, i++, err);
+        if (!n) {
+            free(pending);
+            cJSON_Delete(out);
+            return NULL;
+        }
+        const char *role = cJSON_GetObjectItemCaseSensitive(n, "role")->valuestring;
+        cJSON *content = cJSON_GetObjectItemCaseSensitive(n, "content");
+        if (!cj->system_role && cJSON_IsString(content)) {
+            if (strcmp(role, "system") == 0) {
+                size_t a = pending ? strlen(pending) : 0, b = strlen(content->valuestring);
+                char *p = realloc(pending, a + b + 2);
+                if (!p) break;
+                if (a) p[a++] = '\n';
+                memcpy(p + a, content->valuestring, b + 1);
+                pending = p;
+                cJSON_Delete(n);
+                continue;
+            }
+            if (pending && strcmp(role, "user") == 0) {
+                size_t a = strlen(pending), b = strlen(content->valuestring);
+                char *p = malloc(a + b + 2);
+                if (p) {
+                    memcpy(p, pending, a);
+                    if (b) p[a++] = '\n';
+                    memcpy(p + a, content->valuestring, b + 1);
+                    cJSON_ReplaceItemInObjectCaseSensitive(n, "content", cJSON_CreateString(p));
+                    free(p);
+                }
+                free(pending);
+                pending = NULL;
+            } else if (pending) {
+                cJSON_AddItemToArray(out, msg("user", pending));
+                free(pending);
+                pending = NULL;
+            }
+        }
+        cJSON_AddItemToArray(out, n);
+    }
+    if (pending) cJSON_AddItemToArray(out, msg("user", pending));
+    free(pending);
+    if (cj->tool_responses) fold_tool_responses(out);
+    return out;
+}
+
+int chat_jinja_apply(const chat_jinja *cj, const cJSON *messages, const cJSON *tools,
+                     bool add_generation_prompt, bool strip_bos, time_t now, char **out,
+                     llc_err *err) {
+    *out = NULL;
+    cJSON *msgs = build_messages(cj, messages, err);
+    if (!msgs) return LLC_ERR_FORMAT;
+    if (!now) now = time(NULL);
+    cJSON *vars = cJSON_CreateObject();
+    cJSON_AddItemToObject(vars, "messages", msgs);
+    if (tools && !cJSON_IsNull(tools)) cJSON_AddItemToObject(vars, "tools", cJSON_Duplicate(tools, true));
+    cJSON_AddBoolToObject(vars, "add_generation_prompt", add_generation_prompt);
+    cJSON_AddStringToObject(vars, "bos_token", cj->bos);
+    cJSON_AddStringToObject(vars, "eos_token", cj->eos);
+    cJSON_AddBoolToObject(vars, "enable_thinking", !cj->thinking_off);
+    if (cj->keep_thinking) cJSON_AddBoolToObject(vars, "drop_thinking", false);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char buf[64];
+    strftime(buf, sizeof buf, "%d %b %Y", &tm);
+    cJSON_AddStringToObject(vars, "date_string", buf);
+    strftime(buf, sizeof buf, "%b %d %Y", &tm);
+    cJSON_AddStringToObject(vars, "datetime", buf);
+    jinja_opts o = {.now = now};
+    size_t len = 0;
+    int rc = jinja_render(cj->tpl, vars, &o, out, &len, err);
+    cJSON_Delete(vars);
+    if (rc) return rc;
+    size_t bl = strlen(cj->bos);
+    if (strip_bos && bl && len >= bl && memcmp(*out, cj->bos, bl) == 0) memmove(*out, *out + bl, len - bl + 1);
+    return 0;
+}

@@ -1,0 +1,805 @@
+/* toolcall.c — tool-call formats: detection from a chat template, the
+ * incremental reader of calls in an answer, and the generic tools prompt
+ * (see toolcall.h).
+ *
+ * The reader keeps the whole answer in one buffer and a position up to which
+ * it has decided; each feed runs the state machine from there as far as the
+ * text allows. Values are re-scanned from their start while incomplete (an
+ * answer is at most a few thousand tokens, so this stays cheap) and only the
+ * bytes not yet reported are handed to the sink. */
+#include "engine/template/toolcall.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- growable text ---- */
+
+typedef struct tbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} tbuf;
+
+static void tb_add(tbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void tb_str(tbuf *b, const char *s) { tb_add(b, s, strlen(s)); }
+
+/* s as the inside of a JSON string literal. */
+static void tb_json_escape(tbuf *b, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c;
+            tb_add(b, esc, 2);
+        } else if (c == '\n') {
+            tb_add(b, "\\n", 2);
+        } else if (c == '\t') {
+            tb_add(b, "\\t", 2);
+        } else if (c == '\r') {
+            tb_add(b, "\\r", 2);
+        } else if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
+            tb_add(b, esc, 6);
+        } else {
+            tb_add(b, s + i, 1);
+        }
+    }
+}
+
+/* ---- detection ---- */
+
+toolcall_format toolcall_detect(const char *src) {
+    if (!src || !strstr(src, "tools")) return TOOLCALL_GENERIC;
+    if (strstr(src, "[TOOL_CALLS]")) return TOOLCALL_MISTRAL;
+    if (strstr(src, "<tool_call>")) {
+        /* XML-style arguments (Qwen3-Coder, GLM, MiniMax) are not read here */
+        if (strstr(src, "<function=") || strstr(src, "<arg_key>") || strstr(src, "<invoke")) return TOOLCALL_GENERIC;
+        return TOOLCALL_HERMES;
+    }
+    /* Llama 3.1+: the python tag, and JSON calls with "parameters"; functionary
+       v3.1 also has the python tag but its own <function=...> calls */
+    if (strstr(src, "<|python_tag|>") && !strstr(src, "<function=")) return TOOLCALL_LLAMA3;
+    return TOOLCALL_GENERIC;
+}
+
+const char *toolcall_format_name(toolcall_format f) {
+    switch (f) {
+    case TOOLCALL_HERMES: return "hermes";
+    case TOOLCALL_LLAMA3: return "llama3";
+    case TOOLCALL_MISTRAL: return "mistral";
+    default: return "generic";
+    }
+}
+
+/* ---- JSON scanning over a prefix of the answer ---- */
+
+enum { SCAN_MALFORMED = -1, SCAN_INCOMPLETE = 0, SCAN_DONE = 1 };
+
+static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+static size_t skip_ws(const char *s, size_t i, size_t n) {
+    while (i < n && is_ws(s[i])) i++;
+    return i;
+}
+
+/* A string literal starting at s[i] == '"': *end just past its closing quote. */
+static int scan_string(const char *s, size_t i, size_t n, size_t *end) {
+    for (size_t k = i + 1; k < n; k++) {
+        if (s[k] == '\\') {
+            k++;
+        } else if (s[k] == '"') {
+            *end = k + 1;
+            return SCAN_DONE;
+        } else if ((unsigned char)s[k] < 0x20 && s[k] != '\t') {
+            return SCAN_MALFORMED;
+        }
+    }
+    return SCAN_INCOMPLETE;
+}
+
+/* One JSON value starting at s[i] (no leading whitespace): *end just past it.
+ * Containers are matched by brackets only (their insides are not checked). */
+static int scan_value(const char *s, size_t i, size_t n, size_t *end) {
+    if (i >= n) return SCAN_INCOMPLETE;
+    char c = s[i];
+    if (c == '"') return scan_string(s, i, n, end);
+    if (c == '{' || c == '[') {
+        char stack[64];
+        int depth = 0;
+        for (size_t k = i; k < n; k++) {
+            char d = s[k];
+            if (d == '"') {
+                size_t e;
+                int r = scan_string(s, k, n, &e);
+                if (r != SCAN_DONE) return r;
+                k = e - 1;
+            } else if (d == '{' || d == '[') {
+                if (depth == (int)sizeof stack) return SCAN_MALFORMED;
+                stack[depth++] = d == '{' ? '}' : ']';
+            } else if (d == '}' || d == ']') {
+                if (depth == 0 || stack[depth - 1] != d) return SCAN_MALFORMED;
+                if (--depth == 0) {
+                    *end = k + 1;
+                    return SCAN_DONE;
+                }
+            }
+        }
+        return SCAN_INCOMPLETE;
+    }
+    /* number, true, false, null */
+    size_t k = i;
+    while (k < n && (strchr("+-.eE", s[k]) || (s[k] >= '0' && s[k] <= '9') || (s[k] >= 'a' && s[k] <= 'z'))) k++;
+    if (k == i) return SCAN_MALFORMED;
+    if (k == n) return SCAN_INCOMPLETE;
+    *end = k;
+    return SCAN_DONE;
+}
+
+/* The decoded text of the string literal s[i..end); NULL when not valid. */
+static char *decode_string(const char *s, size_t i, size_t end) {
+    cJSON *v = cJSON_ParseWithLength(s + i, end - i);
+    char *out = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+    cJSON_Delete(v);
+    return out;
+}
+
+/* ---- the parser ---- */
+
+typedef enum pstate {
+    P_START,        /* LLAMA3: nothing but whitespace yet; an answer may be a bare JSON call */
+    P_TEXT,         /* text outside calls */
+    P_AFTER_CALL,   /* whitespace after a call */
+    P_OBJ,          /* a call object {"name": ..., "arguments": ...} */
+    P_H_OPEN,       /* after <tool_call> */
+    P_H_CLOSE,      /* after the object, before </tool_call> */
+    P_M_OPEN,       /* after [TOOL_CALLS] */
+    P_M_ARRAY,      /* inside [TOOL_CALLS][ ... ] between objects */
+    P_M_NAME,       /* [TOOL_CALLS]NAME before [ARGS] */
+    P_M_ARGS,       /* the value after [ARGS] */
+    P_L3_TAG,       /* after <|python_tag|> */
+    P_L3_CODE,      /* code after the python tag, to the end */
+    P_L3_NEXT,      /* after a bare JSON call: maybe "; {...}" */
+} pstate;
+
+typedef struct call {
+    char *name;
+    tbuf args;
+} call;
+
+struct toolcall_parser {
+    toolcall_format fmt;
+    toolcall_sink sink;
+    char **names; /* offered tools */
+    int n_names;
+    tbuf buf;     /* the answer so far */
+    size_t pos;   /* decided up to here */
+    pstate st;
+    pstate after_obj; /* where a finished call object goes */
+    bool finished;
+    tbuf content;
+    call *calls;
+    int n_calls, cap_calls;
+    bool oom;
+    /* the markup being read */
+    size_t ws_from;     /* whitespace before it began here (given back if it is no call) */
+    size_t mark_end;    /* just past its marker (P_OBJ from a bare JSON answer: just past '{') */
+    size_t obj_start;   /* its '{' */
+    size_t obj_pos;     /* the next member to read */
+    bool committed;     /* a marker says it is a call (bare JSON is not committed) */
+    bool first_member;
+    int cur;            /* the call announced for it, or -1 */
+    int calls_at_mark;  /* calls before this markup began */
+    bool args_seen, args_done, args_string;
+    size_t args_start, args_end, args_sent;
+};
+
+static const char *const HERMES_OPEN = "<tool_call>";
+static const char *const HERMES_CLOSE = "</tool_call>";
+static const char *const MISTRAL_OPEN = "[TOOL_CALLS]";
+static const char *const PYTHON_TAG = "<|python_tag|>";
+
+static const char *marker_of(toolcall_format f) {
+    switch (f) {
+    case TOOLCALL_MISTRAL: return MISTRAL_OPEN;
+    case TOOLCALL_LLAMA3: return PYTHON_TAG;
+    default: return HERMES_OPEN;
+    }
+}
+
+int toolcall_parser_create(toolcall_format f, const cJSON *tools, const toolcall_sink *sink,
+                           toolcall_parser **out) {
+    *out = NULL;
+    toolcall_parser *p = calloc(1, sizeof *p);
+    if (!p) return LLC_ERR_NOMEM;
+    p->fmt = f;
+    if (sink) p->sink = *sink;
+    p->st = f == TOOLCALL_LLAMA3 ? P_START : P_TEXT;
+    p->cur = -1;
+    int n = cJSON_GetArraySize(tools);
+    if (n > 0 && !(p->names = calloc((size_t)n, sizeof *p->names))) {
+        free(p);
+        return LLC_ERR_NOMEM;
+    }
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
+        if (name && p->n_names < n && !(p->names[p->n_names++] = strdup(name))) {
+            toolcall_parser_free(p);
+            return LLC_ERR_NOMEM;
+        }
+    }
+    tb_add(&p->content, "", 0);
+    *out = p;
+    return p->content.oom ? (toolcall_parser_free(p), *out = NULL, LLC_ERR_NOMEM) : 0;
+}
+
+void toolcall_parser_free(toolcall_parser *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_names; i++) free(p->names[i]);
+    free(p->names);
+    for (int i = 0; i < p->n_calls; i++) {
+        free(p->calls[i].name);
+        free(p->calls[i].args.p);
+    }
+    free(p->calls);
+    free(p->buf.p);
+    free(p->content.p);
+    free(p);
+}
+
+/* ---- output ---- */
+
+static void out_content(toolcall_parser *p, size_t from, size_t to) {
+    if (to <= from) return;
+    tb_add(&p->content, p->buf.p + from, to - from);
+    if (p->sink.content) p->sink.content(p->sink.ud, p->buf.p + from, to - from);
+}
+
+static void out_call(toolcall_parser *p, const char *name) {
+    if (p->n_calls == p->cap_calls) {
+        int cap = p->cap_calls ? 2 * p->cap_calls : 4;
+        call *c = realloc(p->calls, (size_t)cap * sizeof *c);
+        if (!c) {
+            p->oom = true;
+            return;
+        }
+        p->calls = c;
+        p->cap_calls = cap;
+    }
+    call *c = &p->calls[p->n_calls];
+    memset(c, 0, sizeof *c);
+    if (!(c->name = strdup(name))) {
+        p->oom = true;
+        return;
+    }
+    tb_add(&c->args, "", 0);
+    p->cur = p->n_calls++;
+    if (p->sink.call) p->sink.call(p->sink.ud, p->cur, name);
+}
+
+static void out_args(toolcall_parser *p, const char *s, size_t n) {
+    if (p->cur < 0 || n == 0) return;
+    tb_add(&p->calls[p->cur].args, s, n);
+    if (p->sink.args) p->sink.args(p->sink.ud, p->cur, s, n);
+}
+
+/* ---- the markup being read ---- */
+
+static void begin_markup(toolcall_parser *p, size_t ws_from, size_t mark_end, pstate st) {
+    p->ws_from = ws_from;
+    p->mark_end = mark_end;
+    p->pos = mark_end;
+    p->st = st;
+    p->calls_at_mark = p->n_calls;
+}
+
+static void begin_obj(toolcall_parser *p, size_t at, bool committed, pstate after) {
+    p->obj_start = p->obj_pos = at;
+    p->committed = committed;
+    p->first_member = true;
+    p->cur = -1;
+    p->args_seen = p->args_done = p->args_string = false;
+    p->args_start = p->args_end = p->args_sent = 0;
+    p->after_obj = after;
+    p->st = P_OBJ;
+}
+
+/* The markup is not a call: its text (from the whitespace before it to the
+ * end of its marker) is content, and reading goes on after the marker. */
+static void not_a_call(toolcall_parser *p) {
+    p->cur = -1;
+    if (p->st == P_OBJ && p->n_calls > p->calls_at_mark) { /* a later object of a list: text from it */
+        p->pos = p->obj_start;
+        p->st = P_TEXT;
+        return;
+    }
+    out_content(p, p->ws_from, p->mark_end);
+    p->pos = p->mark_end;
+    p->st = P_TEXT;
+    p->cur = -1;
+}
+
+static bool known_name(const toolcall_parser *p, const char *name) {
+    for (int i = 0; i < p->n_names; i++)
+        if (strcmp(p->names[i], name) == 0) return true;
+    return false;
+}
+
+/* Hands the call's arguments read so far (all of them once done) to the sink. */
+static void send_args(toolcall_parser *p) {
+    if (p->cur < 0 || !p->args_seen) return;
+    const char *s = p->buf.p;
+    if (p->args_string) {
+        if (!p->args_done || p->args_sent) return;
+        char *v = decode_string(s, p->args_start, p->args_end);
+        out_args(p, v ? v : "", v ? strlen(v) : 0);
+        free(v);
+        p->args_sent = p->args_end;
+        return;
+    }
+    size_t to = p->args_done ? p->args_end : p->buf.len;
+    size_t from = p->args_sent > p->args_start ? p->args_sent : p->args_start;
+    if (to > from) out_args(p, s + from, to - from);
+    if (to > p->args_sent) p->args_sent = to;
+}
+
+/* The call is complete (or cut off at the end): "{}" when it had no arguments. */
+static void end_call(toolcall_parser *p) {
+    if (p->cur >= 0) {
+        send_args(p);
+        if (p->calls[p->cur].args.len == 0) out_args(p, "{}", 2);
+    }
+    p->cur = -1;
+}
+
+static bool key_is(const char *s, size_t a, size_t b, const char *k) {
+    size_t n = strlen(k);
+    return b - a == n + 2 && memcmp(s + a + 1, k, n) == 0;
+}
+
+/* Reads members of the call object. Returns true when the state changed. */
+static bool step_obj(toolcall_parser *p, bool at_end) {
+    const char *s = p->buf.p;
+    size_t n = p->buf.len;
+    size_t i = p->obj_pos;
+    if (i == p->obj_start) i++; /* past '{' */
+    for (;;) {
+        p->obj_pos = i;
+        i = skip_ws(s, i, n);
+        if (i >= n) goto wait;
+        if (s[i] == '}') {
+            p->pos = i + 1;
+            if (p->cur < 0) { /* no name: not a call */
+                not_a_call(p);
+                return true;
+            }
+            end_call(p);
+            p->st = p->after_obj;
+            return true;
+        }
+        if (s[i] == ',' && !p->first_member) {
+            i++;
+            continue;
+        }
+        if (s[i] != '"') goto malformed;
+        size_t kend, v, vend;
+        int r = scan_string(s, i, n, &kend);
+        if (r == SCAN_MALFORMED) goto malformed;
+        if (r == SCAN_INCOMPLETE) goto wait;
+        v = skip_ws(s, kend, n);
+        if (v >= n) goto wait;
+        if (s[v] != ':') goto malformed;
+        v = skip_ws(s, v + 1, n);
+        if (v >= n) goto wait;
+        bool is_name = key_is(s, i, kend, "name");
+        bool is_args = key_is(s, i, kend, "arguments") || key_is(s, i, kend, "parameters");
+        if (!p->committed && p->first_member && !is_name && !key_is(s, i, kend, "type")) goto malformed;
+        if (is_args && !p->args_seen) {
+            p->args_seen = true;
+            p->args_start = v;
+            p->args_string = s[v] == '"';
+            r = scan_value(s, v, n, &vend);
+            if (r == SCAN_MALFORMED) goto malformed;
+            if (r == SCAN_INCOMPLETE) {
+                p->args_seen = s[v] == '{' || s[v] == '['; /* streamed as they come */
+                if (p->args_seen) send_args(p);
+                p->args_seen = false; /* read again from the key next time */
+                goto wait;
+            }
+            p->args_done = true;
+            p->args_end = vend;
+            send_args(p);
+            i = vend;
+        } else {
+            r = scan_value(s, v, n, &vend);
+            if (r == SCAN_MALFORMED) goto malformed;
+            if (r == SCAN_INCOMPLETE) goto wait;
+            if (is_name && p->cur < 0) {
+                char *name = s[v] == '"' ? decode_string(s, v, vend) : NULL;
+                if (!name || !name[0] || (!p->committed && !known_name(p, name))) {
+                    free(name);
+                    goto malformed;
+                }
+                out_call(p, name);
+                free(name);
+                send_args(p); /* arguments that came before the name */
+            }
+            i = vend;
+        }
+        p->first_member = false;
+    }
+wait:
+    if (!at_end) return false;
+    if (p->cur >= 0) { /* cut off: keep what came */
+        p->args_seen = p->args_seen || (p->args_start && (s[p->args_start] == '{' || s[p->args_start] == '['));
+        end_call(p);
+        p->pos = n;
+        p->st = P_TEXT;
+        return true;
+    }
+malformed:
+    if (p->cur >= 0) { /* announced already: the call stands, the rest is text */
+        end_call(p);
+        p->pos = i;
+        p->st = P_TEXT;
+        return true;
+    }
+    not_a_call(p);
+    return true;
+}
+
+/* The longest suffix of s[from..n) that is a proper prefix of m. */
+static size_t partial_suffix(const char *s, size_t from, size_t n, const char *m) {
+    size_t ml = strlen(m);
+    for (size_t k = ml - 1; k > 0; k--)
+        if (n - from >= k && memcmp(s + n - k, m, k) == 0) return k;
+    return 0;
+}
+
+static bool step_text(toolcall_parser *p, bool at_end) {
+    const char *s = p->buf.p, *m = marker_of(p->fmt);
+    size_t n = p->buf.len, ml = strlen(m);
+    const char *hit = n > p->pos ? memmem(s + p->pos, n - p->pos, m, ml) : NULL;
+    if (hit) {
+        size_t k = (size_t)(hit - s), e = k;
+        while (e > p->pos && is_ws(s[e - 1])) e--;
+        out_content(p, p->pos, e);
+        pstate next = p->fmt == TOOLCALL_MISTRAL ? P_M_OPEN : p->fmt == TOOLCALL_LLAMA3 ? P_L3_TAG : P_H_OPEN;
+        begin_markup(p, e, k + ml, next);
+        return true;
+    }
+    size_t e = n;
+    if (!at_end) e -= partial_suffix(s, p->pos, n, m);
+    if (!at_end || p->n_calls > 0)
+        while (e > p->pos && is_ws(s[e - 1])) e--;
+    out_content(p, p->pos, e);
+    p->pos = e;
+    return false;
+}
+
+static bool step(toolcall_parser *p, bool at_end) {
+    const char *s = p->buf.p;
+    size_t n = p->buf.len, i;
+    switch (p->st) {
+    case P_TEXT: return step_text(p, at_end);
+    case P_OBJ: return step_obj(p, at_end);
+    case P_START:
+    case P_L3_NEXT:
+    case P_AFTER_CALL:
+        i = skip_ws(s, p->pos, n);
+        while (p->st == P_L3_NEXT && i < n && (s[i] == ';' || is_ws(s[i]))) i++;
+        if (i >= n && !at_end) return false;
+        if (p->st != P_AFTER_CALL && i < n && s[i] == '{') {
+            begin_markup(p, p->pos, i + 1, P_OBJ);
+            begin_obj(p, i, false, P_L3_NEXT);
+            return true;
+        }
+        if (p->st == P_AFTER_CALL || p->st == P_L3_NEXT) p->pos = i; /* whitespace after a call */
+        p->st = P_TEXT;
+        return true;
+    case P_H_OPEN:
+    case P_L3_TAG:
+        i = skip_ws(s, p->pos, n);
+        if (i >= n && !at_end) return false;
+        if (i < n && s[i] == '{') {
+            begin_obj(p, i, true, p->st == P_H_OPEN ? P_H_CLOSE : P_L3_NEXT);
+            return true;
+        }
+        if (p->st == P_L3_TAG && i < n) { /* code: a call of "python" with {"code": ...} */
+            out_call(p, "python");
+            out_args(p, "{\"code\": \"", 10);
+            p->pos = i;
+            p->st = P_L3_CODE;
+            return true;
+        }
+        not_a_call(p);
+        return true;
+    case P_L3_CODE: {
+        tbuf esc = {0};
+        tb_json_escape(&esc, s + p->pos, n - p->pos);
+        if (esc.oom) p->oom = true;
+        else out_args(p, esc.p, esc.len);
+        free(esc.p);
+        p->pos = n;
+        if (!at_end) return false;
+        out_args(p, "\"}", 2);
+        p->cur = -1;
+        p->st = P_TEXT;
+        return true;
+    }
+    case P_H_CLOSE: {
+        i = skip_ws(s, p->pos, n);
+        size_t cl = strlen(HERMES_CLOSE), have = n - i;
+        if (have >= cl && memcmp(s + i, HERMES_CLOSE, cl) == 0) {
+            p->pos = i + cl;
+        } else if (have < cl && memcmp(s + i, HERMES_CLOSE, have) == 0 && !at_end) {
+            return false;
+        }
+        p->st = P_AFTER_CALL; /* with or without the closing tag */
+        return true;
+    }
+    case P_M_OPEN:
+        i = skip_ws(s, p->pos, n);
+        if (i >= n && !at_end) return false;
+        if (i < n && s[i] == '[') {
+            p->pos = i + 1;
+            p->st = P_M_ARRAY;
+        } else if (i < n && s[i] == '{') {
+            begin_obj(p, i, true, P_AFTER_CALL);
+        } else if (i < n) {
+            p->pos = i;
+            p->st = P_M_NAME;
+        } else {
+            not_a_call(p);
+        }
+        return true;
+    case P_M_ARRAY:
+        i = p->pos;
+        while (i < n && (is_ws(s[i]) || s[i] == ',')) i++;
+        if (i >= n && !at_end) return false;
+        if (i < n && s[i] == '{') {
+            begin_obj(p, i, true, P_M_ARRAY);
+        } else if (i < n && s[i] == ']') {
+            p->pos = i + 1;
+            p->st = P_AFTER_CALL;
+        } else {
+            p->pos = i;
+            p->st = P_TEXT;
+        }
+        return true;
+    case P_M_NAME: {
+        /* NAME, then [ARGS] or [CALL_ID]ID[ARGS] */
+        size_t k = p->pos;
+        while (k < n && !is_ws(s[k]) && s[k] != '[' && s[k] != '{' && k - p->pos <= 128) k++;
+        size_t have = n - k, args_at = 0;
+        bool bad = k == p->pos || k - p->pos > 128 || (k < n && s[k] != '[');
+        if (!bad && have >= 6 && memcmp(s + k, "[ARGS]", 6) == 0) {
+            args_at = k + 6;
+        } else if (!bad && have >= 9 && memcmp(s + k, "[CALL_ID]", 9) == 0) {
+            const char *a = memmem(s + k + 9, have - 9, "[ARGS]", 6);
+            if (a) args_at = (size_t)(a - s) + 6;
+            else bad = have > 9 + 64;
+        } else if (!bad) {
+            bad = !((have < 6 && memcmp(s + k, "[ARGS]", have) == 0) ||
+                    (have < 9 && memcmp(s + k, "[CALL_ID]", have) == 0));
+        }
+        if (bad || (!args_at && at_end)) {
+            not_a_call(p);
+            return true;
+        }
+        if (!args_at) return false;
+        char *name = strndup(s + p->pos, k - p->pos);
+        if (!name) {
+            p->oom = true;
+            return false;
+        }
+        out_call(p, name);
+        free(name);
+        p->pos = args_at;
+        p->args_seen = p->args_done = p->args_string = false;
+        p->args_sent = 0;
+        p->st = P_M_ARGS;
+        return true;
+    }
+    case P_M_ARGS: {
+        i = skip_ws(s, p->pos, n);
+        if (i >= n && !at_end) return false;
+        size_t vend;
+        int r = i < n ? scan_value(s, i, n, &vend) : SCAN_INCOMPLETE;
+        p->args_start = i;
+        p->args_string = i < n && s[i] == '"';
+        p->args_seen = r == SCAN_DONE || (i < n && (s[i] == '{' || s[i] == '['));
+        if (r == SCAN_DONE) {
+            p->args_done = true;
+            p->args_end = vend;
+            end_call(p);
+            p->pos = vend;
+            p->st = P_AFTER_CALL;
+            return true;
+        }
+        if (r == SCAN_MALFORMED || at_end) {
+            end_call(p);
+            p->pos = r == SCAN_MALFORMED ? i : n;
+            p->st = P_TEXT;
+            return true;
+        }
+        send_args(p);
+        return false;
+    }
+    }
+    return false;
+}
+
+static int run(toolcall_parser *p, bool at_end) {
+    int guard = 0;
+    while (!p->oom && step(p, at_end))
+        if (++guard > 1000000) break; /* every step moves on; this is only a backstop */
+    if (p->oom || p->buf.oom || p->content.oom) return LLC_ERR_NOMEM;
+    for (int i = 0; i < p->n_calls; i++)
+        if (p->calls[i].args.oom) return LLC_ERR_NOMEM;
+    return 0;
+}
+
+int toolcall_feed(toolcall_parser *p, const char *text, size_t len) {
+    if (p->finished || len == 0) return 0;
+    tb_add(&p->buf, text, len);
+    if (p->buf.oom) return LLC_ERR_NOMEM;
+    return run(p, false);
+}
+
+int toolcall_finish(toolcall_parser *p) {
+    if (p->finished) return 0;
+    p->finished = true;
+    if (!p->buf.p) tb_add(&p->buf, "", 0);
+    return run(p, true);
+}
+
+int toolcall_count(const toolcall_parser *p) { return p->n_calls; }
+
+const char *toolcall_name(const toolcall_parser *p, int i) {
+    return i >= 0 && i < p->n_calls ? p->calls[i].name : NULL;
+}
+
+const char *toolcall_arguments(const toolcall_parser *p, int i) {
+    return i >= 0 && i < p->n_calls ? (p->calls[i].args.p ? p->calls[i].args.p : "") : NULL;
+}
+
+const char *toolcall_content(const toolcall_parser *p, size_t *len) {
+    if (len) *len = p->content.len;
+    return p->content.p ? p->content.p : "";
+}
+
+/* ---- the generic prompt ---- */
+
+static const char *GENERIC_HEAD =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+static const char *GENERIC_TAIL =
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+    "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+    "\"arguments\": <args-json-object>}\n</tool_call>";
+
+static cJSON *text_msg(const char *role, const char *content) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    cJSON_AddStringToObject(m, "content", content);
+    return m;
+}
+
+/* The markup of an assistant's tool_calls after its content. */
+static void calls_text(tbuf *b, const cJSON *calls) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, calls) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        if (b->len) tb_str(b, "\n");
+        tb_str(b, "<tool_call>\n{\"name\": \"");
+        tb_json_escape(b, name ? name : "", name ? strlen(name) : 0);
+        tb_str(b, "\", \"arguments\": ");
+        if (cJSON_IsString(args)) {
+            tb_str(b, args->valuestring[0] ? args->valuestring : "{}");
+        } else {
+            char *t = args ? cJSON_PrintUnformatted(args) : NULL;
+            tb_str(b, t ? t : "{}");
+            free(t);
+        }
+        tb_str(b, "}\n</tool_call>");
+    }
+}
+
+int toolcall_generic_messages(const cJSON *messages, const cJSON *tools, bool required, cJSON **out,
+                              llc_err *err) {
+    *out = NULL;
+    if (!cJSON_IsArray(messages)) return llc_fail(err, LLC_ERR_FORMAT, "messages must be an array");
+    tbuf sys = {0};
+    if (cJSON_GetArraySize(tools) > 0) {
+        tb_str(&sys, GENERIC_HEAD);
+        const cJSON *t;
+        cJSON_ArrayForEach(t, tools) {
+            char *j = cJSON_PrintUnformatted(t);
+            tb_str(&sys, "\n");
+            tb_str(&sys, j ? j : "{}");
+            free(j);
+        }
+        tb_str(&sys, GENERIC_TAIL);
+        if (required) tb_str(&sys, "\n\nCall at least one function in your answer.");
+    }
+    cJSON *o = cJSON_CreateArray();
+    tbuf resp = {0}; /* a run of tool messages, becoming one user message */
+    bool sys_done = sys.len == 0, oom = !o;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, messages) {
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
+        const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "content"));
+        if (!role) role = "user";
+        if (!content) content = "";
+        if (strcmp(role, "tool") == 0) {
+            if (resp.len) tb_str(&resp, "\n");
+            tb_str(&resp, "<tool_response>\n");
+            tb_str(&resp, content);
+            tb_str(&resp, "\n</tool_response>");
+            continue;
+        }
+        if (resp.len) {
+            cJSON_AddItemToArray(o, text_msg("user", resp.p));
+            resp.len = 0;
+        }
+        if (!sys_done) {
+            sys_done = true;
+            if (strcmp(role, "system") == 0) {
+                tbuf t = {0};
+                tb_str(&t, content);
+                if (t.len) tb_str(&t, "\n\n");
+                tb_str(&t, sys.p);
+                oom |= t.oom;
+                cJSON_AddItemToArray(o, text_msg("system", t.p ? t.p : ""));
+                free(t.p);
+                continue;
+            }
+            cJSON_AddItemToArray(o, text_msg("system", sys.p));
+        }
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        if (strcmp(role, "assistant") == 0 && cJSON_GetArraySize(calls) > 0) {
+            tbuf t = {0};
+            tb_str(&t, content);
+            calls_text(&t, calls);
+            oom |= t.oom;
+            cJSON_AddItemToArray(o, text_msg("assistant", t.p ? t.p : ""));
+            free(t.p);
+            continue;
+        }
+        cJSON_AddItemToArray(o, text_msg(role, content));
+    }
+    if (resp.len) cJSON_AddItemToArray(o, text_msg("user", resp.p));
+    if (!sys_done) cJSON_AddItemToArray(o, text_msg("system", sys.p));
+    oom |= sys.oom || resp.oom;
+    free(sys.p);
+    free(resp.p);
+    if (oom) {
+        cJSON_Delete(o);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    *out = o;
+    return 0;
+}
