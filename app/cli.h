@@ -50,6 +50,8 @@ typedef struct cli_common {
     bool no_warmup;        /* --no-warmup: no warm-up forward pass at load (engine_params.warmup) */
     bool quiet;            /* no notices on stderr: the chat UI owns the terminal
                               (opening a model from /model while curses draws) */
+    bool no_prepack;       /* (set by a subcommand, or LLC_PREPACK=0) no packed weight
+                              copies: one short or one-row run gains nothing from them */
 } cli_common;
 
 /* The default model path: $LLMCHAT_MODEL, else ../shared/models/stories260K.gguf

@@ -44,7 +44,7 @@ int cmd_embed(int argc, char **argv) {
         texts[n++] = owned;
     }
     if (n == 0) cli_usage_error(&cli_embed, "give a TEXT or --file PATH");
-    setenv("LLC_PREPACK", "0", 0); /* one short pass: packing the weights would cost more than it saves */
+    common.no_prepack = true; /* one short pass: packing the weights would cost more than it saves */
     llm L;
     if (llm_open(&common, &L, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);

@@ -194,7 +194,7 @@ int cmd_generate(int argc, char **argv) {
 
     /* one sequence decodes a row at a time: packing the weights for few-row GEMMs
        would cost start-up time and memory for nothing (speculation checks several) */
-    if (!common.draft && !common.ngram) setenv("LLC_PREPACK", "0", 0);
+    if (!common.draft && !common.ngram) common.no_prepack = true;
     llm L;
     if (llm_open(&common, &L, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);

@@ -80,8 +80,8 @@ int cmd_info(int argc, char **argv) {
 
     /* can it run? opened as -m opens it, on the CPU, with zero-copy weight views
      * (no packed copies for a mere check) and no draft */
-    setenv("LLC_PREPACK", "0", 1);
     cli_common probe = common;
+    probe.no_prepack = true;
     probe.device = "cpu";
     probe.threads = 1;
     probe.draft = NULL;

@@ -12,6 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The CPU backend with the settings of common and the environment's knobs
+ * (LLC_PREPACK=0: no packed weight copies; LLC_MMAP=1: weights read in place
+ * from the file mapping), read here so the backend itself reads none. */
+static int cpu_backend_create(const cli_common *common, backend **out, llc_err *err) {
+    const char *prepack = getenv("LLC_PREPACK"), *mmap = getenv("LLC_MMAP");
+    const backend_cpu_opts o = {.n_threads = common->threads,
+                                .no_prepack = common->no_prepack || (prepack && !strcmp(prepack, "0")),
+                                .keep_mapped = mmap && strcmp(mmap, "0")};
+    return backend_cpu_create_opts(&o, out, err);
+}
+
 /* note (may be NULL): where a quiet open leaves the "no usable GPU" notice. */
 static int backend_create(const cli_common *common, backend **out, char *note, size_t note_len, llc_err *err) {
 #ifdef LLC_CUDA
@@ -29,11 +40,7 @@ static int backend_create(const cli_common *common, backend **out, char *note, s
     if (!strcmp(common->device, "cuda"))
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "this build has no CUDA backend (use --device cpu)");
 #endif
-    return backend_cpu_create(common->threads, out, err);
-}
-
-int llm_backend_create(const cli_common *common, backend **out, llc_err *err) {
-    return backend_create(common, out, NULL, 0, err);
+    return cpu_backend_create(common, out, err);
 }
 
 /* Two vocabularies are the same when every token has the same text. */
@@ -171,7 +178,7 @@ int llm_open(const cli_common *common, llm *out, llc_err *err) {
         else fprintf(stderr, "llmchat: %s\n", note);
         backend_free(out->be);
         out->be = NULL;
-        rc = backend_cpu_create(common->threads, &out->be, err);
+        rc = cpu_backend_create(common, &out->be, err);
         if (!rc) rc = check_weights_fit(out, err);
         if (!rc) rc = model_load(out->file, out->be, &out->m, err);
     }

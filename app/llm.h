@@ -104,7 +104,4 @@ int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err);
  * (or n-gram drafting) and draft lengths of common. */
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err);
 
-/* Creates a backend for --device (auto|cpu|cuda) and --threads. */
-int llm_backend_create(const cli_common *common, backend **out, llc_err *err);
-
 #endif

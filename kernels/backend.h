@@ -129,7 +129,6 @@ typedef struct backend_ops {
     /* out[k] = x[out_rows[k]] for the batch's output rows; rows are dim wide. */
     int (*gather_out_rows)(void *ctx, const float *x, int dim, float *out);
 
-    /* (kept last: the CUDA table is filled in this order) */
     /* x[i] *= s (gemma's embedding scale) */
     int (*scale)(void *ctx, float *x, float s, size_t n);
     /* gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form:
@@ -177,6 +176,17 @@ typedef struct backend {
 
 /* The CPU backend; n_threads <= 0 means one per core. */
 int backend_cpu_create(int n_threads, backend **out, llc_err *err);
+
+/* The CPU backend's settings; zeroed = backend_cpu_create's defaults. */
+typedef struct backend_cpu_opts {
+    int n_threads;      /* <= 0: one per core */
+    bool no_prepack;    /* no packed copies of quantized weights (otherwise up to an
+                           eighth of the RAM: worth it for batched decoding, not for
+                           a short run) */
+    bool keep_mapped;   /* read weights in place from the file mapping instead of
+                           copying them into huge pages (a faster start, slower tokens) */
+} backend_cpu_opts;
+int backend_cpu_create_opts(const backend_cpu_opts *o, backend **out, llc_err *err);
 void backend_free(backend *b);
 
 #endif

@@ -1,7 +1,7 @@
 /* common.h — what every module shares: result codes, the error-message carrier,
  * the programmer-error assert, and overflow-checked size arithmetic.
  *
- * Result codes follow DESIGN.md §6: 0 ok, negative error, positive soft condition.
+ * Result codes: 0 ok, negative error, positive soft condition.
  * Functions that can fail on untrusted input take an `llc_err *` (may be NULL) and
  * write one line into it saying what is wrong; the caller decides how to show it. */
 #ifndef LLC_COMMON_H

@@ -6,7 +6,7 @@
  * one writer coexist; every write is its own transaction, committed before the
  * call returns.
  *
- * Results follow engine/common.h: 0 ok, negative error. Every function that can
+ * Results follow kernels/common.h: 0 ok, negative error. Every function that can
  * fail takes an `llc_err *` (may be NULL) and writes one line naming the database
  * file and the problem. Besides LLC_ERR_* the DB_ERR_* codes below say what kind
  * of database trouble it was, so a caller can decide to retry (DB_ERR_LOCKED) or

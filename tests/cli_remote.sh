@@ -76,9 +76,10 @@ line "is anyone there"
 check "a server that is gone: connection refused is shown" "cannot reach 127\.0\.0\.1:$PORT"
 keys C-q
 check "quits" "EXITED 0"
-n=$(sqlite3 "$DB" "select count(*) from messages where content like 'You said:%'" 2>/dev/null || echo skip)
-if [ "$n" = skip ] || [ "$n" -ge 3 ]; then ok "answers are stored in the database ($n)"
-else bad "answers are stored in the database" "$n rows"; fi
+# (the sqlite3 tool is one of the build's packages: .ci/install-deps)
+n=$(sqlite3 "$DB" "select count(*) from messages where content like 'You said:%'" 2>&1)
+if [ "$n" -ge 3 ] 2>/dev/null; then ok "answers are stored in the database ($n)"
+else bad "answers are stored in the database" "sqlite3 said: $n"; fi
 
 # the same database again, through LLMCHAT_REMOTE and a wrong key
 $FAKE "$TMP/port2" sekrit &

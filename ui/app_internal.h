@@ -1,5 +1,6 @@
-/* app_internal.h — what the files of the chat application (ui/app.c,
- * ui/app_models.c) share; no other module includes it. */
+/* app_internal.h — what the app*.c files of the chat application share (the
+ * tabs, models, sessions and branches of one ui_app). Private to ui/ (make
+ * check-layers). */
 #ifndef LLC_UI_APP_INTERNAL_H
 #define LLC_UI_APP_INTERNAL_H
 

@@ -7,7 +7,7 @@
  * textwrap.h), so it is never inside a UTF-8 sequence nor between a character and
  * its combining marks.
  *
- * Result codes (engine/common.h): 0 done, LLC_ERR_NOMEM, and LE_EDGE (positive,
+ * Result codes (kernels/common.h): 0 done, LLC_ERR_NOMEM, and LE_EDGE (positive,
  * soft) when there was nothing to do: the cursor is already at the start/end, on
  * the first/last line, nothing to delete or yank, no older/newer history entry. */
 #ifndef LLC_LINEEDIT_H

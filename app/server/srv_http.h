@@ -1,6 +1,7 @@
-/* srv_http.h — shared by srv_http.c (the libmicrohttpd daemon, routing,
- * authentication, request bodies) and srv_http_gen.c (the generation
- * endpoints). Private to the server. */
+/* srv_http.h — what the HTTP side of the server shares: srv_http.c (the
+ * libmicrohttpd daemon, routing, authentication, request bodies) and the
+ * endpoint files srv_http_*.c, srv_ollama.c, srv_embed.c. Private to
+ * app/server/. */
 #ifndef LLC_APP_SRV_HTTP_H
 #define LLC_APP_SRV_HTTP_H
 

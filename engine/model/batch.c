@@ -44,7 +44,6 @@ void batch_free(batch *b) {
 }
 
 void batch_clear(batch *b) { b->n_tokens = b->n_seqs = b->n_out = b->n_hidden = 0; }
-int batch_n_tokens(const batch *b) { return b->n_tokens; }
 
 static bool grow(void **p, size_t elem, int cap) {
     void *np = realloc(*p, elem * (size_t)cap);

@@ -27,7 +27,6 @@ void batch_clear(batch *b);
  * or a negative code. */
 int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32_t *blocks,
               int n_blocks, batch_out out);
-int batch_n_tokens(const batch *b);
 /* The step description for model_forward; valid until the next batch_add/clear. */
 const bk_batch *batch_view(batch *b);
 

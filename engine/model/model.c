@@ -234,8 +234,6 @@ int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, i
 }
 
 int model_kv_type(const model_kv *kv) { return (int)kv->type; }
-int model_kv_block_size(const model_kv *kv) { return kv->block_size; }
-int model_kv_n_blocks(const model_kv *kv) { return kv->n_blocks; }
 
 /* ---- forward ---- */
 

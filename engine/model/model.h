@@ -62,8 +62,6 @@ typedef struct model_kv model_kv;
 int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_type, model_kv **out,
                     llc_err *err);
 void model_kv_free(model_kv *kv);
-int model_kv_block_size(const model_kv *kv);
-int model_kv_n_blocks(const model_kv *kv);
 /* Copies whole blocks (all layers, K and V): block dst[i] = block src[i].
  * Returns LLC_ERR_RANGE for ids outside the cache. */
 int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, int n, llc_err *err);

@@ -1,8 +1,8 @@
 /* engine_internal.h — the engine thread's own types (requests, sequences, the
- * engine) and the functions the engine's files share: engine.c (thread, step
- * runner), engine_sched.c (scheduler), engine_request.c (request and sequence
- * lifecycles), engine_client.c (event queues), engine_beam.c, engine_spec.c.
- * Not a public interface: only the engine's files include it. */
+ * engine) and the functions the engine_*.c files of engine/sched/ share (engine.c:
+ * thread and step runner; engine_sched.c: scheduler; engine_request.c: request
+ * and sequence lifecycles; engine_client.c: event queues; beams, speculation,
+ * grammars, embeddings). Private to engine/sched/ (make check-layers). */
 #ifndef LLC_ENGINE_INTERNAL_H
 #define LLC_ENGINE_INTERNAL_H
 

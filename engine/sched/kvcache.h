@@ -39,7 +39,7 @@
  *     back out of the LRU.
  *
  * Every operation costs O(blocks touched); nothing scans the pool except
- * kv_pool_validate. Results follow DESIGN.md §6: 0 ok, negative error, positive
+ * kv_pool_validate. Results follow kernels/common.h: 0 ok, negative error, positive
  * soft condition. Counts from outside (token counts, lengths) are checked and give
  * LLC_ERR_RANGE, never a crash; NULL handles are programmer errors (LLC_ASSERT).
  * Not thread-safe: the engine thread owns the pool and its sequences. */

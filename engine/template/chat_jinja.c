@@ -12,7 +12,6 @@ struct chat_jinja {
     jinja_tpl *tpl;
     char *bos, *eos;
     bool system_role;  /* the template shows a system message's text */
-    bool object_args;  /* the probe saw arguments wanted as objects (informational) */
     bool tool_responses; /* reads message.tool_responses: tool answers go on the assistant turn */
     bool thinking_off;   /* Apertus: llama.cpp renders it with enable_thinking = false */
     bool keep_thinking;  /* DeepSeek V4: llama.cpp keeps earlier reasoning (drop_thinking = false) */
@@ -20,7 +19,6 @@ struct chat_jinja {
 
 static const char *SYS_NEEDLE = "<System Needle>";
 static const char *USER_NEEDLE = "<User Needle>";
-static const char *ARG_NEEDLE = "argument_needle";
 
 static cJSON *msg(const char *role, const char *content) {
     cJSON *m = cJSON_CreateObject();
@@ -56,44 +54,12 @@ static bool render_contains(const chat_jinja *cj, cJSON *messages, const char *n
     return yes;
 }
 
-static cJSON *tool_call_msg(bool args_as_string) {
-    cJSON *m = msg("assistant", "");
-    cJSON *calls = cJSON_AddArrayToObject(m, "tool_calls");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "id", "call_1___");
-    cJSON_AddStringToObject(c, "type", "function");
-    cJSON *f = cJSON_AddObjectToObject(c, "function");
-    if (args_as_string) {
-        cJSON_AddStringToObject(f, "arguments", "{\"argument_needle\": \"print('Hello, World!')\"}");
-    } else {
-        cJSON *a = cJSON_AddObjectToObject(f, "arguments");
-        cJSON_AddStringToObject(a, ARG_NEEDLE, "print('Hello, World!')");
-    }
-    cJSON_AddStringToObject(f, "name", "ipython");
-    cJSON_AddItemToArray(calls, c);
-    return m;
-}
-
 static void probe(chat_jinja *cj) {
     cJSON *m = cJSON_CreateArray();
     cJSON_AddItemToArray(m, msg("system", SYS_NEEDLE));
     cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
     cj->system_role = render_contains(cj, m, SYS_NEEDLE, NULL);
     cJSON_Delete(m);
-
-    bool str_ok, obj_ok;
-    m = cJSON_CreateArray();
-    cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
-    cJSON_AddItemToArray(m, tool_call_msg(true));
-    /* strings "work" when the arguments come out as JSON, not re-quoted */
-    str_ok = render_contains(cj, m, "\"argument_needle\":", "'argument_needle':");
-    cJSON_Delete(m);
-    m = cJSON_CreateArray();
-    cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
-    cJSON_AddItemToArray(m, tool_call_msg(false));
-    obj_ok = render_contains(cj, m, ARG_NEEDLE, NULL); /* in any form: key="..", <parameter=..> */
-    cJSON_Delete(m);
-    cj->object_args = !str_ok && obj_ok;
 }
 
 int chat_jinja_create(const char *src, size_t len, const char *bos, const char *eos,
@@ -130,8 +96,6 @@ void chat_jinja_free(chat_jinja *cj) {
     free(cj);
 }
 
-bool chat_jinja_supports_system(const chat_jinja *cj) { return cj->system_role; }
-bool chat_jinja_wants_object_args(const chat_jinja *cj) { return cj->object_args; }
 
 /* ---- normalising messages ---- */
 

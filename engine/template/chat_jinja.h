@@ -38,9 +38,6 @@ int chat_jinja_create(const char *src, size_t len, const char *bos, const char *
                       chat_jinja **out, llc_err *err);
 void chat_jinja_free(chat_jinja *cj);
 
-bool chat_jinja_supports_system(const chat_jinja *cj);
-bool chat_jinja_wants_object_args(const chat_jinja *cj);
-
 /* Renders `messages` (a JSON array of OpenAI messages) and `tools` (a JSON
  * array, or NULL for none). now = 0 uses the current time. *out is malloc'd.
  * Errors: LLC_ERR_FORMAT for a malformed message or a template error

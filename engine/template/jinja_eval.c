@@ -70,7 +70,6 @@ void *jx_alloc(jctx *x, size_t n) {
     return p;
 }
 
-jarena *jx_arena(jctx *x) { return &x->arena; }
 
 /* ---- arguments ---- */
 

@@ -126,7 +126,6 @@ typedef struct jctx jctx;
 
 _Noreturn void jx_fail(jctx *x, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void *jx_alloc(jctx *x, size_t n);
-jarena *jx_arena(jctx *x);
 
 const jstr *js_new(jctx *x, const char *s, size_t n);
 const jstr *js_cstr(jctx *x, const char *s);

@@ -410,22 +410,25 @@ static const backend_ops g_cpu_ops = {
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
+    const backend_cpu_opts o = {.n_threads = n_threads};
+    return backend_cpu_create_opts(&o, out, err);
+}
+
+int backend_cpu_create_opts(const backend_cpu_opts *o, backend **out, llc_err *err) {
     *out = NULL;
     backend *b = calloc(1, sizeof *b);
     cpu_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!b || !ctx || cpu_pool_create(n_threads, &ctx->pool) != 0) {
+    if (!b || !ctx || cpu_pool_create(o->n_threads, &ctx->pool) != 0) {
         free(b);
         free(ctx);
         return llc_fail(err, LLC_ERR_NOMEM, "cannot start the CPU worker threads");
     }
-    /* packed copies of quantized weights: up to an eighth of the RAM (LLC_PREPACK=0 turns it off) */
-    const char *env = getenv("LLC_PREPACK");
+    /* packed copies of quantized weights: up to an eighth of the RAM */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    ctx->pack_budget = env && !strcmp(env, "0") ? 0 : pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : 0;
+    ctx->pack_budget = o->no_prepack ? 0 : pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8 : 0;
     /* weights copied into huge pages: up to half the memory available now */
-    env = getenv("LLC_MMAP");
     const int64_t avail = llc_mem_available();
-    ctx->copy_budget = (env && strcmp(env, "0")) || avail < 0 ? 0 : (size_t)avail / 2;
+    ctx->copy_budget = o->keep_mapped || avail < 0 ? 0 : (size_t)avail / 2;
     b->name = "cpu";
     b->ops = &g_cpu_ops;
     b->ctx = ctx;

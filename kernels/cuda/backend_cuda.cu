@@ -555,13 +555,37 @@ static int cu_scatter_add_rows(void *p, float *x, int dim, const int32_t *rows, 
     return cu_status(p);
 }
 
-/* in the order of backend_ops' fields */
-static const backend_ops g_cuda_ops = {
-    cu_destroy, cu_weight_load, cu_alloc, cu_free, cu_to_host, cu_memset0, cu_begin, cu_embed,
-    cu_rmsnorm, cu_matmul, cu_add_bias, cu_rope, cu_kv_store, cu_attention, cu_silu_mul, cu_add,
-    cu_copy_blocks, cu_gather_out_rows, cu_scale, cu_gelu_mul, cu_gather_rows, cu_scatter_add_rows,
-    NULL /* matmul_multi */, cu_graph_begin, cu_graph_end,
-};
+/* The op table, filled by field name (C++17 has no designated initializers);
+ * matmul_multi stays NULL: model.c makes one matmul call per matrix. */
+static backend_ops cuda_ops(void) {
+    backend_ops o = {};
+    o.destroy = cu_destroy;
+    o.weight_load = cu_weight_load;
+    o.alloc = cu_alloc;
+    o.free = cu_free;
+    o.to_host = cu_to_host;
+    o.memset0 = cu_memset0;
+    o.begin = cu_begin;
+    o.embed = cu_embed;
+    o.rmsnorm = cu_rmsnorm;
+    o.matmul = cu_matmul;
+    o.add_bias = cu_add_bias;
+    o.rope = cu_rope;
+    o.kv_store = cu_kv_store;
+    o.attention = cu_attention;
+    o.silu_mul = cu_silu_mul;
+    o.add = cu_add;
+    o.copy_blocks = cu_copy_blocks;
+    o.gather_out_rows = cu_gather_out_rows;
+    o.scale = cu_scale;
+    o.gelu_mul = cu_gelu_mul;
+    o.gather_rows = cu_gather_rows;
+    o.scatter_add_rows = cu_scatter_add_rows;
+    o.graph_begin = cu_graph_begin;
+    o.graph_end = cu_graph_end;
+    return o;
+}
+static const backend_ops g_cuda_ops = cuda_ops();
 
 /* ---- the device ---- */
 
