@@ -13,6 +13,7 @@
 #include "app/commands.h"
 #include "app/fileio.h"
 #include "app/llm.h"
+#include "kernels/sbuf.h"
 #include "engine/model/batch.h"
 #include "engine/template/chat.h"
 #include "engine/sched/engine.h"
@@ -78,26 +79,6 @@ static cJSON *logprob_entry(const sample_result *r) {
     return o;
 }
 
-/* Growable text buffer for the JSON "text" field. */
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-} strbuf;
-
-static void sb_add(strbuf *s, const char *src, size_t n) {
-    if (s->len + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        while (cap < s->len + n + 1) cap *= 2;
-        char *p = realloc(s->p, cap);
-        if (!p) return;
-        s->p = p;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->len, src, n);
-    s->len += n;
-    s->p[s->len] = 0;
-}
-
 /* With --draft or --ngram: the same generation through the shared engine, which
  * does the speculating; the JSON adds acceptance_rate and tokens_per_verify. */
 static int generate_speculative(llm *L, const cli_common *common, const int32_t *prompt,
@@ -120,7 +101,7 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
     }
     int32_t *ids = malloc((size_t)(n_max + 1) * sizeof *ids);
     int n_ids = 0;
-    strbuf text = {0};
+    sbuf text = {0};
     engine_event *ev;
     while (ids && (ev = engine_client_wait(c, -1))) {
         engine_event_kind kind = ev->kind;
@@ -139,7 +120,8 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
                 cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateObject();
                 cJSON_AddItemToObject(o, "prompt_tokens", int_array(prompt, n_prompt));
                 cJSON_AddItemToObject(o, "tokens", int_array(ids, n_ids));
-                cJSON_AddStringToObject(o, "text", text.p ? text.p : "");
+                cJSON_AddStringToObject(o, "text", sb_cstr(&text));
+                if (text.oom) cJSON_AddStringToObject(o, "error", "out of memory: text is incomplete");
                 cJSON_AddStringToObject(o, "finish_reason", ev->finish == FINISH_STOP ? "stop" : "length");
                 cJSON_AddNumberToObject(o, "drafted_tokens", ev->drafted_tokens);
                 cJSON_AddNumberToObject(o, "accepted_tokens", ev->accepted_tokens);
@@ -166,7 +148,7 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
         if (kind != EV_TOKEN) break;
     }
     free(ids);
-    free(text.p);
+    sb_free(&text);
 out:
     engine_client_free(c);
     engine_destroy(e);
@@ -209,7 +191,7 @@ int cmd_generate(int argc, char **argv) {
     sampler *smp = NULL;
     tok_stream *ts = NULL;
     cJSON *lp_json = g_logprobs ? cJSON_CreateArray() : NULL;
-    strbuf text = {0};
+    sbuf text = {0};
 
     char *rendered = NULL;
     const char *prompt_text = g_prompt;
@@ -308,7 +290,8 @@ int cmd_generate(int argc, char **argv) {
         cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "prompt_tokens", int_array(prompt, n_prompt));
         cJSON_AddItemToObject(o, "tokens", int_array(gen, n_gen));
-        cJSON_AddStringToObject(o, "text", text.p ? text.p : "");
+        cJSON_AddStringToObject(o, "text", sb_cstr(&text));
+        if (text.oom) cJSON_AddStringToObject(o, "error", "out of memory: text is incomplete");
         cJSON_AddStringToObject(o, "finish_reason", finish);
         cJSON_AddNumberToObject(o, "seed", (double)sampler_seed(smp));
         cJSON_AddNumberToObject(tm, "prompt_ms", t_prompt * 1e3);
@@ -331,7 +314,7 @@ fail:
     fprintf(stderr, "\nllmchat: %s\n", err.msg);
 out:
     cJSON_Delete(lp_json);
-    free(text.p);
+    sb_free(&text);
     tok_stream_free(ts);
     sampler_free(smp);
     batch_free(b);

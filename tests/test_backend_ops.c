@@ -344,14 +344,13 @@ static void test_weights_leave_file_mapping(void) {
     CHECK(OPS(0)->matmul(CTX(0), &copied, x, 3, y0) == 0);
     CHECK(OPS(0)->matmul(CTX(0), &in_heap, x, 3, y1) == 0);
     CHECK(!memcmp(y0, y1, sizeof y0));
-    /* LLC_MMAP=1: weights stay in the mapping */
+    /* keep_mapped (the app's LLC_MMAP=1): weights stay in the mapping */
     backend *be;
-    setenv("LLC_MMAP", "1", 1);
-    CHECK(backend_cpu_create(1, &be, &err) == 0);
-    unsetenv("LLC_MMAP");
+    const backend_cpu_opts o = {.n_threads = 1, .keep_mapped = true};
+    CHECK(backend_cpu_create_opts(&o, &be, &err) == 0);
     bk_weight kept;
     CHECK(be->ops->weight_load(be->ctx, &t, &kept, &err) == 0);
-    CHECKF(kept.data == map, "LLC_MMAP=1 still copied the weights");
+    CHECKF(kept.data == map, "keep_mapped still copied the weights");
     backend_free(be);
     free(x), free(row), free(heap);
 }

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "app/server/srv.h"
+#include "kernels/sbuf.h"
 #include "storage/db.h"
 #include "storage/conv.h"
 #include "engine/template/toolcall.h"
@@ -26,22 +27,12 @@
 #define SRV_SHUTDOWN_MS 3000   /* how long srv_stop lets clients receive their finish */
 #define SRV_MAX_INFLIGHT 256   /* generation requests running on one NDJSON connection */
 
-/* ---- growable byte buffer ---- */
+/* ---- JSON into a growable buffer (kernels/sbuf.h) ---- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom; /* an append failed: the content is incomplete */
-} sbuf;
-
-void sb_add(sbuf *b, const void *src, size_t n);
-void sb_str(sbuf *b, const char *s);
-void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s[0..n) as a JSON string literal with quotes; invalid UTF-8 becomes U+FFFD. */
 void sb_json_str(sbuf *b, const char *s, size_t n);
 /* A finite number in JSON (NaN/inf as null). */
 void sb_json_num(sbuf *b, double v);
-void sb_free(sbuf *b);
 /* Constant-time comparison of two NUL-terminated strings (API keys). */
 bool srv_secret_eq(const char *a, const char *b);
 

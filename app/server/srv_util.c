@@ -1,6 +1,6 @@
-/* srv_util.c — small helpers of the socket server: a growable byte buffer,
- * JSON string escaping that never emits invalid UTF-8, the clock, and a
- * constant-time comparison for API keys. */
+/* srv_util.c — small helpers of the socket server: JSON string escaping (into an
+ * sbuf) that never emits invalid UTF-8, the clock, and a constant-time comparison
+ * for API keys. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,48 +9,6 @@
 #include <time.h>
 
 #include "app/server/srv_internal.h"
-
-static bool sb_reserve(sbuf *b, size_t extra) {
-    if (b->oom) return false;
-    if (b->len + extra + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->p = p;
-    b->cap = cap;
-    return true;
-}
-
-void sb_add(sbuf *b, const void *src, size_t n) {
-    if (!sb_reserve(b, n)) return;
-    if (n) memcpy(b->p + b->len, src, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-void sb_printf(sbuf *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char tmp[256];
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) {
-        sb_add(b, tmp, (size_t)n);
-        return;
-    }
-    if (!sb_reserve(b, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
 
 /* Length of the valid UTF-8 sequence at s[0..n), or 0 if it is not one. */
 static size_t utf8_len(const unsigned char *s, size_t n) {
@@ -88,8 +46,8 @@ bool srv_utf8_valid(const char *str, size_t n) {
 
 void sb_json_str(sbuf *b, const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
-    if (!sb_reserve(b, n + 2)) return;
-    b->p[b->len++] = '"';
+    sb_add(b, "\"", 1);
+    if (b->oom) return;
     size_t run = 0; /* bytes copied as they are, written in one go */
     for (size_t i = 0; i < n;) {
         unsigned c = s[i];
@@ -125,11 +83,6 @@ void sb_json_num(sbuf *b, double v) {
     if (!isfinite(v)) sb_str(b, "null");
     else if (v == (double)(long long)v && fabs(v) < 1e15) sb_printf(b, "%lld", (long long)v);
     else sb_printf(b, "%.6g", v);
-}
-
-void sb_free(sbuf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
 }
 
 bool srv_secret_eq(const char *a, const char *b) {

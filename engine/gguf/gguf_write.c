@@ -1,5 +1,5 @@
 /* gguf_write.c — serialises metadata and tensors into the GGUF layout.
- * Metadata is encoded into a growing byte buffer as it is added; tensor data is
+ * Metadata is encoded into a growing byte buffer (an sbuf) as it is added; tensor data is
  * referenced and streamed out at write time. */
 #include "gguf_write.h"
 
@@ -9,34 +9,13 @@
 #include <string.h>
 
 #include "kernels/quant.h"
+#include "kernels/sbuf.h"
 
-typedef struct bytebuf {
-    uint8_t *p;
-    size_t len, cap;
-    bool oom;
-} bytebuf;
-
-static void bb_put(bytebuf *b, const void *src, size_t n) {
-    if (b->oom) return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-static void bb_u32(bytebuf *b, uint32_t v) { bb_put(b, &v, 4); }
-static void bb_u64(bytebuf *b, uint64_t v) { bb_put(b, &v, 8); }
-static void bb_str(bytebuf *b, const char *s, uint64_t len) {
+static void bb_u32(sbuf *b, uint32_t v) { sb_add(b, &v, 4); }
+static void bb_u64(sbuf *b, uint64_t v) { sb_add(b, &v, 8); }
+static void bb_str(sbuf *b, const char *s, uint64_t len) {
     bb_u64(b, len);
-    bb_put(b, s, len);
+    sb_add(b, s, len);
 }
 
 typedef struct wtensor {
@@ -55,7 +34,7 @@ struct gguf_writer {
     uint32_t version;
     uint32_t align;     /* data alignment (32 unless set) */
     uint64_t n_kv;
-    bytebuf kv; /* encoded key/value pairs */
+    sbuf kv; /* encoded key/value pairs */
     wtensor *tensors;
     uint64_t n_tensors, cap_tensors;
 };
@@ -99,18 +78,18 @@ int gguf_w_u32(gguf_writer *w, const char *key, uint32_t v) {
 }
 int gguf_w_i32(gguf_writer *w, const char *key, int32_t v) {
     put_key(w, key, GGUF_TYPE_INT32);
-    bb_put(&w->kv, &v, 4);
+    sb_add(&w->kv, &v, 4);
     return done(w);
 }
 int gguf_w_f32(gguf_writer *w, const char *key, float v) {
     put_key(w, key, GGUF_TYPE_FLOAT32);
-    bb_put(&w->kv, &v, 4);
+    sb_add(&w->kv, &v, 4);
     return done(w);
 }
 int gguf_w_bool(gguf_writer *w, const char *key, bool v) {
     uint8_t b = v;
     put_key(w, key, GGUF_TYPE_BOOL);
-    bb_put(&w->kv, &b, 1);
+    sb_add(&w->kv, &b, 1);
     return done(w);
 }
 int gguf_w_str(gguf_writer *w, const char *key, const char *v) {
@@ -129,7 +108,7 @@ int gguf_w_arr(gguf_writer *w, const char *key, gguf_type elem_type, const void 
     put_key(w, key, GGUF_TYPE_ARRAY);
     bb_u32(&w->kv, (uint32_t)elem_type);
     bb_u64(&w->kv, n);
-    bb_put(&w->kv, data, n * elem_size(elem_type));
+    sb_add(&w->kv, data, n * elem_size(elem_type));
     return done(w);
 }
 
@@ -142,7 +121,7 @@ int gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *strs, uin
 }
 
 /* Encodes a parsed value's payload (everything after its type tag). */
-static void put_value(bytebuf *b, const gguf_value *v) {
+static void put_value(sbuf *b, const gguf_value *v) {
     switch (v->type) {
     case GGUF_TYPE_STRING: bb_str(b, v->v.str.ptr, v->v.str.len); break;
     case GGUF_TYPE_ARRAY: {
@@ -154,12 +133,12 @@ static void put_value(bytebuf *b, const gguf_value *v) {
         else if (a->elem_type == GGUF_TYPE_ARRAY)
             for (uint64_t i = 0; i < a->n; i++) put_value(b, &a->arrays[i]);
         else
-            bb_put(b, a->data, a->n * elem_size(a->elem_type));
+            sb_add(b, a->data, a->n * elem_size(a->elem_type));
         break;
     }
-    case GGUF_TYPE_FLOAT32: { float f = (float)v->v.f64; bb_put(b, &f, 4); break; }
-    case GGUF_TYPE_FLOAT64: bb_put(b, &v->v.f64, 8); break;
-    default: bb_put(b, &v->v.u64, elem_size(v->type)); break; /* little-endian low bytes */
+    case GGUF_TYPE_FLOAT32: { float f = (float)v->v.f64; sb_add(b, &f, 4); break; }
+    case GGUF_TYPE_FLOAT64: sb_add(b, &v->v.f64, 8); break;
+    default: sb_add(b, &v->v.u64, elem_size(v->type)); break; /* little-endian low bytes */
     }
 }
 
@@ -199,12 +178,12 @@ int gguf_w_tensor(gguf_writer *w, const char *name, uint32_t n_dims, const int64
 static uint64_t align_up(uint64_t x, uint32_t a) { return (x + a - 1) / a * a; }
 
 /* Header, metadata and tensor infos, padded to the data section. */
-static int encode_head(gguf_writer *w, bytebuf *h) {
+static int encode_head(gguf_writer *w, sbuf *h) {
     bb_u32(h, 0x46554747u);
     bb_u32(h, w->version);
     bb_u64(h, w->n_tensors);
     bb_u64(h, w->n_kv);
-    bb_put(h, w->kv.p, w->kv.len);
+    sb_add(h, w->kv.p, w->kv.len);
     uint64_t off = 0;
     for (uint64_t i = 0; i < w->n_tensors; i++) {
         wtensor *t = &w->tensors[i];
@@ -217,31 +196,31 @@ static int encode_head(gguf_writer *w, bytebuf *h) {
         off = align_up(off + t->n_bytes, w->align);
     }
     static const uint8_t zeros[MAX_ALIGN];
-    if (w->n_tensors) bb_put(h, zeros, align_up(h->len, w->align) - h->len);
+    if (w->n_tensors) sb_add(h, zeros, align_up(h->len, w->align) - h->len);
     return h->oom ? LLC_ERR_NOMEM : 0;
 }
 
 int gguf_writer_to_memory(gguf_writer *w, uint8_t **buf, size_t *size, llc_err *err) {
-    bytebuf h = {0};
+    sbuf h = {0};
     int rc = encode_head(w, &h);
     static const uint8_t zeros[MAX_ALIGN];
     for (uint64_t i = 0; !rc && i < w->n_tensors; i++) {
         const wtensor *t = &w->tensors[i];
-        bb_put(&h, t->data, t->n_bytes);
-        if (i + 1 < w->n_tensors) bb_put(&h, zeros, align_up(t->n_bytes, w->align) - t->n_bytes);
+        sb_add(&h, t->data, t->n_bytes);
+        if (i + 1 < w->n_tensors) sb_add(&h, zeros, align_up(t->n_bytes, w->align) - t->n_bytes);
         if (h.oom) rc = LLC_ERR_NOMEM;
     }
     if (rc) {
         free(h.p);
         return llc_fail(err, rc, "out of memory building a GGUF file");
     }
-    *buf = h.p;
+    *buf = (uint8_t *)h.p;
     *size = h.len;
     return 0;
 }
 
 int gguf_writer_write(gguf_writer *w, const char *path, llc_err *err) {
-    bytebuf h = {0};
+    sbuf h = {0};
     int rc = encode_head(w, &h);
     if (rc) {
         free(h.p);

@@ -3,6 +3,7 @@
  * value ...) added on first use, identical bodies shared. Integer ranges become
  * exact digit-by-digit alternatives. */
 #include "engine/grammar/json_schema.h"
+#include "kernels/sbuf.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -12,49 +13,15 @@
 
 #define JS_MAX_DEPTH 64
 
-/* ---- a growable string ---- */
-
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) return (void)(b->oom = true);
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-__attribute__((format(printf, 2, 3))) static void sb_fmt(sbuf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    sb_add(b, tmp, n < (int)sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 /* s as a GBNF string literal. */
 static void sb_literal(sbuf *b, const char *s) {
     sb_str(b, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') sb_fmt(b, "\\%c", *p);
+        if (*p == '"' || *p == '\\') sb_printf(b, "\\%c", *p);
         else if (*p == '\n') sb_str(b, "\\n");
         else if (*p == '\r') sb_str(b, "\\r");
         else if (*p == '\t') sb_str(b, "\\t");
-        else if (*p < 0x20 || *p == 0x7F) sb_fmt(b, "\\x%02X", *p);
+        else if (*p < 0x20 || *p == 0x7F) sb_printf(b, "\\x%02X", *p);
         else sb_add(b, (const char *)p, 1);
     }
     sb_str(b, "\"");
@@ -228,7 +195,7 @@ static void sb_json_literal(conv *c, sbuf *b, const cJSON *v) {
 static void digits_range(sbuf *b, const char *lo, const char *hi, int n) {
     if (n == 0) return;
     if (lo[0] == hi[0]) {
-        sb_fmt(b, "\"%c\" ", lo[0]);
+        sb_printf(b, "\"%c\" ", lo[0]);
         if (n > 1) {
             sb_str(b, "(");
             digits_range(b, lo + 1, hi + 1, n - 1);
@@ -243,7 +210,7 @@ static void digits_range(sbuf *b, const char *lo, const char *hi, int n) {
     int first = lo[0], last = hi[0];
     bool any = false;
     if (!lo_min) { /* lo[0] followed by lo's tail .. 99 */
-        sb_fmt(b, "\"%c\" (", lo[0]);
+        sb_printf(b, "\"%c\" (", lo[0]);
         digits_range(b, lo + 1, nines, n - 1);
         sb_str(b, ")");
         first++;
@@ -251,12 +218,12 @@ static void digits_range(sbuf *b, const char *lo, const char *hi, int n) {
     }
     if (!hi_max) last--;
     if (first <= last) {
-        sb_fmt(b, "%s[%c-%c]", any ? " | " : "", first, last);
-        if (n > 1) sb_fmt(b, " [0-9]{%d}", n - 1);
+        sb_printf(b, "%s[%c-%c]", any ? " | " : "", first, last);
+        if (n > 1) sb_printf(b, " [0-9]{%d}", n - 1);
         any = true;
     }
     if (!hi_max) { /* hi[0] followed by 00 .. hi's tail */
-        sb_fmt(b, "%s\"%c\" (", any ? " | " : "", hi[0]);
+        sb_printf(b, "%s\"%c\" (", any ? " | " : "", hi[0]);
         digits_range(b, zeros, hi + 1, n - 1);
         sb_str(b, ")");
     }
@@ -273,7 +240,7 @@ static void uint_range(sbuf *b, long long a, long long hi) {
         long long from = a, to = hi >= 0 && hi < top ? hi : top;
         if (from > to) break;
         if (hi < 0 && n >= 16) { /* unbounded: the rest in one piece, as the integer primitive */
-            sb_fmt(b, "%s[1-9] [0-9]{%d,15}", first ? "" : " | ", n - 1);
+            sb_printf(b, "%s[1-9] [0-9]{%d,15}", first ? "" : " | ", n - 1);
             return;
         }
         snprintf(lo_s, sizeof lo_s, "%0*lld", n, from);
@@ -315,8 +282,8 @@ static const char *integer_rule(conv *c, const cJSON *s, const char *name, const
     }
     sb_str(&b, ") space");
     primitive(c, "space");
-    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-    return add_rule(c, name, b.s);
+    if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.p);
 }
 
 /* ---- kinds ---- */
@@ -337,10 +304,10 @@ static const char *string_rule(conv *c, const cJSON *s, const char *name, const 
     primitive(c, "char");
     primitive(c, "space");
     sbuf b = {0};
-    if (hi >= 0) sb_fmt(&b, "\"\\\"\" char{%d,%d} \"\\\"\" space", lo, hi);
-    else sb_fmt(&b, "\"\\\"\" char{%d,} \"\\\"\" space", lo);
-    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-    return add_rule(c, name, b.s);
+    if (hi >= 0) sb_printf(&b, "\"\\\"\" char{%d,%d} \"\\\"\" space", lo, hi);
+    else sb_printf(&b, "\"\\\"\" char{%d,} \"\\\"\" space", lo);
+    if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.p);
 }
 
 static const char *array_rule(conv *c, const cJSON *s, const char *name, const char *path) {
@@ -355,8 +322,8 @@ static const char *array_rule(conv *c, const cJSON *s, const char *name, const c
             snprintf(sub, sizeof sub, "%s-%d", name, i);
             snprintf(subpath, sizeof subpath, "%s.prefixItems[%d]", path, i);
             const char *r = visit(c, it, sub, subpath);
-            if (!r) return free(b.s), NULL;
-            sb_fmt(&b, "%s %s", i ? " \",\" space" : "", r);
+            if (!r) return free(b.p), NULL;
+            sb_printf(&b, "%s %s", i ? " \",\" space" : "", r);
         }
         sb_str(&b, " \"]\" space");
     } else {
@@ -364,21 +331,21 @@ static const char *array_rule(conv *c, const cJSON *s, const char *name, const c
         snprintf(subpath, sizeof subpath, "%s.items", path);
         const cJSON *items = get(s, "items");
         const char *item = items ? visit(c, items, sub, subpath) : primitive(c, "value");
-        if (!item) return free(b.s), NULL;
+        if (!item) return free(b.p), NULL;
         const cJSON *mn = get(s, "minItems"), *mx = get(s, "maxItems");
         int lo = cJSON_IsNumber(mn) ? mn->valueint : 0, hi = cJSON_IsNumber(mx) ? mx->valueint : -1;
         if (lo < 0 || (hi >= 0 && hi < lo) || lo > 10000 || hi > 10000)
-            return free(b.s), fail(c, LLC_ERR_UNSUPPORTED, path, "minItems/maxItems must be 0..10000 with minItems <= maxItems"), NULL;
+            return free(b.p), fail(c, LLC_ERR_UNSUPPORTED, path, "minItems/maxItems must be 0..10000 with minItems <= maxItems"), NULL;
         if (hi == 0) sb_str(&b, "\"[\" space \"]\" space");
         else {
-            sb_fmt(&b, "\"[\" space %s%s", lo == 0 ? "( " : "", item);
-            if (hi < 0) sb_fmt(&b, " ( \",\" space %s ){%d,}", item, lo > 1 ? lo - 1 : 0);
-            else if (hi > 1) sb_fmt(&b, " ( \",\" space %s ){%d,%d}", item, lo > 1 ? lo - 1 : 0, hi - 1);
-            sb_fmt(&b, "%s \"]\" space", lo == 0 ? " )?" : "");
+            sb_printf(&b, "\"[\" space %s%s", lo == 0 ? "( " : "", item);
+            if (hi < 0) sb_printf(&b, " ( \",\" space %s ){%d,}", item, lo > 1 ? lo - 1 : 0);
+            else if (hi > 1) sb_printf(&b, " ( \",\" space %s ){%d,%d}", item, lo > 1 ? lo - 1 : 0, hi - 1);
+            sb_printf(&b, "%s \"]\" space", lo == 0 ? " )?" : "");
         }
     }
-    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-    return add_rule(c, name, b.s);
+    if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.p);
 }
 
 static bool is_required(const cJSON *req, const char *key) {
@@ -416,10 +383,10 @@ static const char *object_rule(conv *c, const cJSON *s, const char *name, const 
             if (!key_json) return free(kv), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
             sb_literal(&b, key_json);
             free(key_json);
-            sb_fmt(&b, " space \":\" space %s", val);
+            sb_printf(&b, " space \":\" space %s", val);
             char kvname[200];
             snprintf(kvname, sizeof kvname, "%s-kv", sub);
-            kv[k++] = add_rule(c, kvname, b.oom ? (free(b.s), NULL) : b.s);
+            kv[k++] = add_rule(c, kvname, b.oom ? (free(b.p), NULL) : b.p);
             if (!kv[k - 1]) return free(kv), NULL;
             n_req += pass == 0;
         }
@@ -433,32 +400,32 @@ static const char *object_rule(conv *c, const cJSON *s, const char *name, const 
         if (!val) return free(kv), NULL;
         primitive(c, "string");
         sbuf b = {0};
-        sb_fmt(&b, "string \":\" space %s", val);
+        sb_printf(&b, "string \":\" space %s", val);
         char kvname[200];
         snprintf(kvname, sizeof kvname, "%s-kv", sub);
-        extra = add_rule(c, kvname, b.oom ? (free(b.s), NULL) : b.s);
+        extra = add_rule(c, kvname, b.oom ? (free(b.p), NULL) : b.p);
         if (!extra) return free(kv), NULL;
     }
     sbuf b = {0};
     sb_str(&b, "\"{\" space ");
     if (n_req > 0) { /* required in order, then each optional one may follow */
-        for (int i = 0; i < n_req; i++) sb_fmt(&b, "%s%s", i ? " \",\" space " : "", kv[i]);
-        for (int i = n_req; i < n; i++) sb_fmt(&b, " ( \",\" space %s )?", kv[i]);
-        if (extra) sb_fmt(&b, " ( \",\" space %s )*", extra);
+        for (int i = 0; i < n_req; i++) sb_printf(&b, "%s%s", i ? " \",\" space " : "", kv[i]);
+        for (int i = n_req; i < n; i++) sb_printf(&b, " ( \",\" space %s )?", kv[i]);
+        if (extra) sb_printf(&b, " ( \",\" space %s )*", extra);
     } else if (n > 0 || extra) { /* all optional: whichever comes first, then the later ones */
         sb_str(&b, "( ");
         for (int i = 0; i < n; i++) {
-            sb_fmt(&b, "%s%s", i ? " | " : "", kv[i]);
-            for (int j = i + 1; j < n; j++) sb_fmt(&b, " ( \",\" space %s )?", kv[j]);
-            if (extra) sb_fmt(&b, " ( \",\" space %s )*", extra);
+            sb_printf(&b, "%s%s", i ? " | " : "", kv[i]);
+            for (int j = i + 1; j < n; j++) sb_printf(&b, " ( \",\" space %s )?", kv[j]);
+            if (extra) sb_printf(&b, " ( \",\" space %s )*", extra);
         }
-        if (extra) sb_fmt(&b, "%s%s ( \",\" space %s )*", n ? " | " : "", extra, extra);
+        if (extra) sb_printf(&b, "%s%s ( \",\" space %s )*", n ? " | " : "", extra, extra);
         sb_str(&b, " )?");
     }
     sb_str(&b, " \"}\" space");
     free(kv);
-    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-    return add_rule(c, name, b.s);
+    if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.p);
 }
 
 /* Alternatives: each member of arr visited; the rule is their union. */
@@ -471,11 +438,11 @@ static const char *union_rule(conv *c, const cJSON *arr, const char *name, const
         snprintf(sub, sizeof sub, "%s-%d", name, i);
         snprintf(subpath, sizeof subpath, "%s.%s[%d]", path, kw, i);
         const char *r = visit(c, it, sub, subpath);
-        if (!r) return free(b.s), NULL;
-        sb_fmt(&b, "%s%s", i ? " | " : "", r);
+        if (!r) return free(b.p), NULL;
+        sb_printf(&b, "%s%s", i ? " | " : "", r);
     }
-    if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-    return add_rule(c, name, b.s);
+    if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.p);
 }
 
 static const char *ref_rule(conv *c, const char *ref, const char *path) {
@@ -557,8 +524,8 @@ static const char *visit_inner(conv *c, const cJSON *s, const char *name, const 
     if ((v = get(s, "const"))) {
         sbuf b = {0};
         sb_json_literal(c, &b, v);
-        if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-        return add_rule(c, name, b.s);
+        if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        return add_rule(c, name, b.p);
     }
     if ((v = get(s, "enum"))) {
         if (!cJSON_IsArray(v) || !v->child) return fail(c, LLC_ERR_FORMAT, path, "'enum' must be a non-empty array"), NULL;
@@ -576,8 +543,8 @@ static const char *visit_inner(conv *c, const cJSON *s, const char *name, const 
         }
         sb_str(&b, " ) space");
         primitive(c, "space");
-        if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-        return add_rule(c, name, b.s);
+        if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        return add_rule(c, name, b.p);
     }
     if ((v = get(s, "anyOf"))) return union_rule(c, v, name, path, "anyOf");
     if ((v = get(s, "oneOf"))) return union_rule(c, v, name, path, "oneOf");
@@ -593,20 +560,20 @@ static const char *visit_inner(conv *c, const cJSON *s, const char *name, const 
         sbuf b = {0};
         int i = 0;
         for (const cJSON *t = type->child; t; t = t->next, i++) {
-            if (!cJSON_IsString(t)) return free(b.s), fail(c, LLC_ERR_FORMAT, path, "'type' entries must be strings"), NULL;
+            if (!cJSON_IsString(t)) return free(b.p), fail(c, LLC_ERR_FORMAT, path, "'type' entries must be strings"), NULL;
             cJSON *one = cJSON_Duplicate(s, true);
-            if (!one) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+            if (!one) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
             cJSON_ReplaceItemInObjectCaseSensitive(one, "type", cJSON_CreateString(t->valuestring));
             char sub[192];
             snprintf(sub, sizeof sub, "%s-%s", name, t->valuestring);
             const char *r = visit(c, one, sub, path);
             cJSON_Delete(one);
-            if (!r) return free(b.s), NULL;
-            sb_fmt(&b, "%s%s", i ? " | " : "", r);
+            if (!r) return free(b.p), NULL;
+            sb_printf(&b, "%s%s", i ? " | " : "", r);
         }
-        if (i == 0) return free(b.s), fail(c, LLC_ERR_FORMAT, path, "'type' is an empty array"), NULL;
-        if (b.oom) return free(b.s), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-        return add_rule(c, name, b.s);
+        if (i == 0) return free(b.p), fail(c, LLC_ERR_FORMAT, path, "'type' is an empty array"), NULL;
+        if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+        return add_rule(c, name, b.p);
     }
     if (type && !cJSON_IsString(type)) return fail(c, LLC_ERR_FORMAT, path, "'type' must be a string or an array"), NULL;
     const char *t = type ? type->valuestring : NULL;
@@ -660,7 +627,7 @@ int json_schema_to_gbnf(const cJSON *schema, char **out, llc_err *err) {
             sb_add(&b, t->body, tl - 6);
             sb_str(&b, "\n");
         } else {
-            sb_fmt(&b, "root ::= %s\n", top);
+            sb_printf(&b, "root ::= %s\n", top);
         }
         for (int i = 0; i < c.n_rules; i++) {
             if (!c.rules[i].body) continue;
@@ -676,10 +643,10 @@ int json_schema_to_gbnf(const cJSON *schema, char **out, llc_err *err) {
     for (int i = 0; i < c.n_refs; i++) free(c.refs[i].ref), free(c.refs[i].rule_name);
     free(c.refs);
     if (c.rc) {
-        free(b.s);
+        free(b.p);
         return c.rc;
     }
-    *out = b.s;
+    *out = b.p;
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/template/chat_jinja.h"
+#include "kernels/sbuf.h"
 
 /* DeepSeek's markers use U+FF5C (fullwidth vertical line) and U+2581 (lower
  * one-eighth block), written here as UTF-8 bytes. */
@@ -25,44 +26,6 @@
 
 #define L3_HEADER(role) "<|start_header_id|>" role "<|end_header_id|>\n\n"
 #define L31_PREAMBLE "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
-
-/* ---- growable output buffer ---- */
-
-typedef struct sbuf {
-    char *p;    /* NUL-terminated once anything is written; NULL before */
-    size_t len; /* bytes, without the NUL */
-    size_t cap; /* bytes allocated */
-    bool oom;   /* an allocation failed; later writes are ignored */
-} sbuf;
-
-static void sb_putn(sbuf *b, const char *s, size_t n) {
-    if (b->oom || n == 0) return;
-    if (n > SIZE_MAX - 1 - b->len) {
-        b->oom = true;
-        return;
-    }
-    size_t need = b->len + n + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_puts(sbuf *b, const char *s) {
-    if (s) sb_putn(b, s, strlen(s));
-}
-
-static const char *sb_str(const sbuf *b) { return b->p ? b->p : ""; }
 
 /* ---- trimming as Python's str.strip() (what Jinja's |trim does) ---- */
 
@@ -106,7 +69,7 @@ static void strip_span(const char **s, size_t *n) {
 
 static void put_content(sbuf *b, const char *s, size_t n, bool trim) {
     if (trim) strip_span(&s, &n);
-    sb_putn(b, s, n);
+    sb_add(b, s, n);
 }
 
 /* ---- the formats ---- */
@@ -396,26 +359,27 @@ static void put_str_content(sbuf *o, const char *s, bool trim) { put_content(o, 
 
 /* A user turn; sys is the folded system text or NULL. */
 static void emit_user(sbuf *o, const fmt *f, const char *content, const char *sys) {
-    if (f->user_sep && o->len > 0) sb_puts(o, f->user_sep);
-    sb_puts(o, f->pre[CHAT_USER]);
+    if (f->user_sep && o->len > 0) sb_str(o, f->user_sep);
+    sb_str(o, f->pre[CHAT_USER]);
     if (sys && f->sys_open) {
         /* llama2: '[INST] ' + ('<<SYS>>\n' + sys + '\n<</SYS>>\n\n' + content).strip() */
         sbuf t = {0};
-        sb_puts(&t, f->sys_open);
-        sb_puts(&t, sys);
-        sb_puts(&t, f->sys_close);
-        sb_puts(&t, content);
+        sb_str(&t, f->sys_open);
+        sb_str(&t, sys);
+        sb_str(&t, f->sys_close);
+        sb_str(&t, content);
         if (t.oom) o->oom = true;
-        put_content(o, sb_str(&t), t.len, f->trim[CHAT_USER]);
-        free(t.p);
+        put_content(o, sb_cstr(&t), t.len, f->trim[CHAT_USER]);
+        if (t.oom) o->oom = true;
+        sb_free(&t);
     } else {
         if (sys) {
-            sb_puts(o, sys);
-            sb_puts(o, "\n\n");
+            sb_str(o, sys);
+            sb_str(o, "\n\n");
         }
         put_str_content(o, content, f->trim[CHAT_USER]);
     }
-    sb_puts(o, f->suf[CHAT_USER]);
+    sb_str(o, f->suf[CHAT_USER]);
 }
 
 /* Folded system text that found no user message to join: a user turn of its
@@ -428,8 +392,8 @@ static void emit_lone_system(sbuf *o, const fmt *f, const char *sys) {
 }
 
 static void join_system(sbuf *pend, bool *has_pend, const char *content) {
-    if (*has_pend) sb_puts(pend, "\n\n");
-    sb_puts(pend, content);
+    if (*has_pend) sb_str(pend, "\n\n");
+    sb_str(pend, content);
     *has_pend = true;
 }
 
@@ -440,18 +404,18 @@ static void render(sbuf *o, const fmt *f, const chat_msg *m, int n, bool add) {
         bool first = true;
         for (int i = 0; i < n; i++) {
             if (m[i].role != CHAT_SYSTEM) continue;
-            if (!first) sb_puts(o, "\n\n");
-            sb_puts(o, m[i].content);
+            if (!first) sb_str(o, "\n\n");
+            sb_str(o, m[i].content);
             first = false;
         }
     } else if (f->sys == SYS_LLAMA31) {
-        sb_puts(o, f->pre[CHAT_SYSTEM]);
-        sb_puts(o, L31_PREAMBLE);
+        sb_str(o, f->pre[CHAT_SYSTEM]);
+        sb_str(o, L31_PREAMBLE);
         if (n > 0 && m[0].role == CHAT_SYSTEM) {
             put_str_content(o, m[0].content, true);
             start = 1;
         }
-        sb_puts(o, f->suf[CHAT_SYSTEM]);
+        sb_str(o, f->suf[CHAT_SYSTEM]);
     }
 
     /* Pending system text to fold, for templates without a system role. */
@@ -472,16 +436,16 @@ static void render(sbuf *o, const fmt *f, const chat_msg *m, int n, bool add) {
         switch (m[i].role) {
         case CHAT_SYSTEM:
             if (f->sys == SYS_NATIVE || f->sys == SYS_LLAMA31) {
-                sb_puts(o, f->pre[CHAT_SYSTEM]);
+                sb_str(o, f->pre[CHAT_SYSTEM]);
                 put_str_content(o, c, f->trim[CHAT_SYSTEM]);
-                sb_puts(o, f->suf[CHAT_SYSTEM]);
+                sb_str(o, f->suf[CHAT_SYSTEM]);
             } else if (fold_next) {
                 join_system(&pend, &has_pend, c);
             } /* else: already gathered (fold-last, lead-joined) */
             break;
         case CHAT_USER:
             if (has_pend && (fold_next || i == fold_into)) {
-                emit_user(o, f, c, sb_str(&pend));
+                emit_user(o, f, c, sb_cstr(&pend));
                 pend.len = 0;
                 if (pend.p) pend.p[0] = 0;
                 has_pend = false;
@@ -491,21 +455,21 @@ static void render(sbuf *o, const fmt *f, const chat_msg *m, int n, bool add) {
             break;
         case CHAT_ASSISTANT:
             if (has_pend && fold_next) {
-                emit_lone_system(o, f, sb_str(&pend));
+                emit_lone_system(o, f, sb_cstr(&pend));
                 pend.len = 0;
                 if (pend.p) pend.p[0] = 0;
                 has_pend = false;
             }
-            sb_puts(o, f->pre[CHAT_ASSISTANT]);
+            sb_str(o, f->pre[CHAT_ASSISTANT]);
             put_str_content(o, c, f->trim[CHAT_ASSISTANT]);
-            if (!(open_last && i == n - 1)) sb_puts(o, f->suf[CHAT_ASSISTANT]);
+            if (!(open_last && i == n - 1)) sb_str(o, f->suf[CHAT_ASSISTANT]);
             break;
         }
     }
-    if (has_pend) emit_lone_system(o, f, sb_str(&pend));
+    if (has_pend) emit_lone_system(o, f, sb_cstr(&pend));
     if (pend.oom) o->oom = true;
-    free(pend.p);
-    if (add) sb_puts(o, f->gen);
+    sb_free(&pend);
+    if (add) sb_str(o, f->gen);
 }
 
 static int check_msgs(const chat_msg *msgs, int n, llc_err *err) {
@@ -525,15 +489,7 @@ static int check_msgs(const chat_msg *msgs, int n, llc_err *err) {
 static int render_builtin(chat_format f, const chat_msg *msgs, int n, bool add, char **out, llc_err *err) {
     sbuf o = {0};
     render(&o, &FMTS[f], msgs, n, add);
-    if (!o.oom && !o.p) { /* nothing was written: an empty string */
-        o.p = calloc(1, 1);
-        o.oom = !o.p;
-    }
-    if (o.oom) {
-        free(o.p);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory rendering %d chat messages", n);
-    }
-    *out = o.p;
+    if (!(*out = sb_take(&o))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory rendering %d chat messages", n);
     return LLC_OK;
 }
 

@@ -8,59 +8,34 @@
  * answer is at most a few thousand tokens, so this stays cheap) and only the
  * bytes not yet reported are handed to the sink. */
 #include "engine/template/toolcall.h"
+#include "kernels/sbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- growable text ---- */
-
-typedef struct tbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} tbuf;
-
-static void tb_add(tbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void tb_str(tbuf *b, const char *s) { tb_add(b, s, strlen(s)); }
+/* ---- text: kernels/sbuf.h ---- */
 
 /* s as the inside of a JSON string literal. */
-static void tb_json_escape(tbuf *b, const char *s, size_t n) {
+static void sb_json_escape(sbuf *b, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8];
         if (c == '"' || c == '\\') {
             esc[0] = '\\', esc[1] = (char)c;
-            tb_add(b, esc, 2);
+            sb_add(b, esc, 2);
         } else if (c == '\n') {
-            tb_add(b, "\\n", 2);
+            sb_add(b, "\\n", 2);
         } else if (c == '\t') {
-            tb_add(b, "\\t", 2);
+            sb_add(b, "\\t", 2);
         } else if (c == '\r') {
-            tb_add(b, "\\r", 2);
+            sb_add(b, "\\r", 2);
         } else if (c < 0x20) {
             static const char hex[] = "0123456789abcdef";
             memcpy(esc, "\\u00", 4);
             esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
-            tb_add(b, esc, 6);
+            sb_add(b, esc, 6);
         } else {
-            tb_add(b, s + i, 1);
+            sb_add(b, s + i, 1);
         }
     }
 }
@@ -182,7 +157,7 @@ typedef enum pstate {
 
 typedef struct call {
     char *name;
-    tbuf args;
+    sbuf args;
 } call;
 
 struct toolcall_parser {
@@ -190,12 +165,12 @@ struct toolcall_parser {
     toolcall_sink sink;
     char **names; /* offered tools */
     int n_names;
-    tbuf buf;     /* the answer so far */
+    sbuf buf;     /* the answer so far */
     size_t pos;   /* decided up to here */
     pstate st;
     pstate after_obj; /* where a finished call object goes */
     bool finished;
-    tbuf content;
+    sbuf content;
     call *calls;
     int n_calls, cap_calls;
     bool oom;
@@ -248,7 +223,7 @@ int toolcall_parser_create(toolcall_format f, const cJSON *tools, const toolcall
             return LLC_ERR_NOMEM;
         }
     }
-    tb_add(&p->content, "", 0);
+    sb_add(&p->content, "", 0);
     *out = p;
     return p->content.oom ? (toolcall_parser_free(p), *out = NULL, LLC_ERR_NOMEM) : 0;
 }
@@ -271,7 +246,7 @@ void toolcall_parser_free(toolcall_parser *p) {
 
 static void out_content(toolcall_parser *p, size_t from, size_t to) {
     if (to <= from) return;
-    tb_add(&p->content, p->buf.p + from, to - from);
+    sb_add(&p->content, p->buf.p + from, to - from);
     if (p->sink.content) p->sink.content(p->sink.ud, p->buf.p + from, to - from);
 }
 
@@ -292,14 +267,14 @@ static void out_call(toolcall_parser *p, const char *name) {
         p->oom = true;
         return;
     }
-    tb_add(&c->args, "", 0);
+    sb_add(&c->args, "", 0);
     p->cur = p->n_calls++;
     if (p->sink.call) p->sink.call(p->sink.ud, p->cur, name);
 }
 
 static void out_args(toolcall_parser *p, const char *s, size_t n) {
     if (p->cur < 0 || n == 0) return;
-    tb_add(&p->calls[p->cur].args, s, n);
+    sb_add(&p->calls[p->cur].args, s, n);
     if (p->sink.args) p->sink.args(p->sink.ud, p->cur, s, n);
 }
 
@@ -535,8 +510,8 @@ static bool step(toolcall_parser *p, bool at_end) {
         not_a_call(p);
         return true;
     case P_L3_CODE: {
-        tbuf esc = {0};
-        tb_json_escape(&esc, s + p->pos, n - p->pos);
+        sbuf esc = {0};
+        sb_json_escape(&esc, s + p->pos, n - p->pos);
         if (esc.oom) p->oom = true;
         else out_args(p, esc.p, esc.len);
         free(esc.p);
@@ -662,7 +637,7 @@ static int run(toolcall_parser *p, bool at_end) {
 
 int toolcall_feed(toolcall_parser *p, const char *text, size_t len) {
     if (p->finished || len == 0) return 0;
-    tb_add(&p->buf, text, len);
+    sb_add(&p->buf, text, len);
     if (p->buf.oom) return LLC_ERR_NOMEM;
     return run(p, false);
 }
@@ -670,7 +645,7 @@ int toolcall_feed(toolcall_parser *p, const char *text, size_t len) {
 int toolcall_finish(toolcall_parser *p) {
     if (p->finished) return 0;
     p->finished = true;
-    if (!p->buf.p) tb_add(&p->buf, "", 0);
+    if (!p->buf.p) sb_add(&p->buf, "", 0);
     return run(p, true);
 }
 
@@ -707,24 +682,24 @@ static cJSON *text_msg(const char *role, const char *content) {
 }
 
 /* The markup of an assistant's tool_calls after its content. */
-static void calls_text(tbuf *b, const cJSON *calls) {
+static void calls_text(sbuf *b, const cJSON *calls) {
     const cJSON *c;
     cJSON_ArrayForEach(c, calls) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-        if (b->len) tb_str(b, "\n");
-        tb_str(b, "<tool_call>\n{\"name\": \"");
-        tb_json_escape(b, name ? name : "", name ? strlen(name) : 0);
-        tb_str(b, "\", \"arguments\": ");
+        if (b->len) sb_str(b, "\n");
+        sb_str(b, "<tool_call>\n{\"name\": \"");
+        sb_json_escape(b, name ? name : "", name ? strlen(name) : 0);
+        sb_str(b, "\", \"arguments\": ");
         if (cJSON_IsString(args)) {
-            tb_str(b, args->valuestring[0] ? args->valuestring : "{}");
+            sb_str(b, args->valuestring[0] ? args->valuestring : "{}");
         } else {
             char *t = args ? cJSON_PrintUnformatted(args) : NULL;
-            tb_str(b, t ? t : "{}");
+            sb_str(b, t ? t : "{}");
             free(t);
         }
-        tb_str(b, "}\n</tool_call>");
+        sb_str(b, "}\n</tool_call>");
     }
 }
 
@@ -732,21 +707,21 @@ int toolcall_generic_messages(const cJSON *messages, const cJSON *tools, bool re
                               llc_err *err) {
     *out = NULL;
     if (!cJSON_IsArray(messages)) return llc_fail(err, LLC_ERR_FORMAT, "messages must be an array");
-    tbuf sys = {0};
+    sbuf sys = {0};
     if (cJSON_GetArraySize(tools) > 0) {
-        tb_str(&sys, GENERIC_HEAD);
+        sb_str(&sys, GENERIC_HEAD);
         const cJSON *t;
         cJSON_ArrayForEach(t, tools) {
             char *j = cJSON_PrintUnformatted(t);
-            tb_str(&sys, "\n");
-            tb_str(&sys, j ? j : "{}");
+            sb_str(&sys, "\n");
+            sb_str(&sys, j ? j : "{}");
             free(j);
         }
-        tb_str(&sys, GENERIC_TAIL);
-        if (required) tb_str(&sys, "\n\nCall at least one function in your answer.");
+        sb_str(&sys, GENERIC_TAIL);
+        if (required) sb_str(&sys, "\n\nCall at least one function in your answer.");
     }
     cJSON *o = cJSON_CreateArray();
-    tbuf resp = {0}; /* a run of tool messages, becoming one user message */
+    sbuf resp = {0}; /* a run of tool messages, becoming one user message */
     bool sys_done = sys.len == 0, oom = !o;
     const cJSON *m;
     cJSON_ArrayForEach(m, messages) {
@@ -755,10 +730,10 @@ int toolcall_generic_messages(const cJSON *messages, const cJSON *tools, bool re
         if (!role) role = "user";
         if (!content) content = "";
         if (strcmp(role, "tool") == 0) {
-            if (resp.len) tb_str(&resp, "\n");
-            tb_str(&resp, "<tool_response>\n");
-            tb_str(&resp, content);
-            tb_str(&resp, "\n</tool_response>");
+            if (resp.len) sb_str(&resp, "\n");
+            sb_str(&resp, "<tool_response>\n");
+            sb_str(&resp, content);
+            sb_str(&resp, "\n</tool_response>");
             continue;
         }
         if (resp.len) {
@@ -768,10 +743,10 @@ int toolcall_generic_messages(const cJSON *messages, const cJSON *tools, bool re
         if (!sys_done) {
             sys_done = true;
             if (strcmp(role, "system") == 0) {
-                tbuf t = {0};
-                tb_str(&t, content);
-                if (t.len) tb_str(&t, "\n\n");
-                tb_str(&t, sys.p);
+                sbuf t = {0};
+                sb_str(&t, content);
+                if (t.len) sb_str(&t, "\n\n");
+                sb_str(&t, sys.p);
                 oom |= t.oom;
                 cJSON_AddItemToArray(o, text_msg("system", t.p ? t.p : ""));
                 free(t.p);
@@ -781,8 +756,8 @@ int toolcall_generic_messages(const cJSON *messages, const cJSON *tools, bool re
         }
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         if (strcmp(role, "assistant") == 0 && cJSON_GetArraySize(calls) > 0) {
-            tbuf t = {0};
-            tb_str(&t, content);
+            sbuf t = {0};
+            sb_str(&t, content);
             calls_text(&t, calls);
             oom |= t.oom;
             cJSON_AddItemToArray(o, text_msg("assistant", t.p ? t.p : ""));
