@@ -1,7 +1,9 @@
 /* cmd_generate.c — `llmchat generate`: one prompt, one continuation streamed to
- * stdout as it is made. Greedy unless --temp is given, so the same command prints
- * the same text; --json adds one object on the last line with the ids, the text,
- * timings and (with --logprobs) the top-N log-probabilities of each position. */
+ * stdout as it is made, through the shared engine like every other request.
+ * Greedy unless --temp is given, so the same command prints the same text; --json
+ * adds one object on the last line with the ids (the end token included), the
+ * text, the seed, timings and (with --logprobs) the top-N log-probabilities of
+ * each position. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +16,9 @@
 #include "app/fileio.h"
 #include "app/llm.h"
 #include "kernels/sbuf.h"
-#include "engine/model/batch.h"
 #include "engine/template/chat.h"
 #include "engine/sched/engine.h"
 #include "engine/sched/sampler.h"
-
-#define PREFILL_CHUNK 512 /* rows per forward step while reading the prompt */
 
 static const char *g_prompt, *g_template, *g_template_file, *g_system, *g_grammar_file, *g_json_schema;
 static char *g_grammar; /* GBNF from --grammar-file / --json-schema */
@@ -79,10 +78,15 @@ static cJSON *logprob_entry(const sample_result *r) {
     return o;
 }
 
-/* With --draft or --ngram: the same generation through the shared engine, which
- * does the speculating; the JSON adds acceptance_rate and tokens_per_verify. */
-static int generate_speculative(llm *L, const cli_common *common, const int32_t *prompt,
-                                int n_prompt, int n_max) {
+/* The JSON summary's "logprobs" entry of one token. */
+static void add_logprob(cJSON *lp_json, const sample_result *r) {
+    if (lp_json) cJSON_AddItemToArray(lp_json, logprob_entry(r));
+}
+
+/* One request through the shared engine (as the chat and the server run them):
+ * the engine prefills, samples, speculates with --draft/--ngram, follows a
+ * grammar, and streams the text; this prints it and, with --json, the summary. */
+static int generate(llm *L, const cli_common *common, const int32_t *prompt, int n_prompt, int n_max) {
     llc_err err;
     engine *e = NULL;
     engine_client *c = NULL;
@@ -91,28 +95,39 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
         engine_destroy(e);
         return 1;
     }
+    const bool speculating = L->draft || common->ngram;
     gen_request r = {.prompt = prompt, .n_prompt = n_prompt, .n = 1, .max_tokens = n_max, .sampling = g_sp,
-                     .continues_prompt = !g_chat, .grammar = g_grammar};
+                     .continues_prompt = !g_chat, .grammar = g_grammar, .special_text = g_special};
     double t0 = clock_now_s(), t_first = 0;
     int status = 1;
+    int32_t *ids = malloc((size_t)(n_max + 1) * sizeof *ids);
+    cJSON *lp_json = g_logprobs ? cJSON_CreateArray() : NULL;
+    sbuf text = {0};
+    if (!ids) {
+        fprintf(stderr, "llmchat: out of memory\n");
+        goto out;
+    }
     if (engine_submit(e, c, &r, &err) < 0) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         goto out;
     }
-    int32_t *ids = malloc((size_t)(n_max + 1) * sizeof *ids);
     int n_ids = 0;
-    sbuf text = {0};
     engine_event *ev;
-    while (ids && (ev = engine_client_wait(c, -1))) {
+    while ((ev = engine_client_wait(c, -1))) {
         engine_event_kind kind = ev->kind;
         if (kind == EV_TOKEN) {
             if (!t_first) t_first = clock_now_s();
             if (n_ids <= n_max) ids[n_ids++] = ev->token;
+            add_logprob(lp_json, &ev->lp);
             fwrite(ev->text, 1, ev->text_len, stdout);
             fflush(stdout);
             sb_add(&text, ev->text, ev->text_len);
         } else if (kind == EV_DONE) {
             double t_end = clock_now_s();
+            if (ev->end_token >= 0 && n_ids <= n_max) { /* the end token: an id, no text */
+                ids[n_ids++] = ev->end_token;
+                add_logprob(lp_json, &ev->end_lp);
+            }
             printf("\n");
             if (g_json) {
                 engine_metrics m;
@@ -123,18 +138,27 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
                 cJSON_AddStringToObject(o, "text", sb_cstr(&text));
                 if (text.oom) cJSON_AddStringToObject(o, "error", "out of memory: text is incomplete");
                 cJSON_AddStringToObject(o, "finish_reason", ev->finish == FINISH_STOP ? "stop" : "length");
-                cJSON_AddNumberToObject(o, "drafted_tokens", ev->drafted_tokens);
-                cJSON_AddNumberToObject(o, "accepted_tokens", ev->accepted_tokens);
-                cJSON_AddNumberToObject(o, "acceptance_rate",
-                                        ev->drafted_tokens ? (double)ev->accepted_tokens / ev->drafted_tokens : 0);
-                cJSON_AddNumberToObject(o, "tokens_per_verify",
-                                        m.spec_verifies ? (double)(m.spec_accepted + m.spec_verifies) / m.spec_verifies : 0);
+                cJSON_AddNumberToObject(o, "seed", (double)ev->seed);
+                if (speculating) {
+                    cJSON_AddNumberToObject(o, "drafted_tokens", ev->drafted_tokens);
+                    cJSON_AddNumberToObject(o, "accepted_tokens", ev->accepted_tokens);
+                    cJSON_AddNumberToObject(o, "acceptance_rate",
+                                            ev->drafted_tokens ? (double)ev->accepted_tokens / ev->drafted_tokens : 0);
+                    cJSON_AddNumberToObject(o, "tokens_per_verify",
+                                            m.spec_verifies ? (double)(m.spec_accepted + m.spec_verifies) / m.spec_verifies : 0);
+                }
+                /* the first token comes with the prompt's pass; the rest are generation */
+                const double prompt_s = ev->ttft_ms / 1e3, gen_s = t_first ? t_end - t_first : 0;
                 cJSON_AddNumberToObject(tm, "prompt_ms", ev->ttft_ms);
+                cJSON_AddNumberToObject(tm, "prompt_tokens_per_s", prompt_s > 0 ? n_prompt / prompt_s : 0);
                 cJSON_AddNumberToObject(tm, "gen_ms", (t_end - (t_first ? t_first : t0)) * 1e3);
-                cJSON_AddNumberToObject(tm, "gen_tokens_per_s",
-                                        n_ids > 1 && t_end > t_first ? (n_ids - 1) / (t_end - t_first) : 0);
-                cJSON_AddNumberToObject(tm, "draft_ms", m.draft_ms);
+                cJSON_AddNumberToObject(tm, "gen_tokens_per_s", n_ids > 1 && gen_s > 0 ? (n_ids - 1) / gen_s : 0);
+                if (speculating) cJSON_AddNumberToObject(tm, "draft_ms", m.draft_ms);
                 cJSON_AddItemToObject(o, "timings", tm);
+                if (lp_json) {
+                    cJSON_AddItemToObject(o, "logprobs", lp_json);
+                    lp_json = NULL;
+                }
                 char *js = cJSON_PrintUnformatted(o);
                 printf("%s\n", js);
                 free(js);
@@ -147,9 +171,10 @@ static int generate_speculative(llm *L, const cli_common *common, const int32_t 
         engine_event_free(ev);
         if (kind != EV_TOKEN) break;
     }
-    free(ids);
-    sb_free(&text);
 out:
+    free(ids);
+    cJSON_Delete(lp_json);
+    sb_free(&text);
     engine_client_free(c);
     engine_destroy(e);
     return status;
@@ -175,8 +200,10 @@ int cmd_generate(int argc, char **argv) {
     }
 
     /* one sequence decodes a row at a time: packing the weights for few-row GEMMs
-       would cost start-up time and memory for nothing (speculation checks several) */
+       would cost start-up time and memory for nothing (speculation checks several);
+       the prompt's own pass pages the weights in, as the engine's warm-up would */
     if (!common.draft && !common.ngram) common.no_prepack = true;
+    common.no_warmup = true;
     llm L;
     if (llm_open(&common, &L, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
@@ -184,14 +211,7 @@ int cmd_generate(int argc, char **argv) {
     }
     const model_hparams *hp = model_hparams_of(L.m);
     int status = 1;
-    int32_t *prompt = NULL, *gen = NULL, *blocks = NULL;
-    float *logits = NULL;
-    model_kv *kv = NULL;
-    batch *b = NULL;
-    sampler *smp = NULL;
-    tok_stream *ts = NULL;
-    cJSON *lp_json = g_logprobs ? cJSON_CreateArray() : NULL;
-    sbuf text = {0};
+    int32_t *prompt = NULL;
 
     char *rendered = NULL;
     const char *prompt_text = g_prompt;
@@ -219,110 +239,27 @@ int cmd_generate(int argc, char **argv) {
     }
     int n_max = g_n < hp->n_ctx_train - n_prompt ? g_n : hp->n_ctx_train - n_prompt;
     if (L.draft_error[0]) fprintf(stderr, "llmchat: %s; going on without speculation\n", L.draft_error);
-    if ((L.draft || common.ngram || g_grammar) && n_max > 0) { /* the engine does grammars too */
-        if (g_logprobs && !g_grammar) fprintf(stderr, "llmchat: --logprobs turns speculation off\n");
-        status = generate_speculative(&L, &common, prompt, n_prompt, n_max);
-        goto out;
-    }
-    int total = n_prompt + n_max, block = 16, n_blocks = (total + block - 1) / block;
-    gen = malloc((size_t)(n_max + 1) * sizeof *gen);
-    blocks = malloc((size_t)n_blocks * sizeof *blocks);
-    logits = malloc((size_t)hp->n_vocab * sizeof *logits);
-    if (!gen || !blocks || !logits) {
-        fprintf(stderr, "llmchat: out of memory\n");
-        goto out;
-    }
-    for (int i = 0; i < n_blocks; i++) blocks[i] = i;
-    if (model_kv_create(L.m, n_blocks, block, llm_kv_type(&common), &kv, &err) || sampler_create(&g_sp, &smp, &err) ||
-        tok_stream_create(L.tok, g_special, &ts) || batch_create(n_blocks, block, &b)) {
-        fprintf(stderr, "llmchat: %s\n", err.msg);
-        goto out;
-    }
-    sampler_accept_prompt(smp, prompt, n_prompt);
-    if (!g_chat) tok_stream_continue(ts, prompt, n_prompt); /* a continuation keeps its first space */
-
-    double t0 = clock_now_s();
-    for (int done = 0; done < n_prompt; done += PREFILL_CHUNK) {
-        int n = n_prompt - done < PREFILL_CHUNK ? n_prompt - done : PREFILL_CHUNK;
-        batch_clear(b);
-        batch_add(b, prompt + done, n, done, blocks, n_blocks,
-                  done + n == n_prompt ? BATCH_OUT_LAST : BATCH_OUT_NONE);
-        if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
-    }
-    double t_prompt = clock_now_s() - t0;
-    t0 = clock_now_s();
-    int n_gen = 0;
-    const char *finish = "length";
-    char piece[1024];
-    while (n_gen < n_max) {
-        sample_result r;
-        int tok = sampler_sample(smp, logits, hp->n_vocab, &r);
-        if (tok < 0) {
-            llc_fail(&err, tok, "sampling failed (no finite logits)");
-            goto fail;
+    if (g_logprobs && !g_grammar && (L.draft || common.ngram))
+        fprintf(stderr, "llmchat: --logprobs turns speculation off\n");
+    if (n_max == 0) { /* nothing to generate (-n 0): the summary alone */
+        printf("\n");
+        if (g_json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToObject(o, "prompt_tokens", int_array(prompt, n_prompt));
+            cJSON_AddItemToObject(o, "tokens", cJSON_CreateArray());
+            cJSON_AddStringToObject(o, "text", "");
+            cJSON_AddStringToObject(o, "finish_reason", "length");
+            char *js = cJSON_PrintUnformatted(o);
+            printf("%s\n", js);
+            free(js);
+            cJSON_Delete(o);
         }
-        gen[n_gen++] = tok;
-        sampler_accept(smp, tok);
-        if (lp_json) cJSON_AddItemToArray(lp_json, logprob_entry(&r));
-        if (tok_is_eog(L.tok, tok)) {
-            finish = "stop";
-            break;
-        }
-        int pn = tok_stream_push(ts, tok, piece, sizeof piece);
-        if (pn > 0) {
-            fwrite(piece, 1, (size_t)pn, stdout);
-            fflush(stdout);
-            sb_add(&text, piece, (size_t)pn);
-        }
-        if (n_gen == n_max) break;
-        batch_clear(b);
-        batch_add(b, &gen[n_gen - 1], 1, n_prompt + n_gen - 1, blocks, n_blocks, BATCH_OUT_LAST);
-        if (model_forward(L.m, kv, batch_view(b), logits, &err)) goto fail;
+        status = 0;
+    } else {
+        status = generate(&L, &common, prompt, n_prompt, n_max);
     }
-    int pn = tok_stream_flush(ts, piece, sizeof piece);
-    if (pn > 0) {
-        fwrite(piece, 1, (size_t)pn, stdout);
-        sb_add(&text, piece, (size_t)pn);
-    }
-    double t_gen = clock_now_s() - t0;
-    printf("\n");
-    if (g_json) {
-        cJSON *o = cJSON_CreateObject(), *tm = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "prompt_tokens", int_array(prompt, n_prompt));
-        cJSON_AddItemToObject(o, "tokens", int_array(gen, n_gen));
-        cJSON_AddStringToObject(o, "text", sb_cstr(&text));
-        if (text.oom) cJSON_AddStringToObject(o, "error", "out of memory: text is incomplete");
-        cJSON_AddStringToObject(o, "finish_reason", finish);
-        cJSON_AddNumberToObject(o, "seed", (double)sampler_seed(smp));
-        cJSON_AddNumberToObject(tm, "prompt_ms", t_prompt * 1e3);
-        cJSON_AddNumberToObject(tm, "prompt_tokens_per_s", n_prompt / t_prompt);
-        cJSON_AddNumberToObject(tm, "gen_ms", t_gen * 1e3);
-        cJSON_AddNumberToObject(tm, "gen_tokens_per_s", t_gen > 0 ? n_gen / t_gen : 0);
-        cJSON_AddItemToObject(o, "timings", tm);
-        if (lp_json) {
-            cJSON_AddItemToObject(o, "logprobs", lp_json);
-            lp_json = NULL;
-        }
-        char *s = cJSON_PrintUnformatted(o);
-        printf("%s\n", s);
-        free(s);
-        cJSON_Delete(o);
-    }
-    status = 0;
-    goto out;
-fail:
-    fprintf(stderr, "\nllmchat: %s\n", err.msg);
 out:
-    cJSON_Delete(lp_json);
-    sb_free(&text);
-    tok_stream_free(ts);
-    sampler_free(smp);
-    batch_free(b);
-    model_kv_free(kv);
     free(prompt);
-    free(gen);
-    free(blocks);
-    free(logits);
     llm_close(&L);
     free(g_grammar);
     return status;

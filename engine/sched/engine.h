@@ -101,6 +101,10 @@ typedef struct engine_event {
     sample_result lp;       /* when sampling.n_logprobs > 0 */
     /* EV_DONE (one per sample) */
     engine_finish finish;
+    int32_t end_token;      /* the end-of-generation token that ended it (not sent as
+                               EV_TOKEN: it has no text), or -1 */
+    sample_result end_lp;   /* end_token's log-probabilities (sampling.n_logprobs > 0) */
+    uint64_t seed;          /* the seed its sampler used (the drawn one for a random seed) */
     int prompt_tokens, cached_tokens, completion_tokens;
     double queue_ms, ttft_ms, tpot_ms;
     int drafted_tokens, accepted_tokens; /* speculative decoding */

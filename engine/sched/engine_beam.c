@@ -104,7 +104,7 @@ void eng_beam_advance_ready(engine *e) {
 
 /* Streams hypothesis `rank` as sample `rank`: detokenized, cut at a stop string. */
 static void beam_emit(engine *e, request *r, int rank, double t_end) {
-    engine_event done = {.kind = EV_DONE, .request_id = r->id, .seq_index = rank,
+    engine_event done = {.kind = EV_DONE, .request_id = r->id, .end_token = -1, .seq_index = rank,
                          .finish = FINISH_LENGTH, .prompt_tokens = r->n_prompt};
     const int32_t *toks = NULL;
     int n = 0;
@@ -148,7 +148,7 @@ void eng_beam_end(engine *e, request *r, engine_finish finish) {
         if (finish == FINISH_NONE) {
             beam_emit(e, r, rank, t);
         } else {
-            engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = rank,
+            engine_event ev = {.kind = EV_DONE, .request_id = r->id, .end_token = -1, .seq_index = rank,
                                .finish = finish, .prompt_tokens = r->n_prompt};
             eng_client_push_done(r, &ev);
         }

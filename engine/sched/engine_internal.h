@@ -52,6 +52,8 @@ typedef struct seq {
     bool admitted_once;
     int64_t admit_order; /* newest admitted is preempted first */
     double t_first, t_last;
+    int32_t end_token;       /* the end-of-generation token that ended it, or -1 */
+    sample_result end_lp;    /* its log-probabilities */
     int rows;        /* rows in the current step */
     int out_row;     /* index of its logits row in the current step, or -1 */
     /* speculative decoding (engine_spec.c) */

@@ -157,6 +157,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
     s->req = r;
     s->index = index;
     s->out_row = -1;
+    s->end_token = -1;
     spec_policy_init(&s->spec, e->p.draft_max);
     int rc = 0;
     if (!r->bs) {
@@ -182,7 +183,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
 
 static void emit_done(engine *e, seq *s, engine_finish finish) {
     request *r = s->req;
-    engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = s->index, .finish = finish};
+    engine_event ev = {.kind = EV_DONE, .request_id = r->id, .end_token = -1, .seq_index = s->index, .finish = finish};
     ev.prompt_tokens = r->embed ? s->n_tokens : r->n_prompt;
     ev.cached_tokens = s->cached;
     ev.completion_tokens = s->n_gen;
@@ -191,6 +192,9 @@ static void emit_done(engine *e, seq *s, engine_finish finish) {
     ev.tpot_ms = s->n_gen > 1 ? (s->t_last - s->t_first) / (s->n_gen - 1) : 0;
     ev.drafted_tokens = (int)s->drafted;
     ev.accepted_tokens = (int)s->accepted;
+    ev.end_token = s->end_token;
+    ev.end_lp = s->end_lp;
+    ev.seed = s->smp ? sampler_seed(s->smp) : 0;
     eng_client_push_done(r, &ev);
 }
 
@@ -238,7 +242,7 @@ static void finish_unforked_samples(engine *e, request *r, engine_finish finish)
     if (r->forked || r->n < 2) return;
     r->forked = true; /* settled: no fork will happen now */
     for (int i = 1; i < r->n && !r->client->closed; i++) {
-        engine_event ev = {.kind = EV_DONE, .request_id = r->id, .seq_index = i, .finish = finish,
+        engine_event ev = {.kind = EV_DONE, .request_id = r->id, .end_token = -1, .seq_index = i, .finish = finish,
                            .prompt_tokens = r->n_prompt};
         ev.queue_ms = llc_now_ms() - r->t_submit;
         eng_client_push_done(r, &ev);
@@ -311,7 +315,7 @@ void eng_drain_inbox(engine *e, bool *stop) {
                 snprintf(ev.message, sizeof ev.message, "out of memory for a new request");
                 eng_client_push(r->client, &ev);
                 for (int i = 0; i < r->n; i++) { /* and each sample (or input) its done event */
-                    engine_event done = {.kind = EV_DONE, .request_id = r->id, .seq_index = i,
+                    engine_event done = {.kind = EV_DONE, .request_id = r->id, .end_token = -1, .seq_index = i,
                                          .finish = FINISH_ERROR, .prompt_tokens = r->n_prompt};
                     done.queue_ms = llc_now_ms() - r->t_submit;
                     eng_client_push_done(r, &done);
@@ -381,6 +385,8 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     s->n_gen++;
     sampler_accept(s->smp, tok);
     if (tok_is_eog(e->tok, tok)) {
+        s->end_token = tok;
+        s->end_lp = *res;
         eng_seq_finish(e, s, FINISH_STOP);
         return true;
     }

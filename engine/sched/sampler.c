@@ -54,8 +54,9 @@ static uint64_t os_random_seed(void) {
         v = mix64((uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^
                   (uint64_t)(uintptr_t)&v);
     }
-    if (v == SAMPLER_SEED_RANDOM) v ^= 1; /* a seed that names itself when repeated */
-    return v;
+    /* 53 bits: the seed reported in JSON (a double) then reads back exactly, so a
+       drawn seed can be given again to repeat the run */
+    return v & ((1ull << 53) - 1);
 }
 
 /* ---- token history ---- */
