@@ -199,50 +199,6 @@ static void conn_free(srv *s, conn *c) {
     free(c);
 }
 
-static size_t out_pending(const conn *c) { return c->out_len - c->out_off; }
-
-void srv_conn_write(srv *s, conn *c, const char *p, size_t n) {
-    if (c->dead) return;
-    if (out_pending(c) + n > s->cfg.max_outbuf) { /* it stopped reading: drop it */
-        c->dead = true;
-        return;
-    }
-    if (c->out_off > 0 && c->out_len + n > c->out_cap) { /* compact */
-        memmove(c->out, c->out + c->out_off, out_pending(c));
-        c->out_len -= c->out_off;
-        c->out_off = 0;
-    }
-    if (c->out_len + n > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
-        while (cap < c->out_len + n) cap *= 2;
-        char *q = realloc(c->out, cap);
-        if (!q) {
-            c->dead = true;
-            return;
-        }
-        c->out = q;
-        c->out_cap = cap;
-    }
-    memcpy(c->out + c->out_len, p, n);
-    c->out_len += n;
-    c->t_active = llc_now_ms();
-}
-
-static void conn_flush(conn *c) {
-    while (!c->dead && out_pending(c) > 0) {
-        ssize_t w = send(c->fd, c->out + c->out_off, out_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            c->out_off += (size_t)w;
-        } else if (w < 0 && errno == EINTR) {
-            continue;
-        } else {
-            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) c->dead = true; /* EPIPE, ECONNRESET */
-            break;
-        }
-    }
-    if (out_pending(c) == 0) c->out_off = c->out_len = 0;
-}
-
 /* Splits the input into lines and handles each. */
 static void conn_lines(srv *s, conn *c) {
     size_t start = 0;
@@ -392,7 +348,7 @@ static void do_accept(srv *s, int lfd, bool tcp) {
     }
 }
 
-static bool conn_idle(const conn *c) { return !c->reqs && out_pending(c) == 0; }
+static bool conn_idle(const conn *c) { return !c->reqs && srv_conn_pending(c) == 0; }
 
 static void *srv_main(void *arg) {
     srv *s = arg;
@@ -434,7 +390,7 @@ static void *srv_main(void *arg) {
             conn *c = s->conns[i];
             short ev = 0;
             if (!c->closing && !c->eof && !shutting) ev |= POLLIN;
-            if (out_pending(c) > 0) ev |= POLLOUT;
+            if (srv_conn_pending(c) > 0) ev |= POLLOUT;
             pfd[np++] = (struct pollfd){.fd = c->fd, .events = ev};
             pfd[np++] = (struct pollfd){.fd = c->ec ? engine_client_fd(c->ec) : -1, .events = POLLIN};
             if (c->kind == CONN_SNIFF) {
@@ -482,9 +438,9 @@ static void *srv_main(void *arg) {
         for (int i = 0; i < s->n_conns; i++) { /* write what is queued; close what is over */
             conn *c = s->conns[i];
             if (c->dead || c->kind != CONN_NDJSON) continue;
-            conn_flush(c);
+            srv_conn_flush(c);
             /* after a protocol error: once the error is out; at end of input: once idle */
-            if (out_pending(c) == 0 && (c->closing || (c->eof && !c->reqs))) c->dead = true;
+            if (srv_conn_pending(c) == 0 && (c->closing || (c->eof && !c->reqs))) c->dead = true;
         }
         int k = 0;
         for (int i = 0; i < s->n_conns; i++) {
@@ -499,7 +455,7 @@ static void *srv_main(void *arg) {
         }
     }
     for (int i = 0; i < s->n_conns; i++) {
-        conn_flush(s->conns[i]);
+        srv_conn_flush(s->conns[i]);
         conn_free(s, s->conns[i]);
     }
     s->n_conns = 0;

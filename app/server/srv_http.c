@@ -7,8 +7,9 @@
  * API key on TCP, size limits on headers and bodies, and the small endpoints
  * (/health, /v1/models). Generation endpoints are in srv_http_gen.c, Ollama's
  * API in srv_ollama.c, the embeddings endpoints in srv_embed.c, the small
- * llama-server extras (/tokenize, /props, /metrics, ...) in srv_http_extra.c,
- * CORS in srv_http_cors.c.
+ * llama-server extras (/tokenize, /props, /metrics, ...) in srv_http_extra.c;
+ * the answers themselves (JSON, errors, CORS headers) in srv_http_reply.c,
+ * which every endpoint calls and which calls none of them back.
  *
  * Why not MHD's thread-per-connection mode: libmicrohttpd 0.9.75 deadlocks in
  * it once its own connection limit is reached (its listen thread locks a mutex
@@ -36,45 +37,6 @@ typedef struct http_req {
     http_gen *gen;  /* a one-piece answer waiting for the engine */
     srv_embed *emb; /* an embeddings answer waiting for the engine */
 } http_req;
-
-http_conn *srv_http_conn_of(struct MHD_Connection *mc) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    return ci ? ci->socket_context : NULL;
-}
-
-enum MHD_Result srv_http_queue(struct MHD_Connection *mc, unsigned status, struct MHD_Response *r) {
-    srv_http_cors_headers(mc, r);
-    return MHD_queue_response(mc, status, r);
-}
-
-enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ret = srv_http_queue(mc, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o) {
-    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
-    free(txt);
-    return ret;
-}
-
-enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type, const char *msg) {
-    sbuf b = {0};
-    sb_printf(&b, "{\"error\":{\"code\":%u,\"message\":", status);
-    sb_json_str(&b, msg, strlen(msg));
-    sb_str(&b, ",\"type\":");
-    sb_json_str(&b, type, strlen(type));
-    sb_str(&b, "}}");
-    enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, status, b.p, b.len);
-    sb_free(&b);
-    return ret;
-}
 
 static enum MHD_Result too_large(struct MHD_Connection *mc, size_t limit) {
     char msg[96];

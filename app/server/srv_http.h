@@ -16,13 +16,15 @@ typedef enum http_endpoint {
     HTTP_LLAMA_INFILL, /* POST /infill */
 } http_endpoint;
 
+/* ---- srv_http_reply.c: the answers (endpoints call these; they call no endpoint) ---- */
+
 /* Queues r with the headers every answer carries (CORS on TCP). */
 enum MHD_Result srv_http_queue(struct MHD_Connection *mc, unsigned status, struct MHD_Response *r);
 /* The connection's entry in the server's list, or NULL. */
 http_conn *srv_http_conn_of(struct MHD_Connection *mc);
 
-/* srv_http_cors.c: at a request's head, decides the CORS headers of its
- * answers (cfg.cors_origins against its Origin header; TCP only). */
+/* At a request's head, decides the CORS headers of its answers (cfg.cors_origins
+ * against its Origin header; TCP only). */
 void srv_http_cors_begin(srv *s, struct MHD_Connection *mc, http_conn *hc);
 /* Adds them to r (nothing on the Unix socket or for an origin not allowed). */
 void srv_http_cors_headers(struct MHD_Connection *mc, struct MHD_Response *r);
@@ -30,14 +32,6 @@ void srv_http_cors_headers(struct MHD_Connection *mc, struct MHD_Response *r);
  * allowed methods and headers, or 403 for an origin not allowed. No API key
  * is asked for. */
 enum MHD_Result srv_http_preflight(srv *s, struct MHD_Connection *mc);
-
-/* srv_http_extra.c: /tokenize, /detokenize, /apply-template, /props,
- * /metrics, /slots, /v1/models/{id}. True when url is one of them; *ret is
- * then the answer. */
-bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
-                    const char *body, size_t len, enum MHD_Result *ret);
-/* The model as /v1/models lists it (OpenAI's model object). */
-cJSON *srv_http_model_object(const srv *s);
 
 /* Queues a JSON response (body copied). */
 enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len);
@@ -47,6 +41,17 @@ enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o);
  * llama-server's error shape). */
 enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type,
                                const char *msg);
+
+/* ---- the endpoints ---- */
+
+/* srv_http_extra.c: /tokenize, /detokenize, /apply-template, /props,
+ * /metrics, /slots, /v1/models/{id}. True when url is one of them; *ret is
+ * then the answer. */
+bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
+                    const char *body, size_t len, enum MHD_Result *ret);
+/* The model as /v1/models lists it (OpenAI's model object). */
+cJSON *srv_http_model_object(const srv *s);
+
 /* Runs a generation endpoint on a complete request body. A streaming answer is
  * queued at once (its reader suspends the connection while the engine has
  * nothing new); a one-piece answer suspends the connection and leaves *pending

@@ -129,6 +129,14 @@ const char *srv_finish_name(engine_finish f);
 
 typedef struct srv_req srv_req;
 
+/* What a request's owner (a session) is told beside the connection's events:
+ * each piece of text, each sample's end, and the request's end. */
+typedef struct srv_req_hooks {
+    void (*token)(srv *s, srv_req *r, int index, const char *text, size_t len);
+    void (*done)(srv_req *r, int index, const engine_event *ev);
+    void (*release)(srv *s, srv_req *r);
+} srv_req_hooks;
+
 typedef enum conn_kind { CONN_SNIFF, CONN_NDJSON } conn_kind;
 
 typedef struct conn {
@@ -225,9 +233,13 @@ struct srv {
     int note_fd;
 };
 
-/* srv.c: output to a connection (capped; the connection is dropped beyond the
- * cap). */
+/* srv_conn.c: output to a connection (capped; the connection is dropped beyond
+ * the cap), and sending what the socket takes now (c->dead on a hard error). */
 void srv_conn_write(srv *s, conn *c, const char *p, size_t n);
+void srv_conn_flush(conn *c);
+size_t srv_conn_pending(const conn *c); /* bytes queued, not yet sent */
+/* Appends a newline to b, queues it as one NDJSON line and frees b. */
+void srv_conn_send(srv *s, conn *c, sbuf *b);
 /* srv_note.c: a note for the UI (only with cfg.notify). */
 void srv_note_push(srv *s, srv_note_kind kind, int64_t session, int64_t message, int index,
                    const char *text, size_t len);
@@ -239,24 +251,25 @@ void srv_proto_events(srv *s, conn *c);
 void srv_proto_conn_gone(srv *s, conn *c);
 /* Shutdown: cancel every request of c (their `done` events still come). */
 void srv_proto_cancel_all(srv *s, conn *c);
-/* Event writers shared with srv_sessions.c. */
+/* srv_conn.c: the NDJSON error and result events. */
 void srv_send_error(srv *s, conn *c, const char *id_json, const char *code, const char *msg);
 void srv_send_result(srv *s, conn *c, const char *id_json, cJSON *result); /* takes result */
-/* Submits g for c under request id id_json; session fields (cv, alt_base)
- * are set by the caller on the returned request. NULL after an error event. */
-srv_req *srv_proto_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_err *err);
+/* srv_reqs.c: the requests in flight on an NDJSON connection. Submits g for c
+ * under request id id_json; session fields (cv, alt_base, hooks) are set by the
+ * caller on the returned request. NULL after an error event. */
+srv_req *srv_req_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_err *err);
 /* True (after a too_many_requests error) when c runs SRV_MAX_INFLIGHT requests. */
-bool srv_proto_full(srv *s, conn *c, const char *id_json);
+bool srv_req_full(srv *s, conn *c, const char *id_json);
+srv_req *srv_req_find(conn *c, int64_t eid);
+void srv_req_unlink(conn *c, srv_req *r);
+void srv_req_free(srv_req *r);
+/* The protocol's error code for a result code (bad_request, bad_param, ...). */
+const char *srv_code_of(int rc);
 
 /* srv_sessions.c */
 void srv_sessions_method(srv *s, conn *c, const char *method, const cJSON *j, const char *id_json);
 /* chat / sessions.send with a session. */
 void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json);
-/* Engine events of a session request (called by srv_proto.c). */
-void srv_session_token(srv *s, srv_req *r, int index, const char *text, size_t len);
-void srv_session_done(srv_req *r, int index, const engine_event *ev);
-/* The request is over (all samples finished, or the connection went away). */
-void srv_session_release(srv *s, srv_req *r);
 /* Retries stores that failed (once a second) and, at stop, a last time. */
 void srv_sessions_retry(srv *s, bool final);
 bool srv_session_busy(const srv *s, int64_t id);
@@ -323,6 +336,8 @@ struct srv_req {
     conv *cv;
     int64_t session_id;
     int alt_base;
+    const srv_req_hooks *hooks; /* set by whoever owns the request beside its
+                                   connection (a session), or NULL */
 };
 
 #endif

@@ -1,134 +1,14 @@
 /* srv_proto.c — the llmchat protocol (newline-delimited JSON, docs/PROTOCOL.md):
  * parsing a request line, the API key on TCP, the methods chat / complete /
  * infill / cancel / models / status / auth (sessions.* are in srv_sessions.c),
- * the requests in flight on a connection, and turning engine events into
- * `token`, `done` and `error` events. Runs on the server thread only. */
+ * and turning engine events into `token`, `done` and `error` events (a request
+ * a session made also tells the session, through its hooks). The requests in
+ * flight are srv_reqs.c's. Runs on the server thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/server/srv_internal.h"
-
-/* ---- writing events ---- */
-
-static void send_sb(srv *s, conn *c, sbuf *b) {
-    sb_add(b, "\n", 1);
-    if (!b->oom) srv_conn_write(s, c, b->p, b->len);
-    sb_free(b);
-}
-
-void srv_send_error(srv *s, conn *c, const char *id_json, const char *code, const char *msg) {
-    sbuf b = {0};
-    sb_printf(&b, "{\"id\":%s,\"event\":\"error\",\"code\":\"%s\",\"message\":", id_json, code);
-    sb_json_str(&b, msg, strlen(msg));
-    sb_add(&b, "}", 1);
-    send_sb(s, c, &b);
-}
-
-void srv_send_result(srv *s, conn *c, const char *id_json, cJSON *result) {
-    char *r = result ? cJSON_PrintUnformatted(result) : NULL;
-    cJSON_Delete(result);
-    if (!r) {
-        srv_send_error(s, c, id_json, "internal", "out of memory");
-        return;
-    }
-    sbuf b = {0};
-    sb_printf(&b, "{\"id\":%s,\"event\":\"result\",\"result\":", id_json);
-    sb_str(&b, r);
-    sb_add(&b, "}", 1);
-    free(r);
-    send_sb(s, c, &b);
-}
-
-static const char *code_of(int rc) {
-    switch (rc) {
-    case LLC_ERR_TYPE:
-    case LLC_ERR_FORMAT: return "bad_request";
-    case LLC_ERR_RANGE: return "bad_param";
-    case LLC_ERR_UNSUPPORTED: return "unsupported";
-    case LLC_ERR_NOTFOUND: return "not_found";
-    default: return "internal";
-    }
-}
-
-/* ---- requests in flight ---- */
-
-static void req_free(srv_req *r) {
-    if (!r) return;
-    for (int i = 0; r->pend && i < r->n; i++) {
-        free(r->pend[i].ids);
-        sb_free(&r->pend[i].lp);
-        toolcall_parser_free(r->pend[i].tc);
-    }
-    free(r->pend);
-    free(r->prompt_ids);
-    free(r->id_json);
-    free(r);
-}
-
-static srv_req *req_find(conn *c, int64_t eid) {
-    for (srv_req *r = c->reqs; r; r = r->next)
-        if (r->eid == eid) return r;
-    return NULL;
-}
-
-static void req_unlink(conn *c, srv_req *r) {
-    for (srv_req **pp = &c->reqs; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            return;
-        }
-}
-
-bool srv_proto_full(srv *s, conn *c, const char *id_json) {
-    int running = 0;
-    for (const srv_req *q = c->reqs; q; q = q->next) running++;
-    if (running < SRV_MAX_INFLIGHT) return false;
-    char msg[96];
-    snprintf(msg, sizeof msg, "%d requests are running on this connection; wait for one to end", running);
-    srv_send_error(s, c, id_json, "too_many_requests", msg);
-    return true;
-}
-
-srv_req *srv_proto_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_err *err) {
-    if (srv_proto_full(s, c, id_json)) return NULL;
-    if (!c->ec && engine_client_create(s->e, &c->ec)) {
-        srv_send_error(s, c, id_json, "internal", "cannot create an engine client");
-        return NULL;
-    }
-    srv_req *r = calloc(1, sizeof *r);
-    if (r) {
-        r->n = g->req.n;
-        r->pend = calloc((size_t)r->n, sizeof *r->pend);
-        r->id_json = strdup(id_json);
-        if (g->echo_prompt && (r->prompt_ids = malloc((size_t)g->req.n_prompt * sizeof *r->prompt_ids))) {
-            memcpy(r->prompt_ids, g->req.prompt, (size_t)g->req.n_prompt * sizeof *r->prompt_ids);
-            r->n_prompt_ids = g->req.n_prompt;
-        }
-    }
-    bool tc_ok = true; /* with tools, each sample's calls are read for its done event */
-    for (int i = 0; r && r->pend && g->tools && i < r->n; i++)
-        tc_ok = tc_ok && toolcall_parser_create(g->tool_format, g->tools, NULL, &r->pend[i].tc) == 0;
-    if (!r || !r->pend || !r->id_json || (g->echo_prompt && !r->prompt_ids) || !tc_ok) {
-        req_free(r);
-        srv_send_error(s, c, id_json, "internal", "out of memory");
-        return NULL;
-    }
-    int64_t eid = engine_submit(s->e, c->ec, &g->req, err);
-    if (eid < 0) {
-        req_free(r);
-        srv_send_error(s, c, id_json, code_of((int)eid), err->msg);
-        return NULL;
-    }
-    r->eid = eid;
-    r->logprobs = g->logprobs;
-    r->n_logprobs = g->n_logprobs;
-    r->warm_only = g->warm_only;
-    r->n_dropped = g->n_dropped;
-    r->next = c->reqs;
-    c->reqs = r;
-    return r;
-}
 
 /* ---- engine events ---- */
 
@@ -163,7 +43,7 @@ static void send_token(srv *s, conn *c, srv_req *r, int idx, const char *text, s
         sb_add(&b, "]", 1);
     }
     sb_add(&b, "}", 1);
-    send_sb(s, c, &b);
+    srv_conn_send(s, c, &b);
     p->n = 0;
     p->lp.len = 0;
 }
@@ -186,7 +66,7 @@ static void on_token(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     if (ev->text_len > 0) {
         if (p->tc) toolcall_feed(p->tc, ev->text, ev->text_len);
         send_token(s, c, r, idx, ev->text, ev->text_len);
-        if (r->cv) srv_session_token(s, r, idx, ev->text, ev->text_len);
+        if (r->hooks) r->hooks->token(s, r, idx, ev->text, ev->text_len);
     }
 }
 
@@ -194,7 +74,7 @@ static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     int idx = ev->seq_index;
     r->pend[idx].seen = true;
     if (r->pend[idx].n > 0 && !r->warm_only) send_token(s, c, r, idx, "", 0);
-    if (r->cv) srv_session_done(r, idx, ev);
+    if (r->hooks) r->hooks->done(r, idx, ev);
     sbuf b = {0};
     toolcall_parser *tc = r->pend[idx].tc;
     if (tc) toolcall_finish(tc);
@@ -246,7 +126,7 @@ static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
         sb_add(&b, "]", 1);
     }
     sb_add(&b, "}", 1);
-    send_sb(s, c, &b);
+    srv_conn_send(s, c, &b);
     r->n_done++;
 }
 
@@ -254,9 +134,9 @@ static void on_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     if (ev->seq_index < 0 || ev->seq_index >= r->n) return;
     send_done(s, c, r, ev); /* the engine ends every sample with one, forked or not */
     if (r->n_done >= r->n) {
-        req_unlink(c, r);
-        srv_session_release(s, r);
-        req_free(r);
+        srv_req_unlink(c, r);
+        if (r->hooks) r->hooks->release(s, r);
+        srv_req_free(r);
     }
 }
 
@@ -264,7 +144,7 @@ void srv_proto_events(srv *s, conn *c) {
     if (!c->ec) return;
     engine_event *ev;
     while (!c->dead && (ev = engine_client_next(c->ec))) {
-        srv_req *r = req_find(c, ev->request_id);
+        srv_req *r = srv_req_find(c, ev->request_id);
         if (r) {
             if (ev->kind == EV_TOKEN) on_token(s, c, r, ev);
             else if (ev->kind == EV_DONE) on_done(s, c, r, ev);
@@ -284,8 +164,8 @@ void srv_proto_conn_gone(srv *s, conn *c) {
     while (c->reqs) {
         srv_req *r = c->reqs;
         c->reqs = r->next;
-        srv_session_release(s, r);
-        req_free(r);
+        if (r->hooks) r->hooks->release(s, r);
+        srv_req_free(r);
     }
 }
 
@@ -329,8 +209,8 @@ static void do_generate(srv *s, conn *c, const cJSON *j, const char *id_json, ge
             !(rc = str_field(j, "prompt", "", &middle, &err)))
             rc = srv_gen_infill(&s->m, prefix, suffix, extra, middle, &g, &err);
     }
-    if (rc) srv_send_error(s, c, id_json, code_of(rc), err.msg);
-    else srv_proto_submit(s, c, id_json, &g, &err);
+    if (rc) srv_send_error(s, c, id_json, srv_code_of(rc), err.msg);
+    else srv_req_submit(s, c, id_json, &g, &err);
     srv_gen_free(&g);
 }
 

@@ -205,6 +205,11 @@ static bool need_db(srv *s, conn *c, const char *id_json) {
     return false;
 }
 
+static void session_token(srv *s, srv_req *r, int index, const char *text, size_t len);
+static void session_done(srv_req *r, int index, const engine_event *ev);
+static void session_release(srv *s, srv_req *r);
+static const srv_req_hooks g_session_hooks = {session_token, session_done, session_release};
+
 void srv_sessions_method(srv *s, conn *c, const char *method, const cJSON *j, const char *id_json) {
     bool known = !strcmp(method, "sessions.list") || !strcmp(method, "sessions.get") ||
                  !strcmp(method, "sessions.create") || !strcmp(method, "sessions.send") ||
@@ -271,7 +276,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
         srv_send_error(s, c, id_json, "bad_request", err.msg);
         return;
     }
-    if (srv_proto_full(s, c, id_json)) return;
+    if (srv_req_full(s, c, id_json)) return;
     if (srv_session_busy(s, sid)) {
         srv_send_error(s, c, id_json, "busy", "the session is already answering a request");
         return;
@@ -319,7 +324,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
         srv_send_error(s, c, id_json, rc == LLC_ERR_RANGE ? "bad_param" : "internal", err.msg);
         goto fail;
     }
-    srv_req *r = srv_proto_submit(s, c, id_json, &g, &err);
+    srv_req *r = srv_req_submit(s, c, id_json, &g, &err);
     if (!r) goto fail;
     int first = conv_open_answers(cv, g.req.n);
     if (first < 0 || !busy_add(s, sid)) {
@@ -327,6 +332,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
         first = first < 0 ? 0 : first;
     }
     r->cv = cv;
+    r->hooks = &g_session_hooks;
     r->session_id = sid;
     r->alt_base = first;
     conv_save(cv, s->db, s->m.name, true, llc_now_ms()); /* the answers get their ids */
@@ -337,7 +343,8 @@ fail:
     conv_free(cv);
 }
 
-void srv_session_token(srv *s, srv_req *r, int index, const char *text, size_t len) {
+/* A session request's hooks (srv_req_hooks): its text into the stored answer, */
+static void session_token(srv *s, srv_req *r, int index, const char *text, size_t len) {
     conv *cv = r->cv;
     int alt = r->alt_base + index;
     if (alt >= cv->n_alts) return;
@@ -346,7 +353,8 @@ void srv_session_token(srv *s, srv_req *r, int index, const char *text, size_t l
     conv_save(cv, s->db, s->m.name, false, llc_now_ms()); /* about once a second */
 }
 
-void srv_session_done(srv_req *r, int index, const engine_event *ev) {
+/* each sample's end, */
+static void session_done(srv_req *r, int index, const engine_event *ev) {
     int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                 : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
                                                : DB_STATE_DONE;
@@ -354,7 +362,8 @@ void srv_session_done(srv_req *r, int index, const engine_event *ev) {
     conv_finish(r->cv, r->alt_base + index, state, srv_finish_name(ev->finish), &u);
 }
 
-void srv_session_release(srv *s, srv_req *r) {
+/* and the request's end (all samples finished, or the connection went away). */
+static void session_release(srv *s, srv_req *r) {
     conv *cv = r->cv;
     if (!cv) return;
     r->cv = NULL;

@@ -1,9 +1,13 @@
-/* srv_http_cors.c — Cross-Origin Resource Sharing on the TCP listener, so a
- * web page (a browser UI, a dashboard) may call the API: which origin each
- * answer names in Access-Control-Allow-Origin, and the OPTIONS preflight
- * browsers send before a POST with a JSON body or an Authorization header.
+/* srv_http_reply.c — the answers on an HTTP connection: the http_conn of an MHD
+ * connection, a response queued with its CORS headers, JSON bodies, OpenAI-shaped
+ * errors, and CORS itself. Every endpoint (srv_http.c's router, srv_http_gen.c,
+ * srv_ollama.c, srv_embed.c, srv_http_extra.c) calls these; they call nothing of
+ * the router or the endpoints back.
  *
- * cfg.cors_origins: NULL or "*" lets any origin read the answers (what
+ * CORS: Cross-Origin Resource Sharing on the TCP listener, so a web page (a
+ * browser UI, a dashboard) may call the API: which origin each answer names in
+ * Access-Control-Allow-Origin, and the OPTIONS preflight browsers send before a
+ * POST with a JSON body or an Authorization header. cfg.cors_origins: NULL or "*" lets any origin read the answers (what
  * llama-server does; the API key, when set, still guards every request but
  * the preflight); a comma-separated list lets only those ("http://a:3000,
  * https://b"): the answer names the request's Origin when it is listed, and
@@ -12,9 +16,50 @@
  * browsers cannot reach it. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app/server/srv_http.h"
+
+http_conn *srv_http_conn_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+enum MHD_Result srv_http_queue(struct MHD_Connection *mc, unsigned status, struct MHD_Response *r) {
+    srv_http_cors_headers(mc, r);
+    return MHD_queue_response(mc, status, r);
+}
+
+enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const char *body, size_t len) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    enum MHD_Result ret = srv_http_queue(mc, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o) {
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    enum MHD_Result ret = txt ? srv_http_json(mc, MHD_HTTP_OK, txt, strlen(txt)) : MHD_NO;
+    free(txt);
+    return ret;
+}
+
+enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type, const char *msg) {
+    sbuf b = {0};
+    sb_printf(&b, "{\"error\":{\"code\":%u,\"message\":", status);
+    sb_json_str(&b, msg, strlen(msg));
+    sb_str(&b, ",\"type\":");
+    sb_json_str(&b, type, strlen(type));
+    sb_str(&b, "}}");
+    enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, status, b.p, b.len);
+    sb_free(&b);
+    return ret;
+}
+
 
 #define CORS_METHODS "GET, POST, DELETE, OPTIONS"
 #define CORS_HEADERS "Authorization, Content-Type"
