@@ -350,10 +350,58 @@ static void do_accept(srv *s, int lfd, bool tcp) {
 
 static bool conn_idle(const conn *c) { return !c->reqs && srv_conn_pending(c) == 0; }
 
+/* ---- the loop's handlers (srv_poll.c calls each every round, in order) ---- */
+
+static void on_wake(srv *s, void *ctx, short revents, double now) {
+    if (!(revents & POLLIN)) return;
+    uint64_t v;
+    ssize_t r = read(s->wake_fd, &v, sizeof v);
+    (void)r;
+}
+
+static void on_accept_unix(srv *s, void *ctx, short revents, double now) {
+    if (revents & POLLIN) do_accept(s, s->unix_fd, false);
+}
+
+static void on_accept_tcp(srv *s, void *ctx, short revents, double now) {
+    if (revents & POLLIN) do_accept(s, s->tcp_fd, true);
+}
+
+static void on_warm(srv *s, void *ctx, short revents, double now) {
+    if (revents & POLLIN) srv_warm_drain(s);
+}
+
+/* A connection's socket: the first byte decides its protocol (or its time to
+ * send one runs out); then input lines, hang-ups, and lines that never end. */
+static void on_conn_socket(srv *s, void *ctx, short revents, double now) {
+    conn *c = ctx;
+    if (c->dead) return; /* evicted to make room */
+    if (c->kind == CONN_SNIFF) {
+        if (revents & (POLLIN | POLLHUP | POLLERR)) conn_sniff(s, c);
+        else if (now - c->t_accept > s->cfg.request_timeout_ms) c->dead = true;
+        return;
+    }
+    if (revents & (POLLERR | POLLHUP | POLLNVAL)) { /* gone: cancel its requests */
+        c->dead = true;
+        return;
+    }
+    if (revents & POLLIN) conn_read(s, c);
+    if (c->t_partial > 0 && c->in_len > 0 && !c->closing && now - c->t_partial > SRV_BODY_MS) {
+        srv_send_error(s, c, "null", "timeout", "the request line did not end in time; closing the connection");
+        c->closing = true; /* a line dripping in byte by byte */
+        c->in_len = 0;
+    }
+}
+
+/* A connection's engine client: events of its requests. */
+static void on_conn_engine(srv *s, void *ctx, short revents, double now) {
+    conn *c = ctx;
+    if (!c->dead && c->kind == CONN_NDJSON && (revents & POLLIN)) srv_proto_events(s, c);
+}
+
 static void *srv_main(void *arg) {
     srv *s = arg;
-    struct pollfd *pfd = NULL;
-    int cap_pfd = 0;
+    srv_pollset ps = {0};
     bool shutting = false;
     double deadline = 0;
     for (;;) {
@@ -371,70 +419,36 @@ static void *srv_main(void *arg) {
                     all_done = false;
             if (all_done || now >= deadline) break;
         }
-        int need = 4 + 2 * s->n_conns + srv_http_npoll(s);
-        if (need > cap_pfd) {
-            struct pollfd *p = realloc(pfd, (size_t)need * sizeof *p);
-            if (!p) break;
-            pfd = p;
-            cap_pfd = need;
-        }
-        int np = 0, timeout = 1000;
+        int timeout = 1000;
         bool accepting = !shutting && now >= s->accept_pause_until;
         if (!shutting && !accepting) timeout = 100;
-        pfd[np++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
-        pfd[np++] = (struct pollfd){.fd = accepting ? s->unix_fd : -1, .events = POLLIN};
-        pfd[np++] = (struct pollfd){.fd = accepting ? s->tcp_fd : -1, .events = POLLIN};
-        pfd[np++] = (struct pollfd){.fd = s->warm_ec ? engine_client_fd(s->warm_ec) : -1, .events = POLLIN};
-        int first_conn = np;
+        ps.n = 0;
+        srv_poll_add(&ps, s->wake_fd, POLLIN, on_wake, NULL);
+        srv_poll_add(&ps, accepting ? s->unix_fd : -1, POLLIN, on_accept_unix, NULL);
+        srv_poll_add(&ps, accepting ? s->tcp_fd : -1, POLLIN, on_accept_tcp, NULL);
+        srv_poll_add(&ps, s->warm_ec ? engine_client_fd(s->warm_ec) : -1, POLLIN, on_warm, NULL);
+        /* (connections accepted this round join the next one) */
         for (int i = 0; i < s->n_conns; i++) {
             conn *c = s->conns[i];
             short ev = 0;
             if (!c->closing && !c->eof && !shutting) ev |= POLLIN;
             if (srv_conn_pending(c) > 0) ev |= POLLOUT;
-            pfd[np++] = (struct pollfd){.fd = c->fd, .events = ev};
-            pfd[np++] = (struct pollfd){.fd = c->ec ? engine_client_fd(c->ec) : -1, .events = POLLIN};
+            srv_poll_add(&ps, c->fd, ev, on_conn_socket, c);
+            srv_poll_add(&ps, c->ec ? engine_client_fd(c->ec) : -1, POLLIN, on_conn_engine, c);
             if (c->kind == CONN_SNIFF) {
                 int left = (int)(c->t_accept + s->cfg.request_timeout_ms - now) + 1;
                 if (left < timeout) timeout = left > 0 ? left : 0;
             }
         }
-        int first_http = np;
-        np += srv_http_poll_fds(s, pfd + np, &timeout, now);
+        srv_http_poll_add(s, &ps, &timeout, now);
+        if (ps.oom) break;
         if (shutting) timeout = timeout < 50 ? timeout : 50;
-        int n = poll(pfd, (nfds_t)np, timeout);
+        int n = poll(ps.pfd, (nfds_t)ps.n, timeout);
         if (n < 0 && errno != EINTR) break;
+        if (n < 0) /* interrupted: nothing to report */
+            for (int i = 0; i < ps.n; i++) ps.pfd[i].revents = 0;
         now = llc_now_ms();
-        if (pfd[0].revents & POLLIN) {
-            uint64_t v;
-            ssize_t r = read(s->wake_fd, &v, sizeof v);
-            (void)r;
-        }
-        if (pfd[3].revents & POLLIN) srv_warm_drain(s);
-        int n_before = s->n_conns; /* accepted ones join the next round */
-        if (pfd[1].revents & POLLIN) do_accept(s, s->unix_fd, false);
-        if (pfd[2].revents & POLLIN) do_accept(s, s->tcp_fd, true);
-        for (int i = 0; i < n_before; i++) {
-            conn *c = s->conns[i];
-            if (c->dead) continue; /* evicted to make room */
-            short re = pfd[first_conn + 2 * i].revents, ee = pfd[first_conn + 1 + 2 * i].revents;
-            if (c->kind == CONN_SNIFF) {
-                if (re & (POLLIN | POLLHUP | POLLERR)) conn_sniff(s, c);
-                else if (now - c->t_accept > s->cfg.request_timeout_ms) c->dead = true;
-                continue;
-            }
-            if (re & (POLLERR | POLLHUP | POLLNVAL)) { /* gone: cancel its requests */
-                c->dead = true;
-                continue;
-            }
-            if (re & POLLIN) conn_read(s, c);
-            if (ee & POLLIN) srv_proto_events(s, c);
-            if (c->t_partial > 0 && c->in_len > 0 && !c->closing && now - c->t_partial > SRV_BODY_MS) {
-                srv_send_error(s, c, "null", "timeout", "the request line did not end in time; closing the connection");
-                c->closing = true; /* a line dripping in byte by byte */
-                c->in_len = 0;
-            }
-        }
-        srv_http_dispatch(s, pfd + first_http, np - first_http, now);
+        srv_poll_run(s, &ps, now);
         for (int i = 0; i < s->n_conns; i++) { /* write what is queued; close what is over */
             conn *c = s->conns[i];
             if (c->dead || c->kind != CONN_NDJSON) continue;
@@ -463,7 +477,7 @@ static void *srv_main(void *arg) {
     engine_client_free(s->warm_ec);
     s->warm_ec = NULL;
     srv_sessions_retry(s, true);
-    free(pfd);
+    srv_poll_free(&ps);
     return NULL;
 }
 

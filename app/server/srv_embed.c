@@ -52,22 +52,6 @@ void srv_embed_free(srv_embed *q) {
 
 /* ---- the server loop's side ---- */
 
-int srv_embed_npoll(const srv *s) {
-    int n = 0;
-    for (const srv_embed *q = s->embeds; q; q = q->next) n += q->suspended ? 2 : 0;
-    return n;
-}
-
-int srv_embed_poll_fds(srv *s, struct pollfd *p) {
-    int n = 0;
-    for (srv_embed *q = s->embeds; q; q = q->next) {
-        if (!q->suspended) continue;
-        p[n++] = (struct pollfd){.fd = q->ec ? engine_client_fd(q->ec) : -1, .events = POLLIN};
-        p[n++] = (struct pollfd){.fd = q->fd, .events = POLLRDHUP};
-    }
-    return n;
-}
-
 static void cancel(srv_embed *q) {
     if (q->cancel_sent || !q->ec) return;
     engine_cancel(q->s->e, q->eid);
@@ -80,16 +64,29 @@ static void resume(srv_embed *q) {
     MHD_resume_connection(q->mc);
 }
 
-void srv_embed_dispatch(srv *s, const struct pollfd *p, int n) {
-    int k = 0;
-    for (srv_embed *q = s->embeds; q && k + 2 <= n; q = q->next) {
-        if (!q->suspended) continue; /* the same order as srv_embed_poll_fds */
-        if (p[k + 1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
-            cancel(q);
-            q->gone = true;
-        }
-        if (q->gone || (p[k].revents & POLLIN)) resume(q);
-        k += 2;
+/* A suspended answer's socket: a hang-up cancels it and resumes the connection
+ * (to be closed without an answer). */
+static void on_socket(srv *s, void *ctx, short revents, double now) {
+    srv_embed *q = ctx;
+    if (!q->suspended) return;
+    if (revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
+        cancel(q);
+        q->gone = true;
+        resume(q);
+    }
+}
+
+/* Its engine fd: results came, the answer can be written. */
+static void on_engine(srv *s, void *ctx, short revents, double now) {
+    srv_embed *q = ctx;
+    if (q->suspended && (revents & POLLIN)) resume(q);
+}
+
+void srv_embed_poll_add(srv *s, srv_pollset *ps) {
+    for (srv_embed *q = s->embeds; q; q = q->next) {
+        if (!q->suspended) continue;
+        srv_poll_add(ps, q->fd, POLLRDHUP, on_socket, q);
+        srv_poll_add(ps, q->ec ? engine_client_fd(q->ec) : -1, POLLIN, on_engine, q);
     }
 }
 

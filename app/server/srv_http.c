@@ -255,52 +255,34 @@ void srv_http_add(srv *s, int fd, const struct sockaddr *addr, socklen_t len) {
     MHD_add_connection(s->mhd, fd, addr, len); /* closes fd itself when it fails */
 }
 
-int srv_http_npoll(const srv *s) {
-    int n = 1;
-    for (const http_gen *g = s->gens; g; g = srv_http_gen_next(g))
-        if (srv_http_gen_suspended(g)) n += 2;
-    return n + srv_embed_npoll(s);
-}
-
-int srv_http_poll_fds(srv *s, struct pollfd *p, int *timeout_ms, double now) {
-    int n = 0;
-    const union MHD_DaemonInfo *di = s->mhd ? MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
-    p[n++] = (struct pollfd){.fd = di ? di->epoll_fd : -1, .events = POLLIN};
-    MHD_UNSIGNED_LONG_LONG t;
-    if (s->mhd && MHD_get_timeout(s->mhd, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)*timeout_ms)
-        *timeout_ms = (int)t;
-    for (http_gen *g = s->gens; g; g = srv_http_gen_next(g))
-        if (srv_http_gen_suspended(g)) {
-            srv_http_gen_poll(g, p + n);
-            n += 2;
-        }
-    n += srv_embed_poll_fds(s, p + n);
-    for (const http_conn *hc = s->http_head; hc; hc = hc->next)
-        if (hc->deadline > 0 && !hc->evicted) {
-            int left = (int)(hc->deadline - now) + 1;
-            if (left < *timeout_ms) *timeout_ms = left > 0 ? left : 0;
-        }
-    return n;
-}
-
 static void shut(http_conn *hc) {
     /* MHD owns the fd: shut it down (never close it), MHD sees the end and closes */
     if (hc->fd >= 0) shutdown(hc->fd, SHUT_RDWR);
     hc->deadline = 0;
 }
 
-void srv_http_dispatch(srv *s, const struct pollfd *p, int n, double now) {
+/* MHD's epoll fd, last of the round: requests too slow to send their head are
+ * shut, then MHD does what is ready (it may free answers registered above). */
+static void on_mhd(srv *s, void *ctx, short revents, double now) {
     if (!s->mhd) return;
-    int k = 1;
-    for (http_gen *g = s->gens; g && k + 2 <= n; g = srv_http_gen_next(g)) {
-        if (!srv_http_gen_suspended(g)) continue; /* the same order as srv_http_poll_fds */
-        if (srv_http_gen_ready(s, g, p + k, now)) srv_http_gen_resume(g);
-        k += 2;
-    }
-    srv_embed_dispatch(s, p + k, n - k);
     for (http_conn *hc = s->http_head; hc; hc = hc->next)
         if (hc->deadline > 0 && now >= hc->deadline) shut(hc); /* too slow to send its request */
     MHD_run(s->mhd);
+}
+
+void srv_http_poll_add(srv *s, srv_pollset *ps, int *timeout_ms, double now) {
+    srv_http_gen_poll_add(s, ps);
+    srv_embed_poll_add(s, ps);
+    const union MHD_DaemonInfo *di = s->mhd ? MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    srv_poll_add(ps, di ? di->epoll_fd : -1, POLLIN, on_mhd, NULL);
+    MHD_UNSIGNED_LONG_LONG t;
+    if (s->mhd && MHD_get_timeout(s->mhd, &t) == MHD_YES && t < (MHD_UNSIGNED_LONG_LONG)*timeout_ms)
+        *timeout_ms = (int)t;
+    for (const http_conn *hc = s->http_head; hc; hc = hc->next)
+        if (hc->deadline > 0 && !hc->evicted) {
+            int left = (int)(hc->deadline - now) + 1;
+            if (left < *timeout_ms) *timeout_ms = left > 0 ? left : 0;
+        }
 }
 
 bool srv_http_evict_idle(srv *s, bool tcp, double older_than) {
@@ -318,17 +300,14 @@ bool srv_http_evict_idle(srv *s, bool tcp, double older_than) {
 }
 
 void srv_http_cancel_all(srv *s) {
-    for (http_gen *g = s->gens; g; g = srv_http_gen_next(g)) srv_http_gen_cancel(s, g);
+    srv_http_gen_cancel_all(s, false);
     srv_embed_cancel_all(s, false);
 }
 
 void srv_http_stop(srv *s) {
     if (!s->mhd) return;
     /* nothing may stay suspended when the daemon stops */
-    for (http_gen *g = s->gens; g; g = srv_http_gen_next(g)) {
-        srv_http_gen_cancel(s, g);
-        if (srv_http_gen_suspended(g)) srv_http_gen_resume(g);
-    }
+    srv_http_gen_cancel_all(s, true);
     srv_embed_cancel_all(s, true);
     MHD_run(s->mhd);
     MHD_stop_daemon(s->mhd);

@@ -118,9 +118,8 @@ enum MHD_Result srv_http_embed_resume(srv *s, struct MHD_Connection *mc, srv_emb
 void srv_embed_free(srv_embed *q); /* cancels it when it still runs; NULL is a no-op */
 /* The server loop's side: 2 poll entries per suspended request (engine fd,
  * socket), in list order; dispatch resumes those with news or a hang-up. */
-int srv_embed_npoll(const srv *s);
-int srv_embed_poll_fds(srv *s, struct pollfd *p);
-void srv_embed_dispatch(srv *s, const struct pollfd *p, int n);
+/* Registers each suspended embeddings answer's engine fd and socket. */
+void srv_embed_poll_add(srv *s, srv_pollset *ps);
 /* Shutdown: cancels every embeddings request (and resumes them, before the daemon stops). */
 void srv_embed_cancel_all(srv *s, bool resume_all);
 

@@ -107,14 +107,6 @@ void srv_http_gen_free(http_gen *g) { state_free(g); }
 
 /* ---- the server loop's side ---- */
 
-http_gen *srv_http_gen_next(const http_gen *g) { return g->next; }
-bool srv_http_gen_suspended(const http_gen *g) { return g->suspended; }
-
-void srv_http_gen_poll(http_gen *g, struct pollfd *p) {
-    p[0] = (struct pollfd){.fd = g->ec ? engine_client_fd(g->ec) : -1, .events = POLLIN};
-    p[1] = (struct pollfd){.fd = g->fd, .events = POLLRDHUP};
-}
-
 void srv_http_gen_cancel(srv *s, http_gen *g) {
     if (g->cancel_sent || !g->ec) return;
     for (int i = 0; i < g->n_parts; i++)
@@ -122,24 +114,48 @@ void srv_http_gen_cancel(srv *s, http_gen *g) {
     g->cancel_sent = true;
 }
 
-bool srv_http_gen_ready(srv *s, http_gen *g, const struct pollfd *p, double now) {
-    if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) { /* hung up */
-        srv_http_gen_cancel(s, g);
-        g->gone = true;
-        return true;
-    }
+static void resume(http_gen *g) {
+    if (!g->suspended) return;
+    g->suspended = false;
+    MHD_resume_connection(g->mc);
+}
+
+/* A suspended answer's socket: a hang-up cancels it and resumes the connection
+ * (which then ends). */
+static void on_socket(srv *s, void *ctx, short revents, double now) {
+    http_gen *g = ctx;
+    if (!g->suspended || !(revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) return;
+    srv_http_gen_cancel(s, g);
+    g->gone = true;
+    resume(g);
+}
+
+/* Its engine fd, every round: the t_max_predict_ms limit, and new events resume
+ * the connection. */
+static void on_engine(srv *s, void *ctx, short revents, double now) {
+    http_gen *g = ctx;
+    if (!g->suspended) return;
     if (!g->cancel_sent && g->g.t_max_predict_ms > 0 && g->t_first > 0 && g->saw_newline &&
         now - g->t_first > g->g.t_max_predict_ms) {
         srv_http_gen_cancel(s, g);
         g->time_limited = true;
     }
-    return (p[0].revents & POLLIN) != 0;
+    if (revents & POLLIN) resume(g);
 }
 
-void srv_http_gen_resume(http_gen *g) {
-    if (!g->suspended) return;
-    g->suspended = false;
-    MHD_resume_connection(g->mc);
+void srv_http_gen_cancel_all(srv *s, bool resume_all) {
+    for (http_gen *g = s->gens; g; g = g->next) {
+        srv_http_gen_cancel(s, g);
+        if (resume_all) resume(g);
+    }
+}
+
+void srv_http_gen_poll_add(srv *s, srv_pollset *ps) {
+    for (http_gen *g = s->gens; g; g = g->next) {
+        if (!g->suspended) continue;
+        srv_poll_add(ps, g->fd, POLLRDHUP, on_socket, g);
+        srv_poll_add(ps, g->ec ? engine_client_fd(g->ec) : -1, POLLIN, on_engine, g);
+    }
 }
 
 static void suspend(gen_state *st) {

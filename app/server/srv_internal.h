@@ -129,6 +129,24 @@ const char *srv_finish_name(engine_finish f);
 
 typedef struct srv_req srv_req;
 
+/* srv_poll.c: one round's poll set. Each descriptor comes with its handler,
+ * called after poll() in the order registered with the descriptor's revents
+ * (0 when nothing happened); entries registered hold for that round only. */
+typedef void (*srv_poll_fn)(srv *s, void *ctx, short revents, double now);
+typedef struct srv_poll_cb {
+    srv_poll_fn fn;
+    void *ctx;
+} srv_poll_cb;
+typedef struct srv_pollset {
+    struct pollfd *pfd; /* [n]: what poll() takes */
+    srv_poll_cb *cb;    /* [n]: who handles each */
+    int n, cap;
+    bool oom;           /* an entry could not be added */
+} srv_pollset;
+void srv_poll_add(srv_pollset *ps, int fd, short events, srv_poll_fn fn, void *ctx);
+void srv_poll_run(srv *s, srv_pollset *ps, double now);
+void srv_poll_free(srv_pollset *ps);
+
 /* What a request's owner (a session) is told beside the connection's events:
  * each piece of text, each sample's end, and the request's end. */
 typedef struct srv_req_hooks {
@@ -280,14 +298,11 @@ int srv_http_start(srv *s, llc_err *err);
 /* Hands a connection to libmicrohttpd (which closes it in any case); it then
  * counts against its listener (s->n_open) until closed. */
 void srv_http_add(srv *s, int fd, const struct sockaddr *addr, socklen_t len);
-/* Poll entries the HTTP side needs (MHD's epoll fd, suspended generations'
- * engine and socket fds): at most srv_http_npoll() of them, written to p;
- * returns how many, and lowers *timeout_ms to MHD's next deadline. */
-int srv_http_npoll(const srv *s);
-int srv_http_poll_fds(srv *s, struct pollfd *p, int *timeout_ms, double now);
-/* After poll: resumes generations with events or hang-ups, runs MHD, enforces
- * request deadlines. p/n as filled by srv_http_poll_fds. */
-void srv_http_dispatch(srv *s, const struct pollfd *p, int n, double now);
+/* Registers what the HTTP side waits on: each suspended generation's and
+ * embeddings answer's engine fd and socket (hang-ups), then MHD's epoll fd,
+ * whose handler enforces request deadlines and runs MHD (last, since MHD may
+ * free answers); lowers *timeout_ms to MHD's next deadline. */
+void srv_http_poll_add(srv *s, srv_pollset *ps, int *timeout_ms, double now);
 /* Shuts down the oldest HTTP connection of that listener still waiting for a
  * request head, if its deadline is before older_than; false when there is none. */
 bool srv_http_evict_idle(srv *s, bool tcp, double older_than);
@@ -295,14 +310,12 @@ bool srv_http_evict_idle(srv *s, bool tcp, double older_than);
 void srv_http_cancel_all(srv *s);
 /* Stops the daemon (closes every HTTP connection). */
 void srv_http_stop(srv *s);
-/* srv_http_gen.c: the generations' side of the above. */
-void srv_http_gen_poll(http_gen *g, struct pollfd *p);
-/* Returns true when the connection should be resumed. */
-bool srv_http_gen_ready(srv *s, http_gen *g, const struct pollfd *p, double now);
-bool srv_http_gen_suspended(const http_gen *g);
-http_gen *srv_http_gen_next(const http_gen *g);
-void srv_http_gen_resume(http_gen *g);
+/* srv_http_gen.c: the generations' side of the above (suspended ones only). */
+void srv_http_gen_poll_add(srv *s, srv_pollset *ps);
 void srv_http_gen_cancel(srv *s, http_gen *g);
+/* Cancels every generation; resume_all: also resumes the suspended ones (the
+ * daemon stops). */
+void srv_http_gen_cancel_all(srv *s, bool resume_all);
 /* Warm-up requests (max_tokens 0): filled into the prefix cache in the
  * background; nothing is reported. Best effort: skipped when SRV_MAX_WARM run. */
 void srv_warm_submit(srv *s, const srv_gen *g);
