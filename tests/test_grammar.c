@@ -114,6 +114,13 @@ static void test_match_repetition_bounds(void) {
     CHECK(!prefix_ok(g, "<12>xxx"));
     CHECK(!matches(g, "<12>yy"));
     grammar_free(g);
+    /* repetitions of nothing (the fuzzer's UBSan finding: a copy from NULL) */
+    static const char *const empties[] = {"root ::= \"\"?", "root ::= \"\"*", "root ::= \"\"{0,3} \"x\""};
+    for (size_t i = 0; i < sizeof empties / sizeof *empties; i++) {
+        g = parse(empties[i]);
+        CHECKF(g && matches(g, i < 2 ? "" : "x") && !prefix_ok(g, "y"), "%s", empties[i]);
+        grammar_free(g);
+    }
     g = parse("root ::= \"a\"+ \"b\"? \"c\"*\n");
     CHECK(!matches(g, ""));
     CHECK(matches(g, "a"));

@@ -196,6 +196,7 @@ static void parse_alternates(parser *ps, int rid, bool nested);
 /* Replaces the symbol rules[rid].el[start..) by its repetition {lo, hi} (hi < 0: no bound). */
 static void repeat_symbol(parser *ps, int rid, int start, int lo, int hi) {
     int len = ps->rules[rid].n - start;
+    if (len <= 0) return; /* ("")? or ""*: a repetition of nothing is nothing */
     gelem *sym = malloc((size_t)len * sizeof *sym);
     if (!sym) return nomem(ps);
     memcpy(sym, ps->rules[rid].el + start, (size_t)len * sizeof *sym);
