@@ -243,6 +243,11 @@ int db_default_path(char *buf, size_t n, llc_err *err) {
 
 /* ---- opening -------------------------------------------------------------- */
 
+static bool exists_at(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
 /* A failure while validating an existing file: nothing has been written yet. */
 static int open_sqlfail(db *d, int rc, llc_err *err) {
     switch (rc & 0xff) {
@@ -422,6 +427,12 @@ static int open_impl(const char *path, unsigned flags, int target, bool recover,
 
     int oflags = (flags & DB_OPEN_READONLY) ? SQLITE_OPEN_READONLY
                                             : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (!(flags & DB_OPEN_READONLY) && !exists_at(path)) {
+        /* a new database holds conversations: readable by its owner only (SQLite
+           gives its -wal and -shm files the database file's mode) */
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
+    }
     int64_t version = 0;
     bool immutable = false;
     rc = open_handle(d, path, oflags, hot_wal, false, err);

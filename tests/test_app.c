@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "tests/test.h"
+
+#include <sys/stat.h>
 #include "ui/app.h"
 
 /* ---- a provider the test drives by hand ---- */
@@ -470,6 +472,8 @@ static void test_cut_off_answers_are_marked(void) {
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
     buf[n] = 0;
     if (f) fclose(f);
+    struct stat st; /* a conversation: its owner's only */
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
     CHECKF(strstr(buf, "one two\n\n*(cut off at max_tokens)*") != NULL, "%s", buf);
     CHECK(strstr(buf, "three\n\n*(cut off: the context was full)*") != NULL);
     ui_app_free(a);

@@ -115,6 +115,24 @@ static void sleep_ms(int ms) { nanosleep(&(struct timespec){0, ms * 1000000L}, N
 
 /* ---- tests ---------------------------------------------------------------- */
 
+/* A database the program creates holds conversations: 0600, its WAL too,
+ * whatever the umask. */
+static void test_new_files_private(void) {
+    const char *p = tpath("private.db");
+    mode_t old = umask(022);
+    db *d = open_ok(p);
+    umask(old);
+    if (!d) return;
+    int64_t sid = new_session(d, "secret");
+    add_msg(d, sid, 0, DB_ROLE_USER, "my password is hunter2");
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600);
+    char wal[300];
+    snprintf(wal, sizeof wal, "%s-wal", p);
+    CHECKF(stat(wal, &st) == 0 && (st.st_mode & 0777) == 0600, "the WAL is %o", (unsigned)(st.st_mode & 0777));
+    db_close(d);
+}
+
 static void test_default_path(void) {
     char buf[512], want[512];
     llc_err e = {{0}};
@@ -1001,6 +1019,7 @@ int main(void) {
         return 1;
     }
     RUN(test_default_path);
+    RUN(test_new_files_private);
     RUN(test_schema_latest);
     RUN(test_migrations_from_every_version);
     RUN(test_too_new_refused);

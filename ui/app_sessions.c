@@ -2,6 +2,9 @@
  * /sessions [--all] with each one's last activity and model, /open N, /search,
  * /archive and /unarchive (hidden from the list, never lost), /delete (asked
  * twice), /export. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,10 +209,13 @@ void app_cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     char path[1024];
     if (len) snprintf(path, sizeof path, "%.*s", (int)len, arg);
     else snprintf(path, sizeof path, "llmchat-%lld.md", (long long)c->session_id);
-    FILE *f = fopen(path, "w");
+    /* (a conversation: readable by its owner only, as the database is) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     llc_err err;
     if (!f) {
-        app_reject(a, "/export: cannot write %s", path);
+        if (fd >= 0) close(fd);
+        app_reject(a, "/export: cannot write %s: %s", path, strerror(errno));
         return;
     }
     int rc = db_export_markdown(a->db, c->session_id, 0, f, &err);
