@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/fileio.h"
 #include "app/config.h"
 #include "app/llm.h"
 #include "app/server/srv.h"
@@ -21,7 +22,7 @@
 #include "ui/view.h"
 
 static const char *g_template, *g_template_file, *g_listen, *g_api_key;
-static const char *g_remote, *g_remote_model, *g_remote_key;
+static const char *g_remote, *g_remote_model, *g_remote_key, *g_remote_key_file;
 static bool g_no_socket;
 
 static const cli_opt g_opts[] = {
@@ -34,7 +35,10 @@ static const cli_opt g_opts[] = {
      "answer with an OpenAI-compatible server (or LLMCHAT_REMOTE), e.g. http://host:8000/v1", 0, 0, NULL},
     {"remote-model", 0, CLI_STR, &g_remote_model, "NAME",
      "the server's model (or LLMCHAT_REMOTE_MODEL; default: the first it lists)", 0, 0, NULL},
-    {"remote-api-key", 0, CLI_STR, &g_remote_key, "KEY", "Bearer key for --remote (or LLMCHAT_REMOTE_API_KEY)", 0, 0,
+    {"remote-api-key", 0, CLI_STR, &g_remote_key, "KEY",
+     "Bearer key for --remote (seen by other local users on the command line: --remote-api-key-file or "
+     "LLMCHAT_REMOTE_API_KEY keep it out of it)", 0, 0, NULL},
+    {"remote-api-key-file", 0, CLI_STR, &g_remote_key_file, "FILE", "read the --remote key from the first line of FILE", 0, 0,
      NULL},
     {0},
 };
@@ -195,12 +199,21 @@ static int open_model(void *ctx, const char *path, provider **out, llc_err *err)
 
 /* --remote: the same chat, answered by an OpenAI-compatible server. */
 static int chat_remote(const cli_common *common, const char *url) {
+    llc_err err;
+    char *key_from_file = NULL;
+    if (g_remote_key_file && !(key_from_file = file_read_secret(g_remote_key_file, &err))) {
+        fprintf(stderr, "llmchat: --remote-api-key-file %s\n", err.msg);
+        return 1;
+    }
     remote_config rc = {.url = url,
                         .model = g_remote_model ? g_remote_model : getenv("LLMCHAT_REMOTE_MODEL"),
-                        .api_key = g_remote_key ? g_remote_key : getenv("LLMCHAT_REMOTE_API_KEY")};
+                        .api_key = key_from_file     ? key_from_file
+                                   : g_remote_key ? g_remote_key
+                                                  : getenv("LLMCHAT_REMOTE_API_KEY")};
     provider *p;
-    llc_err err;
-    if (remote_create(&rc, &p, &err)) {
+    const int rcode = remote_create(&rc, &p, &err); /* (it keeps a copy of the key) */
+    free(key_from_file);
+    if (rcode) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         return 1;
     }

@@ -7,10 +7,11 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/fileio.h"
 #include "app/llm.h"
 #include "app/server/srv.h"
 
-static const char *g_listen, *g_api_key, *g_template, *g_template_file, *g_cors;
+static const char *g_listen, *g_api_key, *g_api_key_file, *g_template, *g_template_file, *g_cors;
 static bool g_no_metrics, g_no_slots;
 static int g_max_clients = 256, g_request_timeout = 5;
 static int64_t g_client_buffer, g_max_body;
@@ -19,7 +20,9 @@ static const cli_opt g_opts[] = {
     {"listen", 0, CLI_STR, &g_listen, "HOST:PORT",
      "also serve HTTP and NDJSON on TCP (e.g. 127.0.0.1:8080; port 0 picks one)", 0, 0, NULL},
     {"api-key", 0, CLI_STR, &g_api_key, "KEY",
-     "key TCP clients must give (Bearer); needed for a non-loopback --listen (or LLMCHAT_API_KEY)", 0, 0, NULL},
+     "key TCP clients must give (Bearer); needed for a non-loopback --listen. Other local users see a "
+     "command line: --api-key-file or LLMCHAT_API_KEY keep it out of it", 0, 0, NULL},
+    {"api-key-file", 0, CLI_STR, &g_api_key_file, "FILE", "read the key from the first line of FILE", 0, 0, NULL},
     {"chat-template", 0, CLI_STR, &g_template, "NAME", "override the model's chat template", 0, 0, NULL},
     {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
     {"cors-origin", 0, CLI_STR, &g_cors, "ORIGINS",
@@ -46,6 +49,16 @@ const cli_cmd cli_serve = {
 int cmd_serve(int argc, char **argv) {
     cli_common common = {0};
     cli_parse(&cli_serve, &common, argc, argv, NULL, 0);
+    char *key_from_file = NULL;
+    if (g_api_key && g_api_key_file) cli_usage_error(&cli_serve, "--api-key or --api-key-file, not both");
+    if (g_api_key_file) {
+        llc_err kerr;
+        if (!(key_from_file = file_read_secret(g_api_key_file, &kerr))) {
+            fprintf(stderr, "llmchat: --api-key-file %s\n", kerr.msg);
+            return 1;
+        }
+        g_api_key = key_from_file;
+    }
     if (!g_api_key) g_api_key = getenv("LLMCHAT_API_KEY");
     if (g_template && chat_tmpl_from_name(g_template) < 0)
         cli_usage_error(&cli_serve, "--chat-template: '%s' is not one of %s", g_template, chat_tmpl_names());
@@ -62,6 +75,7 @@ int cmd_serve(int argc, char **argv) {
     llm L;
     if (llm_open(&common, &L, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
+        free(key_from_file);
         return 1;
     }
     chat_tmpl tmpl;
@@ -100,5 +114,6 @@ out:
     srv_stop(s);
     engine_destroy(e);
     llm_close(&L);
+    free(key_from_file);
     return status;
 }

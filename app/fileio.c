@@ -1,6 +1,7 @@
 /* fileio.c — whole-file reads with clear errors, and the grammar options. */
 #include "app/fileio.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,28 @@ char *file_read_all(const char *path, size_t *len, llc_err *err) {
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+char *file_read_secret(const char *path, llc_err *err) {
+    size_t len;
+    char *text = file_read_all(path, &len, err);
+    if (!text) return NULL;
+    if (len > 4096) {
+        free(text);
+        llc_fail(err, LLC_ERR_RANGE, "%s: over 4 KiB: not a key file", path);
+        return NULL;
+    }
+    size_t a = 0, b = strcspn(text, "\r\n"); /* the first line */
+    while (a < b && isspace((unsigned char)text[a])) a++;
+    while (b > a && isspace((unsigned char)text[b - 1])) b--;
+    if (a == b) {
+        free(text);
+        llc_fail(err, LLC_ERR_FORMAT, "%s: the key file is empty", path);
+        return NULL;
+    }
+    memmove(text, text + a, b - a);
+    text[b - a] = 0;
+    return text;
 }
 
 int file_read_grammar(const char *grammar_file, const char *json_schema, char **out, llc_err *err) {

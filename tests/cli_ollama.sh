@@ -81,6 +81,21 @@ if serve "$TMP/key.log" -m "$MODEL" --socket "$TMP/k.sock" --db "" --listen 127.
 else
     bad "serve with --api-key" "$(cat "$TMP/key.log")"
 fi
+# the key from a file (its first line, spaces around it dropped): off the command line
+printf '  filekey \nnot this line\n' >"$TMP/key.txt"
+if serve "$TMP/keyf.log" -m "$MODEL" --socket "$TMP/kf.sock" --db "" --listen 127.0.0.1:0 --api-key-file "$TMP/key.txt"; then
+    KP=$(grep -oE 'tcp port [0-9]+' "$TMP/keyf.log" | grep -oE '[0-9]+$')
+    K="curl -s --max-time 20 -o /dev/null -w %{http_code} http://127.0.0.1:$KP/api/tags"
+    check "--api-key-file: without the key 401, with it 200" '^401 200$' "$($K) $($K -H 'Authorization: Bearer filekey')"
+    stop_server $SP
+else
+    bad "serve with --api-key-file" "$(cat "$TMP/keyf.log")"
+fi
+: >"$TMP/empty.txt"
+expect_fail "--api-key-file: an empty file is refused" 1 "the key file is empty" \
+    $LLMCHAT serve -m "$MODEL" --socket "$TMP/kx.sock" --api-key-file "$TMP/empty.txt"
+expect_fail "--api-key and --api-key-file: one of them" 2 "not both" \
+    $LLMCHAT serve -m "$MODEL" --api-key x --api-key-file "$TMP/key.txt"
 
 # ---- fill in the middle: /api/generate with a suffix ----
 $LLMCHAT gen-model -o "$TMP/fim.gguf" --vocab "$SHARED/vocab/ggml-vocab-starcoder.gguf" --dim 64 --layers 1 \
