@@ -133,6 +133,18 @@ check "valid UTF-8 (café) is accepted" ' 200$' \
 out=$(printf '{"id":1,"method":"complete","prompt":"x\300\257"}\n' | $C --timeout 1 "$S" 2>/dev/null)
 check "NDJSON: an overlong encoding is refused" '"error".*UTF-8' "$out"
 
+# ---- a NUL in a string (\u0000 would cut the prompt where C strings end) ----
+printf '{"prompt":"abc\\u0000def","max_tokens":2}' >"$TMP/nul.json"
+out=$($H http://x/v1/completions -w ' %{http_code}' --data-binary @"$TMP/nul.json")
+check "\\u0000 in a prompt: 400 saying so" '^\{"error":\{"code":400,"message":"[^"]*NUL.* 400$' "$out"
+printf '{"model":"x","prompt":"abc\\u0000","stream":false}' >"$TMP/nul.json"
+check "... on Ollama's API too" ' 400$' "$($H http://x/api/generate -w ' %{http_code}' --data-binary @"$TMP/nul.json")"
+printf '{"prompt":"a backslash: \\\\u0000","max_tokens":1}' >"$TMP/bs.json" # the text \u0000, not a NUL
+check "an escaped backslash before u0000 is text: 200" ' 200$' \
+    "$($H http://x/v1/completions -w ' %{http_code}' --data-binary @"$TMP/bs.json")"
+out=$(printf '{"id":1,"method":"complete","prompt":"x\\u0000y"}\n' | $C --timeout 1 "$S" 2>/dev/null)
+check "NDJSON: \\u0000 is refused" '"error".*NUL' "$out"
+
 # ---- the first generated token keeps its leading space ----
 # the reference continues "Once upon a time" with ", there was a little girl...":
 # asked to continue "Once upon a time, there", the answer is " was a little girl..."

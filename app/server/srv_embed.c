@@ -317,6 +317,7 @@ static int read_request(srv_embed *q, const cJSON *j, llc_err *err) {
 enum MHD_Result srv_http_embed(srv *s, struct MHD_Connection *mc, http_embed_kind kind, const char *body,
                                size_t len, srv_embed **pending) {
     if (!srv_utf8_valid(body, len)) return fail(mc, kind, LLC_ERR_RANGE, "the body is not valid UTF-8");
+    if (srv_json_has_nul(body, len)) return fail(mc, kind, LLC_ERR_RANGE, NUL_REFUSED);
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return fail(mc, kind, LLC_ERR_RANGE, "the body is not valid JSON");
     srv_embed *q = calloc(1, sizeof *q);

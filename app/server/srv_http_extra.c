@@ -33,6 +33,10 @@ static cJSON *parse_body(struct MHD_Connection *mc, const char *body, size_t len
         *ret = bad(mc, "the body is not valid UTF-8");
         return NULL;
     }
+    if (srv_json_has_nul(body, len)) {
+        *ret = bad(mc, NUL_REFUSED);
+        return NULL;
+    }
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);

@@ -819,6 +819,8 @@ enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoi
     if (!srv_utf8_valid(body, len))
         return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
                               "the body is not valid UTF-8");
+    if (srv_json_has_nul(body, len))
+        return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", NUL_REFUSED);
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", "the body is not valid JSON");
     gen_state *st = gen_new(s, mc);

@@ -320,6 +320,11 @@ void srv_http_gen_cancel_all(srv *s, bool resume_all);
  * background; nothing is reported. Best effort: skipped when SRV_MAX_WARM run. */
 void srv_warm_submit(srv *s, const srv_gen *g);
 void srv_warm_drain(srv *s);
+/* s[0..n) holds a NUL: a raw zero byte or a \u0000 escape in a JSON string. C
+ * strings (the prompt, the database) would end there without a word, so such a
+ * request is refused instead (400). */
+bool srv_json_has_nul(const char *s, size_t n);
+#define NUL_REFUSED "a string holds a NUL character (\\u0000), which llmchat cannot pass on"
 /* Every byte of s[0..n) is part of valid UTF-8 (no overlongs, surrogates or
  * code points past U+10FFFF). */
 bool srv_utf8_valid(const char *s, size_t n);

@@ -514,6 +514,7 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
     }
     if (!post) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
     if (!srv_utf8_valid(body, len)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the body is not valid UTF-8");
+    if (srv_json_has_nul(body, len)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, NUL_REFUSED);
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the body is not valid JSON");
     enum MHD_Result ret;

@@ -304,6 +304,10 @@ void srv_proto_line(srv *s, conn *c, const char *line, size_t len) {
         srv_send_error(s, c, "null", "bad_json", "the line is not valid UTF-8");
         return;
     }
+    if (srv_json_has_nul(line, len)) {
+        srv_send_error(s, c, "null", "bad_json", NUL_REFUSED);
+        return;
+    }
     cJSON *j = cJSON_ParseWithLength(line, len);
     if (!j) {
         srv_send_error(s, c, "null", "bad_json", "the line is not valid JSON");

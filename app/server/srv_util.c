@@ -30,6 +30,17 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+bool srv_json_has_nul(const char *s, size_t n) {
+    if (memchr(s, 0, n)) return true;
+    for (size_t i = 0; i + 6 <= n; i++) {
+        if (s[i] != '\\' || s[i + 1] != 'u' || memcmp(s + i + 2, "0000", 4)) continue;
+        size_t k = 0; /* backslashes ending at i: an odd count makes this one an escape */
+        while (k <= i && s[i - k] == '\\') k++;
+        if (k % 2 == 1) return true;
+    }
+    return false;
+}
+
 bool srv_utf8_valid(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     for (size_t i = 0; i < n;) {
