@@ -145,6 +145,29 @@ check "an escaped backslash before u0000 is text: 200" ' 200$' \
 out=$(printf '{"id":1,"method":"complete","prompt":"x\\u0000y"}\n' | $C --timeout 1 "$S" 2>/dev/null)
 check "NDJSON: \\u0000 is refused" '"error".*NUL' "$out"
 
+# ---- two Content-Length headers that disagree: which body? (400, closed) ----
+out=$(python3 - "$S" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          b"Content-Length: 5\r\nContent-Length: 40\r\n\r\n{\"prompt\":\"hi\",\"max_tokens\":1}")
+got = b""
+try:
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        got += d
+except OSError:
+    pass
+print(got.decode(errors="replace").replace("\r", ""))
+PY
+)
+check "conflicting Content-Length headers: 400" '^HTTP/1.1 400' "$out"
+check "... saying why, and the connection closes" 'conflicting Content-Length' "$out"
+
 # ---- the first generated token keeps its leading space ----
 # the reference continues "Once upon a time" with ", there was a little girl...":
 # asked to continue "Once upon a time, there", the answer is " was a little girl..."

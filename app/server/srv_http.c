@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -124,6 +125,42 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
     return srv_http_error(mc, MHD_HTTP_NOT_FOUND, "not_found_error", "File Not Found");
 }
 
+/* Counts the request's Content-Length headers; differing values make it true. */
+typedef struct cl_scan {
+    const char *first;
+    bool conflict;
+} cl_scan;
+
+static enum MHD_Result scan_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    cl_scan *c = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) return MHD_YES;
+    if (!c->first) c->first = value ? value : "";
+    else if (strcmp(c->first, value ? value : "")) c->conflict = true;
+    return MHD_YES;
+}
+
+static bool conflicting_lengths(struct MHD_Connection *mc) {
+    cl_scan c = {0};
+    MHD_get_connection_values(mc, MHD_HEADER_KIND, scan_length, &c);
+    return c.conflict;
+}
+
+/* An error for a request whose body cannot be trusted: the connection closes. */
+static enum MHD_Result closing_error(struct MHD_Connection *mc, unsigned status, const char *msg) {
+    sbuf b = {0};
+    sb_printf(&b, "{\"error\":{\"code\":%u,\"message\":", status);
+    sb_json_str(&b, msg, strlen(msg));
+    sb_str(&b, ",\"type\":\"invalid_request_error\"}}");
+    struct MHD_Response *r = b.oom ? NULL : MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_COPY);
+    sb_free(&b);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ret = srv_http_queue(mc, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **ctx) {
     srv *s = cls;
@@ -151,6 +188,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             if (srv_ollama_path(url) || !strncmp(url, "/api/", 5)) /* Ollama's error shape */
                 return srv_ollama_error(mc, MHD_HTTP_UNAUTHORIZED, "Invalid API Key");
             return srv_http_error(mc, MHD_HTTP_UNAUTHORIZED, "authentication_error", "Invalid API Key");
+        }
+        if (conflicting_lengths(mc)) { /* which body is meant? (request smuggling past a proxy) */
+            q->too_large = q->answered = true; /* ignore any body */
+            return closing_error(mc, MHD_HTTP_BAD_REQUEST, "conflicting Content-Length headers");
         }
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
