@@ -1,6 +1,6 @@
 /* grammar.c — the GBNF parser: text to the compiled rules of grammar_internal.h.
  * Groups and repetitions become generated rules (named after the rule they sit
- * in, "item-3"), as in llama.cpp: x* is R ::= x R | (empty), x{m,n} is m copies
+ * in, "item~3"), as in llama.cpp: x* is R ::= x R | (empty), x{m,n} is m copies
  * of x then a chain of n-m optional ones. After parsing, undefined rules and
  * left recursion (which the matcher could never expand) are refused. */
 #include "engine/grammar/grammar.h"
@@ -14,6 +14,8 @@
 
 #define GRAMMAR_MAX_REPEAT 10000    /* largest m or n in {m,n} */
 #define GRAMMAR_MAX_ELEMS (1 << 22) /* compiled size limit */
+#define GRAMMAR_MAX_NESTING 2048    /* groups inside groups; the parser recurses once per level */
+#define GENERATED_NAME_MAX 120      /* a generated name longer than this is cut and numbered by a serial */
 
 typedef struct prule {
     char *name;
@@ -28,6 +30,9 @@ typedef struct parser {
     const char *src, *p, *end;
     prule *rules;
     int n_rules, cap_rules;
+    str_index ids;         /* rule name -> id */
+    int serial;            /* numbers the generated rules whose names are cut */
+    int depth;             /* groups open around the parser now */
     int total;  /* elements in all rules */
     llc_err *err;
     int rc;     /* first error */
@@ -59,6 +64,9 @@ static void nomem(parser *ps) {
 
 /* ---- rules ---- */
 
+static int find_rule(const parser *ps, const char *name, size_t len) { return str_index_find(&ps->ids, name, len); }
+
+/* A new rule of that name (which the caller has checked is not taken). */
 static int new_rule(parser *ps, const char *name, size_t len) {
     if (ps->n_rules == ps->cap_rules) {
         int cap = ps->cap_rules ? ps->cap_rules * 2 : 16;
@@ -73,22 +81,19 @@ static int new_rule(parser *ps, const char *name, size_t len) {
     if (!r->name) return nomem(ps), -1;
     memcpy(r->name, name, len);
     r->name[len] = 0;
+    if (str_index_add(&ps->ids, name, len, ps->n_rules)) return free(r->name), nomem(ps), -1;
     return ps->n_rules++;
 }
 
-static int find_rule(const parser *ps, const char *name, size_t len) {
-    for (int i = 0; i < ps->n_rules; i++)
-        if (strlen(ps->rules[i].name) == len && !memcmp(ps->rules[i].name, name, len)) return i;
-    return -1;
-}
-
-/* A rule generated inside rule `parent` (a group or a repetition). */
+/* A rule generated inside rule `parent` (a group or a repetition): "item~3".
+ * '~' is not a name character, so no rule of the grammar's own can have that
+ * name; once nesting has made the parent's name long, its first characters and
+ * a serial ("item~1~1~...~#812") keep names short and still distinct. */
 static int generated_rule(parser *ps, int parent) {
-    char name[160];
-    int k = ++ps->rules[parent].n_generated;
-    snprintf(name, sizeof name, "%.140s-%d", ps->rules[parent].name, k);
-    while (find_rule(ps, name, strlen(name)) >= 0) /* a user rule of that name */
-        snprintf(name, sizeof name, "%.140s-%d", ps->rules[parent].name, k = ++ps->rules[parent].n_generated);
+    char name[GENERATED_NAME_MAX + 32];
+    const char *base = ps->rules[parent].name;
+    if (strlen(base) > GENERATED_NAME_MAX) snprintf(name, sizeof name, "%.*s~#%d", GENERATED_NAME_MAX - 20, base, ++ps->serial);
+    else snprintf(name, sizeof name, "%s~%d", base, ++ps->rules[parent].n_generated);
     int id = new_rule(ps, name, strlen(name));
     if (id >= 0) ps->rules[id].defined = true;
     return id;
@@ -283,11 +288,15 @@ static void parse_sequence(parser *ps, int rid, bool nested) {
             if (ref >= 0) push(ps, rid, GE_RULE_REF, (uint32_t)ref);
         } else if (c == '(') {
             last_sym = ps->rules[rid].n;
+            if (ps->depth >= GRAMMAR_MAX_NESTING)
+                return fail_at(ps, at, "groups are nested more than %d deep", GRAMMAR_MAX_NESTING);
             ps->p++;
             int sub = generated_rule(ps, rid);
             if (sub < 0) return;
             skip_space(ps, true);
+            ps->depth++;
             parse_alternates(ps, sub, true);
+            ps->depth--;
             if (ps->rc) return;
             if (ps->p >= ps->end || *ps->p != ')') return fail_at(ps, ps->p, "expected ')' closing the group");
             ps->p++;
@@ -360,64 +369,125 @@ static void parse_rules(parser *ps) {
     }
 }
 
-/* ---- checks on the whole grammar ---- */
+/* ---- checks on the whole grammar ----
+ * Both run in time linear in the grammar and use no recursion, so a grammar of
+ * a million chained rules is checked as quickly as it is parsed. */
 
-/* Left recursion: a rule reachable from itself through references each at the
- * start of an alternative, or after only nullable elements. */
-static bool left_recursive(const grammar *g, int r, const bool *nullable, uint8_t *visit) {
-    if (visit[r] == 1) return true;
-    if (visit[r] == 2) return false;
-    visit[r] = 1;
-    const gelem *el = g->elems + g->rule_start[r];
-    for (bool at_start = true;; el++) {
-        if (el->type == GE_END) break;
-        if (el->type == GE_ALT) {
-            at_start = true;
-            continue;
+static bool is_class_part(uint32_t type) { return type == GE_CHAR_RNG_UPPER || type == GE_CHAR_ALT; }
+
+/* nullable[r]: rule r can match the empty string. An alternative is nullable
+ * when it has no character class and every rule it references is nullable: each
+ * alternative counts its references not yet known nullable, and a rule found
+ * nullable visits the alternatives that reference it (a worklist, not passes). */
+static int find_nullable(const grammar *g, bool *nullable) {
+    int n_alts = g->rule_alts[g->n_rules];
+    int *pending = calloc((size_t)n_alts, sizeof *pending);   /* references not yet nullable; -1: has a class */
+    int *alt_rule = malloc((size_t)n_alts * sizeof *alt_rule);
+    int *use_start = calloc((size_t)g->n_rules + 1, sizeof *use_start); /* alternatives referencing rule r: */
+    int *uses = NULL;                                                 /* uses[use_start[r] .. use_start[r+1]) */
+    int *queue = malloc((size_t)g->n_rules * sizeof *queue);
+    int rc = pending && alt_rule && use_start && queue ? 0 : LLC_ERR_NOMEM;
+    int n_uses = 0;
+    for (int r = 0; !rc && r < g->n_rules; r++)
+        for (int a = g->rule_alts[r]; a < g->rule_alts[r + 1]; a++) {
+            alt_rule[a] = r;
+            for (const gelem *el = g->elems + g->alts[a]; !(el->type == GE_ALT || el->type == GE_END); el++) {
+                if (el->type != GE_RULE_REF) pending[a] = -1;
+                else {
+                    if (pending[a] >= 0) pending[a]++;
+                    use_start[el->value + 1]++, n_uses++;
+                }
+            }
         }
-        if (!at_start) continue;
-        if (el->type == GE_RULE_REF) {
-            if (left_recursive(g, (int)el->value, nullable, visit)) return true;
-            if (!nullable[el->value]) at_start = false;
-        } else if (el->type != GE_CHAR_RNG_UPPER && el->type != GE_CHAR_ALT) {
-            at_start = false;
+    if (!rc && !(uses = malloc((size_t)(n_uses > 0 ? n_uses : 1) * sizeof *uses))) rc = LLC_ERR_NOMEM;
+    if (rc) goto out;
+    for (int r = 0; r < g->n_rules; r++) use_start[r + 1] += use_start[r];
+    int *fill = queue; /* borrowed as a cursor per rule until the worklist needs it */
+    memcpy(fill, use_start, (size_t)g->n_rules * sizeof *fill);
+    for (int a = 0; a < n_alts; a++)
+        for (const gelem *el = g->elems + g->alts[a]; !(el->type == GE_ALT || el->type == GE_END); el++)
+            if (el->type == GE_RULE_REF) uses[fill[el->value]++] = a;
+    int head = 0, tail = 0;
+    for (int a = 0; a < n_alts; a++)
+        if (pending[a] == 0 && !nullable[alt_rule[a]]) nullable[alt_rule[a]] = true, queue[tail++] = alt_rule[a];
+    while (head < tail) {
+        int r = queue[head++];
+        for (int u = use_start[r]; u < use_start[r + 1]; u++) {
+            int a = uses[u];
+            if (pending[a] > 0 && --pending[a] == 0 && !nullable[alt_rule[a]])
+                nullable[alt_rule[a]] = true, queue[tail++] = alt_rule[a];
         }
     }
-    visit[r] = 2;
-    return false;
+out:
+    free(pending), free(alt_rule), free(use_start), free(uses), free(queue);
+    return rc;
 }
 
-static int check_grammar(const grammar *g, char *const *names, llc_err *err) {
-    bool *nullable = calloc((size_t)g->n_rules, sizeof *nullable);
-    uint8_t *visit = calloc((size_t)g->n_rules, 1);
-    if (!nullable || !visit) {
-        free(nullable), free(visit);
-        return llc_fail(err, LLC_ERR_NOMEM, "grammar: out of memory");
-    }
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (int r = 0; r < g->n_rules; r++) {
-            if (nullable[r]) continue;
-            bool alt_ok = true;
-            for (const gelem *el = g->elems + g->rule_start[r];; el++) {
-                if (el->type == GE_END || el->type == GE_ALT) {
-                    if (alt_ok) nullable[r] = changed = true;
-                    if (el->type == GE_END || nullable[r]) break;
-                    alt_ok = true;
-                } else if (el->type != GE_RULE_REF || !nullable[el->value]) {
-                    alt_ok = false;
+/* Left recursion: a rule reachable from itself through references each at the
+ * start of an alternative, or after only nullable elements. A depth-first search
+ * with its own stack; returns the rule the cycle closes on, or -1 (-2: no memory). */
+static int find_left_recursion(const grammar *g, const bool *nullable) {
+    uint8_t *visit = calloc((size_t)g->n_rules, 1); /* 0 new, 1 on the path, 2 done */
+    struct frame { int rule, elem; bool at_start; } *stack = malloc((size_t)g->n_rules * sizeof *stack);
+    if (!visit || !stack) return free(visit), free(stack), -2;
+    int found = -1;
+    for (int r0 = 0; r0 < g->n_rules && found < 0; r0++) {
+        if (visit[r0]) continue;
+        int top = 0;
+        stack[0] = (struct frame){r0, g->rule_start[r0], true};
+        visit[r0] = 1;
+        while (top >= 0 && found < 0) {
+            struct frame *f = &stack[top];
+            const gelem *el = &g->elems[f->elem];
+            if (el->type == GE_END) {
+                visit[f->rule] = 2;
+                top--;
+                continue;
+            }
+            f->elem++;
+            if (el->type == GE_ALT) {
+                f->at_start = true;
+            } else if (!f->at_start || is_class_part(el->type)) {
+                continue;
+            } else if (el->type != GE_RULE_REF) {
+                f->at_start = false;
+            } else {
+                int s = (int)el->value;
+                if (!nullable[s]) f->at_start = false;
+                if (visit[s] == 1) found = s;
+                else if (visit[s] == 0) {
+                    visit[s] = 1;
+                    stack[++top] = (struct frame){s, g->rule_start[s], true};
                 }
             }
         }
     }
-    int rc = 0;
-    for (int r = 0; r < g->n_rules && !rc; r++)
-        if (left_recursive(g, r, nullable, visit))
-            rc = llc_fail(err, LLC_ERR_FORMAT, "grammar: rule '%s' is left-recursive (it can reach itself without consuming a character)",
-                          names[r]);
+    free(visit), free(stack);
+    return found;
+}
+
+static int check_grammar(const grammar *g, char *const *names, llc_err *err) {
+    bool *nullable = calloc((size_t)g->n_rules, sizeof *nullable);
+    int rc = nullable ? find_nullable(g, nullable) : LLC_ERR_NOMEM;
+    int cycle = rc ? -1 : find_left_recursion(g, nullable);
     free(nullable);
-    free(visit);
-    return rc;
+    if (rc || cycle == -2) return llc_fail(err, LLC_ERR_NOMEM, "grammar: out of memory");
+    if (cycle >= 0)
+        return llc_fail(err, LLC_ERR_FORMAT, "grammar: rule '%s' is left-recursive (it can reach itself without consuming a character)",
+                        names[cycle]);
+    return 0;
+}
+
+/* Refuses, with a message that says why, a grammar the matcher could not even
+ * start: its first character's stacks take more expansion than the matcher allows. */
+static int check_start(const grammar *g, llc_err *err) {
+    grammar_state *st;
+    int rc = grammar_state_create(g, false, &st);
+    grammar_state_free(st);
+    if (rc == LLC_ERR_RANGE)
+        return llc_fail(err, LLC_ERR_RANGE, "grammar: too complex: its first character needs over %d rule "
+                        "expansions", GRAMMAR_MAX_WORK);
+    return rc ? llc_fail(err, LLC_ERR_NOMEM, "grammar: out of memory") : 0;
 }
 
 /* Fills alts / rule_alts: where each alternative of each rule starts. */
@@ -476,6 +546,7 @@ int grammar_parse(const char *text, size_t len, grammar **out, llc_err *err) {
             ps.rc = check_grammar(g, names, err);
             free(names);
         }
+        if (!ps.rc) ps.rc = check_start(g, err);
         if (ps.rc) {
             grammar_free(g);
             g = NULL;
@@ -486,6 +557,7 @@ int grammar_parse(const char *text, size_t len, grammar **out, llc_err *err) {
         free(ps.rules[i].el);
     }
     free(ps.rules);
+    str_index_free(&ps.ids);
     *out = g;
     return ps.rc;
 }

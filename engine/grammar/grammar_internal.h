@@ -11,6 +11,7 @@
 #define LLC_GRAMMAR_INTERNAL_H
 
 #include "engine/grammar/grammar.h"
+#include "kernels/sbuf.h"
 
 enum {
     GE_END,            /* end of the rule's last alternative */
@@ -22,6 +23,11 @@ enum {
     GE_CHAR_ALT,       /* value: code point (another member of the class) */
     GE_CHAR_ANY,       /* any character */
 };
+
+/* The limit on expanding one character's stacks (grammar_match.c), so that a
+ * hostile grammar (nested nullable repetitions) fails instead of holding the
+ * engine thread. grammar_parse refuses a grammar whose start already needs more. */
+#define GRAMMAR_MAX_WORK (1 << 18)   /* rules expanded (each once per continuation) for one character */
 
 typedef struct gelem {
     uint32_t type;
@@ -37,5 +43,23 @@ struct grammar {
     int *rule_alts;    /* [n_rules + 1]: rule r's alternatives are alts[rule_alts[r] .. rule_alts[r+1]) */
     int root;          /* the rule id of `root` */
 };
+
+/* ---- str_index.c: strings to ints in constant time (rule names, rule bodies) ----
+ * A zeroed str_index is empty. Keys are copied; a key may be added only once. */
+typedef struct str_index {
+    int32_t *slots;  /* open addressing, -1 empty, else an entry; at most half full */
+    uint32_t mask;   /* slots - 1 */
+    uint32_t *hash;  /* [cap] each entry's key hash */
+    int *value;      /* [cap] */
+    size_t *off;     /* [cap + 1] entry e's key is keys.p[off[e] .. off[e+1]) */
+    sbuf keys;
+    int n, cap;
+} str_index;
+
+/* The value of key, or -1 when absent. */
+int str_index_find(const str_index *x, const char *key, size_t len);
+/* Adds key -> value (the caller has checked that key is absent): 0 or LLC_ERR_NOMEM. */
+int str_index_add(str_index *x, const char *key, size_t len, int value);
+void str_index_free(str_index *x);
 
 #endif

@@ -234,7 +234,15 @@ struct grammar_state {
     int need;           /* and continuation bytes still to come */
     bool strip_space;   /* the first token's leading space is not text */
     bool oom;           /* out of memory, or an expansion over the limits below */
-    int depth;          /* rule references being expanded now */
+    bool over_limits;   /* that last: the grammar nests too deeply or branches too widely */
+    struct pending { int32_t parent; uint32_t pos; } *todo; /* expand's work stack */
+    int cap_todo;
+    /* the (continuation, rule) pairs expanded for the set being built, each
+       expanded once (else nested nullable repetitions take exponential time):
+       open addressing, an entry live when its gen is the current one */
+    struct expanded { uint64_t key; uint32_t gen; } *done;
+    uint32_t done_mask; /* slots - 1; 0 while none */
+    int n_done;         /* live entries */
     int work;           /* expansion steps since the set being built began */
     /* the last allowed set computed, for the set of stacks it was computed at
        (inside a string most steps come back to the same set) */
@@ -325,48 +333,97 @@ static void set_add_raw(grammar_state *st, int32_t id) {
     st->sv[st->n_sv++] = id;
 }
 
-/* Limits on expanding one character's stacks, so that a hostile grammar (nested
- * nullable repetitions) fails instead of holding the engine thread. */
-#define GRAMMAR_MAX_DEPTH 2048
-#define GRAMMAR_MAX_WORK (1 << 20)
-
 static void new_set(grammar_state *st) {
     st->work = 0;
+    st->n_done = 0;
     if (++st->gen == 0) { /* wrapped: forget every mark */
         memset(st->seen, 0, (size_t)(st->cap_nodes + 1) * sizeof *st->seen);
+        if (st->done) memset(st->done, 0, ((size_t)st->done_mask + 1) * sizeof *st->done);
         st->gen = 1;
     }
 }
 
+static uint32_t key_slot(uint64_t key, uint32_t mask) {
+    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+/* Marks (cont, rule) expanded in this set; false when it already was (or on
+ * out of memory, with st->oom set). */
+static bool first_expansion(grammar_state *st, int32_t cont, int rule) {
+    if ((uint64_t)(st->n_done + 1) * 2 > (uint64_t)st->done_mask + 1) { /* grow, keeping the live entries */
+        uint32_t slots = st->done ? (st->done_mask + 1) * 2 : 1024;
+        struct expanded *t = calloc(slots, sizeof *t);
+        if (!t) return st->oom = true, false;
+        for (uint32_t i = 0; st->done && i <= st->done_mask; i++)
+            if (st->done[i].gen == st->gen) {
+                uint32_t j = key_slot(st->done[i].key, slots - 1);
+                while (t[j].gen == st->gen) j = (j + 1) & (slots - 1);
+                t[j] = st->done[i];
+            }
+        free(st->done);
+        st->done = t;
+        st->done_mask = slots - 1;
+    }
+    uint64_t key = (uint64_t)(uint32_t)(cont + 1) << 32 | (uint32_t)rule;
+    uint32_t i = key_slot(key, st->done_mask);
+    for (; st->done[i].gen == st->gen; i = (i + 1) & st->done_mask)
+        if (st->done[i].key == key) return false;
+    st->done[i] = (struct expanded){key, st->gen};
+    st->n_done++;
+    return true;
+}
+
 static bool is_end(uint32_t type) { return type == GE_END || type == GE_ALT; }
+
+static bool push_todo(grammar_state *st, int *n, int32_t parent, uint32_t pos) {
+    if (*n == st->cap_todo) {
+        int cap = st->cap_todo ? st->cap_todo * 2 : 64;
+        struct pending *t = realloc(st->todo, (size_t)cap * sizeof *t);
+        if (!t) return st->oom = true, false;
+        st->todo = t;
+        st->cap_todo = cap;
+    }
+    st->todo[(*n)++] = (struct pending){parent, pos};
+    return true;
+}
 
 /* Adds to the set being built every stack that continues at element pos over
  * `parent`: rule references are expanded until a character class is on top;
- * an ended alternative pops back to its parent's continuation. */
+ * an ended alternative pops back to its parent's continuation. Depth first,
+ * alternatives in order, on a work stack of its own: nesting costs no C stack,
+ * only steps, which GRAMMAR_MAX_WORK bounds; a rule already expanded over the
+ * same continuation in this set adds nothing and is skipped. */
 static void expand(grammar_state *st, int32_t parent, uint32_t pos) {
     const grammar *g = st->g;
-    for (;;) {
-        const gelem *el = &g->elems[pos];
-        if (is_end(el->type)) {
-            if (parent < 0) return set_add(st, -1);
-            pos = st->nodes[parent].pos;
-            parent = st->nodes[parent].parent;
-            continue;
+    int n = 0;
+    if (!push_todo(st, &n, parent, pos)) return;
+    while (n > 0 && !st->oom) {
+        parent = st->todo[--n].parent, pos = st->todo[n].pos;
+        for (;;) {
+            const gelem *el = &g->elems[pos];
+            if (is_end(el->type)) {
+                if (parent < 0) {
+                    set_add(st, -1);
+                    break;
+                }
+                pos = st->nodes[parent].pos;
+                parent = st->nodes[parent].parent;
+                continue;
+            }
+            if (el->type == GE_RULE_REF) {
+                if (++st->work > GRAMMAR_MAX_WORK) return (void)(st->oom = st->over_limits = true);
+                int32_t cont = parent;
+                if (!is_end(g->elems[pos + 1].type) && (cont = intern(st, parent, pos + 1)) < 0) return;
+                int r = (int)el->value;
+                if (!first_expansion(st, cont, r)) break; /* the same stacks again */
+                for (int a = g->rule_alts[r + 1] - 1; a >= g->rule_alts[r]; a--) /* the first on top */
+                    if (!push_todo(st, &n, cont, (uint32_t)g->alts[a])) return;
+                break;
+            }
+            int32_t id = intern(st, parent, pos);
+            if (id >= 0) set_add(st, id);
+            break;
         }
-        if (el->type == GE_RULE_REF) {
-            if (st->depth >= GRAMMAR_MAX_DEPTH || ++st->work > GRAMMAR_MAX_WORK) return (void)(st->oom = true);
-            int32_t cont = parent;
-            if (!is_end(g->elems[pos + 1].type) && (cont = intern(st, parent, pos + 1)) < 0) return;
-            int r = (int)el->value;
-            st->depth++;
-            for (int a = g->rule_alts[r]; a < g->rule_alts[r + 1] && !st->oom; a++)
-                expand(st, cont, (uint32_t)g->alts[a]);
-            st->depth--;
-            return;
-        }
-        int32_t id = intern(st, parent, pos);
-        if (id >= 0) set_add(st, id);
-        return;
     }
 }
 
@@ -451,8 +508,9 @@ int grammar_state_create(const grammar *g, bool strip_leading_space, grammar_sta
     for (int a = g->rule_alts[g->root]; a < g->rule_alts[g->root + 1]; a++) expand(st, -1, (uint32_t)g->alts[a]);
     st->n_set = st->n_sv;
     if (st->oom) {
+        int rc = st->over_limits ? LLC_ERR_RANGE : LLC_ERR_NOMEM;
         grammar_state_free(st);
-        return LLC_ERR_NOMEM;
+        return rc;
     }
     *out = st;
     return 0;
@@ -464,6 +522,8 @@ int grammar_state_clone(const grammar_state *src, grammar_state **out) {
     if (!st) return LLC_ERR_NOMEM;
     *st = *src;
     st->memo_v = NULL, st->memo_set = NULL, st->memo_mask = NULL, st->memo_cap = 0;
+    st->todo = NULL, st->cap_todo = 0;
+    st->done = NULL, st->done_mask = 0, st->n_done = 0;
     st->nodes = malloc((size_t)st->cap_nodes * sizeof *st->nodes);
     st->seen = malloc((size_t)(st->cap_nodes + 1) * sizeof *st->seen);
     st->sv = malloc((size_t)st->cap_sv * sizeof *st->sv);
@@ -488,6 +548,8 @@ void grammar_state_free(grammar_state *st) {
     free(st->bucket);
     free(st->memo_set);
     free(st->memo_mask);
+    free(st->todo);
+    free(st->done);
     free(st);
 }
 
@@ -544,10 +606,23 @@ bool grammar_state_allows(grammar_state *st, const grammar_vocab *v, int32_t id)
 /* Rebuilds the arena from the stacks of the state's set alone (the rest is
  * garbage from earlier steps). */
 static int32_t copy_stack(grammar_state *dst, const grammar_state *src, int32_t id, int32_t *map) {
-    if (id < 0) return -1;
-    if (map[id] >= 0) return map[id];
-    int32_t parent = copy_stack(dst, src, src->nodes[id].parent, map);
-    return map[id] = intern(dst, parent, src->nodes[id].pos);
+    /* up the stack to the first node already copied (or its bottom), then back
+       down, each node interned over its copied parent; map[] doubles as the
+       way back (the not-yet-copied nodes hold -2 - their child) */
+    int32_t child = -1;
+    while (id >= 0 && map[id] < 0) {
+        map[id] = -2 - child;
+        child = id;
+        id = src->nodes[id].parent;
+    }
+    int32_t copied = id < 0 ? -1 : map[id];
+    for (id = child; id >= 0;) {
+        int32_t above = -2 - map[id];
+        copied = map[id] = intern(dst, copied, src->nodes[id].pos);
+        if (copied < 0) return -1;
+        id = above;
+    }
+    return copied;
 }
 
 static void compact(grammar_state *st) {

@@ -3,6 +3,7 @@
  * value ...) added on first use, identical bodies shared. Integer ranges become
  * exact digit-by-digit alternatives. */
 #include "engine/grammar/json_schema.h"
+#include "engine/grammar/grammar_internal.h"
 #include "kernels/sbuf.h"
 
 #include <math.h>
@@ -41,6 +42,7 @@ typedef struct conv {
     const cJSON *root;
     rule *rules;
     int n_rules, cap_rules;
+    str_index by_name, by_body; /* rule name -> rule, body -> its first rule */
     ref_entry *refs;
     int n_refs, cap_refs;
     llc_err *err;
@@ -59,9 +61,39 @@ __attribute__((format(printf, 4, 5))) static void fail(conv *c, int code, const 
 }
 
 static rule *find_rule(conv *c, const char *name) {
-    for (int i = 0; i < c->n_rules; i++)
-        if (!strcmp(c->rules[i].name, name)) return &c->rules[i];
-    return NULL;
+    int i = str_index_find(&c->by_name, name, strlen(name));
+    return i >= 0 ? &c->rules[i] : NULL;
+}
+
+static void nomem(conv *c) {
+    if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+}
+
+/* Gives rule i its body (consumed), indexed so an equal body finds it. */
+static bool set_body(conv *c, int i, char *body) {
+    c->rules[i].body = body;
+    size_t len = strlen(body);
+    if (str_index_find(&c->by_body, body, len) < 0 && str_index_add(&c->by_body, body, len, i)) return nomem(c), false;
+    return true;
+}
+
+/* Appends rule `name ::= body` (name not taken; body consumed, NULL for a body
+ * set later); returns its index or -1. */
+static int append_rule(conv *c, const char *name, char *body) {
+    if (c->n_rules == c->cap_rules) {
+        int cap = c->cap_rules ? c->cap_rules * 2 : 32;
+        rule *r = realloc(c->rules, (size_t)cap * sizeof *r);
+        if (!r) return free(body), nomem(c), -1;
+        c->rules = r;
+        c->cap_rules = cap;
+    }
+    int i = c->n_rules;
+    c->rules[i] = (rule){strdup(name), NULL};
+    if (!c->rules[i].name || str_index_add(&c->by_name, name, strlen(name), i))
+        return free(c->rules[i].name), free(body), nomem(c), -1;
+    c->n_rules++;
+    if (body && !set_body(c, i, body)) return -1;
+    return i;
 }
 
 /* Adds rule `name ::= body` and returns its name: the existing rule with the
@@ -69,38 +101,19 @@ static rule *find_rule(conv *c, const char *name) {
 static const char *add_rule(conv *c, const char *name, char *body) {
     if (!body || c->rc) {
         free(body);
-        if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
+        nomem(c);
         return NULL;
     }
-    for (int i = 0; i < c->n_rules; i++)
-        if (c->rules[i].body && !strcmp(c->rules[i].body, body)) {
-            free(body);
-            return c->rules[i].name;
-        }
+    int same = str_index_find(&c->by_body, body, strlen(body));
+    if (same >= 0) {
+        free(body);
+        return c->rules[same].name;
+    }
     char uniq[160];
     snprintf(uniq, sizeof uniq, "%.120s", name);
     for (int k = 1; find_rule(c, uniq); k++) snprintf(uniq, sizeof uniq, "%.120s%d", name, k);
-    if (c->n_rules == c->cap_rules) {
-        int cap = c->cap_rules ? c->cap_rules * 2 : 32;
-        rule *r = realloc(c->rules, (size_t)cap * sizeof *r);
-        if (!r) {
-            free(body);
-            c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        c->rules = r;
-        c->cap_rules = cap;
-    }
-    rule *r = &c->rules[c->n_rules];
-    r->name = strdup(uniq);
-    r->body = body;
-    if (!r->name) {
-        free(body);
-        c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    c->n_rules++;
-    return r->name;
+    int i = append_rule(c, uniq, body);
+    return i >= 0 ? c->rules[i].name : NULL;
 }
 
 /* The primitives, added on first use (with what they need). */
@@ -139,25 +152,8 @@ static const char *primitive(conv *c, const char *name) {
         if (find_rule(c, name)) return find_rule(c, name)->name;
         /* register first (value and object refer to each other) */
         char *body = strdup(prims[i].body);
-        if (!body || c->n_rules == c->cap_rules) {
-            int cap = c->cap_rules ? c->cap_rules * 2 : 32;
-            rule *r = body ? realloc(c->rules, (size_t)cap * sizeof *r) : NULL;
-            if (!r) {
-                free(body);
-                if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
-                return NULL;
-            }
-            c->rules = r;
-            c->cap_rules = cap;
-        }
-        c->rules[c->n_rules].name = strdup(name);
-        c->rules[c->n_rules].body = body;
-        if (!c->rules[c->n_rules].name) {
-            free(body);
-            if (!c->rc) c->rc = llc_fail(c->err, LLC_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        c->n_rules++;
+        if (!body) return nomem(c), NULL;
+        if (append_rule(c, name, body) < 0) return NULL;
         char deps[128];
         snprintf(deps, sizeof deps, "%s", prims[i].deps);
         for (char *save = NULL, *d = strtok_r(deps, " ", &save); d; d = strtok_r(NULL, " ", &save)) primitive(c, d);
@@ -354,6 +350,39 @@ static bool is_required(const cJSON *req, const char *key) {
     return false;
 }
 
+/* The members of an object whose properties kv[0..n) are all optional (in that
+ * order) and additional ones (extra, or NULL) may follow them: at least one.
+ * Two chains of rules, built from the back, keep the grammar linear in n:
+ *   NAME-first-i ::= kv[i] NAME-rest-(i+1) | NAME-first-(i+1)   (nothing written yet)
+ *   NAME-rest-i  ::= ( "," space kv[i] )? NAME-rest-(i+1)       (something written)
+ * where NAME-rest-n is the additional members ( "," space extra )* or nothing.
+ * Returns the name of NAME-first-0. */
+static const char *optional_chain(conv *c, const char *name, const char **kv, int n, const char *extra) {
+    char rn[200], more_extra[240] = "";
+    if (extra) snprintf(more_extra, sizeof more_extra, " ( \",\" space %s )*", extra);
+    const char *rest = NULL; /* the rule for NAME-rest-(i+1); NULL: more_extra */
+    const char *first = NULL;
+    if (extra) { /* only additional members */
+        sbuf b = {0};
+        sb_printf(&b, "%s%s", extra, more_extra);
+        snprintf(rn, sizeof rn, "%.150s-first", name);
+        if (!(first = add_rule(c, rn, sb_take(&b)))) return NULL;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        sbuf b = {0};
+        sb_printf(&b, "%s%s%s", kv[i], rest ? " " : "", rest ? rest : more_extra);
+        if (first) sb_printf(&b, " | %s", first);
+        snprintf(rn, sizeof rn, "%.150s-first%d", name, i);
+        if (!(first = add_rule(c, rn, sb_take(&b)))) return NULL;
+        if (i == 0) break; /* NAME-rest-0 is never needed */
+        sbuf r = {0};
+        sb_printf(&r, "( \",\" space %s )?%s%s", kv[i], rest ? " " : "", rest ? rest : more_extra);
+        snprintf(rn, sizeof rn, "%.150s-rest%d", name, i);
+        if (!(rest = add_rule(c, rn, sb_take(&r)))) return NULL;
+    }
+    return first;
+}
+
 static const char *object_rule(conv *c, const cJSON *s, const char *name, const char *path) {
     const cJSON *props = get(s, "properties"), *req = get(s, "required"), *add = get(s, "additionalProperties");
     if (props && !cJSON_IsObject(props)) return fail(c, LLC_ERR_FORMAT, path, "'properties' must be an object"), NULL;
@@ -413,14 +442,9 @@ static const char *object_rule(conv *c, const cJSON *s, const char *name, const 
         for (int i = n_req; i < n; i++) sb_printf(&b, " ( \",\" space %s )?", kv[i]);
         if (extra) sb_printf(&b, " ( \",\" space %s )*", extra);
     } else if (n > 0 || extra) { /* all optional: whichever comes first, then the later ones */
-        sb_str(&b, "( ");
-        for (int i = 0; i < n; i++) {
-            sb_printf(&b, "%s%s", i ? " | " : "", kv[i]);
-            for (int j = i + 1; j < n; j++) sb_printf(&b, " ( \",\" space %s )?", kv[j]);
-            if (extra) sb_printf(&b, " ( \",\" space %s )*", extra);
-        }
-        if (extra) sb_printf(&b, "%s%s ( \",\" space %s )*", n ? " | " : "", extra, extra);
-        sb_str(&b, " )?");
+        const char *first = optional_chain(c, name, kv, n, extra);
+        if (!first) return free(kv), free(b.p), NULL;
+        sb_printf(&b, "%s?", first);
     }
     sb_str(&b, " \"}\" space");
     free(kv);
@@ -479,23 +503,15 @@ static const char *ref_rule(conv *c, const char *ref, const char *path) {
     c->n_refs++;
     char *own = e->rule_name;
     /* a placeholder rule with the name; its body is a reference to the target's rule */
-    if (c->n_rules == c->cap_rules) {
-        int cap = c->cap_rules ? c->cap_rules * 2 : 32;
-        rule *r = realloc(c->rules, (size_t)cap * sizeof *r);
-        if (!r) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
-        c->rules = r;
-        c->cap_rules = cap;
-    }
-    int slot = c->n_rules++;
-    c->rules[slot].name = strdup(own);
-    c->rules[slot].body = NULL;
-    if (!c->rules[slot].name) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    int slot = append_rule(c, own, NULL);
+    if (slot < 0) return NULL;
     char sub[200];
     snprintf(sub, sizeof sub, "%s-def", own);
     const char *body = visit(c, target, sub, ref);
     if (!body) return NULL;
-    c->rules[slot].body = strdup(body);
-    if (!c->rules[slot].body) return fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    char *copy = strdup(body);
+    if (!copy) return nomem(c), NULL;
+    if (!set_body(c, slot, copy)) return NULL;
     return c->rules[slot].name;
 }
 
@@ -640,6 +656,8 @@ int json_schema_to_gbnf(const cJSON *schema, char **out, llc_err *err) {
     }
     for (int i = 0; i < c.n_rules; i++) free(c.rules[i].name), free(c.rules[i].body);
     free(c.rules);
+    str_index_free(&c.by_name);
+    str_index_free(&c.by_body);
     for (int i = 0; i < c.n_refs; i++) free(c.refs[i].ref), free(c.refs[i].rule_name);
     free(c.refs);
     if (c.rc) {
