@@ -4,6 +4,7 @@
  * adds one object on the last line with the ids (the end token included), the
  * text, the seed, timings and (with --logprobs) the top-N log-probabilities of
  * each position. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +139,9 @@ static int generate(llm *L, const cli_common *common, const int32_t *prompt, int
                 cJSON_AddStringToObject(o, "text", sb_cstr(&text));
                 if (text.oom) cJSON_AddStringToObject(o, "error", "out of memory: text is incomplete");
                 cJSON_AddStringToObject(o, "finish_reason", ev->finish == FINISH_STOP ? "stop" : "length");
-                cJSON_AddNumberToObject(o, "seed", (double)ev->seed);
+                char seed[24]; /* digits, not a double: cJSON prints 15 significant digits when */
+                snprintf(seed, sizeof seed, "%" PRIu64, ev->seed); /* they read back "close enough" */
+                cJSON_AddRawToObject(o, "seed", seed);
                 if (speculating) {
                     cJSON_AddNumberToObject(o, "drafted_tokens", ev->drafted_tokens);
                     cJSON_AddNumberToObject(o, "accepted_tokens", ev->accepted_tokens);

@@ -127,9 +127,11 @@ b=$($LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed 5 2>/dev/null)
 c=$($LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed 6 2>/dev/null)
 if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok "generate: seeded sampling is reproducible"
 else bad "generate seeds" "a=$a" "b=$b" "c=$c"; fi
-# a drawn seed (--seed -1) is reported in the JSON and, given back, repeats the run
+# a drawn seed (--seed -1) is reported in the JSON, as an integer with every
+# digit (cJSON once printed ~1 in 6 to 15 significant digits), and, given back,
+# repeats the run
 $LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed -1 --json >"$TMP/r.out" 2>/dev/null
-seed=$(tail -n 1 "$TMP/r.out" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["seed"]))' 2>/dev/null)
+seed=$(tail -n 1 "$TMP/r.out" | python3 -c 'import json,sys; s=json.load(sys.stdin)["seed"]; assert type(s) is int, s; print(s)' 2>/dev/null)
 again=$($LLMCHAT generate -p "Once upon a time" -n 40 --temp 1 --seed "${seed:-0}" 2>/dev/null)
 if [ -n "$seed" ] && [ "$(head -n 1 "$TMP/r.out")" = "$(printf '%s\n' "$again" | head -n 1)" ]; then
     ok "generate: a drawn seed repeats the run ($seed)"

@@ -9,6 +9,7 @@
  * None of them waits for the engine: each is answered at once on the server
  * thread (metrics and slots are the engine's last published snapshot). */
 #include <math.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,7 +185,10 @@ static cJSON *params_json(const srv *s, const sampler_params *sp, int n_predict,
     cJSON *p = cJSON_CreateObject();
     cJSON_AddNumberToObject(p, "n_predict", n_predict);
     cJSON_AddNumberToObject(p, "n", n);
-    cJSON_AddNumberToObject(p, "seed", sp->seed == SAMPLER_SEED_RANDOM ? -1 : (double)sp->seed);
+    char seed[24]; /* every digit (cJSON would print a large one to 15 significant digits) */
+    if (sp->seed == SAMPLER_SEED_RANDOM) snprintf(seed, sizeof seed, "-1");
+    else snprintf(seed, sizeof seed, "%" PRIu64, (uint64_t)sp->seed);
+    cJSON_AddRawToObject(p, "seed", seed);
     cJSON_AddNumberToObject(p, "temperature", dec(sp->temperature));
     cJSON_AddNumberToObject(p, "top_k", sp->top_k);
     cJSON_AddNumberToObject(p, "top_p", dec(sp->top_p));
