@@ -391,7 +391,7 @@ static int find_nullable(const grammar *g, bool *nullable) {
     for (int r = 0; !rc && r < g->n_rules; r++)
         for (int a = g->rule_alts[r]; a < g->rule_alts[r + 1]; a++) {
             alt_rule[a] = r;
-            for (const gelem *el = g->elems + g->alts[a]; !(el->type == GE_ALT || el->type == GE_END); el++) {
+            for (const gelem *el = g->elems + g->alts[a]; !gelem_ends_alt(el->type); el++) {
                 if (el->type != GE_RULE_REF) pending[a] = -1;
                 else {
                     if (pending[a] >= 0) pending[a]++;
@@ -405,7 +405,7 @@ static int find_nullable(const grammar *g, bool *nullable) {
     int *fill = queue; /* borrowed as a cursor per rule until the worklist needs it */
     memcpy(fill, use_start, (size_t)g->n_rules * sizeof *fill);
     for (int a = 0; a < n_alts; a++)
-        for (const gelem *el = g->elems + g->alts[a]; !(el->type == GE_ALT || el->type == GE_END); el++)
+        for (const gelem *el = g->elems + g->alts[a]; !gelem_ends_alt(el->type); el++)
             if (el->type == GE_RULE_REF) uses[fill[el->value]++] = a;
     int head = 0, tail = 0;
     for (int a = 0; a < n_alts; a++)
@@ -493,7 +493,7 @@ static int check_start(const grammar *g, llc_err *err) {
 /* Fills alts / rule_alts: where each alternative of each rule starts. */
 static int index_alternatives(grammar *g, llc_err *err) {
     int n = 0;
-    for (int i = 0; i < g->n_elems; i++) n += g->elems[i].type == GE_ALT || g->elems[i].type == GE_END;
+    for (int i = 0; i < g->n_elems; i++) n += gelem_ends_alt(g->elems[i].type);
     g->alts = malloc((size_t)(n > 0 ? n : 1) * sizeof *g->alts);
     g->rule_alts = malloc((size_t)(g->n_rules + 1) * sizeof *g->rule_alts);
     if (!g->alts || !g->rule_alts) return llc_fail(err, LLC_ERR_NOMEM, "grammar: out of memory");

@@ -34,6 +34,9 @@ typedef struct gelem {
     uint32_t value;
 } gelem;
 
+/* Whether an element of this type ends an alternative (GE_ALT or GE_END). */
+static inline bool gelem_ends_alt(uint32_t type) { return type == GE_END || type == GE_ALT; }
+
 struct grammar {
     gelem *elems;      /* every rule, one after the other */
     int n_elems;

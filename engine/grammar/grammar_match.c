@@ -343,8 +343,12 @@ static void new_set(grammar_state *st) {
     }
 }
 
-static uint32_t key_slot(uint64_t key, uint32_t mask) {
-    return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
 }
 
 /* Marks (cont, rule) expanded in this set; false when it already was (or on
@@ -356,7 +360,7 @@ static bool first_expansion(grammar_state *st, int32_t cont, int rule) {
         if (!t) return st->oom = true, false;
         for (uint32_t i = 0; st->done && i <= st->done_mask; i++)
             if (st->done[i].gen == st->gen) {
-                uint32_t j = key_slot(st->done[i].key, slots - 1);
+                uint32_t j = (uint32_t)mix64(st->done[i].key) & (slots - 1);
                 while (t[j].gen == st->gen) j = (j + 1) & (slots - 1);
                 t[j] = st->done[i];
             }
@@ -365,15 +369,13 @@ static bool first_expansion(grammar_state *st, int32_t cont, int rule) {
         st->done_mask = slots - 1;
     }
     uint64_t key = (uint64_t)(uint32_t)(cont + 1) << 32 | (uint32_t)rule;
-    uint32_t i = key_slot(key, st->done_mask);
+    uint32_t i = (uint32_t)mix64(key) & st->done_mask;
     for (; st->done[i].gen == st->gen; i = (i + 1) & st->done_mask)
         if (st->done[i].key == key) return false;
     st->done[i] = (struct expanded){key, st->gen};
     st->n_done++;
     return true;
 }
-
-static bool is_end(uint32_t type) { return type == GE_END || type == GE_ALT; }
 
 static bool push_todo(grammar_state *st, int *n, int32_t parent, uint32_t pos) {
     if (*n == st->cap_todo) {
@@ -401,7 +403,7 @@ static void expand(grammar_state *st, int32_t parent, uint32_t pos) {
         parent = st->todo[--n].parent, pos = st->todo[n].pos;
         for (;;) {
             const gelem *el = &g->elems[pos];
-            if (is_end(el->type)) {
+            if (gelem_ends_alt(el->type)) {
                 if (parent < 0) {
                     set_add(st, -1);
                     break;
@@ -413,7 +415,7 @@ static void expand(grammar_state *st, int32_t parent, uint32_t pos) {
             if (el->type == GE_RULE_REF) {
                 if (++st->work > GRAMMAR_MAX_WORK) return (void)(st->oom = st->over_limits = true);
                 int32_t cont = parent;
-                if (!is_end(g->elems[pos + 1].type) && (cont = intern(st, parent, pos + 1)) < 0) return;
+                if (!gelem_ends_alt(g->elems[pos + 1].type) && (cont = intern(st, parent, pos + 1)) < 0) return;
                 int r = (int)el->value;
                 if (!first_expansion(st, cont, r)) break; /* the same stacks again */
                 for (int a = g->rule_alts[r + 1] - 1; a >= g->rule_alts[r]; a--) /* the first on top */
@@ -703,14 +705,6 @@ typedef struct walk_ctx {
     uint32_t n_trans, cap_trans; /* cap a power of two */
     bool oom;
 } walk_ctx;
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
 
 static void sort_ids(int32_t *a, int n) {
     for (int i = 1; i < n; i++) {
