@@ -65,6 +65,15 @@ static cJSON *int_array(const int32_t *v, int n) {
     return a;
 }
 
+/* Prints o as one line of JSON on stdout, and frees it. */
+static void print_json_line(cJSON *o) {
+    char *js = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (js) printf("%s\n", js);
+    else fprintf(stderr, "llmchat: out of memory writing the JSON result\n");
+    free(js);
+    cJSON_Delete(o);
+}
+
 static cJSON *logprob_entry(const sample_result *r) {
     cJSON *o = cJSON_CreateObject(), *top = cJSON_CreateArray();
     cJSON_AddNumberToObject(o, "id", r->token);
@@ -162,10 +171,7 @@ static int generate(llm *L, const cli_common *common, const int32_t *prompt, int
                     cJSON_AddItemToObject(o, "logprobs", lp_json);
                     lp_json = NULL;
                 }
-                char *js = cJSON_PrintUnformatted(o);
-                printf("%s\n", js);
-                free(js);
-                cJSON_Delete(o);
+                print_json_line(o);
             }
             status = 0;
         } else {
@@ -252,10 +258,7 @@ int cmd_generate(int argc, char **argv) {
             cJSON_AddItemToObject(o, "tokens", cJSON_CreateArray());
             cJSON_AddStringToObject(o, "text", "");
             cJSON_AddStringToObject(o, "finish_reason", "length");
-            char *js = cJSON_PrintUnformatted(o);
-            printf("%s\n", js);
-            free(js);
-            cJSON_Delete(o);
+            print_json_line(o);
         }
         status = 0;
     } else {
