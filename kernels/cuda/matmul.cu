@@ -261,11 +261,11 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
                 a1 = __dp4a(hi[k + 4], (int)word_of(x3, k), a1);
             }
             const float *xdt = xd + (size_t)(t0 + t) * nb32, *aft = af + (size_t)(t0 + t) * nb32;
-            const float t0 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s0), __ldg(xdt + sb)), (float)a0),
-                                       __fmul_rn(__fmul_rn(dmin, m0), __ldg(aft + sb)));
-            const float t1 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s1), __ldg(xdt + sb + 1)), (float)a1),
-                                       __fmul_rn(__fmul_rn(dmin, m1), __ldg(aft + sb + 1)));
-            acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
+            const float term0 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s0), __ldg(xdt + sb)), (float)a0),
+                                          __fmul_rn(__fmul_rn(dmin, m0), __ldg(aft + sb)));
+            const float term1 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s1), __ldg(xdt + sb + 1)), (float)a1),
+                                          __fmul_rn(__fmul_rn(dmin, m1), __ldg(aft + sb + 1)));
+            acc[t] = __fadd_rn(__fadd_rn(acc[t], term0), term1);
         }
     }
     store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
@@ -315,9 +315,9 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
                 a1 = __dp4a(hi[k], (int)word_of(x1, k), a1);
             }
             const float dx = __ldg(xd + (size_t)(t0 + t) * nb32 + elo / 32);
-            const float t0 = __fmul_rn(__fmul_rn(__fmul_rn(d, sclo), dx), (float)a0);
-            const float t1 = __fmul_rn(__fmul_rn(__fmul_rn(d, schi), dx), (float)a1);
-            acc[t] = __fadd_rn(__fadd_rn(acc[t], t0), t1);
+            const float term0 = __fmul_rn(__fmul_rn(__fmul_rn(d, sclo), dx), (float)a0);
+            const float term1 = __fmul_rn(__fmul_rn(__fmul_rn(d, schi), dx), (float)a1);
+            acc[t] = __fadd_rn(__fadd_rn(acc[t], term0), term1);
         }
     }
     store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
