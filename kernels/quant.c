@@ -16,7 +16,9 @@
 #include <string.h>
 #include <strings.h>
 
-#define T(id, nm, be, bb, sup) [id] = {nm, be, bb, sup}
+/* sup: dequantize_row and the matmul take it; q: quantize_row writes it */
+#define T(id, nm, be, bb, sup) [id] = {nm, be, bb, sup, sup}
+#define TNOQ(id, nm, be, bb) [id] = {nm, be, bb, true, false}
 static const qtype_info g_types[QT_COUNT] = {
     T(QT_F32, "F32", 1, 4, true),
     T(QT_F16, "F16", 1, 2, true),
@@ -49,9 +51,10 @@ static const qtype_info g_types[QT_COUNT] = {
     T(QT_BF16, "BF16", 1, 2, true),
     T(QT_TQ1_0, "TQ1_0", 256, 54, false),
     T(QT_TQ2_0, "TQ2_0", 256, 66, false),
-    T(QT_MXFP4, "MXFP4", 32, 17, false),
+    T(QT_MXFP4, "MXFP4", 32, 17, true),
 };
 #undef T
+#undef TNOQ
 
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 layout");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 layout");
@@ -65,8 +68,10 @@ _Static_assert(sizeof(block_q3_K) == 110, "block_q3_K layout");
 _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K layout");
 _Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl layout");
 _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs layout");
+_Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 layout");
 
 const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+const int8_t mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 const qtype_info *qtype_get(uint32_t type) {
     if (type >= QT_COUNT || !g_types[type].name) return NULL;
@@ -410,6 +415,19 @@ static void dequant_iq4_xs(const uint8_t *b, float *y, int64_t nb) {
     }
 }
 
+/* MXFP4: IQ4_NL's nibble order; value = 2^(e-128) * mxfp4_values[u] (the doubled
+ * E2M1 values against half the E8M0 scale, as ggml). */
+static void dequant_mxfp4(const uint8_t *b, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, b += sizeof(block_mxfp4), y += QK_MXFP4) {
+        const float d = e8m0_half_to_f32(b[0]);
+        const uint8_t *qs = b + 1;
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)mxfp4_values[qs[j] & 0xf];
+            y[j + 16] = d * (float)mxfp4_values[qs[j] >> 4];
+        }
+    }
+}
+
 int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     const qtype_info *t = qtype_get(type);
     if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
@@ -432,6 +450,7 @@ int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     case QT_Q5_K: dequant_q5_K(b, dst, nb); return 0;
     case QT_IQ4_NL: dequant_iq4_nl(b, dst, nb); return 0;
     case QT_IQ4_XS: dequant_iq4_xs(b, dst, nb); return 0;
+    case QT_MXFP4: dequant_mxfp4(b, dst, nb); return 0;
     default: return LLC_ERR_UNSUPPORTED;
     }
 }
@@ -906,9 +925,49 @@ static void quant_iq4_xs(const float *x, uint8_t *b, int64_t nb) {
     }
 }
 
+/* Index of the MXFP4 code nearest to v / d (the first on a tie, so 0 for zero; 0 for
+ * NaN too). */
+static int mxfp4_nearest(float v, float d) {
+    int best = 0;
+    float best_err = fabsf(v);
+    for (int i = 1; i < 16; i++) {
+        const float err = fabsf((float)mxfp4_values[i] * d - v);
+        if (err < best_err) {
+            best = i;
+            best_err = err;
+        }
+    }
+    return best;
+}
+
+/* MXFP4 (ggml's quantize_row_mxfp4_ref): for the block's largest magnitude amax in
+ * [2^k, 2^(k+1)) the scale is 2^(k-2) (e = k - 2 + 127, clamped to 0..254), so the
+ * largest code, 6 * 2^(k-2), is 1.5 * 2^k: like ggml (and the OCP spec) magnitudes
+ * above that clip to it. k comes from frexpf (exact, where ggml's log2f can round a
+ * value just below a power of two up). Each element takes its nearest code. */
+static void quant_mxfp4(const float *x, uint8_t *b, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++, x += QK_MXFP4, b += sizeof(block_mxfp4)) {
+        float amax = 0;
+        for (int j = 0; j < QK_MXFP4; j++) amax = fmaxf(amax, fabsf(x[j])); /* (NaN ignored) */
+        int e = 0;
+        if (amax > 0 && isfinite(amax)) {
+            int k;
+            frexpf(amax, &k); /* amax = m * 2^k, m in [0.5, 1): floor(log2(amax)) = k - 1 */
+            e = k - 1 - 2 + 127;
+            e = e < 0 ? 0 : e > 254 ? 254 : e;
+        } else if (isinf(amax)) {
+            e = 254;
+        }
+        b[0] = (uint8_t)e;
+        const float d = e8m0_half_to_f32((uint8_t)e);
+        for (int j = 0; j < 16; j++)
+            b[1 + j] = (uint8_t)(mxfp4_nearest(x[j], d) | mxfp4_nearest(x[j + 16], d) << 4);
+    }
+}
+
 int quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     const qtype_info *t = qtype_get(type);
-    if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
+    if (!t || !t->quantizable) return LLC_ERR_UNSUPPORTED;
     if (n < 0 || n % t->block_elems) return LLC_ERR_RANGE;
     uint8_t *b = dst;
     const int64_t nb = n / t->block_elems;
@@ -928,6 +987,7 @@ int quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
     case QT_Q5_K: quant_q5_K(src, b, nb); return 0;
     case QT_IQ4_NL: quant_iq4_nl(src, b, nb); return 0;
     case QT_IQ4_XS: quant_iq4_xs(src, b, nb); return 0;
+    case QT_MXFP4: quant_mxfp4(src, b, nb); return 0;
     default: return LLC_ERR_UNSUPPORTED;
     }
 }

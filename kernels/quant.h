@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum qtype {
     QT_F32 = 0,
@@ -107,14 +108,36 @@ typedef struct {                     /* 136 bytes: 8 sub-blocks of 32, d*(ls - 3
     uint8_t qs[QK_K / 2];            /* as IQ4_NL, 16 bytes per sub-block */
 } block_iq4_xs;
 
+#define QK_MXFP4 32
+typedef struct {                     /* 17 bytes: 2^(e-128) * mxfp4_values[u] */
+    uint8_t e;                       /* E8M0 scale: exponent only, bias 127 */
+    uint8_t qs[QK_MXFP4 / 2];        /* 4-bit E2M1 codes, IQ4_NL's nibble order */
+} block_mxfp4;
+
 /* IQ4_NL / IQ4_XS's 16 non-uniform levels. */
 extern const int8_t iq4nl_values[16];
+/* MXFP4's E2M1 code values, doubled (ggml's kvalues_mxfp4): codes 0-7 are
+ * 0, 0.5, 1, 1.5, 2, 3, 4, 6 and 8-15 their negatives; stored doubled so they are
+ * integers, with the block scale halved to match (e8m0_half_to_f32). */
+extern const int8_t mxfp4_values[16];
+
+/* Half of an E8M0 scale, 2^(e-127) / 2 = 2^(e-128), exactly (2^-128 and 2^-127 are
+ * float subnormals); ggml's GGML_E8M0_TO_FP32_HALF. 255, NaN in the OCP spec, is
+ * 2^127 here as in ggml. */
+static inline float e8m0_half_to_f32(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 typedef struct qtype_info {
     const char *name;     /* "Q4_K"; NULL for ids ggml never assigned */
     uint32_t block_elems; /* elements per block */
     uint32_t block_bytes; /* bytes per block */
     bool supported;       /* we can dequantize / compute with it */
+    bool quantizable;     /* quantize_row can write it (not the i-quants, whose
+                             quantizers need an importance matrix) */
 } qtype_info;
 
 /* Info for a type id; NULL if the id is unknown (never assigned or out of range). */
@@ -139,8 +162,8 @@ uint16_t f32_to_bf16(float f);
 int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
 
 /* Reference quantization of n floats into `dst` (qtype_row_bytes(type, n) bytes).
- * Supported for every type dequantize_row supports (the float types, Q8_0, Q4_0,
- * Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS). Returns 0 or negative. */
+ * Supported for the types marked quantizable (the float types, Q8_0, Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4). Returns 0 or negative. */
 int quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
 
 #endif

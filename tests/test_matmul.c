@@ -46,7 +46,8 @@ static float rnd_val(void) {
 }
 
 static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0,   QT_Q4_1,  QT_Q5_0, QT_Q5_1,
-                                   QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
+                                   QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS,
+                                   QT_MXFP4};
 
 /* types the AVX-512 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx512_gemm(uint32_t type) {
@@ -72,6 +73,24 @@ static int64_t act_span(uint32_t type) {
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS: return 256;
     default: return 32;
     }
+}
+
+/* A random row of n elements of `type`: quantize_row of random values where the
+ * type has a quantizer; else (the i-quants) random block bytes, which are all valid
+ * (every index names a grid entry), with the block scales set to powers of two
+ * around `scale`. */
+static void random_row(uint32_t type, float scale, int64_t n, uint8_t *dst) {
+    const qtype_info *qi = qtype_get(type);
+    if (qi->quantizable) {
+        float *row = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) row[i] = rnd_val() * scale;
+        CHECK(quantize_row(type, row, dst, n) == 0);
+        free(row);
+        return;
+    }
+    const size_t rb = qtype_row_bytes(type, n);
+    for (size_t i = 0; i < rb; i++) dst[i] = (uint8_t)rnd_u32();
+    (void)rb;
 }
 
 typedef struct problem {
@@ -104,18 +123,13 @@ static int problem_make(problem *p, uint32_t type, int64_t n_in, int64_t n_out, 
     p->X = malloc(sizeof(float) * (size_t)(n_in * T));
     p->ref = malloc(sizeof(float) * (size_t)(n_out * T));
     p->tol = malloc(sizeof(float) * (size_t)(n_out * T));
-    float *row = malloc(sizeof(float) * (size_t)n_in);
-    if (!p->W || !p->Wf || !p->X || !p->ref || !p->tol || !row) {
-        free(row);
-        return -1;
-    }
+    if (!p->W || !p->Wf || !p->X || !p->ref || !p->tol) return -1;
     /* weights stored at an odd address: GGUF data may be only 32-byte aligned, and
      * the kernels must not care at all */
     uint8_t *w = p->W + 1;
     const float wscale = 0.02f + 0.1f * (float)(rnd_u32() % 8);
     for (int64_t o = 0; o < n_out; o++) {
-        for (int64_t i = 0; i < n_in; i++) row[i] = rnd_val() * wscale;
-        CHECK(quantize_row(type, row, w + (size_t)o * rb, n_in) == 0);
+        random_row(type, wscale, n_in, w + (size_t)o * rb);
         CHECK(dequantize_row(type, w + (size_t)o * rb, p->Wf + o * n_in, n_in) == 0);
     }
     for (int64_t i = 0; i < n_in * T; i++) p->X[i] = rnd_val();
@@ -142,7 +156,6 @@ static int problem_make(problem *p, uint32_t type, int64_t n_in, int64_t n_out, 
             p->tol[t * n_out + o] = (float)tol;
         }
     }
-    free(row);
     return 0;
 }
 
@@ -286,6 +299,57 @@ static void test_against_reference(void) {
     }
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++)
         printf("     %-5s worst |error| / tolerance: %.3f\n", qtype_name(g_types[ti]), g_worst[g_types[ti]]);
+}
+
+/* Activations the int8 quantization keeps exactly: integers in -127..127 with ±127
+ * in every 32-block, so every span's scale is 1 (fp16-exact) and q = x. Each level's
+ * result is then the reference up to f32 rounding (1e-5 of Σ|w·x|), a far tighter
+ * check than the quantization tolerance above: a kernel that mis-decodes a single
+ * group of weights, or scales a block wrongly, is off by orders of magnitude more.
+ * Every quantized type, T = 1, 3 and 9, 1 and 2 threads. */
+static void test_exact_activations(void) {
+    const int64_t n_in = 512, n_out = 37, Ts[] = {1, 3, 9};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(g_types); ti++) {
+        const uint32_t type = g_types[ti];
+        if (!is_quant(type)) continue;
+        for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+            const int64_t T = Ts[k];
+            problem p;
+            if (problem_make(&p, type, n_in, n_out, T) == 0) {
+                for (int64_t i = 0; i < n_in * T; i++)
+                    p.X[i] = i % 32 == (i / 32) % 32 ? ((i / 64) & 1 ? -127.0f : 127.0f)
+                                                     : (float)((int)(rnd_u32() % 255) - 127);
+                float *Y = malloc(sizeof(float) * (size_t)(n_out * T));
+                for (int64_t t = 0; t < T; t++)
+                    for (int64_t o = 0; o < n_out; o++) {
+                        double s = 0, a = 0;
+                        for (int64_t i = 0; i < n_in; i++) {
+                            s += (double)p.Wf[o * n_in + i] * p.X[t * n_in + i];
+                            a += fabs((double)p.Wf[o * n_in + i] * p.X[t * n_in + i]);
+                        }
+                        p.ref[t * n_out + o] = (float)s;
+                        p.tol[t * n_out + o] = (float)(1e-5 * a + 1e-30);
+                    }
+                for (size_t li = 0; Y && li < LLC_ARRAY_LEN(g_levels); li++) {
+                    if (g_levels[li] > cpu_matmul_max_level()) continue;
+                    cpu_matmul_set_level(g_levels[li]);
+                    for (int pi = 0; pi < 2; pi++) {
+                        CHECK(cpu_matmul(pi ? g_pool2 : g_pool1, type, problem_w(&p), n_in, n_out, p.X, T, Y) == 0);
+                        int bad = 0;
+                        for (int64_t i = 0; i < n_out * T && bad < 3; i++)
+                            if (!(fabs((double)Y[i] - p.ref[i]) <= p.tol[i])) {
+                                bad++;
+                                CHECKF(0, "%s %s T=%lld: Y[%lld] = %.9g, exact %.9g (tol %.3g)", cpu_simd_name(),
+                                       qtype_name(type), (long long)T, (long long)i, Y[i], p.ref[i], p.tol[i]);
+                            }
+                    }
+                }
+                cpu_matmul_set_level(cpu_matmul_max_level());
+                free(Y);
+            }
+            problem_free(&p);
+        }
+    }
 }
 
 /* Larger shapes that exercise the blocked GEMM's tiling: many panels, several
@@ -475,7 +539,7 @@ static void test_errors(void) {
     uint8_t W[1024] = {0};
     /* types we do not compute with, and ids that do not exist */
     CHECK(cpu_matmul(g_pool2, QT_Q8_1, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
-    CHECK(cpu_matmul(g_pool2, QT_IQ2_XXS, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
+    CHECK(cpu_matmul(g_pool2, QT_TQ1_0, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     CHECK(cpu_matmul(g_pool2, QT_Q8_K, W, 256, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     CHECK(cpu_matmul(g_pool2, QT_I8, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
     CHECK(cpu_matmul(g_pool2, 4, W, 32, 1, X, 1, Y) == LLC_ERR_UNSUPPORTED);
@@ -691,6 +755,7 @@ int main(void) {
     RUN(test_levels);
     RUN(test_errors);
     RUN(test_against_reference);
+    RUN(test_exact_activations);
     RUN(test_large);
     RUN(test_batch_vs_single);
     RUN(test_threads_bitwise);

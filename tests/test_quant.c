@@ -255,7 +255,7 @@ static void test_type_table(void) {
         {QT_I32, "I32", 1, 4, false},        {QT_I64, "I64", 1, 8, false},
         {QT_F64, "F64", 1, 8, false},        {QT_IQ1_M, "IQ1_M", 256, 56, false},
         {QT_BF16, "BF16", 1, 2, true},       {QT_TQ1_0, "TQ1_0", 256, 54, false},
-        {QT_TQ2_0, "TQ2_0", 256, 66, false}, {QT_MXFP4, "MXFP4", 32, 17, false},
+        {QT_TQ2_0, "TQ2_0", 256, 66, false}, {QT_MXFP4, "MXFP4", 32, 17, true},
     };
     int known = 0;
     for (size_t i = 0; i < LLC_ARRAY_LEN(want); i++) {
@@ -314,7 +314,7 @@ static void test_unsupported(void) {
     for (int i = 0; i < 256; i++) in[i] = (float)i;
     static const uint32_t unsup[] = {QT_Q8_1, QT_Q8_K, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ3_XXS, QT_IQ1_S,
                                      QT_IQ3_S, QT_IQ2_S, QT_IQ1_M, QT_I8, QT_I32, QT_F64,
-                                     QT_TQ1_0, QT_TQ2_0, QT_MXFP4};
+                                     QT_TQ1_0, QT_TQ2_0};
     for (size_t i = 0; i < LLC_ARRAY_LEN(unsup); i++) {
         CHECKF(dequantize_row(unsup[i], blk, out, 256) == LLC_ERR_UNSUPPORTED, "%s",
                qtype_name(unsup[i]));
@@ -492,6 +492,14 @@ static void t_q4k_scale_min(const uint8_t *q, int j, int *sc, int *mn);
 
 static const int t_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+/* An E2M1 code (OCP microscaling spec): sign bit 3, exponent bits 1-2 (bias 1),
+ * mantissa bit 0; exponent 0 is subnormal (0 or 0.5). */
+static double t_e2m1(int u) {
+    const int sign = u >> 3, e = (u >> 1) & 3, m = u & 1;
+    const double v = e ? ldexp(1.0 + 0.5 * m, e - 1) : 0.5 * m;
+    return sign ? -v : v;
+}
+
 /* Expected values of nb blocks of `type` at b, following ggml-quants.c's loops. */
 static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
     for (int i = 0; i < nb; i++) {
@@ -595,6 +603,15 @@ static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
             }
             break;
         }
+        case QT_MXFP4: { /* e (E8M0), qs[16]: 2^(e-127) * E2M1(u), E2M1 from its bits */
+            const uint8_t *p = b + 17 * i;
+            const double scale = ldexp(1.0, p[0] - 127);
+            for (int j = 0; j < 32; ++j) {
+                const int u = j < 16 ? p[1 + j] & 0xf : p[1 + j - 16] >> 4;
+                y[32 * i + j] = scale * t_e2m1(u);
+            }
+            break;
+        }
         default: break;
         }
     }
@@ -605,7 +622,8 @@ static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
  * cannot hide in rounding), must decode exactly as ggml's loops do; and literal
  * spot values pin what a shared misreading of the layout could not. */
 static void test_more_blocks(void) {
-    static const uint32_t types[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_IQ4_NL, QT_IQ4_XS};
+    static const uint32_t types[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_IQ4_NL, QT_IQ4_XS,
+                                     QT_MXFP4};
     enum { NB = 3 };
     for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
         const uint32_t type = types[t];
@@ -623,6 +641,9 @@ static void test_more_blocks(void) {
                 case QT_Q2_K: put16(p + 80, h1 | (rep & 1) << 15), put16(p + 82, h2); break;
                 case QT_Q3_K: put16(p + 108, h1 | (rep & 1) << 15); break;
                 case QT_Q4_1: case QT_Q5_1: case QT_Q5_K: put16(p, h1), put16(p + 2, h2 | (rep & 2) << 14); break;
+                case QT_MXFP4: /* exponents from 0 (2^-127: subnormal halves) to 250 (above,
+                                * 12 * 2^(e-128) overflows a float: see the spot checks) */
+                    p[0] = (uint8_t)(rep == 0 ? k : rep == 1 ? 250 - k : (int)(rng_next() % 251)); break;
                 default: put16(p, h1 | (rep & 1) << 15); break;
                 }
             }
@@ -677,6 +698,23 @@ static void test_more_blocks(void) {
     blk[8 + 80] = 0xf0;
     CHECK(dequantize_row(QT_IQ4_XS, blk, y, 256) == 0);
     CHECK(y[160] == 0.25f * 10 * -127 && y[176] == 0.25f * 10 * 113 && y[0] == 0.25f * -32 * -127);
+    /* MXFP4: e = 127 is a scale of 1, so the codes decode to the E2M1 values
+     * themselves: qs[0] = 0x71 → element 0 is 0.5, element 16 is 6; qs[1] = 0xf9 →
+     * -0.5 and -6; qs[2] = 0x0c → -2 and +0 (code 8 is -0) */
+    memset(blk, 0, sizeof blk);
+    blk[0] = 127;
+    blk[1] = 0x71, blk[2] = 0xf9, blk[3] = 0x8c;
+    CHECK(dequantize_row(QT_MXFP4, blk, y, 32) == 0);
+    CHECK(y[0] == 0.5f && y[16] == 6.0f && y[1] == -0.5f && y[17] == -6.0f && y[2] == -2.0f && y[18] == 0.0f);
+    CHECK(y[3] == 0.0f && y[31] == 0.0f);
+    /* the extreme exponents: e = 0 is 2^-127 (a subnormal float), e = 255 is 2^128 */
+    blk[0] = 0;
+    CHECK(dequantize_row(QT_MXFP4, blk, y, 32) == 0);
+    CHECK(y[0] == 0x1p-128f && y[16] == 6 * 0x1p-127f);
+    blk[0] = 255;
+    CHECK(dequantize_row(QT_MXFP4, blk, y, 32) == 0);
+    CHECK(y[0] == 0x1p127f && y[17] == -INFINITY);
+    CHECK(e8m0_half_to_f32(1) == 0x1p-127f && e8m0_half_to_f32(2) == 0x1p-126f && e8m0_half_to_f32(200) == 0x1p72f);
 }
 
 /* ---- round trips --------------------------------------------------------------------------- */
@@ -920,7 +958,7 @@ static void check_k(uint32_t type) {
 static void test_round_trip_q4_K(void) { check_k(QT_Q4_K); }
 static void test_round_trip_q6_K(void) { check_k(QT_Q6_K); }
 
-/* The other quantizers (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS), on the
+/* The other quantizers (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4), on the
  * first eight distributions: the squared error stays within a factor of what plain
  * rounding on each group's own naive grid would give, (step²/12 per element) with
  *   Q4_1 / Q5_1: step = (max - min) / 15 or 31 over each 32-block;
@@ -928,7 +966,10 @@ static void test_round_trip_q6_K(void) { check_k(QT_Q6_K); }
  *   Q2_K / Q5_K: step = (max - min(min, 0)) / 3 or 31 over each 16- / 32-group;
  *   Q3_K:        step = absmax / 4 over each 16-group (levels -4..3);
  *   IQ4_NL / XS: step = absmax / 8 over each 32-block (16 levels spread over
- *                ±127, mean gap ~16).
+ *                ±127, mean gap ~16);
+ *   MXFP4:       step = 2^(k-1) for absmax in [2^k, 2^(k+1)): the widest gap of
+ *                its grid (levels 0, ±0.5, ..., ±4, ±6 times 2^(k-2)), beyond
+ *                whose top (1.5·2^k) values clip, as in ggml.
  * The factor allows for the coarse block scales (4 bits for Q2_K, 6 for Q3_K, Q5_K
  * and IQ4_XS, fp16 elsewhere) and fits that clip (measured rms ratios 0.26-1.09;
  * the factor 1.3 leaves ~20% on the worst distribution). A quantizer that loses a bit
@@ -937,6 +978,7 @@ static void test_round_trip_more(void) {
     static const struct { uint32_t type; int gs; double factor; } cases[] = {
         {QT_Q4_1, 32, 1.3}, {QT_Q5_0, 32, 1.3}, {QT_Q5_1, 32, 1.3}, {QT_Q2_K, 16, 1.3},
         {QT_Q3_K, 16, 1.3}, {QT_Q5_K, 32, 1.3}, {QT_IQ4_NL, 32, 1.3}, {QT_IQ4_XS, 32, 1.3},
+        {QT_MXFP4, 32, 1.6}, /* (its clipping: 1.32 measured on "positive", ~1.2 on "uniform") */
     };
     float x[RT_N], y[RT_N];
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
@@ -963,6 +1005,7 @@ static void test_round_trip_more(void) {
                 case QT_Q2_K: step = (mx - fmin(mn, 0)) / 3; break;
                 case QT_Q5_K: step = (mx - fmin(mn, 0)) / 31; break;
                 case QT_Q3_K: step = am / 4; break;
+                case QT_MXFP4: step = am > 0 ? ldexp(1.0, ilogb(am) - 1) : 0; break;
                 default: step = am / 8; break;
                 }
                 sref += gs * step * step / 12;
@@ -979,7 +1022,8 @@ static void test_round_trip_more(void) {
 /* Zero and constant blocks, and values exactly on a grid, come back exactly. */
 static void test_round_trip_special(void) {
     static const uint32_t types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_1,   QT_Q5_0,  QT_Q5_1,
-                                     QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
+                                     QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS,
+                                     QT_MXFP4};
     float x[512], y[512];
     uint8_t q[512 * 4];
     for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
@@ -1018,7 +1062,8 @@ static void test_round_trip_special(void) {
  * (NaN, inf, huge, subnormal) quantize without undefined behaviour (run under UBSan). */
 static void test_garbage(void) {
     static const uint32_t types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, QT_Q4_1,   QT_Q5_0,  QT_Q5_1,
-                                     QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS};
+                                     QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS,
+                                     QT_MXFP4};
     enum { N = 1024 };
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
     for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {

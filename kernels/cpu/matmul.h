@@ -2,7 +2,7 @@
  * of inference: Y = X · Wᵀ for a batch of T activation rows.
  *
  * Quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
- * IQ4_NL, IQ4_XS) are multiplied with integer dot products: the activations are
+ * IQ4_NL, IQ4_XS, MXFP4) are multiplied with integer dot products: the activations are
  * first quantized to int8 in blocks of 32 (one f32 scale per block), once per call.
  * Float weights (F32, F16, BF16) use f32 FMA.
  * At T == 1 each weight row is streamed once (GEMV, memory bound, prefetched); for

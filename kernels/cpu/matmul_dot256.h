@@ -366,6 +366,9 @@ static float dot_q5_1(const uint8_t *w, const mm_xrow *x, int64_t n) { return do
 static inline __m256i iq4_levels(void) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)iq4nl_values));
 }
+static inline __m256i mxfp4_levels(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)mxfp4_values));
+}
 static inline __m256i iq4_dot32(const uint8_t *qs, const int8_t *qx, __m256i lv) {
     const __m256i v = _mm256_shuffle_epi8(lv, nibbles32(qs));
     const __m256i q = _mm256_loadu_si256((const __m256i *)qx);
@@ -408,6 +411,26 @@ static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
         }
     }
     return hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+/* MXFP4: IQ4_NL's kernel with the E2M1 levels and the E8M0 half scale (|level| <= 12). */
+static inline __m256 mxfp4_block(const uint8_t *w, const mm_xrow *x, int64_t b, __m256i lv, __m256 acc) {
+    const __m256i s = iq4_dot32(w + 1, x->q + 32 * b, lv);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(e8m0_half_to_f32(w[0]) * x->d[b]), acc);
+}
+
+static float dot_mxfp4(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    const __m256i lv = mxfp4_levels();
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    const int64_t nb = n / QK_MXFP4;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 2 * sizeof(block_mxfp4)) {
+        _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
+        a0 = mxfp4_block(w, x, b, lv, a0);
+        a1 = mxfp4_block(w + sizeof(block_mxfp4), x, b + 1, lv, a1);
+    }
+    if (b < nb) a0 = mxfp4_block(w, x, b, lv, a0);
+    return hsum8(_mm256_add_ps(a0, a1));
 }
 
 /* Q2_K / Q3_K: per 16-group float scales gs (groups 0-7, 8-15) as for Q6_K; chunk j
@@ -552,6 +575,7 @@ static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, co
     case QT_Q5_K: return MM_DOT_Q5_K(w, xr, n);
     case QT_IQ4_NL: return dot_iq4_nl(w, xr, n);
     case QT_IQ4_XS: return dot_iq4_xs(w, xr, n);
+    case QT_MXFP4: return dot_mxfp4(w, xr, n);
     default: return 0;
     }
 }

@@ -19,7 +19,7 @@
  *                       a NaN); the span is the 32-block itself, or for K-quant
  *                       weights its 256-superblock (mm_act_span)
  *   aux[n/16]           4-byte words whose meaning depends on the weight type:
- *     Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS:
+ *     Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS, MXFP4:
  *                 int32 aux[b] = -128 * sum of q over 32-block b   (b < n/32)
  *     Q4_K, Q5_K, Q4_1, Q5_1:
  *                 float aux[b] = d_b * sum of q over 32-block b    (b < n/32)
@@ -39,7 +39,8 @@ typedef enum mm_aux_kind {
 
 static inline mm_aux_kind mm_aux_of(uint32_t type) {
     switch (type) {
-    case QT_Q8_0: case QT_Q4_0: case QT_Q5_0: case QT_IQ4_NL: case QT_IQ4_XS: return MM_AUX_NEG128_SUM32;
+    case QT_Q8_0: case QT_Q4_0: case QT_Q5_0: case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4:
+        return MM_AUX_NEG128_SUM32;
     case QT_Q4_K: case QT_Q5_K: case QT_Q4_1: case QT_Q5_1: return MM_AUX_DSUM32;
     case QT_Q6_K: return MM_AUX_NEG32_SUM16;
     case QT_Q2_K: case QT_Q3_K: return MM_AUX_SUM16;
@@ -54,7 +55,7 @@ static inline mm_aux_kind mm_aux_of(uint32_t type) {
  * q values still come from the exact scale, as there. Out-of-range scales stay. */
 static inline float mm_act_scale(uint32_t type, float db) {
     switch (type) {
-    case QT_Q8_0: case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_IQ4_NL: {
+    case QT_Q8_0: case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_IQ4_NL: case QT_MXFP4: {
         const float r = fp16_to_f32(f32_to_fp16(db));
         return r == r && r - r == 0 ? r : db; /* (inf or NaN: keep db) */
     }

@@ -284,6 +284,20 @@ static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return s;
 }
 
+/* MXFP4: as IQ4_NL with the doubled E2M1 values against half the E8M0 scale. */
+static float dot_mxfp4(const uint8_t *w, const mm_xrow *x, int64_t n) {
+    float s = 0;
+    for (int64_t b = 0; b < n / QK_MXFP4; b++, w += sizeof(block_mxfp4)) {
+        const uint8_t *qw = w + offsetof(block_mxfp4, qs);
+        const int8_t *qx = x->q + b * 32;
+        int32_t acc = 0;
+        for (int i = 0; i < 16; i++)
+            acc += mxfp4_values[qw[i] & 0xf] * qx[i] + mxfp4_values[qw[i] >> 4] * qx[i + 16];
+        s += e8m0_half_to_f32(w[0]) * x->d[b] * (float)acc;
+    }
+    return s;
+}
+
 static float dot_pair_scalar(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {
     const int64_t n = a->n_in;
     switch (a->type) {
@@ -302,6 +316,7 @@ static float dot_pair_scalar(const mm_args *a, const uint8_t *w, const float *x,
     case QT_Q5_K: return dot_q5_K(w, xr, n);
     case QT_IQ4_NL: return dot_iq4_nl(w, xr, n);
     case QT_IQ4_XS: return dot_iq4_xs(w, xr, n);
+    case QT_MXFP4: return dot_mxfp4(w, xr, n);
     default: return 0;
     }
 }
