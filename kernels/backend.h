@@ -61,12 +61,29 @@ typedef enum bk_rope_style {
     BK_ROPE_NEOX,   /* rotate (x[i], x[i + n_rot/2]): qwen2, qwen3 */
 } bk_rope_style;
 
+/* Pair i of a head (i < n_rot/2) turns by theta_i at position pos:
+ *   extrap_i = pos * freq_base^(-2i/n_rot) / freq_factors[i]
+ *   interp_i = freq_scale * extrap_i
+ *   theta_i  = interp_i                                       (no YaRN)
+ *            = interp_i * (1 - mix_i) + extrap_i * mix_i      (YaRN: ext_factor > 0)
+ *   mix_i    = ext_factor * (1 - clamp((i - corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1))
+ * and the rotated pair is scaled by mscale (YaRN's and LongRoPE's attention
+ * factor; 1 = none). Zero-initialised fields beyond freq_scale are off, except
+ * that mscale 0 means 1. */
 typedef struct bk_rope {
     bk_rope_style style;
     int n_rot;           /* leading dimensions of each head that rotate (<= head_dim) */
-    float freq_base;     /* theta_i = pos * freq_scale * freq_base^(-2i/n_rot) / freq_factors[i] */
-    float freq_scale;    /* 1 / linear scaling factor */
-    const float *freq_factors; /* [n_rot/2] host memory, or NULL (llama3 rope_freqs) */
+    float freq_base;
+    float freq_scale;    /* 1 / scaling factor */
+    const float *freq_factors; /* [n_rot/2] host memory, or NULL (llama3 rope_freqs, LongRoPE) */
+    float ext_factor;    /* YaRN's extrapolation mix; 0 = off */
+    float corr_lo, corr_hi; /* YaRN's ramp between the extrapolated and interpolated pairs */
+    float mscale;        /* cos and sin times this (0 or 1 = unscaled) */
+    /* Attention temperature (Llama 4, Mistral 3), for queries: after rotating, the
+     * whole head is multiplied by 1 + temp_scale * log(floor((pos + temp_offset) /
+     * temp_floor) + 1). temp_scale 0 = off. */
+    float temp_scale, temp_offset;
+    int temp_floor;
 } bk_rope;
 
 /* KV cache element types (qtype ids, kernels/quant.h): QT_F32, QT_F16 (IEEE half),

@@ -87,8 +87,15 @@ static void test_rmsnorm(void) {
     }
 }
 
+/* The extras of a rope beyond base, scale and factors: YaRN's ramp, the
+ * attention factor and the query temperature (zero: off). */
+typedef struct rope_extra {
+    float ext_factor, corr_lo, corr_hi, mscale, temp_scale, temp_offset;
+    int temp_floor;
+} rope_extra;
+
 static void check_rope(bk_rope_style style, int T, int n_heads, int head_dim, int n_rot, float base,
-                       float freq_scale, bool factors) {
+                       float freq_scale, bool factors, rope_extra ex) {
     tbatch tb;
     mk_batch(&tb, T);
     for (int r = 0; r < T; r++) tb.positions[r] = (int32_t)rnd(r % 3 ? 4096 : 8);
@@ -96,7 +103,9 @@ static void check_rope(bk_rope_style style, int T, int n_heads, int head_dim, in
     float ff[128];
     for (int i = 0; i < n_rot / 2; i++) ff[i] = 1.0f + (float)rnd(40) / 10.0f;
     bk_rope rp = {.style = style, .n_rot = n_rot, .freq_base = base, .freq_scale = freq_scale,
-                  .freq_factors = factors ? ff : NULL};
+                  .freq_factors = factors ? ff : NULL, .ext_factor = ex.ext_factor, .corr_lo = ex.corr_lo,
+                  .corr_hi = ex.corr_hi, .mscale = ex.mscale, .temp_scale = ex.temp_scale,
+                  .temp_offset = ex.temp_offset, .temp_floor = ex.temp_floor};
     size_t n = (size_t)T * n_heads * head_dim;
     float *x = frands(n);
     float *y[2] = {malloc(n * 4), malloc(n * 4)};
@@ -104,39 +113,66 @@ static void check_rope(bk_rope_style style, int T, int n_heads, int head_dim, in
         memcpy(y[i], x, n * 4);
         OPS(i)->rope(CTX(i), y[i], n_heads, head_dim, &rp);
     }
-    double worst = 0;
-    bool untouched = true;
+    double worst = 0, worst_rest = 0;
     int half = n_rot / 2;
-    for (int r = 0; r < T; r++)
+    const double m = ex.mscale ? ex.mscale : 1.0;
+    for (int r = 0; r < T; r++) {
+        const double pos = tb.positions[r];
+        const double t = ex.temp_scale ? 1 + ex.temp_scale * log(floor((pos + ex.temp_offset) / ex.temp_floor) + 1) : 1;
         for (int h = 0; h < n_heads; h++) {
             const float *v = x + ((size_t)r * n_heads + h) * head_dim;
             const float *got = y[0] + ((size_t)r * n_heads + h) * head_dim;
             for (int i = 0; i < half; i++) {
-                double theta = (double)tb.positions[r] * freq_scale * pow(base, -2.0 * i / n_rot);
-                if (factors) theta /= ff[i];
+                double extrap = pos * pow(base, -2.0 * i / n_rot);
+                if (factors) extrap /= ff[i];
+                double theta = freq_scale * extrap;
+                if (ex.ext_factor) {
+                    double ramp = (i - ex.corr_lo) / fmax(0.001, ex.corr_hi - ex.corr_lo);
+                    double mix = (1 - fmin(1, fmax(0, ramp))) * ex.ext_factor;
+                    theta = theta * (1 - mix) + extrap * mix;
+                }
                 int a = style == BK_ROPE_NEOX ? i : 2 * i, b = style == BK_ROPE_NEOX ? i + half : 2 * i + 1;
-                double w0 = v[a] * cos(theta) - v[b] * sin(theta), w1 = v[a] * sin(theta) + v[b] * cos(theta);
+                double w0 = (v[a] * cos(theta) - v[b] * sin(theta)) * m * t;
+                double w1 = (v[a] * sin(theta) + v[b] * cos(theta)) * m * t;
                 /* the float angle carries a few ulps of pos * freq: allow for it */
-                double tol = 6e-7 * (1 + fabs(theta));
+                double tol = 6e-7 * (1 + fabs(theta)) * m * t;
                 double e = fmax(fabs(got[a] - w0), fabs(got[b] - w1)) / tol;
                 if (e > worst) worst = e;
             }
-            for (int k = n_rot; k < head_dim; k++) untouched &= got[k] == v[k];
+            /* past n_rot only the temperature applies */
+            for (int k = n_rot; k < head_dim; k++) {
+                double e = fabs(got[k] - v[k] * t) / (2e-7 * fabs(v[k] * t) + 1e-30);
+                if (e > worst_rest) worst_rest = e;
+            }
         }
+    }
     CHECKF(worst <= 1, "style %d T %d heads %d dim %d rot %d: error %g x tolerance", style, T, n_heads,
            head_dim, n_rot, worst);
     if (getenv("LLC_TEST_VERBOSE")) printf("  rope error %.3g x tolerance\n", worst);
-    CHECKF(untouched, "dims past n_rot %d were written", n_rot);
+    CHECKF(worst_rest <= 1, "dims past n_rot %d: error %g x tolerance", n_rot, worst_rest);
     CHECK(!memcmp(y[0], y[1], n * 4));
     free(x), free(y[0]), free(y[1]);
 }
 
 static void test_rope(void) {
-    check_rope(BK_ROPE_NORMAL, 5, 3, 16, 16, 10000, 1, false);
-    check_rope(BK_ROPE_NEOX, 7, 2, 64, 64, 1000000, 1, false);
-    check_rope(BK_ROPE_NORMAL, 9, 4, 10, 6, 10000, 0.25f, true); /* partial rotation, scaling */
-    check_rope(BK_ROPE_NEOX, 33, 5, 24, 12, 500000, 1, true);    /* llama3-style factors */
-    check_rope(BK_ROPE_NEOX, 1, 1, 2, 2, 10000, 1, false);
+    const rope_extra none = {0};
+    check_rope(BK_ROPE_NORMAL, 5, 3, 16, 16, 10000, 1, false, none);
+    check_rope(BK_ROPE_NEOX, 7, 2, 64, 64, 1000000, 1, false, none);
+    check_rope(BK_ROPE_NORMAL, 9, 4, 10, 6, 10000, 0.25f, true, none); /* partial rotation, scaling */
+    check_rope(BK_ROPE_NEOX, 33, 5, 24, 12, 500000, 1, true, none);    /* llama3-style factors */
+    check_rope(BK_ROPE_NEOX, 1, 1, 2, 2, 10000, 1, false, none);
+    /* YaRN: the ramp between pairs 3 and 11 of 16, its attention factor */
+    check_rope(BK_ROPE_NEOX, 17, 4, 32, 32, 1000000, 0.25f, false,
+               (rope_extra){.ext_factor = 1, .corr_lo = 3, .corr_hi = 11, .mscale = 1.1386f});
+    check_rope(BK_ROPE_NORMAL, 6, 2, 16, 16, 10000, 1.0f / 32, false,
+               (rope_extra){.ext_factor = 0.5f, .corr_lo = 0, .corr_hi = 7, .mscale = 1.3466f});
+    /* LongRoPE: factors, partial rotation and an attention factor */
+    check_rope(BK_ROPE_NEOX, 11, 4, 16, 12, 10000, 1, true, (rope_extra){.mscale = 1.27475f});
+    /* a query temperature (mistral3): every dimension, the unrotated ones too */
+    check_rope(BK_ROPE_NORMAL, 13, 3, 20, 16, 10000, 1, false,
+               (rope_extra){.temp_scale = 0.1f, .temp_floor = 8});
+    check_rope(BK_ROPE_NEOX, 13, 3, 20, 16, 10000, 1, false,
+               (rope_extra){.temp_scale = 0.1f, .temp_floor = 100, .temp_offset = 1});
 }
 
 static void test_embed(void) {

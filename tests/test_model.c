@@ -249,6 +249,12 @@ static void test_arch_llama_rope_scale(void) { check_arch("llama-rope-scale", 0)
  * fp16 as ggml stores them (mm_act_scale) all of them match, at every SIMD level
  * (float32 scales changed tokens 4 and 5 of two prompts). */
 static void test_arch_mistral_gqa_q8(void) { check_arch("mistral-gqa-q8", 0); }
+/* The 2026 families (../shared/reference/arch/README.md lists what each exercises). */
+static void test_arch_qwen3_yarn(void) { check_arch("qwen3-yarn", 0); }
+static void test_arch_phi3_longrope(void) { check_arch("phi3-longrope", 0); }
+static void test_arch_mistral3(void) { check_arch("mistral3", 0); }
+static void test_arch_smollm3(void) { check_arch("smollm3", 0); }
+static void test_arch_qwen2moe(void) { check_arch("qwen2moe", 0); }
 
 /* Prefix sharing under sliding windows (gemma2: window 8, here over blocks of 4
  * tokens): sequence B reuses the blocks of A's first 32 tokens and computes only
@@ -632,15 +638,16 @@ static void test_unsupported_named(void) {
     static const struct {
         const char *src, *key, *value, *drop, *add, *needle;
     } cases[] = {
-        {"arch/llama-rope-scale.gguf", "llama.rope.scaling.type", "yarn", NULL, NULL, "RoPE scaling 'yarn'"},
-        {"arch/phi3.gguf", NULL, NULL, NULL, "rope_factors_long.weight", "LongRoPE"},
-        {"arch/qwen3moe.gguf", NULL, NULL, NULL, "blk.0.ffn_up_shexp.weight", "shared experts"},
+        {"arch/llama-rope-scale.gguf", "llama.rope.scaling.type", "su", NULL, NULL, "RoPE scaling 'su'"},
+        {"arch/phi3.gguf", NULL, NULL, NULL, "rope_factors_long.weight", "LongRoPE needs both"},
+        {"arch/qwen3moe.gguf", NULL, NULL, NULL, "blk.0.ffn_up_shexp.weight",
+         "layer 0 has a shared expert but no qwen3moe.expert_shared_feed_forward_length"},
         {"arch/llama-rope-scale.gguf", NULL, NULL, "ffn_gate", NULL, "feed-forward block without a gate"},
         {"arch/gemma2.gguf", "general.architecture", "gemma3n", NULL, NULL, "'gemma3n' is not supported"},
-        {"arch/qwen3moe.gguf", "general.architecture", "qwen2moe", NULL, NULL,
-         "'qwen2moe' is not supported: its shared expert and shared-expert gate"},
+        {"arch/qwen3moe.gguf", "general.architecture", "qwen3next", NULL, NULL,
+         "'qwen3next' is not supported: its linear-attention layers"},
         {"arch/phi3.gguf", "general.architecture", "falcon", NULL, NULL,
-         "'falcon' is not supported (llama (Mixtral-style experts too), qwen2"},
+         "'falcon' is not supported (llama (Mixtral-style experts too), mistral3, smollm3"},
         {"arch/phi3.gguf", NULL, NULL, "blk.", NULL, "'blk.0.attn_norm.weight' is missing"},
         {"arch/gemma2.gguf", NULL, NULL, "post_ffw_norm", NULL, "blk.0.post_ffw_norm.weight' is missing"},
     };
@@ -797,7 +804,8 @@ static void test_alignment_1(void) {
  * one step and each token decoded alone (decode steps are recorded and replayed). */
 static void test_arch_references(void) {
     static const char *const names[] = {"gemma2", "gemma3", "phi3", "qwen3moe", "qwen2-bias", "llama-rope-scale",
-                                        "mistral-gqa-q8"};
+                                        "mistral-gqa-q8", "qwen3-yarn", "phi3-longrope", "mistral3", "smollm3",
+                                        "qwen2moe"};
     for (size_t i = 0; i < LLC_ARRAY_LEN(names); i++) {
         char file[128], ref[128];
         snprintf(file, sizeof file, "arch/%s.gguf", names[i]);
@@ -823,6 +831,11 @@ int main(void) {
     RUN(test_arch_qwen2_bias);
     RUN(test_arch_llama_rope_scale);
     RUN(test_arch_mistral_gqa_q8);
+    RUN(test_arch_qwen3_yarn);
+    RUN(test_arch_phi3_longrope);
+    RUN(test_arch_mistral3);
+    RUN(test_arch_smollm3);
+    RUN(test_arch_qwen2moe);
     RUN(test_window_prefix_sharing);
     RUN(test_llama_with_experts);
     RUN(test_archs_and_types);

@@ -64,7 +64,9 @@ static void free_activations(model *m) {
         *bufs[i] = NULL;
     }
     free(m->h_router), free(m->h_rows), free(m->h_weights), free(m->h_count);
+    free(m->h_all_rows), free(m->h_row_gate);
     m->h_router = NULL, m->h_rows = NULL, m->h_weights = NULL, m->h_count = NULL;
+    m->h_all_rows = NULL, m->h_row_gate = NULL;
     m->cap_rows = m->cap_out = 0;
 }
 
@@ -80,6 +82,8 @@ void model_free(model *m) {
 const model_hparams *model_hparams_of(const model *m) { return &m->hp; }
 uint64_t model_weight_bytes(const model *m) { return m->weight_bytes; }
 
+static int max3i(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
 /* Grows the activation buffers to hold `rows` rows and `n_out` logit rows. */
 static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
     if (rows <= m->cap_rows && n_out <= m->cap_out) return 0;
@@ -89,7 +93,7 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
     const model_hparams *hp = &m->hp;
     size_t R = (size_t)cap_rows, q_dim = (size_t)hp->n_heads * hp->head_dim,
            kv_dim = (size_t)hp->n_kv_heads * hp->head_dim,
-           ff = (size_t)(hp->ffn_dim > hp->expert_ffn_dim ? hp->ffn_dim : hp->expert_ffn_dim),
+           ff = (size_t)max3i(hp->ffn_dim, hp->expert_ffn_dim, hp->shared_ffn_dim),
            moe = hp->n_expert ? R : 0, n_exp = (size_t)hp->n_expert;
     struct { float **p; size_t n; } plan[] = {
         {&m->x, R * hp->dim}, {&m->xb, R * (hp->dim > (int)q_dim ? (size_t)hp->dim : q_dim)},
@@ -112,7 +116,9 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
         m->h_rows = malloc(moe * n_exp * sizeof *m->h_rows);
         m->h_weights = malloc(moe * n_exp * sizeof *m->h_weights);
         m->h_count = malloc(n_exp * sizeof *m->h_count);
-        if (!m->h_router || !m->h_rows || !m->h_weights || !m->h_count) {
+        m->h_all_rows = malloc(moe * sizeof *m->h_all_rows);
+        m->h_row_gate = malloc(moe * sizeof *m->h_row_gate);
+        if (!m->h_router || !m->h_rows || !m->h_weights || !m->h_count || !m->h_all_rows || !m->h_row_gate) {
             free_activations(m);
             return llc_fail(err, LLC_ERR_NOMEM, "out of memory for expert routing of %d rows", cap_rows);
         }
@@ -280,7 +286,8 @@ static int check_batch(const model *m, const model_kv *kv, const bk_batch *b, ll
 
 /* Routes each of T rows to its n_expert_used best experts (the router logits are
  * in m->h_router [T][n_expert]): softmax, the largest probabilities (ties to the
- * lower expert), their weights renormalised to sum 1 (as qwen3moe does). Fills,
+ * lower expert), their weights renormalised to sum 1 (MOE_SOFTMAX_NORM, as
+ * qwen3moe does) or taken as they are (MOE_SOFTMAX: qwen2moe). Fills,
  * per expert, the rows routed to it in row order and their weights. */
 static void route_rows(model *m, int T) {
     const int E = m->hp.n_expert, K = m->hp.n_expert_used;
@@ -303,10 +310,11 @@ static void route_rows(model *m, int T) {
             wsum += w[k];
             p[best] = -1; /* taken */
         }
+        const float norm = m->hp.gating == MOE_SOFTMAX_NORM ? wsum : 1.0f;
         for (int k = 0; k < K; k++) {
             const int e = pick[k], i = m->h_count[e]++;
             m->h_rows[(size_t)e * m->cap_rows + i] = t;
-            m->h_weights[(size_t)e * m->cap_rows + i] = w[k] / wsum;
+            m->h_weights[(size_t)e * m->cap_rows + i] = w[k] / norm;
         }
     }
 }
@@ -344,6 +352,24 @@ static int gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const
     return 0;
 }
 
+/* The shared expert (qwen2moe): a gated FFN over every row of m->xb, added into
+ * m->moe_out after the routed experts, each row's output times
+ * sigmoid(x·sh_gate_inp) where the layer has that gate. */
+static int shared_expert(model *m, const layer *ly, int T, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    int rc = gated_ffn(m, &ly->sh_gate, &ly->sh_up, &ly->sh_down, NULL, NULL, NULL, m->xb, T, m->ye, err);
+    if (rc) return rc;
+    for (int t = 0; t < T; t++) m->h_all_rows[t] = t, m->h_row_gate[t] = 1.0f;
+    if (ly->sh_gate_inp.data) {
+        OP(op->matmul(c, &ly->sh_gate_inp, m->xb, T, m->router_out));
+        OP(op->to_host(c, m->h_row_gate, m->router_out, (size_t)T * sizeof(float)));
+        for (int t = 0; t < T; t++) m->h_row_gate[t] = 1.0f / (1.0f + expf(-m->h_row_gate[t]));
+    }
+    OP(op->scatter_add_rows(c, m->moe_out, m->hp.dim, m->h_all_rows, m->h_row_gate, T, m->ye));
+    return 0;
+}
+
 /* Mixture of experts over the T rows of m->xb into m->moe_out: the router's
  * logits go to the host, which picks each row's experts; then each expert runs
  * once over all the rows routed to it (gathered, one batched matmul per weight)
@@ -366,6 +392,7 @@ static int moe_ffn(model *m, const layer *ly, int T, llc_err *err) {
         if (rc) return rc;
         OP(op->scatter_add_rows(c, m->moe_out, dim, rows, m->h_weights + (size_t)e * m->cap_rows, n, m->ye));
     }
+    if (ly->sh_gate.data) return shared_expert(m, ly, T, err);
     return 0;
 }
 
@@ -421,9 +448,14 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
             OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * hp->n_heads, hp->head_dim, hp->norm_eps));
             OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * hp->n_kv_heads, hp->head_dim, hp->norm_eps));
         }
-        const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
-        OP(op->rope(c, m->q, hp->n_heads, hp->head_dim, rope));
-        OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
+        if (!ly->no_rope) {
+            const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
+            bk_rope rope_q = *rope;
+            rope_q.temp_scale = hp->attn_temp_scale;
+            rope_q.temp_floor = hp->attn_temp_floor;
+            OP(op->rope(c, m->q, hp->n_heads, hp->head_dim, &rope_q));
+            OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
+        }
         OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim, kv->type));
         OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn));
         OP(op->matmul(c, &ly->wo, m->att, T, m->xb));

@@ -15,16 +15,24 @@
 #include "kernels/backend.h"
 
 typedef enum model_arch {
-    ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3, ARCH_GEMMA2, ARCH_GEMMA3
+    ARCH_LLAMA, ARCH_MISTRAL3, ARCH_SMOLLM3, ARCH_QWEN2, ARCH_QWEN2MOE, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3,
+    ARCH_GEMMA2, ARCH_GEMMA3
 } model_arch;
 
 typedef enum model_ffn_act { FFN_SILU, FFN_GELU } model_ffn_act;
+
+/* How a token's router logits become the weights of its chosen experts. */
+typedef enum model_moe_gating {
+    MOE_SOFTMAX_NORM, /* softmax over all experts, the chosen ones renormalised to sum 1 (qwen3moe, Mixtral) */
+    MOE_SOFTMAX,      /* softmax over all experts, the chosen ones' probabilities as they are (qwen2moe) */
+} model_moe_gating;
 
 typedef struct model_hparams {
     model_arch arch;
     const char *arch_name;
     int n_vocab;
     int n_ctx_train;  /* context length the model was trained with */
+    int n_ctx_orig;   /* context before RoPE scaling (rope.scaling.original_context_length) */
     int dim;          /* embedding width */
     int n_layers;
     int n_heads, n_kv_heads, head_dim;
@@ -41,6 +49,13 @@ typedef struct model_hparams {
     bool post_norms;  /* RMSNorm after attention and after the FFN (gemma2/3) */
     model_ffn_act act;
     int n_expert, n_expert_used, expert_ffn_dim; /* mixture of experts; n_expert 0 = dense */
+    model_moe_gating gating;
+    int shared_ffn_dim; /* an always-on shared expert beside the routed ones (qwen2moe); 0 = none */
+    int no_rope_step;   /* layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3); 0 = every layer has */
+    /* attention temperature (mistral3): queries times 1 + attn_temp_scale *
+     * log(floor(pos / attn_temp_floor) + 1); 0 = off */
+    float attn_temp_scale;
+    int attn_temp_floor;
 } model_hparams;
 
 typedef struct model model;

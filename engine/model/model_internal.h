@@ -23,7 +23,10 @@ typedef struct layer {
     bk_weight post_ffn_norm;          /* gemma2/3 */
     bk_weight router;                 /* MoE: [n_expert x dim] */
     bk_weight *exp_gate, *exp_up, *exp_down; /* MoE: [n_expert] views of the stacked tensors */
+    bk_weight sh_gate, sh_up, sh_down; /* MoE: the shared expert every token runs (qwen2moe) */
+    bk_weight sh_gate_inp;            /* its sigmoid gate [dim] (optional) */
     bool swa;                         /* sliding-window attention in this layer */
+    bool no_rope;                     /* keys and queries are not rotated (smollm3's NoPE layers) */
 } layer;
 
 struct model {
@@ -43,6 +46,8 @@ struct model {
     int32_t *h_rows;  /* [n_expert][cap_rows] rows routed to each expert */
     float *h_weights; /* [n_expert][cap_rows] their mixing weights */
     int *h_count;     /* [n_expert] */
+    int32_t *h_all_rows; /* [cap_rows] 0, 1, 2, ...: the shared expert's rows */
+    float *h_row_gate;   /* [cap_rows] the shared expert's gate per row */
 };
 
 /* Reads hyper-parameters and weights from g into m (m->be set); the caller frees m

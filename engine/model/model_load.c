@@ -12,7 +12,7 @@
 #include "engine/model/model_internal.h"
 #include "kernels/quant.h"
 
-/* What an architecture switches on. */
+/* What an architecture switches on (zero: off). */
 typedef struct arch_info {
     const char *name;
     model_arch arch;
@@ -22,25 +22,34 @@ typedef struct arch_info {
     bool embd_scale;  /* embeddings times sqrt(dim) */
     bool moe;         /* experts instead of a dense FFN (llama: when the file has expert_count) */
     model_ffn_act act;
+    model_moe_gating gating; /* how router logits become expert weights */
     int swa_pattern;  /* sliding-window layer pattern (0: none) */
+    int no_rope_step; /* layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3) */
+    bool attn_temp;   /* query temperature by position (attention.temperature_scale: mistral3) */
 } arch_info;
 
 static const arch_info g_archs[] = {
-    {"llama", ARCH_LLAMA, BK_ROPE_NORMAL, false, false, false, false, FFN_SILU, 0},
-    {"qwen2", ARCH_QWEN2, BK_ROPE_NEOX, false, false, false, false, FFN_SILU, 0},
-    {"qwen3", ARCH_QWEN3, BK_ROPE_NEOX, true, false, false, false, FFN_SILU, 0},
-    {"qwen3moe", ARCH_QWEN3MOE, BK_ROPE_NEOX, true, false, false, true, FFN_SILU, 0},
-    {"phi3", ARCH_PHI3, BK_ROPE_NEOX, false, false, false, false, FFN_SILU, 0},
-    {"gemma2", ARCH_GEMMA2, BK_ROPE_NEOX, false, true, true, false, FFN_GELU, 2},
-    {"gemma3", ARCH_GEMMA3, BK_ROPE_NEOX, true, true, true, false, FFN_GELU, 6},
+    {.name = "llama", .arch = ARCH_LLAMA, .rope = BK_ROPE_NORMAL},
+    {.name = "mistral3", .arch = ARCH_MISTRAL3, .rope = BK_ROPE_NORMAL, .attn_temp = true},
+    {.name = "smollm3", .arch = ARCH_SMOLLM3, .rope = BK_ROPE_NORMAL, .no_rope_step = 4},
+    {.name = "qwen2", .arch = ARCH_QWEN2, .rope = BK_ROPE_NEOX},
+    {.name = "qwen2moe", .arch = ARCH_QWEN2MOE, .rope = BK_ROPE_NEOX, .moe = true, .gating = MOE_SOFTMAX},
+    {.name = "qwen3", .arch = ARCH_QWEN3, .rope = BK_ROPE_NEOX, .qk_norm = true},
+    {.name = "qwen3moe", .arch = ARCH_QWEN3MOE, .rope = BK_ROPE_NEOX, .qk_norm = true, .moe = true},
+    {.name = "phi3", .arch = ARCH_PHI3, .rope = BK_ROPE_NEOX},
+    {.name = "gemma2", .arch = ARCH_GEMMA2, .rope = BK_ROPE_NEOX, .post_norms = true, .embd_scale = true,
+     .act = FFN_GELU, .swa_pattern = 2},
+    {.name = "gemma3", .arch = ARCH_GEMMA3, .rope = BK_ROPE_NEOX, .qk_norm = true, .post_norms = true,
+     .embd_scale = true, .act = FFN_GELU, .swa_pattern = 6},
 };
-#define ARCH_LIST "llama (Mixtral-style experts too), qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3"
+#define ARCH_LIST                                                                                        \
+    "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2 and " \
+    "gemma3"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
     const char *name, *missing;
 } g_near_archs[] = {
-    {"qwen2moe", "its shared expert and shared-expert gate are not implemented"},
     {"qwen3next", "its linear-attention layers are not implemented"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
     {"gemma4", "its per-layer head counts and head sizes are not implemented"},
@@ -155,6 +164,66 @@ static int get_split(loader *L, const char *name, int64_t n_in, const int64_t *p
 
 /* ---- hyper-parameters ---- */
 
+/* YaRN's ramp: the pair indices where extrapolation gives way to interpolation,
+ * from the wavelengths beta_fast and beta_slow rotations long at the original
+ * context (as llama.cpp's ggml_rope_yarn_corr_dims computes them). */
+static float yarn_corr_dim(int n_rot, int n_ctx_orig, float n_turns, float base) {
+    return (float)n_rot * logf((float)n_ctx_orig / (n_turns * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
+/* YaRN's attention factor (mscale) for a scaling factor: 1 + 0.1·m·ln(factor). */
+static float yarn_mscale(float factor, float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * logf(factor) + 1.0f; }
+
+/* RoPE scaling: a factor without a type is linear (as llama.cpp reads it), "none"
+ * turns it off, "yarn" mixes interpolated and extrapolated frequencies and scales
+ * by an attention factor; LongRoPE files (phi3) carry per-pair factors instead
+ * (load_rope_factors). */
+static int load_rope_scaling(loader *L, bk_rope *rp) {
+    model_hparams *hp = &L->m->hp;
+    int rc;
+    rp->freq_scale = 1.0f;
+    gguf_str stype;
+    bool typed = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"), &stype, NULL) == 0;
+    const bool yarn = typed && gguf_str_eq(stype, "yarn");
+    if (typed && !yarn && !gguf_str_eq(stype, "none") && !gguf_str_eq(stype, "linear") &&
+        !gguf_str_eq(stype, "longrope"))
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                        "RoPE scaling '%.*s' is not supported (linear, yarn and longrope are)",
+                        (int)(stype.len > 20 ? 20 : stype.len), stype.ptr);
+    if (!typed || !gguf_str_eq(stype, "none")) {
+        float factor;
+        bool found;
+        if ((rc = get_float(L, "rope.scaling.factor", 0.0f, &factor, &found))) return rc;
+        if (!found && (rc = get_float(L, "rope.scale_linear", 0.0f, &factor, NULL))) return rc;
+        if (factor < 0) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE scaling factor is negative");
+        if (factor > 0) rp->freq_scale = 1.0f / factor;
+    }
+    if ((rc = get_int(L, "rope.scaling.original_context_length", false, hp->n_ctx_train, 1, 1 << 24,
+                      &hp->n_ctx_orig)) ||
+        (rc = get_float(L, "rope.scaling.attn_factor", 1.0f, &rp->mscale, NULL)))
+        return rc;
+    if (rp->mscale <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE attention factor must be positive");
+    if (!yarn) return 0;
+    float beta_fast, beta_slow, log_mul;
+    if ((rc = get_float(L, "rope.scaling.yarn_ext_factor", 1.0f, &rp->ext_factor, NULL)) ||
+        (rc = get_float(L, "rope.scaling.yarn_beta_fast", 32.0f, &beta_fast, NULL)) ||
+        (rc = get_float(L, "rope.scaling.yarn_beta_slow", 1.0f, &beta_slow, NULL)) ||
+        (rc = get_float(L, "rope.scaling.yarn_log_multiplier", 0.0f, &log_mul, NULL)))
+        return rc;
+    if (beta_fast <= 0 || beta_slow <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "YaRN's beta values must be positive");
+    const float lo = floorf(yarn_corr_dim(rp->n_rot, hp->n_ctx_orig, beta_fast, rp->freq_base));
+    const float hi = ceilf(yarn_corr_dim(rp->n_rot, hp->n_ctx_orig, beta_slow, rp->freq_base));
+    rp->corr_lo = lo > 0 ? lo : 0;
+    rp->corr_hi = hi < (float)(rp->n_rot - 1) ? hi : (float)(rp->n_rot - 1);
+    /* the attention factor, as llama.cpp sets it: 1 + 0.1·ln(factor), divided out
+     * again by a log multiplier (mscale_all_dims) where the file has one */
+    const float factor = 1.0f / rp->freq_scale;
+    if (rp->ext_factor != 0.0f)
+        rp->mscale *= log_mul != 0.0f ? yarn_mscale(factor, 1.0f) / yarn_mscale(factor, log_mul)
+                                      : yarn_mscale(factor, 1.0f);
+    return 0;
+}
+
 static int load_rope(loader *L) {
     model_hparams *hp = &L->m->hp;
     bk_rope *rp = &hp->rope;
@@ -165,25 +234,7 @@ static int load_rope(loader *L) {
     if (rp->n_rot % 2) return llc_fail(L->err, LLC_ERR_FORMAT, "RoPE dimension count must be even");
     if ((rc = get_float(L, "rope.freq_base", 10000.0f, &rp->freq_base, NULL))) return rc;
     if (rp->freq_base <= 1) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE base must be > 1");
-    /* scaling: a factor without a type is linear (as llama.cpp reads it); "none"
-     * turns it off; other types are not implemented */
-    rp->freq_scale = 1.0f;
-    gguf_str stype;
-    bool typed = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"), &stype, NULL) == 0;
-    if (typed && !gguf_str_eq(stype, "none") && !gguf_str_eq(stype, "linear"))
-        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "RoPE scaling '%.*s' is not supported (linear is)",
-                        (int)(stype.len > 20 ? 20 : stype.len), stype.ptr);
-    if (!typed || !gguf_str_eq(stype, "none")) {
-        float factor;
-        bool found;
-        if ((rc = get_float(L, "rope.scaling.factor", 0.0f, &factor, &found))) return rc;
-        if (!found && (rc = get_float(L, "rope.scale_linear", 0.0f, &factor, NULL))) return rc;
-        if (factor < 0) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE scaling factor is negative");
-        if (factor > 0) rp->freq_scale = 1.0f / factor;
-    }
-    if (gguf_find_tensor(L->g, "rope_factors_long.weight") || gguf_find_tensor(L->g, "rope_factors_short.weight"))
-        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
-                        "LongRoPE (rope_factors_long/short) is not supported yet");
+    if ((rc = load_rope_scaling(L, rp))) return rc;
     /* sliding-window layers: gemma3 has its own base and no scaling there */
     hp->rope_swa = *rp;
     if (hp->arch == ARCH_GEMMA3) {
@@ -193,6 +244,35 @@ static int load_rope(loader *L) {
     if ((rc = get_float(L, "rope.freq_base_swa", hp->rope_swa.freq_base, &hp->rope_swa.freq_base, NULL)))
         return rc;
     if (hp->rope_swa.freq_base <= 1) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE base must be > 1");
+    return 0;
+}
+
+/* Per-pair frequency factors: llama 3's rope_freqs, or LongRoPE's (phi3) tables
+ * for short and long contexts. The engine gives each sequence the trained
+ * context, so the long ones apply when that exceeds the original context, as
+ * llama.cpp chooses them by its context size. */
+static int load_rope_factors(loader *L) {
+    model *m = L->m;
+    model_hparams *hp = &m->hp;
+    const gguf_tensor *rf = gguf_find_tensor(L->g, "rope_freqs.weight");
+    const gguf_tensor *lf = gguf_find_tensor(L->g, "rope_factors_long.weight");
+    const gguf_tensor *sf = gguf_find_tensor(L->g, "rope_factors_short.weight");
+    const char *name = "rope_freqs.weight";
+    if (lf || sf) {
+        if (!lf || !sf)
+            return llc_fail(L->err, LLC_ERR_FORMAT, "LongRoPE needs both rope_factors_long and rope_factors_short");
+        const bool use_long = hp->n_ctx_train > hp->n_ctx_orig;
+        rf = use_long ? lf : sf;
+        name = use_long ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    }
+    if (!rf) return 0;
+    if (rf->type != QT_F32 || gguf_tensor_n_elems(rf) != hp->rope.n_rot / 2)
+        return llc_fail(L->err, LLC_ERR_FORMAT, "%s must be F32 [%d]", name, hp->rope.n_rot / 2);
+    m->rope_factors = malloc((size_t)rf->n_bytes);
+    if (!m->rope_factors) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
+    memcpy(m->rope_factors, rf->data, (size_t)rf->n_bytes);
+    hp->rope.freq_factors = m->rope_factors;
+    if (!hp->swa_pattern) hp->rope_swa.freq_factors = m->rope_factors;
     return 0;
 }
 
@@ -273,8 +353,16 @@ static int load_hparams(loader *L) {
                           &hp->expert_ffn_dim)))
             return rc;
         hp->ffn_dim = 0; /* no dense FFN */
+        hp->gating = ai->gating;
+        if ((rc = get_int(L, "expert_shared_feed_forward_length", false, 0, 0, BIG, &hp->shared_ffn_dim))) return rc;
     }
-    return load_rope(L);
+    hp->no_rope_step = ai->no_rope_step;
+    if ((rc = load_rope(L))) return rc;
+    if (ai->attn_temp) {
+        if ((rc = get_float(L, "attention.temperature_scale", 0.0f, &hp->attn_temp_scale, NULL))) return rc;
+        hp->attn_temp_floor = hp->n_ctx_orig; /* the position step, as llama.cpp takes it */
+    }
+    return 0;
 }
 
 /* ---- weights ---- */
@@ -358,8 +446,18 @@ static int load_moe_ffn(loader *L, int l, layer *ly) {
     const int64_t ff = hp->expert_ffn_dim;
     char n[96];
     int rc;
-    if (gguf_find_tensor(L->g, NAME("ffn_gate_shexp.weight")) || gguf_find_tensor(L->g, NAME("ffn_up_shexp.weight")))
-        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "shared experts (layer %d) are not supported", l);
+    if (gguf_find_tensor(L->g, NAME("ffn_gate_shexp.weight")) || gguf_find_tensor(L->g, NAME("ffn_up_shexp.weight"))) {
+        /* the shared expert: a gated FFN every token runs, behind a sigmoid gate (qwen2moe) */
+        const int64_t sf = hp->shared_ffn_dim;
+        if (!sf)
+            return llc_fail(L->err, LLC_ERR_FORMAT, "layer %d has a shared expert but no %s.expert_shared_feed_forward_length",
+                            l, hp->arch_name);
+        if ((rc = get_weight(L, NAME("ffn_gate_shexp.weight"), hp->dim, sf, true, &ly->sh_gate)) ||
+            (rc = get_weight(L, NAME("ffn_up_shexp.weight"), hp->dim, sf, true, &ly->sh_up)) ||
+            (rc = get_weight(L, NAME("ffn_down_shexp.weight"), sf, hp->dim, true, &ly->sh_down)) ||
+            (rc = get_weight(L, NAME("ffn_gate_inp_shexp.weight"), hp->dim, 1, false, &ly->sh_gate_inp)))
+            return rc;
+    }
     bk_weight *views = L->m->expert_views + (size_t)l * 3 * hp->n_expert;
     ly->exp_gate = views;
     ly->exp_up = views + hp->n_expert;
@@ -382,6 +480,7 @@ static int load_layer(loader *L, int l, layer *ly) {
         (rc = get_weight(L, NAME("post_ffw_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_ffn_norm)))
         return rc;
     ly->swa = hp->swa_pattern > 0 && l % hp->swa_pattern < hp->swa_pattern - 1;
+    ly->no_rope = hp->no_rope_step > 0 && (l + 1) % hp->no_rope_step == 0;
     return 0;
 }
 
@@ -406,17 +505,7 @@ static int load_weights(loader *L) {
     hp->tied_output = m->output.data == NULL;
     if (hp->tied_output) m->output = m->tok_embd;
 
-    const gguf_tensor *rf = gguf_find_tensor(L->g, "rope_freqs.weight");
-    if (rf) {
-        if (rf->type != QT_F32 || gguf_tensor_n_elems(rf) != hp->rope.n_rot / 2)
-            return llc_fail(L->err, LLC_ERR_FORMAT, "rope_freqs.weight must be F32 [%d]",
-                            hp->rope.n_rot / 2);
-        m->rope_factors = malloc((size_t)rf->n_bytes);
-        if (!m->rope_factors) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
-        memcpy(m->rope_factors, rf->data, (size_t)rf->n_bytes);
-        hp->rope.freq_factors = m->rope_factors;
-        if (!hp->swa_pattern) hp->rope_swa.freq_factors = m->rope_factors;
-    }
+    if ((rc = load_rope_factors(L))) return rc;
 
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
     if (!m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");

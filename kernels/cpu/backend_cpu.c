@@ -278,6 +278,20 @@ typedef struct rope_job {
     const bk_rope *rp;
 } rope_job;
 
+/* theta and the scale of pair i at position pos (bk_rope in backend.h says how) */
+static void rope_pair(const bk_rope *rp, float pos, int i, float *theta, float *scale) {
+    float extrap = pos * powf(rp->freq_base, -2.0f * (float)i / (float)rp->n_rot);
+    if (rp->freq_factors) extrap /= rp->freq_factors[i];
+    const float interp = rp->freq_scale * extrap;
+    *theta = interp;
+    if (rp->ext_factor != 0.0f) {
+        float y = ((float)i - rp->corr_lo) / fmaxf(0.001f, rp->corr_hi - rp->corr_lo);
+        const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * rp->ext_factor;
+        *theta = interp * (1.0f - mix) + extrap * mix;
+    }
+    *scale = rp->mscale != 0.0f ? rp->mscale : 1.0f;
+}
+
 static void rope_job_fn(void *arg, int ith, int nth) {
     rope_job *j = arg;
     const bk_rope *rp = j->rp;
@@ -285,11 +299,11 @@ static void rope_job_fn(void *arg, int ith, int nth) {
     cpu_split(j->ctx->batch.n_tokens, ith, nth, &lo, &hi);
     int half = rp->n_rot / 2;
     for (long r = lo; r < hi; r++) {
-        float pos = (float)j->ctx->batch.positions[r] * rp->freq_scale;
+        const int32_t p = j->ctx->batch.positions[r];
         for (int i = 0; i < half; i++) {
-            float theta = pos * powf(rp->freq_base, -2.0f * (float)i / (float)rp->n_rot);
-            if (rp->freq_factors) theta /= rp->freq_factors[i];
-            float c = cosf(theta), s = sinf(theta);
+            float theta, m;
+            rope_pair(rp, (float)p, i, &theta, &m);
+            float c = cosf(theta) * m, s = sinf(theta) * m;
             for (int h = 0; h < j->n_heads; h++) {
                 float *v = j->x + ((size_t)r * j->n_heads + h) * j->head_dim;
                 int a = rp->style == BK_ROPE_NEOX ? i : 2 * i;
@@ -298,6 +312,12 @@ static void rope_job_fn(void *arg, int ith, int nth) {
                 v[a] = x0 * c - x1 * s;
                 v[b] = x0 * s + x1 * c;
             }
+        }
+        if (rp->temp_scale != 0.0f) {
+            const float t = (float)(log(floor(((float)p + rp->temp_offset) / (float)rp->temp_floor) + 1.0) *
+                                        rp->temp_scale + 1.0);
+            float *v = j->x + (size_t)r * j->n_heads * j->head_dim;
+            for (size_t k = 0; k < (size_t)j->n_heads * j->head_dim; k++) v[k] *= t;
         }
     }
 }

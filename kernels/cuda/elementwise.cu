@@ -51,32 +51,56 @@ void cuda_add_bias(cuda_ctx *c, float *y, const float *b, int64_t width, int row
     LAUNCHED(c);
 }
 
-__global__ void k_rope(float *x, const int *pos, int T, int n_heads, int head_dim, int n_rot, int neox,
-                       float freq_base, float freq_scale, const float *factors) {
-    int half = n_rot / 2;
+/* One thread per rotated pair of a row's head (bk_rope in backend.h has the math). */
+__global__ void k_rope(float *x, const int *pos, int T, int n_heads, int head_dim, bk_rope rp, const float *factors) {
+    int half = rp.n_rot / 2;
     int64_t n = (int64_t)T * n_heads * half;
+    const float mscale = rp.mscale != 0.0f ? rp.mscale : 1.0f;
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
         int i = (int)(k % half);
         int64_t rh = k / half;
         int r = (int)(rh / n_heads);
-        float theta = (float)pos[r] * freq_scale * powf(freq_base, -2.0f * (float)i / (float)n_rot);
-        if (factors) theta /= factors[i];
+        float extrap = (float)pos[r] * powf(rp.freq_base, -2.0f * (float)i / (float)rp.n_rot);
+        if (factors) extrap /= factors[i];
+        const float interp = rp.freq_scale * extrap;
+        float theta = interp;
+        if (rp.ext_factor != 0.0f) {
+            float y = ((float)i - rp.corr_lo) / fmaxf(0.001f, rp.corr_hi - rp.corr_lo);
+            const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * rp.ext_factor;
+            theta = interp * (1.0f - mix) + extrap * mix;
+        }
         float cs, sn;
         sincosf(theta, &sn, &cs);
+        cs *= mscale, sn *= mscale;
         float *v = x + rh * head_dim;
-        int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+        int a = rp.style == BK_ROPE_NEOX ? i : 2 * i, b = rp.style == BK_ROPE_NEOX ? i + half : 2 * i + 1;
         float x0 = v[a], x1 = v[b];
         v[a] = x0 * cs - x1 * sn;
         v[b] = x0 * sn + x1 * cs;
     }
 }
 
+/* The attention temperature: every element of row r times its position's factor. */
+__global__ void k_rope_temperature(float *x, const int *pos, int T, int width, float scale, float offset, int floor_div) {
+    int64_t n = (int64_t)T * width;
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        const int r = (int)(k / width);
+        x[k] *= (float)(log(floor(((float)pos[r] + offset) / (float)floor_div) + 1.0) * scale + 1.0);
+    }
+}
+
 void cuda_rope(cuda_ctx *c, float *x, int n_heads, int head_dim, const bk_rope *rp, const float *d_factors) {
     if (!c->T) return;
     const int64_t n = (int64_t)c->T * n_heads * (rp->n_rot / 2);
-    k_rope<<<grid_for((size_t)n, 256), 256, 0, c->stream>>>(x, c->pos, c->T, n_heads, head_dim, rp->n_rot,
-                                                            rp->style == BK_ROPE_NEOX, rp->freq_base, rp->freq_scale,
-                                                            d_factors);
+    bk_rope r = *rp;
+    r.freq_factors = NULL; /* (a host pointer: the kernel reads d_factors) */
+    k_rope<<<grid_for((size_t)n, 256), 256, 0, c->stream>>>(x, c->pos, c->T, n_heads, head_dim, r, d_factors);
+    if (rp->temp_scale != 0.0f) {
+        LAUNCHED(c);
+        const int64_t m = (int64_t)c->T * n_heads * head_dim;
+        k_rope_temperature<<<grid_for((size_t)m, 256), 256, 0, c->stream>>>(x, c->pos, c->T, n_heads * head_dim,
+                                                                          rp->temp_scale, rp->temp_offset, rp->temp_floor);
+    }
     LAUNCHED(c);
 }
 

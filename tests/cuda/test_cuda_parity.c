@@ -248,7 +248,7 @@ static void test_attention_and_small_ops(void) {
     /* rope (llama style, with frequency factors), kv_store, attention */
     float factors[32];
     for (int i = 0; i < 32; i++) factors[i] = 1.0f + 0.1f * (float)i;
-    bk_rope rp = {BK_ROPE_NORMAL, hd, 10000.0f, 1.0f, factors};
+    bk_rope rp = {.style = BK_ROPE_NORMAL, .n_rot = hd, .freq_base = 10000.0f, .freq_scale = 1.0f, .freq_factors = factors};
     g_cpu->ops->rope(g_cpu->ctx, q, n_heads, hd, &rp);
     g_gpu->ops->rope(g_gpu->ctx, dq, n_heads, hd, &rp);
     rp.style = BK_ROPE_NEOX;
@@ -260,6 +260,20 @@ static void test_attention_and_small_ops(void) {
     CHECKF(max_rel(got, q, (size_t)T * q_dim) < 1e-5, "rope (normal): %g", max_rel(got, q, (size_t)T * q_dim));
     to_host(dk, got, (size_t)T * kv_dim);
     CHECKF(max_rel(got, k, (size_t)T * kv_dim) < 1e-5, "rope (neox): %g", max_rel(got, k, (size_t)T * kv_dim));
+    { /* YaRN's ramp and attention factor, partial rotation, a query temperature (on a copy of q) */
+        bk_rope ry = {.style = BK_ROPE_NEOX, .n_rot = hd - 4, .freq_base = 1e6f, .freq_scale = 0.25f,
+                      .ext_factor = 1.0f, .corr_lo = 3, .corr_hi = 11, .mscale = 1.1386f,
+                      .temp_scale = 0.1f, .temp_floor = 8};
+        float *q2 = malloc((size_t)T * q_dim * 4), *dq2 = gpu_floats(q, (size_t)T * q_dim);
+        memcpy(q2, q, (size_t)T * q_dim * 4);
+        g_cpu->ops->rope(g_cpu->ctx, q2, n_heads, hd, &ry);
+        g_gpu->ops->rope(g_gpu->ctx, dq2, n_heads, hd, &ry);
+        to_host(dq2, got, (size_t)T * q_dim);
+        CHECKF(max_rel(got, q2, (size_t)T * q_dim) < 1e-5, "rope (yarn, temperature): %g",
+               max_rel(got, q2, (size_t)T * q_dim));
+        free(q2);
+        g_gpu->ops->free(g_gpu->ctx, dq2);
+    }
     g_cpu->ops->kv_store(g_cpu->ctx, kc, vc, k, v, kv_dim, QT_F32);
     g_gpu->ops->kv_store(g_gpu->ctx, dkc, dvc, dk, dv, kv_dim, QT_F32);
     bk_attn at = {n_heads, n_kv, hd, 16, 0.125f, 0, 0.0f, QT_F32};
@@ -420,7 +434,9 @@ static void check_model_logits(const char *name, uint32_t kv_type) {
 static void test_model_logits(void) {
     static const char *const names[] = {"stories260K.gguf", "arch/gemma2.gguf", "arch/gemma3.gguf",
                                         "arch/phi3.gguf", "arch/qwen3moe.gguf", "arch/qwen2-bias.gguf",
-                                        "arch/llama-rope-scale.gguf"};
+                                        "arch/llama-rope-scale.gguf", "arch/qwen3-yarn.gguf",
+                                        "arch/phi3-longrope.gguf", "arch/mistral3.gguf", "arch/smollm3.gguf",
+                                        "arch/qwen2moe.gguf"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) check_model_logits(names[i], QT_F32);
 }
 
