@@ -10,6 +10,7 @@
 #include "quant.h"
 
 #include "common.h"
+#include "iq_tables.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -34,20 +35,20 @@ static const qtype_info g_types[QT_COUNT] = {
     T(QT_Q5_K, "Q5_K", 256, 176, true),
     T(QT_Q6_K, "Q6_K", 256, 210, true),
     T(QT_Q8_K, "Q8_K", 256, 292, false),
-    T(QT_IQ2_XXS, "IQ2_XXS", 256, 66, false),
-    T(QT_IQ2_XS, "IQ2_XS", 256, 74, false),
-    T(QT_IQ3_XXS, "IQ3_XXS", 256, 98, false),
-    T(QT_IQ1_S, "IQ1_S", 256, 50, false),
+    TNOQ(QT_IQ2_XXS, "IQ2_XXS", 256, 66),
+    TNOQ(QT_IQ2_XS, "IQ2_XS", 256, 74),
+    TNOQ(QT_IQ3_XXS, "IQ3_XXS", 256, 98),
+    TNOQ(QT_IQ1_S, "IQ1_S", 256, 50),
     T(QT_IQ4_NL, "IQ4_NL", 32, 18, true),
-    T(QT_IQ3_S, "IQ3_S", 256, 110, false),
-    T(QT_IQ2_S, "IQ2_S", 256, 82, false),
+    TNOQ(QT_IQ3_S, "IQ3_S", 256, 110),
+    TNOQ(QT_IQ2_S, "IQ2_S", 256, 82),
     T(QT_IQ4_XS, "IQ4_XS", 256, 136, true),
     T(QT_I8, "I8", 1, 1, false),
     T(QT_I16, "I16", 1, 2, false),
     T(QT_I32, "I32", 1, 4, false),
     T(QT_I64, "I64", 1, 8, false),
     T(QT_F64, "F64", 1, 8, false),
-    T(QT_IQ1_M, "IQ1_M", 256, 56, false),
+    TNOQ(QT_IQ1_M, "IQ1_M", 256, 56),
     T(QT_BF16, "BF16", 1, 2, true),
     T(QT_TQ1_0, "TQ1_0", 256, 54, false),
     T(QT_TQ2_0, "TQ2_0", 256, 66, false),
@@ -69,6 +70,13 @@ _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K layout");
 _Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl layout");
 _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs layout");
 _Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 layout");
+_Static_assert(sizeof(block_iq2_xxs) == 66, "block_iq2_xxs layout");
+_Static_assert(sizeof(block_iq2_xs) == 74, "block_iq2_xs layout");
+_Static_assert(sizeof(block_iq2_s) == 82, "block_iq2_s layout");
+_Static_assert(sizeof(block_iq3_xxs) == 98, "block_iq3_xxs layout");
+_Static_assert(sizeof(block_iq3_s) == 110, "block_iq3_s layout");
+_Static_assert(sizeof(block_iq1_s) == 50, "block_iq1_s layout");
+_Static_assert(sizeof(block_iq1_m) == 56, "block_iq1_m layout");
 
 const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 const int8_t mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
@@ -428,6 +436,150 @@ static void dequant_mxfp4(const uint8_t *b, float *y, int64_t nb) {
     }
 }
 
+/* ---- the i-quants ----------------------------------------------------------------
+ * Each decoder fills an iq_unpacked (quant.h): lv[e] = grid value × sign (IQ1: 8 ×
+ * (grid ± 1/8)), mul[g] = 2s+1 per 16 elements. Grid entries hold element j of a
+ * group in byte j. */
+
+static inline int grid_byte(uint64_t entry, int j) { return (int)((entry >> (8 * j)) & 0xff); }
+
+/* 8 elements from a grid entry and a sign byte (bit j set: element j negative). */
+static inline void iq_put8(int8_t *lv, uint64_t entry, unsigned signs) {
+    for (int j = 0; j < 8; j++) {
+        const int v = grid_byte(entry, j);
+        lv[j] = (int8_t)(signs >> j & 1 ? -v : v);
+    }
+}
+
+static void unpack_iq2_xxs(const uint8_t *b, iq_unpacked *u) {
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *p = b + 2 + 8 * ib;
+        const uint32_t w1 = rd32(p + 4);
+        u->mul[2 * ib] = u->mul[2 * ib + 1] = (uint8_t)(2 * (w1 >> 28) + 1);
+        for (int l = 0; l < 4; l++)
+            iq_put8(u->lv + 32 * ib + 8 * l, iq2xxs_grid[p[l]], ksigns_iq2xs[(w1 >> (7 * l)) & 127]);
+    }
+}
+
+static void unpack_iq2_xs(const uint8_t *b, iq_unpacked *u) {
+    const uint8_t *sc = b + offsetof(block_iq2_xs, scales);
+    for (int ib = 0; ib < 8; ib++) {
+        u->mul[2 * ib] = (uint8_t)(2 * (sc[ib] & 0xf) + 1);
+        u->mul[2 * ib + 1] = (uint8_t)(2 * (sc[ib] >> 4) + 1);
+        for (int l = 0; l < 4; l++) {
+            const uint16_t q = rd16(b + 2 + 2 * (4 * ib + l));
+            iq_put8(u->lv + 32 * ib + 8 * l, iq2xs_grid[q & 511], ksigns_iq2xs[q >> 9]);
+        }
+    }
+}
+
+static void unpack_iq2_s(const uint8_t *b, iq_unpacked *u) {
+    const uint8_t *qs = b + offsetof(block_iq2_s, qs), *signs = qs + QK_K / 8;
+    const uint8_t *qh = b + offsetof(block_iq2_s, qh), *sc = b + offsetof(block_iq2_s, scales);
+    for (int ib = 0; ib < 8; ib++) {
+        u->mul[2 * ib] = (uint8_t)(2 * (sc[ib] & 0xf) + 1);
+        u->mul[2 * ib + 1] = (uint8_t)(2 * (sc[ib] >> 4) + 1);
+        for (int l = 0; l < 4; l++) {
+            const int idx = qs[4 * ib + l] | ((qh[ib] >> (2 * l)) & 3) << 8;
+            iq_put8(u->lv + 32 * ib + 8 * l, iq2s_grid[idx], signs[4 * ib + l]);
+        }
+    }
+}
+
+static void unpack_iq3_xxs(const uint8_t *b, iq_unpacked *u) {
+    const uint8_t *qs = b + 2, *ss = b + 2 + QK_K / 4;
+    for (int ib = 0; ib < 8; ib++) {
+        const uint32_t w = rd32(ss + 4 * ib);
+        u->mul[2 * ib] = u->mul[2 * ib + 1] = (uint8_t)(2 * (w >> 28) + 1);
+        for (int l = 0; l < 4; l++) {
+            const uint64_t entry = iq3xxs_grid[qs[8 * ib + 2 * l]] | (uint64_t)iq3xxs_grid[qs[8 * ib + 2 * l + 1]] << 32;
+            iq_put8(u->lv + 32 * ib + 8 * l, entry, ksigns_iq2xs[(w >> (7 * l)) & 127]);
+        }
+    }
+}
+
+static void unpack_iq3_s(const uint8_t *b, iq_unpacked *u) {
+    const uint8_t *qs = b + offsetof(block_iq3_s, qs), *qh = b + offsetof(block_iq3_s, qh);
+    const uint8_t *signs = b + offsetof(block_iq3_s, signs), *sc = b + offsetof(block_iq3_s, scales);
+    for (int ib = 0; ib < 8; ib++) {
+        u->mul[2 * ib] = u->mul[2 * ib + 1] = (uint8_t)(2 * ((sc[ib / 2] >> (4 * (ib & 1))) & 0xf) + 1);
+        for (int l = 0; l < 4; l++) {
+            const int k0 = 2 * l, k1 = 2 * l + 1; /* the group's two halves */
+            const uint32_t g0 = iq3s_grid[qs[8 * ib + k0] | ((qh[ib] >> k0) & 1) << 8];
+            const uint32_t g1 = iq3s_grid[qs[8 * ib + k1] | ((qh[ib] >> k1) & 1) << 8];
+            iq_put8(u->lv + 32 * ib + 8 * l, g0 | (uint64_t)g1 << 32, signs[4 * ib + l]);
+        }
+    }
+}
+
+/* IQ1: lv = 8·grid ± 1 (the ± 1/8 delta, scaled by div = 8). */
+static inline void iq1_put8(int8_t *lv, uint64_t entry, int negative_delta) {
+    for (int j = 0; j < 8; j++) lv[j] = (int8_t)(8 * (int8_t)grid_byte(entry, j) + (negative_delta ? -1 : 1));
+}
+
+static void unpack_iq1_s(const uint8_t *b, iq_unpacked *u) {
+    const uint8_t *qs = b + offsetof(block_iq1_s, qs), *qh = b + offsetof(block_iq1_s, qh);
+    for (int ib = 0; ib < 8; ib++) {
+        const unsigned h = rd16(qh + 2 * ib);
+        u->mul[2 * ib] = u->mul[2 * ib + 1] = (uint8_t)(2 * ((h >> 12) & 7) + 1);
+        for (int l = 0; l < 4; l++)
+            iq1_put8(u->lv + 32 * ib + 8 * l, iq1s_grid[qs[4 * ib + l] | ((h >> (3 * l)) & 7) << 8], h >> 15);
+    }
+}
+
+/* IQ1_M's fp16 scale, from the top nibbles of its four scale words. */
+static inline uint16_t iq1m_d_bits(const uint8_t *sc) {
+    return (uint16_t)((rd16(sc) >> 12) | (rd16(sc + 2) >> 8 & 0x00f0) | (rd16(sc + 4) >> 4 & 0x0f00) |
+                      (rd16(sc + 6) & 0xf000));
+}
+
+static void unpack_iq1_m(const uint8_t *b, iq_unpacked *u) {
+    const uint8_t *qs = b + offsetof(block_iq1_m, qs), *qh = b + offsetof(block_iq1_m, qh);
+    const uint8_t *sc = b + offsetof(block_iq1_m, scales);
+    for (int g = 0; g < 16; g++) u->mul[g] = (uint8_t)(2 * ((rd16(sc + 2 * (g / 4)) >> (3 * (g % 4))) & 7) + 1);
+    for (int k = 0; k < 32; k++) { /* group k of 8: nibble k%2 of qh[k/2] */
+        const int nib = (qh[k / 2] >> (4 * (k & 1))) & 0xf;
+        iq1_put8(u->lv + 8 * k, iq1s_grid[qs[k] | (nib & 7) << 8], nib & 8);
+    }
+}
+
+bool qtype_is_iq(uint32_t type) {
+    switch (type) {
+    case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS: case QT_IQ3_S: case QT_IQ1_S: case QT_IQ1_M:
+        return true;
+    default: return false;
+    }
+}
+
+void iq_unpack(uint32_t type, const uint8_t *b, iq_unpacked *u) {
+    u->div = 8;
+    u->d = type == QT_IQ1_M ? fp16_to_f32(iq1m_d_bits(b + offsetof(block_iq1_m, scales))) : rdf16(b);
+    switch (type) {
+    case QT_IQ2_XXS: unpack_iq2_xxs(b, u); break;
+    case QT_IQ2_XS: unpack_iq2_xs(b, u); break;
+    case QT_IQ2_S: unpack_iq2_s(b, u); break;
+    case QT_IQ3_XXS: unpack_iq3_xxs(b, u), u->div = 4; break;
+    case QT_IQ3_S: unpack_iq3_s(b, u), u->div = 1; break;
+    case QT_IQ1_S: unpack_iq1_s(b, u); break;
+    case QT_IQ1_M: unpack_iq1_m(b, u); break;
+    default: LLC_ASSERT(!"iq_unpack: not an i-quant"); break;
+    }
+}
+
+/* value = (d·mul)/div · lv: the same roundings as ggml's d·(0.5 + s)·0.25 · grid (one
+ * for the scale, one for the product; the factors of two are exact). */
+static void dequant_iq(uint32_t type, const uint8_t *b, float *y, int64_t nb) {
+    const size_t bb = qtype_get(type)->block_bytes;
+    iq_unpacked u;
+    for (int64_t i = 0; i < nb; i++, b += bb, y += QK_K) {
+        iq_unpack(type, b, &u);
+        for (int g = 0; g < 16; g++) {
+            const float dl = u.d * (float)u.mul[g] / (float)u.div;
+            for (int l = 0; l < 16; l++) y[16 * g + l] = dl * (float)u.lv[16 * g + l];
+        }
+    }
+}
+
 int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     const qtype_info *t = qtype_get(type);
     if (!t || !t->supported) return LLC_ERR_UNSUPPORTED;
@@ -451,6 +603,8 @@ int dequantize_row(uint32_t type, const void *src, float *dst, int64_t n) {
     case QT_IQ4_NL: dequant_iq4_nl(b, dst, nb); return 0;
     case QT_IQ4_XS: dequant_iq4_xs(b, dst, nb); return 0;
     case QT_MXFP4: dequant_mxfp4(b, dst, nb); return 0;
+    case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS: case QT_IQ3_S: case QT_IQ1_S:
+    case QT_IQ1_M: dequant_iq(type, b, dst, nb); return 0;
     default: return LLC_ERR_UNSUPPORTED;
     }
 }

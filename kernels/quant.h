@@ -114,6 +114,72 @@ typedef struct {                     /* 17 bytes: 2^(e-128) * mxfp4_values[u] */
     uint8_t qs[QK_MXFP4 / 2];        /* 4-bit E2M1 codes, IQ4_NL's nibble order */
 } block_mxfp4;
 
+/* The i-quants (ggml-common.h; their grids and sign tables are in iq_tables.h).
+ * All are superblocks of 256 = 8 sub-blocks of 32, each sub-block 4 groups of 8
+ * elements taken from a grid entry ("idx": its index) with signs. d: fp16. */
+typedef struct {                     /* 66 bytes: per sub-block two 32-bit words: */
+    uint16_t d;                      /*   w0: 4 grid indices, one per byte (group l: byte l) */
+    uint16_t qs[QK_K / 8];           /*   w1: 4 x 7-bit sign indices (group l: bits 7l..7l+6)
+                                      *       and the 4-bit scale s (bits 28-31);
+                                      *   value = d*(2s+1)/8 * iq2xxs_grid * sign */
+} block_iq2_xxs;
+typedef struct {                     /* 74 bytes */
+    uint16_t d;
+    uint16_t qs[QK_K / 8];           /* per group: 9-bit grid index | 7-bit sign index << 9 */
+    uint8_t scales[QK_K / 32];       /* per sub-block: low nibble groups 0-1, high groups 2-3 */
+} block_iq2_xs;                      /* value = d*(2s+1)/8 * iq2xs_grid * sign */
+typedef struct {                     /* 82 bytes */
+    uint16_t d;
+    uint8_t qs[QK_K / 4];            /* [0, 32): low 8 bits of the group indices; [32, 64):
+                                      * the groups' sign bytes (bit j: element j negative) */
+    uint8_t qh[QK_K / 32];           /* per sub-block: bits 2l..2l+1 = index bits 8-9 of group l */
+    uint8_t scales[QK_K / 32];       /* as IQ2_XS */
+} block_iq2_s;                       /* value = d*(2s+1)/8 * iq2s_grid * sign */
+typedef struct {                     /* 98 bytes */
+    uint16_t d;
+    uint8_t qs[3 * QK_K / 8];        /* [0, 64): per half-group of 4 a byte index into
+                                      * iq3xxs_grid; [64, 96): per sub-block a 32-bit word
+                                      * as IQ2_XXS's w1 */
+} block_iq3_xxs;                     /* value = d*(2s+1)/4 * iq3xxs_grid * sign */
+typedef struct {                     /* 110 bytes */
+    uint16_t d;
+    uint8_t qs[QK_K / 4];            /* per half-group k (of 4) of a sub-block: low 8 index bits */
+    uint8_t qh[QK_K / 32];           /* per sub-block: bit k = index bit 8 of half-group k */
+    uint8_t signs[QK_K / 8];         /* per group a sign byte, bit j: element j negative */
+    uint8_t scales[QK_K / 64];       /* per sub-block pair: low nibble even, high odd */
+} block_iq3_s;                       /* value = d*(2s+1) * iq3s_grid * sign */
+typedef struct {                     /* 50 bytes */
+    uint16_t d;
+    uint8_t qs[QK_K / 8];            /* per group: low 8 bits of an 11-bit iq1s_grid index */
+    uint16_t qh[QK_K / 32];          /* per sub-block: bits 3l..3l+2 index bits 8-10 of group
+                                      * l, bits 12-14 scale s, bit 15 delta sign */
+} block_iq1_s;                       /* value = d*(2s+1) * (grid ± 1/8), grid in {-1, 0, 1} */
+typedef struct {                     /* 56 bytes */
+    uint8_t qs[QK_K / 8];            /* as IQ1_S */
+    uint8_t qh[QK_K / 16];           /* per group pair: low nibble group 2k, high 2k+1:
+                                      * bits 0-2 index bits 8-10, bit 3 delta sign */
+    uint8_t scales[QK_K / 32];       /* four 16-bit words: bits 12-15 of word k hold bits
+                                      * 4k..4k+3 of d; bits 3m..3m+2 (m < 4) the 3-bit scale s
+                                      * of elements 16(4k+m) .. 16(4k+m)+15 */
+} block_iq1_m;                       /* value = d*(2s+1) * (grid ± 1/8) */
+
+/* An i-quant superblock as integers: element e's value is
+ *   d * mul[e / 16] * lv[e] / div
+ * exactly as ggml's dequantization computes it (lv carries the grid value and sign;
+ * for IQ1_S / IQ1_M it is 8·(grid ± 1/8), so div is 8 there). The scalar matmul
+ * level multiplies lv with the activations as integers. */
+typedef struct iq_unpacked {
+    float d;          /* the superblock's scale */
+    int div;          /* 8 (IQ2_*, IQ1_*), 4 (IQ3_XXS) or 1 (IQ3_S) */
+    uint8_t mul[16];  /* per 16 elements: 2s+1 */
+    int8_t lv[QK_K];  /* |lv| <= 62 */
+} iq_unpacked;
+
+/* Whether `type` is one of the seven i-quants iq_unpack decodes. */
+bool qtype_is_iq(uint32_t type);
+/* Decodes one superblock of an i-quant type (qtype_is_iq) at b (any alignment). */
+void iq_unpack(uint32_t type, const uint8_t *b, iq_unpacked *u);
+
 /* IQ4_NL / IQ4_XS's 16 non-uniform levels. */
 extern const int8_t iq4nl_values[16];
 /* MXFP4's E2M1 code values, doubled (ggml's kvalues_mxfp4): codes 0-7 are

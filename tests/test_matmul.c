@@ -47,7 +47,8 @@ static float rnd_val(void) {
 
 static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0,   QT_Q4_1,  QT_Q5_0, QT_Q5_1,
                                    QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K, QT_Q6_K, QT_IQ4_NL, QT_IQ4_XS,
-                                   QT_MXFP4};
+                                   QT_MXFP4, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S,
+                                   QT_IQ1_M};
 
 /* types the AVX-512 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx512_gemm(uint32_t type) {
@@ -71,7 +72,7 @@ static int is_quant(uint32_t type) {
 static int64_t act_span(uint32_t type) {
     switch (type) {
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS: return 256;
-    default: return 32;
+    default: return qtype_is_iq(type) ? 256 : 32;
     }
 }
 
@@ -88,9 +89,16 @@ static void random_row(uint32_t type, float scale, int64_t n, uint8_t *dst) {
         free(row);
         return;
     }
-    const size_t rb = qtype_row_bytes(type, n);
+    const size_t rb = qtype_row_bytes(type, n), bb = qi->block_bytes;
     for (size_t i = 0; i < rb; i++) dst[i] = (uint8_t)rnd_u32();
-    (void)rb;
+    for (size_t b = 0; b < rb; b += bb) {
+        /* d = 2^-(5..8) · scale: level × multiplier reaches ~62 × 31 */
+        const uint16_t h = (uint16_t)(f32_to_fp16(scale) - 0x400 * (5 + rnd_u32() % 4));
+        if (type == QT_IQ1_M) /* d's bits in the top nibbles of the four scale words */
+            for (int k = 0; k < 4; k++) dst[b + 49 + 2 * k] = (uint8_t)((dst[b + 49 + 2 * k] & 0x0f) | ((h >> 4 * k) & 0xf) << 4);
+        else
+            dst[b] = (uint8_t)h, dst[b + 1] = (uint8_t)(h >> 8);
+    }
 }
 
 typedef struct problem {

@@ -4,6 +4,7 @@
  * bounds. */
 #include "kernels/common.h"
 #include "kernels/quant.h"
+#include "kernels/iq_tables.h"
 #include "tests/test.h"
 
 #include <float.h>
@@ -247,13 +248,13 @@ static void test_type_table(void) {
         {QT_Q2_K, "Q2_K", 256, 84, true},   {QT_Q3_K, "Q3_K", 256, 110, true},
         {QT_Q4_K, "Q4_K", 256, 144, true},   {QT_Q5_K, "Q5_K", 256, 176, true},
         {QT_Q6_K, "Q6_K", 256, 210, true},   {QT_Q8_K, "Q8_K", 256, 292, false},
-        {QT_IQ2_XXS, "IQ2_XXS", 256, 66, false}, {QT_IQ2_XS, "IQ2_XS", 256, 74, false},
-        {QT_IQ3_XXS, "IQ3_XXS", 256, 98, false}, {QT_IQ1_S, "IQ1_S", 256, 50, false},
-        {QT_IQ4_NL, "IQ4_NL", 32, 18, true},    {QT_IQ3_S, "IQ3_S", 256, 110, false},
-        {QT_IQ2_S, "IQ2_S", 256, 82, false},     {QT_IQ4_XS, "IQ4_XS", 256, 136, true},
+        {QT_IQ2_XXS, "IQ2_XXS", 256, 66, true}, {QT_IQ2_XS, "IQ2_XS", 256, 74, true},
+        {QT_IQ3_XXS, "IQ3_XXS", 256, 98, true}, {QT_IQ1_S, "IQ1_S", 256, 50, true},
+        {QT_IQ4_NL, "IQ4_NL", 32, 18, true},    {QT_IQ3_S, "IQ3_S", 256, 110, true},
+        {QT_IQ2_S, "IQ2_S", 256, 82, true},     {QT_IQ4_XS, "IQ4_XS", 256, 136, true},
         {QT_I8, "I8", 1, 1, false},          {QT_I16, "I16", 1, 2, false},
         {QT_I32, "I32", 1, 4, false},        {QT_I64, "I64", 1, 8, false},
-        {QT_F64, "F64", 1, 8, false},        {QT_IQ1_M, "IQ1_M", 256, 56, false},
+        {QT_F64, "F64", 1, 8, false},        {QT_IQ1_M, "IQ1_M", 256, 56, true},
         {QT_BF16, "BF16", 1, 2, true},       {QT_TQ1_0, "TQ1_0", 256, 54, false},
         {QT_TQ2_0, "TQ2_0", 256, 66, false}, {QT_MXFP4, "MXFP4", 32, 17, true},
     };
@@ -267,6 +268,9 @@ static void test_type_table(void) {
                "%s: %u elems / %u bytes, want %u / %u", t->name, t->block_elems, t->block_bytes,
                want[i].elems, want[i].bytes);
         CHECKF(t->supported == want[i].sup, "%s supported=%d", t->name, t->supported);
+        /* every supported type but the i-quants has a quantizer */
+        const bool iq = qtype_is_iq(want[i].id);
+        CHECKF(t->quantizable == (want[i].sup && !iq), "%s quantizable=%d", t->name, t->quantizable);
         CHECK(strcmp(qtype_name(want[i].id), want[i].name) == 0);
         CHECK(qtype_from_name(want[i].name) == (int)want[i].id);
     }
@@ -312,9 +316,7 @@ static void test_unsupported(void) {
     float out[256], in[256];
     uint8_t blk[256 * 4] = {0};
     for (int i = 0; i < 256; i++) in[i] = (float)i;
-    static const uint32_t unsup[] = {QT_Q8_1, QT_Q8_K, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ3_XXS, QT_IQ1_S,
-                                     QT_IQ3_S, QT_IQ2_S, QT_IQ1_M, QT_I8, QT_I32, QT_F64,
-                                     QT_TQ1_0, QT_TQ2_0};
+    static const uint32_t unsup[] = {QT_Q8_1, QT_Q8_K, QT_I8, QT_I32, QT_F64, QT_TQ1_0, QT_TQ2_0};
     for (size_t i = 0; i < LLC_ARRAY_LEN(unsup); i++) {
         CHECKF(dequantize_row(unsup[i], blk, out, 256) == LLC_ERR_UNSUPPORTED, "%s",
                qtype_name(unsup[i]));
@@ -322,6 +324,14 @@ static void test_unsupported(void) {
                qtype_name(unsup[i]));
         CHECK(strcmp(qtype_name(unsup[i]), "unknown") != 0);
     }
+    /* the i-quants are read, never written (their quantizers need an importance matrix) */
+    static const uint32_t iq[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(iq); i++) {
+        CHECKF(qtype_is_iq(iq[i]), "%s", qtype_name(iq[i]));
+        CHECKF(dequantize_row(iq[i], blk, out, 256) == 0, "%s", qtype_name(iq[i]));
+        CHECKF(quantize_row(iq[i], in, blk, 256) == LLC_ERR_UNSUPPORTED, "%s", qtype_name(iq[i]));
+    }
+    CHECK(!qtype_is_iq(QT_IQ4_XS) && !qtype_is_iq(QT_Q2_K) && !qtype_is_iq(QT_TQ1_0));
     CHECK(dequantize_row(4, blk, out, 32) < 0);
     CHECK(dequantize_row(QT_COUNT, blk, out, 32) < 0);
     CHECK(quantize_row(77, in, blk, 32) < 0);
@@ -500,6 +510,17 @@ static double t_e2m1(int u) {
     return sign ? -v : v;
 }
 
+static uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16; }
+
+/* 8 values db · grid byte j · (bit j of signs ? -1 : 1) */
+static void t_grid8(double *y, uint64_t grid, int signs, double db) {
+    for (int j = 0; j < 8; j++) y[j] = db * (double)((grid >> 8 * j) & 0xff) * (signs >> j & 1 ? -1 : 1);
+}
+/* 8 values dl · (int8 grid byte j + delta) */
+static void t_iq1_8(double *y, uint64_t grid, double dl, double delta) {
+    for (int j = 0; j < 8; j++) y[j] = dl * ((double)(int8_t)(uint8_t)(grid >> 8 * j) + delta);
+}
+
 /* Expected values of nb blocks of `type` at b, following ggml-quants.c's loops. */
 static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
     for (int i = 0; i < nb; i++) {
@@ -603,6 +624,98 @@ static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
             }
             break;
         }
+        case QT_IQ2_XXS: { /* d, qs as uint32 pairs: 4 grid bytes | 4 x 7 sign bits + 4-bit scale */
+            const uint8_t *p = b + 66 * i;
+            double d = half_value(get16(p));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++) {
+                uint32_t a0 = get32(p + 2 + 8 * ib), a1 = get32(p + 6 + 8 * ib);
+                double db = d * (0.5 + (a1 >> 28)) * 0.25;
+                for (int l = 0; l < 4; l++, yy += 8)
+                    t_grid8(yy, iq2xxs_grid[(a0 >> 8 * l) & 255], ksigns_iq2xs[(a1 >> 7 * l) & 127], db);
+            }
+            break;
+        }
+        case QT_IQ2_XS: { /* d, qs uint16[32] (9-bit index | 7-bit signs), scales[8] */
+            const uint8_t *p = b + 74 * i;
+            double d = half_value(get16(p));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++)
+                for (int l = 0; l < 4; l++, yy += 8) {
+                    int q = get16(p + 2 + 2 * (4 * ib + l)), sc = p[66 + ib];
+                    double db = d * (0.5 + (l < 2 ? sc & 0xf : sc >> 4)) * 0.25;
+                    t_grid8(yy, iq2xs_grid[q & 511], ksigns_iq2xs[q >> 9], db);
+                }
+            break;
+        }
+        case QT_IQ2_S: { /* d, qs[32], signs[32], qh[8], scales[8] */
+            const uint8_t *p = b + 82 * i, *qs = p + 2, *sg = p + 34, *qh = p + 66, *sc = p + 74;
+            double d = half_value(get16(p));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++)
+                for (int l = 0; l < 4; l++, yy += 8) {
+                    double db = d * (0.5 + (l < 2 ? sc[ib] & 0xf : sc[ib] >> 4)) * 0.25;
+                    t_grid8(yy, iq2s_grid[qs[4 * ib + l] | (qh[ib] << (8 - 2 * l) & 0x300)], sg[4 * ib + l], db);
+                }
+            break;
+        }
+        case QT_IQ3_XXS: { /* d, qs[64] (grid bytes), 8 x uint32 (4 x 7 sign bits + scale) */
+            const uint8_t *p = b + 98 * i, *qs = p + 2;
+            double d = half_value(get16(p));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++) {
+                uint32_t a = get32(p + 66 + 4 * ib);
+                double db = d * (0.5 + (a >> 28)) * 0.5;
+                for (int l = 0; l < 4; l++, yy += 8) {
+                    uint64_t g = iq3xxs_grid[qs[8 * ib + 2 * l]] | (uint64_t)iq3xxs_grid[qs[8 * ib + 2 * l + 1]] << 32;
+                    t_grid8(yy, g, ksigns_iq2xs[(a >> 7 * l) & 127], db);
+                }
+            }
+            break;
+        }
+        case QT_IQ3_S: { /* d, qs[64], qh[8], signs[32], scales[4] */
+            const uint8_t *p = b + 110 * i, *qs = p + 2, *qh = p + 66, *sg = p + 74, *sc = p + 106;
+            double d = half_value(get16(p));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++) {
+                double db = d * (1 + 2 * ((sc[ib / 2] >> 4 * (ib % 2)) & 0xf));
+                for (int l = 0; l < 4; l++, yy += 8) {
+                    uint32_t g1 = iq3s_grid[qs[8 * ib + 2 * l] | ((qh[ib] << (8 - 2 * l)) & 256)];
+                    uint32_t g2 = iq3s_grid[qs[8 * ib + 2 * l + 1] | ((qh[ib] << (7 - 2 * l)) & 256)];
+                    t_grid8(yy, g1 | (uint64_t)g2 << 32, sg[4 * ib + l], db);
+                }
+            }
+            break;
+        }
+        case QT_IQ1_S: { /* d, qs[32], qh uint16[8] */
+            const uint8_t *p = b + 50 * i, *qs = p + 2;
+            double d = half_value(get16(p));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++) {
+                int h = get16(p + 34 + 2 * ib);
+                double dl = d * (2 * ((h >> 12) & 7) + 1), delta = h & 0x8000 ? -0.125 : 0.125;
+                for (int l = 0; l < 4; l++, yy += 8)
+                    t_iq1_8(yy, iq1s_grid[qs[4 * ib + l] | (((h >> 3 * l) & 7) << 8)], dl, delta);
+            }
+            break;
+        }
+        case QT_IQ1_M: { /* qs[32], qh[16], scales uint16[4] (d in their top nibbles) */
+            const uint8_t *p = b + 56 * i, *qs = p, *qh = p + 32, *s8 = p + 48;
+            int sc[4];
+            for (int k = 0; k < 4; k++) sc[k] = get16(s8 + 2 * k);
+            double d = half_value((uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0xf0) | ((sc[2] >> 4) & 0xf00) | (sc[3] & 0xf000)));
+            double *yy = y + 256 * i;
+            for (int ib = 0; ib < 8; ib++, qs += 4, qh += 2) {
+                double dl1 = d * (2 * ((sc[ib / 2] >> (6 * (ib % 2))) & 7) + 1);
+                double dl2 = d * (2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7) + 1);
+                int idx[4] = {qs[0] | ((qh[0] << 8) & 0x700), qs[1] | ((qh[0] << 4) & 0x700),
+                              qs[2] | ((qh[1] << 8) & 0x700), qs[3] | ((qh[1] << 4) & 0x700)};
+                double dt[4] = {qh[0] & 8 ? -0.125 : 0.125, qh[0] & 0x80 ? -0.125 : 0.125,
+                                qh[1] & 8 ? -0.125 : 0.125, qh[1] & 0x80 ? -0.125 : 0.125};
+                for (int l = 0; l < 4; l++, yy += 8) t_iq1_8(yy, iq1s_grid[idx[l]], l < 2 ? dl1 : dl2, dt[l]);
+            }
+            break;
+        }
         case QT_MXFP4: { /* e (E8M0), qs[16]: 2^(e-127) * E2M1(u), E2M1 from its bits */
             const uint8_t *p = b + 17 * i;
             const double scale = ldexp(1.0, p[0] - 127);
@@ -623,7 +736,8 @@ static void t_decode(uint32_t type, const uint8_t *b, int nb, double *y) {
  * spot values pin what a shared misreading of the layout could not. */
 static void test_more_blocks(void) {
     static const uint32_t types[] = {QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q2_K, QT_Q3_K, QT_Q5_K, QT_IQ4_NL, QT_IQ4_XS,
-                                     QT_MXFP4};
+                                     QT_MXFP4, QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S,
+                                     QT_IQ1_M};
     enum { NB = 3 };
     for (size_t t = 0; t < LLC_ARRAY_LEN(types); t++) {
         const uint32_t type = types[t];
@@ -641,6 +755,9 @@ static void test_more_blocks(void) {
                 case QT_Q2_K: put16(p + 80, h1 | (rep & 1) << 15), put16(p + 82, h2); break;
                 case QT_Q3_K: put16(p + 108, h1 | (rep & 1) << 15); break;
                 case QT_Q4_1: case QT_Q5_1: case QT_Q5_K: put16(p, h1), put16(p + 2, h2 | (rep & 2) << 14); break;
+                case QT_IQ1_M: /* d's 16 bits in the top nibbles of the four scale words */
+                    for (int w = 0; w < 4; w++) p[48 + 2 * w + 1] = (uint8_t)((p[48 + 2 * w + 1] & 0x0f) | ((h1 | (rep & 1) << 15) >> (4 * w) & 0xf) << 4);
+                    break;
                 case QT_MXFP4: /* exponents from 0 (2^-127: subnormal halves) to 250 (above,
                                 * 12 * 2^(e-128) overflows a float: see the spot checks) */
                     p[0] = (uint8_t)(rep == 0 ? k : rep == 1 ? 250 - k : (int)(rng_next() % 251)); break;
@@ -715,6 +832,91 @@ static void test_more_blocks(void) {
     CHECK(dequantize_row(QT_MXFP4, blk, y, 32) == 0);
     CHECK(y[0] == 0x1p127f && y[17] == -INFINITY);
     CHECK(e8m0_half_to_f32(1) == 0x1p-127f && e8m0_half_to_f32(2) == 0x1p-126f && e8m0_half_to_f32(200) == 0x1p72f);
+}
+
+/* The i-quant tables are file-format data (iq_tables.c, from ggml-common.h): each
+ * grid's entries are distinct and made only of its levels; their sums
+ * mod 2^64 (taken from ggml's source when extracted) and a few literal entries pin
+ * the values; the sign tables follow their rule. */
+static void test_iq_tables(void) {
+    static const struct {
+        const char *name; const void *t; int n, bytes; uint64_t sum; uint8_t lv[8]; int n_lv;
+    } g[] = {
+        {"iq2xxs", iq2xxs_grid, 256, 8, 10026840302681211747ull, {8, 25, 43}, 3},
+        {"iq2xs", iq2xs_grid, 512, 8, 3032300602630837921ull, {8, 25, 43}, 3},
+        {"iq2s", iq2s_grid, 1024, 8, 8502338067238609906ull, {8, 25, 43}, 3},
+        {"iq3xxs", iq3xxs_grid, 256, 4, 108356387642ull, {4, 12, 20, 28, 36, 44, 52, 62}, 8},
+        {"iq3s", iq3s_grid, 512, 4, 53294177878ull, {1, 3, 5, 7, 9, 11, 13, 15}, 8},
+        {"iq1s", iq1s_grid, 2048, 8, 7590341501443526924ull, {0xff, 0, 1}, 3},
+    };
+    for (size_t k = 0; k < LLC_ARRAY_LEN(g); k++) {
+        uint64_t sum = 0;
+        int bad_lv = 0, dup = 0;
+#define GRID_AT(i) (g[k].bytes == 8 ? ((const uint64_t *)g[k].t)[i] : ((const uint32_t *)g[k].t)[i])
+        for (int i = 0; i < g[k].n; i++) {
+            const uint64_t v = GRID_AT(i);
+            sum += v;
+            for (int i2 = 0; i2 < i; i2++) dup += GRID_AT(i2) == v;
+            for (int j = 0; j < g[k].bytes; j++) {
+                const uint8_t byte = (uint8_t)(v >> 8 * j);
+                bad_lv += memchr(g[k].lv, byte, (size_t)g[k].n_lv) == NULL;
+            }
+        }
+        CHECKF(sum == g[k].sum, "%s_grid: sum %llu", g[k].name, (unsigned long long)sum);
+        CHECKF(dup == 0 && bad_lv == 0, "%s_grid: %d repeated entries, %d bytes off its levels", g[k].name,
+               dup, bad_lv);
+    }
+#undef GRID_AT
+    CHECK(iq2xxs_grid[1] == 0x080808080808082bull && iq2xs_grid[511] == 0x2b2b2b2b2b2b2b2bull);
+    CHECK(iq2s_grid[100] == 0x080819081919192bull && iq3xxs_grid[255] == 0x3e341c04u);
+    CHECK(iq3s_grid[100] == 0x010f0101u && iq1s_grid[100] == 0xffff000000000000ull);
+    for (int i = 0; i < 128; i++) {
+        CHECK((ksigns_iq2xs[i] & 127) == i && __builtin_parity(ksigns_iq2xs[i]) == 0);
+        for (int j = 0; j < 8; j++)
+            CHECK((int8_t)(iq_signs_pm1[i] >> 8 * j) == (ksigns_iq2xs[i] >> j & 1 ? -1 : 1));
+    }
+}
+
+/* Literal i-quant blocks, decoded by hand from ggml-common.h's layouts. */
+static void test_iq_blocks(void) {
+    uint8_t blk[128];
+    float y[256];
+    /* IQ2_XXS, d = 1: sub-block 1 has grid bytes 0, 1, 2, 3 and w1 = sign index 1 for
+     * group 1 (ksigns 129: elements 0 and 7 negative), scale 3 → 7/8 */
+    memset(blk, 0, sizeof blk);
+    put16(blk, 0x3c00);
+    blk[2 + 8 + 1] = 1, blk[2 + 8 + 2] = 2, blk[2 + 8 + 3] = 3;
+    const uint32_t w1 = 1u << 7 | 3u << 28;
+    for (int k = 0; k < 4; k++) blk[2 + 8 + 4 + k] = (uint8_t)(w1 >> 8 * k);
+    CHECK(dequantize_row(QT_IQ2_XXS, blk, y, 256) == 0);
+    CHECK(y[32] == 7.0f && y[40] == -43 * 0.875f && y[41] == 7.0f && y[47] == -7.0f && y[0] == 1.0f);
+    /* IQ3_S, d = 0.5: sub-block 1 (scale nibble 2 → 5, the high nibble of scales[0]),
+     * half-group 1 index 1 | qh bit 1 → 257; its sign byte has bit 5 (element 4+1) */
+    memset(blk, 0, sizeof blk);
+    put16(blk, 0x3800);
+    blk[106] = 0x20;
+    blk[2 + 8 + 1] = 1, blk[66 + 1] = 0x02, blk[74 + 4] = 0x20;
+    CHECK(dequantize_row(QT_IQ3_S, blk, y, 256) == 0);
+    const uint32_t g257 = iq3s_grid[257];
+    CHECK(y[36] == 2.5f * (float)(g257 & 0xff) && y[37] == -2.5f * (float)(g257 >> 8 & 0xff));
+    CHECK(y[32] == 2.5f && y[0] == 0.5f);
+    /* IQ1_S, d = 1: sub-block 0 qh = delta negative | scale 1 (→ 3) | group 1 index bits
+     * 8-10 = 5: group 1 is iq1s_grid[0x500] * 3 - 3/8 */
+    memset(blk, 0, sizeof blk);
+    put16(blk, 0x3c00);
+    put16(blk + 34, (uint16_t)(0x8000 | 1 << 12 | 5 << 3));
+    CHECK(dequantize_row(QT_IQ1_S, blk, y, 256) == 0);
+    for (int j = 0; j < 8; j++) CHECK(y[8 + j] == 3 * ((float)(int8_t)(iq1s_grid[0x500] >> 8 * j) - 0.125f));
+    CHECK(y[0] == 3 * (-1 - 0.125f) && y[32] == -1 + 0.125f);
+    /* IQ1_M: d = 2 (0x4000: only word 3's top nibble), 16-group 5 (word 1, bits 3-5)
+     * scale 2 → 5; 8-group 11 (qh[5] high nibble) index bits 3, delta negative */
+    memset(blk, 0, sizeof blk);
+    put16(blk + 48 + 6, 0x4000);
+    put16(blk + 48 + 2, 2 << 3);
+    blk[32 + 5] = 0xb0, blk[11] = 7;
+    CHECK(dequantize_row(QT_IQ1_M, blk, y, 256) == 0);
+    for (int j = 0; j < 8; j++) CHECK(y[88 + j] == 10 * ((float)(int8_t)(iq1s_grid[0x307] >> 8 * j) - 0.125f));
+    CHECK(y[80] == 10 * (-1 + 0.125f) && y[0] == 2 * (-1 + 0.125f));
 }
 
 /* ---- round trips --------------------------------------------------------------------------- */
@@ -1101,6 +1303,8 @@ int main(void) {
     RUN(test_q4_K_blocks);
     RUN(test_q6_K_blocks);
     RUN(test_more_blocks);
+    RUN(test_iq_tables);
+    RUN(test_iq_blocks);
     RUN(test_round_trip_float);
     RUN(test_round_trip_q8_0);
     RUN(test_round_trip_q4_0);

@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/iq_tables.h"
 
 
 #ifndef MM_PF_DIST
@@ -433,6 +434,173 @@ static float dot_mxfp4(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return hsum8(_mm256_add_ps(a0, a1));
 }
 
+/* ---- the i-quants ---------------------------------------------------------------------
+ * Per 32-element sub-block: the 8-byte groups' grid entries gathered into one vector
+ * (unsigned levels: IQ2 8..43, IQ3 1..62), the signs applied to the activations
+ * instead (_mm256_sign_epi8 by ±1 bytes, or xor/sub by a byte mask), maddubs into
+ * int16 pairs (≤ 2·62·127, no saturation), and madd with the sub-block's multiplier
+ * 2s+1 (per 16 elements: the vector's 128-bit halves) into int32 lanes. A
+ * superblock's lanes stay integer (< 2^26, as the scalar level) and are scaled once:
+ * d·d_x/div. IQ1_S / IQ1_M: signed levels 8·grid ± 1, by |L| × sign(q, L). */
+
+/* madd of int16 pair products with multiplier m0 on elements 0-15, m1 on 16-31 */
+static inline __m256i iq_scale(__m256i p16, int m0, int m1) {
+    return _mm256_madd_epi16(p16, _mm256_setr_m128i(_mm_set1_epi16((short)m0), _mm_set1_epi16((short)m1)));
+}
+/* q negated where the byte mask m is 0xff */
+static inline __m256i iq_negate(__m256i q, __m256i m) { return _mm256_sub_epi8(_mm256_xor_si256(q, m), m); }
+static inline __m256i iq_load32(const int8_t *qx) { return _mm256_loadu_si256((const __m256i *)qx); }
+static inline uint32_t iq_rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+/* four ±1 sign patterns from 7-bit indices at bits 0, 7, 14, 21 of a */
+static inline __m256i iq_signs7(uint32_t a) {
+    return _mm256_set_epi64x((long long)iq_signs_pm1[(a >> 21) & 127], (long long)iq_signs_pm1[(a >> 14) & 127],
+                             (long long)iq_signs_pm1[(a >> 7) & 127], (long long)iq_signs_pm1[a & 127]);
+}
+static inline __m256i iq_grid64(const uint64_t *grid, int i0, int i1, int i2, int i3) {
+    return _mm256_set_epi64x((long long)grid[i3], (long long)grid[i2], (long long)grid[i1], (long long)grid[i0]);
+}
+static inline __m256i iq_grid32(const uint32_t *grid, const int k[8]) {
+    return _mm256_set_epi32((int)grid[k[7]], (int)grid[k[6]], (int)grid[k[5]], (int)grid[k[4]], (int)grid[k[3]],
+                            (int)grid[k[2]], (int)grid[k[1]], (int)grid[k[0]]);
+}
+
+/* IQ2_XXS sub-block: word 0 the 4 grid bytes, word 1 the signs and the scale */
+static inline __m256i iq2xxs_sub(const uint8_t *p, const int8_t *qx) {
+    const uint32_t a0 = iq_rd32(p), a1 = iq_rd32(p + 4);
+    const __m256i g = iq_grid64(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24);
+    const int m = 2 * (int)(a1 >> 28) + 1;
+    return iq_scale(_mm256_maddubs_epi16(g, _mm256_sign_epi8(iq_load32(qx), iq_signs7(a1))), m, m);
+}
+
+/* IQ2_XS sub-block: four 16-bit words (9-bit index | 7-bit signs << 9), a scale byte */
+static inline __m256i iq2xs_sub(const uint8_t *p, uint8_t sc, const int8_t *qx) {
+    uint16_t q[4];
+    memcpy(q, p, 8);
+    const __m256i g = iq_grid64(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+    const __m256i s = _mm256_set_epi64x((long long)iq_signs_pm1[q[3] >> 9], (long long)iq_signs_pm1[q[2] >> 9],
+                                        (long long)iq_signs_pm1[q[1] >> 9], (long long)iq_signs_pm1[q[0] >> 9]);
+    return iq_scale(_mm256_maddubs_epi16(g, _mm256_sign_epi8(iq_load32(qx), s)), 2 * (sc & 15) + 1, 2 * (sc >> 4) + 1);
+}
+
+/* IQ2_S sub-block: 4 index bytes, 2 high bits each in qh, 4 sign bytes, a scale byte */
+static inline __m256i iq2s_sub(const uint8_t *qs, const uint8_t *sg, unsigned qh, uint8_t sc, const int8_t *qx) {
+    const __m256i g = iq_grid64(iq2s_grid, qs[0] | (qh & 3) << 8, qs[1] | (qh >> 2 & 3) << 8,
+                                qs[2] | (qh >> 4 & 3) << 8, qs[3] | (qh >> 6 & 3) << 8);
+    const __m256i q = iq_negate(iq_load32(qx), bits_to_bytes(sg));
+    return iq_scale(_mm256_maddubs_epi16(g, q), 2 * (sc & 15) + 1, 2 * (sc >> 4) + 1);
+}
+
+/* IQ3_XXS sub-block: 8 index bytes (4 elements each), a signs-and-scale word */
+static inline __m256i iq3xxs_sub(const uint8_t *qs, uint32_t a, const int8_t *qx) {
+    const int k[8] = {qs[0], qs[1], qs[2], qs[3], qs[4], qs[5], qs[6], qs[7]};
+    const int m = 2 * (int)(a >> 28) + 1;
+    return iq_scale(_mm256_maddubs_epi16(iq_grid32(iq3xxs_grid, k), _mm256_sign_epi8(iq_load32(qx), iq_signs7(a))), m, m);
+}
+
+/* IQ3_S sub-block: 8 index bytes, bit k of qh the ninth bit of index k, 4 sign bytes */
+static inline __m256i iq3s_sub(const uint8_t *qs, unsigned qh, const uint8_t *sg, int m, const int8_t *qx) {
+    int k[8];
+    for (int j = 0; j < 8; j++) k[j] = qs[j] | (int)(qh >> j & 1) << 8;
+    const __m256i q = iq_negate(iq_load32(qx), bits_to_bytes(sg));
+    return iq_scale(_mm256_maddubs_epi16(iq_grid32(iq3s_grid, k), q), m, m);
+}
+
+/* IQ1: Σ (8·g + δ)·q over 32 elements, g the int8 grid bytes (-1, 0, 1), δ = ±1 per
+ * group of 8 (the bytes of delta), in int16 pairs */
+static inline __m256i iq1_pairs(__m256i g, __m256i delta, const int8_t *qx) {
+    const __m256i L = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), delta);
+    return _mm256_maddubs_epi16(_mm256_abs_epi8(L), _mm256_sign_epi8(iq_load32(qx), L));
+}
+
+/* IQ1_S sub-block: 4 index bytes, a 16-bit word of high index bits, scale and delta sign */
+static inline __m256i iq1s_sub(const uint8_t *qs, unsigned h, const int8_t *qx) {
+    const __m256i g = iq_grid64(iq1s_grid, qs[0] | (h & 7) << 8, qs[1] | (h >> 3 & 7) << 8,
+                                qs[2] | (h >> 6 & 7) << 8, qs[3] | (h >> 9 & 7) << 8);
+    const int m = 2 * (int)(h >> 12 & 7) + 1;
+    return iq_scale(iq1_pairs(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1), qx), m, m);
+}
+
+/* IQ1_M sub-block: 4 index bytes, two qh bytes (a nibble per group: 3 index bits and
+ * the delta sign), the two 3-bit multipliers m0, m1 */
+static inline __m256i iq1m_sub(const uint8_t *qs, const uint8_t *qh, int m0, int m1, const int8_t *qx) {
+    const int n0 = qh[0] & 15, n1 = qh[0] >> 4, n2 = qh[1] & 15, n3 = qh[1] >> 4;
+    const __m256i g = iq_grid64(iq1s_grid, qs[0] | (n0 & 7) << 8, qs[1] | (n1 & 7) << 8, qs[2] | (n2 & 7) << 8,
+                                qs[3] | (n3 & 7) << 8);
+    const long long neg = -1, pos = 0x0101010101010101ll;
+    const __m256i delta = _mm256_set_epi64x(n3 & 8 ? neg : pos, n2 & 8 ? neg : pos, n1 & 8 ? neg : pos, n0 & 8 ? neg : pos);
+    return iq_scale(iq1_pairs(g, delta, qx), m0, m1);
+}
+
+/* The int32 lanes of one superblock of type t at w against activations qx. */
+static inline __attribute__((always_inline)) __m256i iq_superblock(uint32_t t, const uint8_t *w, const int8_t *qx) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+    _Pragma("GCC unroll 4")
+    for (int ib = 0; ib < 8; ib += 2) {
+        __m256i a = _mm256_setzero_si256(), b = _mm256_setzero_si256();
+        const int8_t *q0 = qx + 32 * ib, *q1 = q0 + 32;
+        switch (t) {
+        case QT_IQ2_XXS: a = iq2xxs_sub(w + 2 + 8 * ib, q0), b = iq2xxs_sub(w + 10 + 8 * ib, q1); break;
+        case QT_IQ2_XS: a = iq2xs_sub(w + 2 + 8 * ib, w[66 + ib], q0), b = iq2xs_sub(w + 10 + 8 * ib, w[67 + ib], q1); break;
+        case QT_IQ2_S:
+            a = iq2s_sub(w + 2 + 4 * ib, w + 34 + 4 * ib, w[66 + ib], w[74 + ib], q0);
+            b = iq2s_sub(w + 6 + 4 * ib, w + 38 + 4 * ib, w[67 + ib], w[75 + ib], q1);
+            break;
+        case QT_IQ3_XXS:
+            a = iq3xxs_sub(w + 2 + 8 * ib, iq_rd32(w + 66 + 4 * ib), q0);
+            b = iq3xxs_sub(w + 10 + 8 * ib, iq_rd32(w + 70 + 4 * ib), q1);
+            break;
+        case QT_IQ3_S: {
+            const int sc = w[106 + ib / 2];
+            a = iq3s_sub(w + 2 + 8 * ib, w[66 + ib], w + 74 + 4 * ib, 2 * (sc & 15) + 1, q0);
+            b = iq3s_sub(w + 10 + 8 * ib, w[67 + ib], w + 78 + 4 * ib, 2 * (sc >> 4) + 1, q1);
+            break;
+        }
+        case QT_IQ1_S:
+            a = iq1s_sub(w + 2 + 4 * ib, mm_rd16(w + 34 + 2 * ib), q0);
+            b = iq1s_sub(w + 6 + 4 * ib, mm_rd16(w + 36 + 2 * ib), q1);
+            break;
+        case QT_IQ1_M: {
+            const unsigned sw = mm_rd16(w + 48 + ib); /* word ib/2: sub-block ib bits 0-5, ib+1 bits 6-11 */
+            a = iq1m_sub(w + 4 * ib, w + 32 + 2 * ib, 2 * (sw & 7) + 1, 2 * (sw >> 3 & 7) + 1, q0);
+            b = iq1m_sub(w + 4 + 4 * ib, w + 34 + 2 * ib, 2 * (sw >> 6 & 7) + 1, 2 * (sw >> 9 & 7) + 1, q1);
+            break;
+        }
+        default: break;
+        }
+        s0 = _mm256_add_epi32(s0, a);
+        s1 = _mm256_add_epi32(s1, b);
+    }
+    return _mm256_add_epi32(s0, s1);
+}
+
+/* d·d_x/div per superblock; t a constant in each caller, so the switch above folds */
+static inline __attribute__((always_inline)) float dot_iq_t(uint32_t t, size_t bb, float inv_div, const uint8_t *w,
+                                                            const mm_xrow *x, int64_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / QK_K; i++, w += bb) {
+        for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + MM_PF_DIST + l, MM_PF_HINT);
+        const float d = t == QT_IQ1_M ? _cvtsh_ss((unsigned short)((mm_rd16(w + 48) >> 12) | (mm_rd16(w + 50) >> 8 & 0xf0) |
+                                                                    (mm_rd16(w + 52) >> 4 & 0xf00) | (mm_rd16(w + 54) & 0xf000)))
+                                      : f16(w);
+        const __m256 v = _mm256_cvtepi32_ps(iq_superblock(t, w, x->q + QK_K * i));
+        if (i & 1) a1 = _mm256_fmadd_ps(v, _mm256_set1_ps(d * x->d[8 * i] * inv_div), a1);
+        else a0 = _mm256_fmadd_ps(v, _mm256_set1_ps(d * x->d[8 * i] * inv_div), a0);
+    }
+    return hsum8(_mm256_add_ps(a0, a1));
+}
+
+static float dot_iq2_xxs(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ2_XXS, 66, 0.125f, w, x, n); }
+static float dot_iq2_xs(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ2_XS, 74, 0.125f, w, x, n); }
+static float dot_iq2_s(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ2_S, 82, 0.125f, w, x, n); }
+static float dot_iq3_xxs(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ3_XXS, 98, 0.25f, w, x, n); }
+static float dot_iq3_s(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ3_S, 110, 1.0f, w, x, n); }
+static float dot_iq1_s(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ1_S, 50, 0.125f, w, x, n); }
+static float dot_iq1_m(const uint8_t *w, const mm_xrow *x, int64_t n) { return dot_iq_t(QT_IQ1_M, 56, 0.125f, w, x, n); }
+
 /* Q2_K / Q3_K: per 16-group float scales gs (groups 0-7, 8-15) as for Q6_K; chunk j
  * (32 elements) of half h is bits 2j..2j+1 of the half's 32 qs bytes (Q3_K: plus
  * bit 4h+j of hmask as bit 2), its lanes 0-3 group 8h+2j and 4-7 group 8h+2j+1. */
@@ -576,6 +744,13 @@ static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, co
     case QT_IQ4_NL: return dot_iq4_nl(w, xr, n);
     case QT_IQ4_XS: return dot_iq4_xs(w, xr, n);
     case QT_MXFP4: return dot_mxfp4(w, xr, n);
+    case QT_IQ2_XXS: return dot_iq2_xxs(w, xr, n);
+    case QT_IQ2_XS: return dot_iq2_xs(w, xr, n);
+    case QT_IQ2_S: return dot_iq2_s(w, xr, n);
+    case QT_IQ3_XXS: return dot_iq3_xxs(w, xr, n);
+    case QT_IQ3_S: return dot_iq3_s(w, xr, n);
+    case QT_IQ1_S: return dot_iq1_s(w, xr, n);
+    case QT_IQ1_M: return dot_iq1_m(w, xr, n);
     default: return 0;
     }
 }

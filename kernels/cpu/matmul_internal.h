@@ -24,7 +24,8 @@
  *     Q4_K, Q5_K, Q4_1, Q5_1:
  *                 float aux[b] = d_b * sum of q over 32-block b    (b < n/32)
  *     Q6_K:       int32 aux[g] = -32 * sum of q over 16-group g    (g < n/16)
- *     Q2_K, Q3_K: int32 aux[g] = sum of q over 16-group g          (g < n/16)
+ *     Q2_K, Q3_K, the i-quants (IQ1_S .. IQ3_S, which do not read it):
+ *                 int32 aux[g] = sum of q over 16-group g          (g < n/16)
  * The aux words are the bias corrections the kernels need: Q8_0 and Q4_0 weights
  * are fed to unsigned×signed byte products as w + 128 (Q5_0's offset of 16 is
  * aux/8), Q6_K's as w + 32, Q3_K's as w + 4 (-4·aux), and the min terms of Q4_K,
@@ -44,6 +45,8 @@ static inline mm_aux_kind mm_aux_of(uint32_t type) {
     case QT_Q4_K: case QT_Q5_K: case QT_Q4_1: case QT_Q5_1: return MM_AUX_DSUM32;
     case QT_Q6_K: return MM_AUX_NEG32_SUM16;
     case QT_Q2_K: case QT_Q3_K: return MM_AUX_SUM16;
+    case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS: case QT_IQ3_S: case QT_IQ1_S: case QT_IQ1_M:
+        return MM_AUX_SUM16; /* (unread: the i-quant kernels need no correction) */
     default: return MM_AUX_NONE;
     }
 }
@@ -64,7 +67,8 @@ static inline float mm_act_scale(uint32_t type, float db) {
 }
 
 /* Elements that share one activation scale: the 256 of a superblock for the
- * K-quant types and IQ4_XS (as ggml's Q8_K partner of those types), else one
+ * K-quant types, IQ4_XS and the other i-quants (as ggml's Q8_K partner of those
+ * types), else one
  * 32-block. d[] keeps one entry per 32-block either way; over a 256-span all eight
  * are the same value (NaN for the whole span if any element is NaN, so a kernel
  * may read d once per superblock, keep its integer sums across the superblock and
@@ -72,6 +76,8 @@ static inline float mm_act_scale(uint32_t type, float db) {
 static inline int mm_act_span(uint32_t type) {
     switch (type) {
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS: return 256;
+    case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS: case QT_IQ3_S: case QT_IQ1_S: case QT_IQ1_M:
+        return 256; /* (ggml's partner of the i-quants is Q8_K too) */
     default: return 32;
     }
 }

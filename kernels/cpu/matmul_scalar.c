@@ -298,6 +298,28 @@ static float dot_mxfp4(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return s;
 }
 
+/* The i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M): each
+ * superblock unpacked to integer levels lv and per-16 multipliers mul (quant.h's
+ * iq_unpack), so it contributes d·d_x/div · Σ_g mul_g·Σ(lv·q) with the sum exact
+ * in int32 (|lv| <= 62, mul <= 31: below 2^26 per superblock). */
+static float dot_iq(uint32_t type, const uint8_t *w, const mm_xrow *x, int64_t n) {
+    const size_t bb = qtype_get(type)->block_bytes;
+    iq_unpacked u;
+    float s = 0;
+    for (int64_t i = 0; i < n / QK_K; i++, w += bb) {
+        iq_unpack(type, w, &u);
+        const int8_t *qx = x->q + i * QK_K;
+        int32_t acc = 0;
+        for (int g = 0; g < 16; g++) {
+            int32_t sg = 0;
+            for (int l = 0; l < 16; l++) sg += u.lv[16 * g + l] * qx[16 * g + l];
+            acc += (int32_t)u.mul[g] * sg;
+        }
+        s += u.d * x->d[8 * i] * (float)acc / (float)u.div;
+    }
+    return s;
+}
+
 static float dot_pair_scalar(const mm_args *a, const uint8_t *w, const float *x, const mm_xrow *xr) {
     const int64_t n = a->n_in;
     switch (a->type) {
@@ -317,6 +339,8 @@ static float dot_pair_scalar(const mm_args *a, const uint8_t *w, const float *x,
     case QT_IQ4_NL: return dot_iq4_nl(w, xr, n);
     case QT_IQ4_XS: return dot_iq4_xs(w, xr, n);
     case QT_MXFP4: return dot_mxfp4(w, xr, n);
+    case QT_IQ2_XXS: case QT_IQ2_XS: case QT_IQ2_S: case QT_IQ3_XXS: case QT_IQ3_S: case QT_IQ1_S:
+    case QT_IQ1_M: return dot_iq(a->type, w, xr, n);
     default: return 0;
     }
 }
