@@ -99,6 +99,8 @@ typedef struct bk_attn {
     int window;          /* > 0: sliding window, a row at position p sees keys p-window+1 .. p */
     float softcap;       /* > 0: scores become softcap * tanh(score / softcap) before the softmax */
     uint32_t kv_type;    /* element type of the caches (0 = QT_F32) */
+    const float *sinks;  /* [n_heads] in backend memory, or NULL: a logit per head that joins the
+                            softmax's denominator and no value (gpt-oss's attention sinks) */
 } bk_attn;
 
 /* Every op but destroy, alloc and free returns 0 or a negative code: a backend
@@ -151,6 +153,9 @@ typedef struct backend_ops {
     /* gate[i] = gelu(gate[i]) * up[i], GELU in its tanh form:
      * 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
     int (*gelu_mul)(void *ctx, float *gate, const float *up, size_t n);
+    /* gpt-oss's gate: with g = min(gate[i], limit) and u = clamp(up[i], -limit, limit),
+     * gate[i] = g / (1 + e^(-alpha·g)) · (u + 1) */
+    int (*swiglu_oai)(void *ctx, float *gate, const float *up, size_t n, float alpha, float limit);
     /* out[i] = x[rows[i]] for i < n (rows: host memory); rows are dim wide. */
     int (*gather_rows)(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out);
     /* x[rows[i]] += weights[i] * y[i] for i < n (rows, weights: host memory; rows

@@ -29,13 +29,18 @@ done
 # free-running greedy continuation equal llama.cpp's (made with an F32 KV cache, so
 # compared with one); the Q8_0 model is left to
 # test_model (the first tokens only: activation rounding drifts after them)
-for m in gemma2 gemma3 phi3 qwen3moe qwen2-bias llama-rope-scale qwen3-yarn phi3-longrope mistral3 smollm3 qwen2moe; do
+for m in gemma2 gemma3 phi3 qwen3moe qwen2-bias llama-rope-scale qwen3-yarn phi3-longrope mistral3 smollm3 qwen2moe \
+    gpt-oss; do
+    n_first=0 # all of them; gpt-oss (Q8_0 and MXFP4): the first 8, as the README asks
+    [ "$m" = gpt-oss ] && n_first=8
     python3 -c '
 import json, sys
+n_first = int(sys.argv[2])
 for line in open(sys.argv[1]):
     o = json.loads(line)
-    print(o["prompt"], o["n_predict"], " ".join(map(str, o["prompt_tokens"])) + "|" + " ".join(map(str, o["tokens"])), sep="\t")
-' "$REF/arch/$m.jsonl" >"$TMP/cases"
+    toks = o["tokens"][:n_first] if n_first else o["tokens"]
+    print(o["prompt"], len(toks), " ".join(map(str, o["prompt_tokens"])) + "|" + " ".join(map(str, toks)), sep="\t")
+' "$REF/arch/$m.jsonl" "$n_first" >"$TMP/cases"
     while IFS="$tab" read -r prompt n want; do
         $LLMCHAT generate -m "$SHARED/models/arch/$m.gguf" -p "$prompt" -n "$n" --kv-type f32 --json >"$TMP/gen.out" 2>"$TMP/gen.err"
         got=$(tail -n 1 "$TMP/gen.out" | python3 -c 'import json,sys; o=json.load(sys.stdin); print(" ".join(map(str, o["prompt_tokens"])) + "|" + " ".join(map(str, o["tokens"])))' 2>/dev/null)

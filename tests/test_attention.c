@@ -19,12 +19,14 @@ static int g_bs = 16; /* KV block size of the next setup */
 static int g_window;     /* and its sliding window (0: none) */
 static float g_softcap;  /* and its score soft-capping (0: none) */
 static uint32_t g_type = QT_F32; /* and its cache element type */
+static bool g_sinks;     /* and per-head sink logits (gpt-oss) */
 
 typedef struct setup {
     bk_attn a;
     bk_batch b;
     int32_t positions[256], seq_start[8], kv_len[8], table[8 * 16];
     float *q, *k, *v; /* k, v: the caches' values as f32 */
+    float sinks[64];
     void *kc, *vc;    /* the caches in g_type */
     int max_kv;
 } setup;
@@ -33,7 +35,12 @@ typedef struct setup {
  * row at position 70, and a 5-row chunk at 0. Blocks are handed out shuffled. */
 static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     memset(s, 0, sizeof *s);
-    s->a = (bk_attn){n_heads, n_kv_heads, hd, g_bs, 1.0f / sqrtf((float)hd), g_window, g_softcap, g_type};
+    s->a = (bk_attn){.n_heads = n_heads, .n_kv_heads = n_kv_heads, .head_dim = hd, .block_size = g_bs,
+                     .scale = 1.0f / sqrtf((float)hd), .window = g_window, .softcap = g_softcap, .kv_type = g_type};
+    if (g_sinks) { /* from well below the scores to well above them */
+        for (int h = 0; h < n_heads && h < 64; h++) s->sinks[h] = (float)(h % 4) * 3.0f - 4.0f + frand();
+        s->a.sinks = s->sinks;
+    }
     int starts[3] = {10, 70, 0}, rows[3] = {40, 1, 5}, T = 0;
     int n_blocks = 0, order[48];
     for (int i = 0; i < 48; i++) order[i] = i;
@@ -95,7 +102,9 @@ static void reference(const setup *s, double *out) {
                     if (a->softcap > 0) sc[t] = a->softcap * tanh(sc[t] / a->softcap);
                     if (sc[t] > mx) mx = sc[t];
                 }
+                if (a->sinks && a->sinks[h] > mx) mx = a->sinks[h];
                 for (int t = lo; t < n; t++) sum += sc[t] = exp(sc[t] - mx);
+                if (a->sinks) sum += exp(a->sinks[h] - mx);
                 double *o = out + ((size_t)r * a->n_heads + h) * hd;
                 for (int i = 0; i < hd; i++) o[i] = 0;
                 for (int t = lo; t < n; t++) {
@@ -170,6 +179,24 @@ static void test_window_and_softcap(void) {
     g_bs = 16;
 }
 
+/* gpt-oss: a sink logit per head joins the softmax's denominator (some heads'
+ * sinks above every score, some below), with windows and every cache type */
+static void test_sinks(void) {
+    g_sinks = true;
+    check_shape(8, 2, 64);
+    check_shape(6, 3, 13);
+    g_window = 8;
+    check_shape(4, 2, 32);
+    g_window = 0;
+    const uint32_t types[] = {QT_F16, QT_Q8_0};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(types); i++) {
+        g_type = types[i];
+        check_shape(8, 2, 64);
+    }
+    g_type = QT_F32;
+    g_sinks = false;
+}
+
 /* f16 and q8_0 caches: the shapes above where q8_0 applies (rows of whole blocks,
  * heads a multiple of 8 wide: 40- and 8-wide heads straddle its blocks) */
 static void test_f16_and_q8_0_caches(void) {
@@ -223,6 +250,7 @@ int main(void) {
     RUN(test_odd_head_size);
     RUN(test_block_size_5);
     RUN(test_window_and_softcap);
+    RUN(test_sinks);
     RUN(test_f16_and_q8_0_caches);
     RUN(test_write_row_same_at_every_level);
     return t_summary();

@@ -284,32 +284,40 @@ static int check_batch(const model *m, const model_kv *kv, const bk_batch *b, ll
     return 0;
 }
 
+/* p[0..n) becomes its softmax */
+static void softmax_inplace(float *p, int n) {
+    float max = p[0];
+    for (int i = 1; i < n; i++) max = p[i] > max ? p[i] : max;
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += p[i] = expf(p[i] - max);
+    for (int i = 0; i < n; i++) p[i] = (float)(p[i] / sum);
+}
+
 /* Routes each of T rows to its n_expert_used best experts (the router logits are
  * in m->h_router [T][n_expert]): softmax, the largest probabilities (ties to the
  * lower expert), their weights renormalised to sum 1 (MOE_SOFTMAX_NORM, as
- * qwen3moe does) or taken as they are (MOE_SOFTMAX: qwen2moe). Fills,
+ * qwen3moe does) or taken as they are (MOE_SOFTMAX: qwen2moe); or the largest
+ * logits, weighted by a softmax over just those (MOE_TOPK_SOFTMAX: gpt-oss). Fills,
  * per expert, the rows routed to it in row order and their weights. */
 static void route_rows(model *m, int T) {
     const int E = m->hp.n_expert, K = m->hp.n_expert_used;
     memset(m->h_count, 0, (size_t)E * sizeof *m->h_count);
+    const bool topk_softmax = m->hp.gating == MOE_TOPK_SOFTMAX;
     for (int t = 0; t < T; t++) {
         float *p = m->h_router + (size_t)t * E;
-        float max = p[0];
-        for (int e = 1; e < E; e++) max = p[e] > max ? p[e] : max;
-        double sum = 0;
-        for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - max);
-        for (int e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
+        if (!topk_softmax) softmax_inplace(p, E);
         int pick[MODEL_MAX_EXPERT_USED];
         float w[MODEL_MAX_EXPERT_USED], wsum = 0;
         for (int k = 0; k < K; k++) {
             int best = -1;
             for (int e = 0; e < E; e++)
-                if (p[e] >= 0 && (best < 0 || p[e] > p[best])) best = e;
+                if (p[e] != -INFINITY && (best < 0 || p[e] > p[best])) best = e;
             pick[k] = best;
             w[k] = p[best];
-            wsum += w[k];
-            p[best] = -1; /* taken */
+            p[best] = -INFINITY; /* taken */
         }
+        if (topk_softmax) softmax_inplace(w, K);
+        for (int k = 0; k < K; k++) wsum += w[k];
         const float norm = m->hp.gating == MOE_SOFTMAX_NORM ? wsum : 1.0f;
         for (int k = 0; k < K; k++) {
             const int e = pick[k], i = m->h_count[e]++;
@@ -345,8 +353,11 @@ static int gated_ffn(model *m, const bk_weight *gate, const bk_weight *up, const
     if (rc) return rc;
     if (b_gate && b_gate->data) OP(op->add_bias(c, m->hb, b_gate, rows));
     if (b_up && b_up->data) OP(op->add_bias(c, m->hb2, b_up, rows));
-    if (m->hp.act == FFN_GELU) OP(op->gelu_mul(c, m->hb, m->hb2, n));
-    else OP(op->silu_mul(c, m->hb, m->hb2, n));
+    switch (m->hp.act) {
+    case FFN_GELU: OP(op->gelu_mul(c, m->hb, m->hb2, n)); break;
+    case FFN_SWIGLU_OAI: OP(op->swiglu_oai(c, m->hb, m->hb2, n, 1.702f, 7.0f)); break;
+    default: OP(op->silu_mul(c, m->hb, m->hb2, n)); break;
+    }
     OP(op->matmul(c, down, m->hb, rows, out));
     if (b_down && b_down->data) OP(op->add_bias(c, out, b_down, rows));
     return 0;
@@ -380,6 +391,7 @@ static int moe_ffn(model *m, const layer *ly, int T, llc_err *err) {
     void *c = m->be->ctx;
     const int E = m->hp.n_expert, dim = m->hp.dim;
     OP(op->matmul(c, &ly->router, m->xb, T, m->router_out));
+    if (ly->router_b.data) OP(op->add_bias(c, m->router_out, &ly->router_b, T));
     OP(op->to_host(c, m->h_router, m->router_out, (size_t)T * E * sizeof(float)));
     route_rows(m, T);
     OP(op->memset0(c, m->moe_out, (size_t)T * dim * sizeof(float)));
@@ -388,7 +400,9 @@ static int moe_ffn(model *m, const layer *ly, int T, llc_err *err) {
         if (!n) continue;
         const int32_t *rows = m->h_rows + (size_t)e * m->cap_rows;
         OP(op->gather_rows(c, m->xb, dim, rows, n, m->xe));
-        int rc = gated_ffn(m, &ly->exp_gate[e], &ly->exp_up[e], &ly->exp_down[e], NULL, NULL, NULL, m->xe, n, m->ye, err);
+        int rc = gated_ffn(m, &ly->exp_gate[e], &ly->exp_up[e], &ly->exp_down[e], ly->exp_b_gate ? &ly->exp_b_gate[e] : NULL,
+                           ly->exp_b_up ? &ly->exp_b_up[e] : NULL, ly->exp_b_down ? &ly->exp_b_down[e] : NULL, m->xe, n,
+                           m->ye, err);
         if (rc) return rc;
         OP(op->scatter_add_rows(c, m->moe_out, dim, rows, m->h_weights + (size_t)e * m->cap_rows, n, m->ye));
     }
@@ -457,7 +471,9 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
             OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
         }
         OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim, kv->type));
-        OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, ly->swa ? &attn_swa : &attn));
+        bk_attn at = ly->swa ? attn_swa : attn;
+        at.sinks = ly->sinks.data;
+        OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, &at));
         OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
         if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
         if (ly->post_attn_norm.data) OP(op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps));

@@ -5,7 +5,9 @@
  * llama (Llama 2/3, TinyLlama, Mistral, SmolLM), qwen2 (QKV bias), qwen3
  * (per-head Q/K RMSNorm), qwen3moe (mixture of experts), phi3 (fused QKV and
  * gate+up), gemma2 and gemma3 (scaled embeddings, post norms, GELU gate,
- * sliding-window layers, soft-capping). The model keeps views of the gguf's
+ * sliding-window layers, soft-capping), mistral3 (YaRN, query temperature),
+ * smollm3 (NoPE layers), qwen2moe (shared expert), gpt-oss (attention sinks,
+ * biased experts, clamped SwiGLU). The model keeps views of the gguf's
  * tensors (the CPU backend reads the mmapped file directly), so the gguf must
  * outlive it. */
 #ifndef LLC_MODEL_H
@@ -16,15 +18,18 @@
 
 typedef enum model_arch {
     ARCH_LLAMA, ARCH_MISTRAL3, ARCH_SMOLLM3, ARCH_QWEN2, ARCH_QWEN2MOE, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3,
-    ARCH_GEMMA2, ARCH_GEMMA3
+    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GPT_OSS
 } model_arch;
 
-typedef enum model_ffn_act { FFN_SILU, FFN_GELU } model_ffn_act;
+/* The gate of a gated FFN: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU
+ * (backend.h's swiglu_oai with alpha 1.702 and limit 7) */
+typedef enum model_ffn_act { FFN_SILU, FFN_GELU, FFN_SWIGLU_OAI } model_ffn_act;
 
 /* How a token's router logits become the weights of its chosen experts. */
 typedef enum model_moe_gating {
     MOE_SOFTMAX_NORM, /* softmax over all experts, the chosen ones renormalised to sum 1 (qwen3moe, Mixtral) */
     MOE_SOFTMAX,      /* softmax over all experts, the chosen ones' probabilities as they are (qwen2moe) */
+    MOE_TOPK_SOFTMAX, /* the largest logits chosen, a softmax over just those (gpt-oss) */
 } model_moe_gating;
 
 typedef struct model_hparams {

@@ -6,6 +6,9 @@
 
 #include "engine/model/model.h"
 
+/* views per expert: gate, up, down and their three biases */
+#define MODEL_EXPERT_VIEWS 6
+
 /* the most experts a token may use (expert_used_count) */
 #define MODEL_MAX_EXPERT_USED 64
 
@@ -21,8 +24,10 @@ typedef struct layer {
     bk_weight ffn_norm, gate, up, down;
     bk_weight b_gate, b_up, b_down;   /* optional biases */
     bk_weight post_ffn_norm;          /* gemma2/3 */
-    bk_weight router;                 /* MoE: [n_expert x dim] */
+    bk_weight router, router_b;       /* MoE: [n_expert x dim], optional bias [n_expert] */
     bk_weight *exp_gate, *exp_up, *exp_down; /* MoE: [n_expert] views of the stacked tensors */
+    bk_weight *exp_b_gate, *exp_b_up, *exp_b_down; /* their biases (gpt-oss), or NULL */
+    bk_weight sinks;                  /* attention sink logits [n_heads] (gpt-oss) */
     bk_weight sh_gate, sh_up, sh_down; /* MoE: the shared expert every token runs (qwen2moe) */
     bk_weight sh_gate_inp;            /* its sigmoid gate [dim] (optional) */
     bool swa;                         /* sliding-window attention in this layer */
@@ -35,7 +40,7 @@ struct model {
     uint64_t serial;         /* unique per loaded model (the backend's recorded steps name it) */
     bk_weight tok_embd, out_norm, output, b_output;
     layer *layers;
-    bk_weight *expert_views; /* one allocation for every layer's expert views */
+    bk_weight *expert_views; /* one allocation for every layer's expert views (and their biases') */
     float *rope_factors;     /* host copy of rope_freqs.weight, or NULL */
     uint64_t weight_bytes;
     /* activations in backend memory, sized for cap_rows rows and cap_out outputs */

@@ -26,6 +26,7 @@ typedef struct arch_info {
     int swa_pattern;  /* sliding-window layer pattern (0: none) */
     int no_rope_step; /* layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3) */
     bool attn_temp;   /* query temperature by position (attention.temperature_scale: mistral3) */
+    bool ffn_norm_post_attn; /* the FFN's norm is named post_attention_norm (gpt-oss) */
 } arch_info;
 
 static const arch_info g_archs[] = {
@@ -41,10 +42,12 @@ static const arch_info g_archs[] = {
      .act = FFN_GELU, .swa_pattern = 2},
     {.name = "gemma3", .arch = ARCH_GEMMA3, .rope = BK_ROPE_NEOX, .qk_norm = true, .post_norms = true,
      .embd_scale = true, .act = FFN_GELU, .swa_pattern = 6},
+    {.name = "gpt-oss", .arch = ARCH_GPT_OSS, .rope = BK_ROPE_NEOX, .moe = true, .act = FFN_SWIGLU_OAI,
+     .gating = MOE_TOPK_SOFTMAX, .swa_pattern = 2, .ffn_norm_post_attn = true},
 };
 #define ARCH_LIST                                                                                        \
-    "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2 and " \
-    "gemma3"
+    "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
+    "gemma3, gpt-oss"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
@@ -394,6 +397,9 @@ static int load_attention(loader *L, int l, layer *ly) {
         (rc = get_weight(L, NAME("attn_output.bias"), hp->dim, 1, false, &ly->bo)) ||
         (rc = get_weight(L, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk, &ly->q_norm)) ||
         (rc = get_weight(L, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk, &ly->k_norm)) ||
+        (rc = get_weight(L, NAME("attn_sinks.weight"), hp->n_heads, 1, false, &ly->sinks)))
+        return rc;
+    if (!L->ai->ffn_norm_post_attn && /* (gpt-oss: that name is its FFN's norm) */
         (rc = get_weight(L, NAME("post_attention_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_attn_norm)))
         return rc;
     if (!qk) ly->q_norm.data = ly->k_norm.data = NULL; /* llama.cpp ignores them there too */
@@ -441,6 +447,22 @@ static int load_experts(loader *L, const char *name, int64_t n_in, int64_t n_out
     return rc;
 }
 
+/* Expert biases stacked in one F32 tensor [n_out, n_expert] (gpt-oss): n_expert
+ * bias views, or none (*views set to NULL) where the file has no such tensor. */
+static int load_expert_biases(loader *L, const char *name, int64_t n_out, bk_weight **views) {
+    const model_hparams *hp = &L->m->hp;
+    const gguf_tensor *t;
+    int rc = find_tensor(L, name, n_out, hp->n_expert, 1, false, &t);
+    if (rc || !t) {
+        *views = NULL;
+        return rc;
+    }
+    if (t->type != QT_F32)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "tensor '%s' is %s; biases must be F32", name, qtype_name(t->type));
+    for (int e = 0; !rc && e < hp->n_expert; e++) rc = load_rows(L, t, e, 1, &(*views)[e]);
+    return rc;
+}
+
 static int load_moe_ffn(loader *L, int l, layer *ly) {
     const model_hparams *hp = &L->m->hp;
     const int64_t ff = hp->expert_ffn_dim;
@@ -458,14 +480,21 @@ static int load_moe_ffn(loader *L, int l, layer *ly) {
             (rc = get_weight(L, NAME("ffn_gate_inp_shexp.weight"), hp->dim, 1, false, &ly->sh_gate_inp)))
             return rc;
     }
-    bk_weight *views = L->m->expert_views + (size_t)l * 3 * hp->n_expert;
+    bk_weight *views = L->m->expert_views + (size_t)l * MODEL_EXPERT_VIEWS * hp->n_expert;
     ly->exp_gate = views;
     ly->exp_up = views + hp->n_expert;
     ly->exp_down = views + 2 * hp->n_expert;
+    ly->exp_b_gate = views + 3 * hp->n_expert;
+    ly->exp_b_up = views + 4 * hp->n_expert;
+    ly->exp_b_down = views + 5 * hp->n_expert;
     if ((rc = get_weight(L, NAME("ffn_gate_inp.weight"), hp->dim, hp->n_expert, true, &ly->router)) ||
+        (rc = get_weight(L, NAME("ffn_gate_inp.bias"), hp->n_expert, 1, false, &ly->router_b)) ||
         (rc = load_experts(L, NAME("ffn_gate_exps.weight"), hp->dim, ff, ly->exp_gate)) ||
         (rc = load_experts(L, NAME("ffn_up_exps.weight"), hp->dim, ff, ly->exp_up)) ||
-        (rc = load_experts(L, NAME("ffn_down_exps.weight"), ff, hp->dim, ly->exp_down)))
+        (rc = load_experts(L, NAME("ffn_down_exps.weight"), ff, hp->dim, ly->exp_down)) ||
+        (rc = load_expert_biases(L, NAME("ffn_gate_exps.bias"), ff, &ly->exp_b_gate)) ||
+        (rc = load_expert_biases(L, NAME("ffn_up_exps.bias"), ff, &ly->exp_b_up)) ||
+        (rc = load_expert_biases(L, NAME("ffn_down_exps.bias"), hp->dim, &ly->exp_b_down)))
         return rc;
     return 0;
 }
@@ -475,7 +504,8 @@ static int load_layer(loader *L, int l, layer *ly) {
     char n[96];
     int rc;
     if ((rc = load_attention(L, l, ly)) ||
-        (rc = get_weight(L, NAME("ffn_norm.weight"), hp->dim, 1, true, &ly->ffn_norm)) ||
+        (rc = get_weight(L, L->ai->ffn_norm_post_attn ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"),
+                         hp->dim, 1, true, &ly->ffn_norm)) ||
         (rc = hp->n_expert ? load_moe_ffn(L, l, ly) : load_dense_ffn(L, l, ly)) ||
         (rc = get_weight(L, NAME("post_ffw_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_ffn_norm)))
         return rc;
@@ -510,7 +540,8 @@ static int load_weights(loader *L) {
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
     if (!m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
     if (hp->n_expert) {
-        m->expert_views = calloc((size_t)hp->n_layers * 3 * (size_t)hp->n_expert, sizeof *m->expert_views);
+        m->expert_views = calloc((size_t)hp->n_layers * MODEL_EXPERT_VIEWS * (size_t)hp->n_expert,
+                                 sizeof *m->expert_views);
         if (!m->expert_views) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
     }
     for (int l = 0; l < hp->n_layers; l++)

@@ -1,7 +1,8 @@
 /* attention.c — paged causal attention on the CPU (see attention.h), and writing
  * rows into the KV cache. One task is one (row, head): scores against every
  * visible key (all earlier ones, or those in a sliding window; optionally
- * soft-capped), softmax, weighted sum of values. The caches are read in their own
+ * soft-capped), softmax (with a per-head sink logit in its denominator where the
+ * model has one), weighted sum of values. The caches are read in their own
  * element type (f32, f16 or q8_0), converted in registers. The same task body is
  * instantiated per type for AVX-512, AVX2+FMA+F16C and plain C; the levels differ
  * only in the helpers (load, dot, exp-and-sum, axpy). */
@@ -245,7 +246,9 @@ T_AVX512 static ALWAYS_INLINE void attn_body_avx512(const attn_job *j, int ith, 
             _mm512_mask_storeu_ps(scores + (t0 - lo), km, sc);
             vmax = _mm512_mask_max_ps(vmax, km, vmax, sc);
         }
-        const float sum = exp_sum_avx512(scores, n_kv - lo, _mm512_reduce_max_ps(vmax));
+        float max = _mm512_reduce_max_ps(vmax);
+        if (a->sinks && a->sinks[h] > max) max = a->sinks[h];
+        const float sum = exp_sum_avx512(scores, n_kv - lo, max) + (a->sinks ? expf(a->sinks[h] - max) : 0.0f);
         const float inv = sum > 0 ? 1.0f / sum : 0;
         for (int d0 = 0; d0 < hd; d0 += 64) {
             __m512 e[4], od[4];
@@ -319,7 +322,9 @@ T_AVX512 static void attn_job_avx512_q8_0(void *arg, int ith, int nth) { attn_bo
                     if (sc > max) max = sc;                                                 \
                 }                                                                           \
             }                                                                               \
-            const float sum = EXP_SUM(scores, n_kv - lo, max);                              \
+            if (a->sinks && a->sinks[h] > max) max = a->sinks[h];                           \
+            const float sum = EXP_SUM(scores, n_kv - lo, max) +                             \
+                              (a->sinks ? expf(a->sinks[h] - max) : 0.0f);                  \
             const float inv = sum > 0 ? 1.0f / sum : 0;                                     \
             memset(o, 0, (size_t)hd * sizeof *o);                                           \
             for (int t0 = lo; t0 < n_kv; t0 = (t0 / bs + 1) * bs) {                         \

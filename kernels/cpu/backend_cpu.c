@@ -386,6 +386,12 @@ static int cpu_gelu_mul(void *ctx_, float *gate, const float *up, size_t n) {
     return 0;
 }
 
+static int cpu_swiglu_oai(void *ctx, float *gate, const float *up, size_t n, float alpha, float limit) {
+    (void)ctx;
+    cpu_swiglu_oai_run(gate, up, n, alpha, limit);
+    return 0;
+}
+
 static int cpu_gather_rows(void *ctx, const float *x, int dim, const int32_t *rows, int n, float *out) {
     for (int i = 0; i < n; i++)
         memcpy(out + (size_t)i * dim, x + (size_t)rows[i] * dim, (size_t)dim * sizeof(float));
@@ -424,6 +430,7 @@ static const backend_ops g_cpu_ops = {
     .gather_out_rows = cpu_gather_out_rows,
     .scale = cpu_scale,
     .gelu_mul = cpu_gelu_mul,
+    .swiglu_oai = cpu_swiglu_oai,
     .gather_rows = cpu_gather_rows,
     .scatter_add_rows = cpu_scatter_add_rows,
     .matmul_multi = cpu_matmul_multi_op,

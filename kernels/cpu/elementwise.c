@@ -1,4 +1,4 @@
-/* elementwise.c — SwiGLU and GELU gates, residual add and scaling for the CPU
+/* elementwise.c — SwiGLU, GELU and gpt-oss's gates, residual add and scaling for the CPU
  * backend (see elementwise.h): one loop body per SIMD level, a pool split by
  * 64-element runs. */
 #include "kernels/cpu/elementwise.h"
@@ -151,6 +151,13 @@ void cpu_gelu_mul_run(cpu_pool *pool, float *gate, const float *up, size_t n) {
     }
 #endif
     ew_run(pool, body, gate, up, n);
+}
+
+void cpu_swiglu_oai_run(float *gate, const float *up, size_t n, float alpha, float limit) {
+    for (size_t i = 0; i < n; i++) {
+        const float g = fminf(gate[i], limit), u = fminf(fmaxf(up[i], -limit), limit);
+        gate[i] = g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    }
 }
 
 void cpu_scale_run(float *x, float s, size_t n) {

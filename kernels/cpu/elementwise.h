@@ -17,6 +17,10 @@ void cpu_silu_mul_run(cpu_pool *pool, float *gate, const float *up, size_t n);
 /* gate[i] = gelu_tanh(gate[i]) · up[i], i < n (computed as x / (1 + e^(-2u))) */
 void cpu_gelu_mul_run(cpu_pool *pool, float *gate, const float *up, size_t n);
 
+/* gpt-oss's clamped SwiGLU (backend.h's swiglu_oai), one thread: its inputs are
+ * the few rows routed to one expert */
+void cpu_swiglu_oai_run(float *gate, const float *up, size_t n, float alpha, float limit);
+
 /* x[i] *= s, i < n */
 void cpu_scale_run(float *x, float s, size_t n);
 

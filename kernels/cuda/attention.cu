@@ -80,7 +80,7 @@ template <int KT>
 __global__ void k_attention(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out, const int *pos,
                             const int *row_seq, const int *kv_len, const int *table, int max_blocks,
                             int n_heads, int n_kv_heads, int head_dim, int block_size, float scale,
-                            int window, float softcap) {
+                            int window, float softcap, const float *sinks) {
     extern __shared__ float sm[]; /* q [head_dim] | scores [ATT_THREADS] */
     float *qs = sm, *sc = sm + head_dim;
     __shared__ float red[32];
@@ -143,7 +143,14 @@ __global__ void k_attention(const float *q, const uint8_t *kc, const uint8_t *vc
         m = new_m;
         __syncthreads();
     }
-    float inv = l > 0 ? 1.0f / l : 0;
+    float corr = 1.0f;
+    if (sinks && sinks[h] > m) { /* the sink joins the denominator, rescaled to its maximum */
+        corr = __expf(m - sinks[h]);
+        l = l * corr + 1.0f;
+    } else if (sinks) {
+        l += __expf(sinks[h] - m);
+    }
+    float inv = l > 0 ? corr / l : 0;
 #pragma unroll
     for (int a = 0; a < 4; a++) {
         int d = threadIdx.x + a * blockDim.x;
@@ -196,7 +203,8 @@ template <int KT, int HB, int DPL, int DFIX, int W = attg_warps(HB, DFIX ? DFIX 
 __global__ void __launch_bounds__(32 * W)
     k_attention_group(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out,
                       const int *pos, const int *row_seq, const int *kv_len, const int *table, int max_blocks,
-                      int n_heads, int n_kv_heads, int D_arg, int block_size, float scale, int window, float softcap) {
+                      int n_heads, int n_kv_heads, int D_arg, int block_size, float scale, int window, float softcap,
+                      const float *sinks) {
     extern __shared__ float smem[];
     const int D = DFIX ? DFIX : D_arg;
     float *qs = smem;
@@ -304,15 +312,18 @@ __global__ void __launch_bounds__(32 * W)
     const float *base = smem + HB * D;
     for (int k = threadIdx.x; k < HB * D; k += blockDim.x) {
         const int h = k / D;
-        float M = -INFINITY;
+        const float sink = sinks ? sinks[h0 + h] : -INFINITY; /* joins the denominator only */
+        float M = sink;
         for (int w = 0; w < W; w++) M = fmaxf(M, base[w * stride + h]);
         float num = 0, den = 0;
-        if (M > -INFINITY)
+        if (M > -INFINITY) {
             for (int w = 0; w < W; w++) {
                 const float f = __expf(base[w * stride + h] - M);
                 num += base[w * stride + 2 * HB + k] * f;
                 den += base[w * stride + HB + h] * f;
             }
+            if (sinks) den += __expf(sink - M);
+        }
         out[((size_t)r * n_heads + h0) * D + k] = den > 0 ? num / den : 0.0f;
     }
 }
@@ -345,7 +356,7 @@ static void launch_group(cuda_ctx *c, const float *q, const uint8_t *k8, const u
     k_attention_group<KT, HB, DPL, DFIX><<<grid, 32 * attg_warps(HB, DW), attg_smem(HB, D, attg_warps(HB, DW)),   \
                                           c->stream>>>(q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, \
                                                        c->max_blocks, a->n_heads, a->n_kv_heads, D, a->block_size,   \
-                                                       a->scale, a->window, a->softcap)
+                                                       a->scale, a->window, a->softcap, a->sinks)
     if (D == 64) ATTG(2, 64, 64);
     else if (D == 128) ATTG(4, 128, 128);
     else if (D == 256) ATTG(8, 256, 256);
@@ -387,7 +398,7 @@ void cuda_attention(cuda_ctx *c, const float *q, const void *kc, const void *vc,
     dim3 grid((unsigned)c->T, (unsigned)a->n_heads);
     const size_t shm = (size_t)(a->head_dim + ATT_THREADS) * sizeof(float);
 #define ATT_ARGS q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, \
-                 a->n_kv_heads, a->head_dim, a->block_size, a->scale, a->window, a->softcap
+                 a->n_kv_heads, a->head_dim, a->block_size, a->scale, a->window, a->softcap, a->sinks
     switch (a->kv_type) {
     case QT_F32: k_attention<QT_F32><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;
     case QT_F16: k_attention<QT_F16><<<grid, ATT_THREADS, shm, c->stream>>>(ATT_ARGS); break;

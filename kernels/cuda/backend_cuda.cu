@@ -46,11 +46,11 @@ static int cu_status(void *p) { return C(p)->failed ? LLC_ERR_IO : 0; }
 
 enum {
     PK_EMBED, PK_RMSNORM, PK_ADD_BIAS, PK_ROPE, PK_KV_STORE, PK_ATTENTION, PK_SILU_MUL, PK_ADD,
-    PK_COPY_BLOCKS, PK_GATHER_OUT, PK_SCALE, PK_GELU_MUL, PK_GATHER_ROWS, PK_SCATTER_ADD, PK_MATMUL,
+    PK_COPY_BLOCKS, PK_GATHER_OUT, PK_SCALE, PK_GELU_MUL, PK_GATHER_ROWS, PK_SCATTER_ADD, PK_SWIGLU_OAI, PK_MATMUL,
 };
 static const char *const g_pk_names[] = {"embed", "rmsnorm", "add_bias", "rope", "kv_store", "attention", "silu_mul",
                                          "add", "copy_blocks", "gather_out_rows", "scale", "gelu_mul", "gather_rows",
-                                         "scatter_add_rows"};
+                                         "scatter_add_rows", "swiglu_oai"};
 #define PK_ROW_BUCKETS 4 /* matmul rows: 1, 2-8, 9-64, 65+ */
 #define PK_COUNT (PK_MATMUL + QT_COUNT * PK_ROW_BUCKETS)
 #define PROF_PENDING 4096
@@ -537,6 +537,12 @@ static int cu_gelu_mul(void *p, float *g, const float *u, size_t n) {
     return cu_status(p);
 }
 
+static int cu_swiglu_oai(void *p, float *g, const float *u, size_t n, float alpha, float limit) {
+    cuda_ctx *c = C(p);
+    PROFILED(c, PK_SWIGLU_OAI, 0, cuda_swiglu_oai(c, g, u, n, alpha, limit));
+    return cu_status(p);
+}
+
 static int cu_gather_rows(void *p, const float *x, int dim, const int32_t *rows, int n, float *out) {
     cuda_ctx *c = C(p);
     if (n <= 0 || !cuda_upload_ints(c, &c->rows, rows, (size_t)n)) return cu_status(p);
@@ -579,6 +585,7 @@ static backend_ops cuda_ops(void) {
     o.gather_out_rows = cu_gather_out_rows;
     o.scale = cu_scale;
     o.gelu_mul = cu_gelu_mul;
+    o.swiglu_oai = cu_swiglu_oai;
     o.gather_rows = cu_gather_rows;
     o.scatter_add_rows = cu_scatter_add_rows;
     o.graph_begin = cu_graph_begin;

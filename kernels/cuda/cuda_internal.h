@@ -127,6 +127,7 @@ void cuda_add_bias(cuda_ctx *c, float *y, const float *b, int64_t width, int row
 void cuda_rope(cuda_ctx *c, float *x, int n_heads, int head_dim, const bk_rope *rp, const float *d_factors);
 void cuda_silu_mul(cuda_ctx *c, float *g, const float *u, size_t n);
 void cuda_gelu_mul(cuda_ctx *c, float *g, const float *u, size_t n);
+void cuda_swiglu_oai(cuda_ctx *c, float *g, const float *u, size_t n, float alpha, float limit);
 void cuda_add(cuda_ctx *c, float *x, const float *y, size_t n);
 void cuda_scale(cuda_ctx *c, float *x, float s, size_t n);
 void cuda_copy_blocks(cuda_ctx *c, void *cache, const int *d_src, const int *d_dst, int n, size_t block_bytes);

@@ -131,6 +131,20 @@ void cuda_gelu_mul(cuda_ctx *c, float *g, const float *u, size_t n) {
     LAUNCHED(c);
 }
 
+/* gpt-oss's clamped SwiGLU, as the CPU's cpu_swiglu_oai_run */
+__global__ void k_swiglu_oai(float *g, const float *u, int64_t n, float alpha, float limit) {
+    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
+        const float x = fminf(g[k], limit), y = fminf(fmaxf(u[k], -limit), limit);
+        g[k] = x / (1.0f + expf(-alpha * x)) * (y + 1.0f);
+    }
+}
+
+void cuda_swiglu_oai(cuda_ctx *c, float *g, const float *u, size_t n, float alpha, float limit) {
+    if (!n) return;
+    k_swiglu_oai<<<grid_for(n, 256), 256, 0, c->stream>>>(g, u, (int64_t)n, alpha, limit);
+    LAUNCHED(c);
+}
+
 __global__ void k_add(float *x, const float *y, int64_t n) {
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
         x[k] += y[k];
