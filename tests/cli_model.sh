@@ -30,7 +30,7 @@ done
 # compared with one); the Q8_0 model is left to
 # test_model (the first tokens only: activation rounding drifts after them)
 for m in gemma2 gemma3 phi3 qwen3moe qwen2-bias llama-rope-scale qwen3-yarn phi3-longrope mistral3 smollm3 qwen2moe \
-    gpt-oss; do
+    gpt-oss gemma4; do
     n_first=0 # all of them; gpt-oss (Q8_0 and MXFP4): the first 8, as the README asks
     [ "$m" = gpt-oss ] && n_first=8
     python3 -c '

@@ -259,6 +259,9 @@ static void test_arch_qwen2moe(void) { check_arch("qwen2moe", 0); }
  * match with AVX2 and AVX-512; the scalar level's float sums drift at token 11
  * of one prompt) */
 static void test_arch_gpt_oss(void) { check_arch("gpt-oss", 8); }
+/* per-layer head sizes and KV heads, V = K, layers reading earlier layers' caches,
+ * per-layer embeddings */
+static void test_arch_gemma4(void) { check_arch("gemma4", 0); }
 
 /* Prefix sharing under sliding windows (gemma2: window 8, here over blocks of 4
  * tokens): sequence B reuses the blocks of A's first 32 tokens and computes only
@@ -809,7 +812,7 @@ static void test_alignment_1(void) {
 static void test_arch_references(void) {
     static const char *const names[] = {"gemma2", "gemma3", "phi3", "qwen3moe", "qwen2-bias", "llama-rope-scale",
                                         "mistral-gqa-q8", "qwen3-yarn", "phi3-longrope", "mistral3", "smollm3",
-                                        "qwen2moe", "gpt-oss"};
+                                        "qwen2moe", "gemma4"};
     for (size_t i = 0; i < LLC_ARRAY_LEN(names); i++) {
         char file[128], ref[128];
         snprintf(file, sizeof file, "arch/%s.gguf", names[i]);
@@ -841,6 +844,7 @@ int main(void) {
     RUN(test_arch_smollm3);
     RUN(test_arch_qwen2moe);
     RUN(test_arch_gpt_oss);
+    RUN(test_arch_gemma4);
     RUN(test_window_prefix_sharing);
     RUN(test_llama_with_experts);
     RUN(test_archs_and_types);

@@ -25,8 +25,9 @@ struct model_kv {
     uint64_t serial;   /* unique per cache (recorded steps name it) */
     int n_blocks, block_size;
     uint32_t type;     /* element type of K and V */
-    size_t row_bytes;  /* one slot's row of kv_dim elements */
-    void **k, **v;     /* [n_layers] -> [n_blocks * block_size] rows */
+    size_t *row_bytes; /* [n_layers] one slot's row of the layer's kv_dim elements */
+    void **k, **v;     /* [n_layers] -> [n_blocks * block_size] rows (a layer that shares an
+                          earlier layer's cache points at it) */
 };
 
 /* Serial numbers of models and caches: a recorded step names the ones it used,
@@ -58,13 +59,14 @@ int model_load(const gguf *g, backend *be, model **out, llc_err *err) {
 
 static void free_activations(model *m) {
     float **bufs[] = {&m->x, &m->xb, &m->q, &m->k, &m->v, &m->att, &m->hb, &m->hb2, &m->xo, &m->logits,
-                      &m->router_out, &m->xe, &m->ye, &m->moe_out};
+                      &m->router_out, &m->xe, &m->ye, &m->moe_out, &m->ple, &m->ple_proj, &m->ple_l, &m->ple_g};
     for (size_t i = 0; i < LLC_ARRAY_LEN(bufs); i++) {
         if (*bufs[i]) m->be->ops->free(m->be->ctx, *bufs[i]);
         *bufs[i] = NULL;
     }
     free(m->h_router), free(m->h_rows), free(m->h_weights), free(m->h_count);
-    free(m->h_all_rows), free(m->h_row_gate);
+    free(m->h_all_rows), free(m->h_row_gate), free(m->h_ple_rows);
+    m->h_ple_rows = NULL;
     m->h_router = NULL, m->h_rows = NULL, m->h_weights = NULL, m->h_count = NULL;
     m->h_all_rows = NULL, m->h_row_gate = NULL;
     m->cap_rows = m->cap_out = 0;
@@ -76,6 +78,7 @@ void model_free(model *m) {
     free(m->layers);
     free(m->expert_views);
     free(m->rope_factors);
+    free(m->h_ones);
     free(m);
 }
 
@@ -91,10 +94,15 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
     int cap_out = n_out > m->cap_out ? n_out : m->cap_out;
     free_activations(m);
     const model_hparams *hp = &m->hp;
-    size_t R = (size_t)cap_rows, q_dim = (size_t)hp->n_heads * hp->head_dim,
-           kv_dim = (size_t)hp->n_kv_heads * hp->head_dim,
-           ff = (size_t)max3i(hp->ffn_dim, hp->expert_ffn_dim, hp->shared_ffn_dim),
-           moe = hp->n_expert ? R : 0, n_exp = (size_t)hp->n_expert;
+    size_t q_dim = 0, kv_dim = 0;
+    for (int l = 0; l < hp->n_layers; l++) { /* the widest layer's */
+        const layer *ly = &m->layers[l];
+        if ((size_t)ly->n_heads * ly->head_dim > q_dim) q_dim = (size_t)ly->n_heads * ly->head_dim;
+        if ((size_t)ly->n_kv_heads * ly->head_dim > kv_dim) kv_dim = (size_t)ly->n_kv_heads * ly->head_dim;
+    }
+    size_t R = (size_t)cap_rows, ff = (size_t)max3i(hp->ffn_dim, hp->expert_ffn_dim, hp->shared_ffn_dim),
+           moe = hp->n_expert ? R : 0, n_exp = (size_t)hp->n_expert, pl = (size_t)hp->n_embd_per_layer,
+           ple_all = pl * (size_t)hp->n_layers;
     struct { float **p; size_t n; } plan[] = {
         {&m->x, R * hp->dim}, {&m->xb, R * (hp->dim > (int)q_dim ? (size_t)hp->dim : q_dim)},
         {&m->q, R * q_dim}, {&m->k, R * kv_dim}, {&m->v, R * kv_dim}, {&m->att, R * q_dim},
@@ -102,6 +110,7 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
         {&m->xo, (size_t)cap_out * hp->dim}, {&m->logits, (size_t)cap_out * hp->n_vocab},
         {&m->router_out, moe * n_exp}, {&m->xe, moe * hp->dim}, {&m->ye, moe * hp->dim},
         {&m->moe_out, moe * hp->dim},
+        {&m->ple, R * ple_all}, {&m->ple_proj, R * ple_all}, {&m->ple_l, R * pl}, {&m->ple_g, R * pl},
     };
     for (size_t i = 0; i < LLC_ARRAY_LEN(plan); i++) {
         if (!plan[i].n) continue;
@@ -123,6 +132,10 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
             return llc_fail(err, LLC_ERR_NOMEM, "out of memory for expert routing of %d rows", cap_rows);
         }
     }
+    if (pl && !(m->h_ple_rows = malloc(R * (size_t)hp->n_layers * sizeof *m->h_ple_rows))) {
+        free_activations(m);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory for activations of %d rows", cap_rows);
+    }
     m->cap_rows = cap_rows;
     m->cap_out = cap_out;
     return 0;
@@ -130,19 +143,19 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
 
 /* ---- KV cache ---- */
 
-/* Bytes of one slot's row of kv_dim elements as type, or 0 when the cache cannot
- * hold that type for this model (why: a message for the error). */
-static size_t kv_row_bytes(const model_hparams *hp, uint32_t type, char *why, size_t why_n) {
-    const int kv_dim = hp->n_kv_heads * hp->head_dim;
+/* Bytes of one slot's row of a layer's kv_dim elements as type, or 0 when the
+ * cache cannot hold that type for it (why: a message for the error). */
+static size_t kv_row_bytes(const layer *ly, uint32_t type, char *why, size_t why_n) {
+    const int kv_dim = ly->n_kv_heads * ly->head_dim;
     if (why_n) why[0] = 0;
     switch (type) {
     case QT_F32: return (size_t)kv_dim * sizeof(float);
     case QT_F16: return (size_t)kv_dim * sizeof(uint16_t);
     case QT_Q8_0:
-        if (kv_dim % QK8_0 == 0 && hp->head_dim % 8 == 0) return qtype_row_bytes(QT_Q8_0, kv_dim);
+        if (kv_dim % QK8_0 == 0 && ly->head_dim % 8 == 0) return qtype_row_bytes(QT_Q8_0, kv_dim);
         if (why_n)
             snprintf(why, why_n, "a Q8_0 KV cache needs KV rows that are whole blocks of %d and heads a multiple "
-                     "of 8 wide (this model: %d KV heads of %d)", QK8_0, hp->n_kv_heads, hp->head_dim);
+                     "of 8 wide (this model: %d KV heads of %d)", QK8_0, ly->n_kv_heads, ly->head_dim);
         return 0;
     default:
         if (why_n) snprintf(why, why_n, "the KV cache cannot be stored as %s (f32, f16 or q8_0)", qtype_name(type));
@@ -150,13 +163,25 @@ static size_t kv_row_bytes(const model_hparams *hp, uint32_t type, char *why, si
     }
 }
 
+/* Whether layer l keeps a cache of its own (not one shared with an earlier layer). */
+static bool owns_kv(const model *m, int l) { return m->layers[l].kv_layer == l; }
+
 size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type) {
-    return (size_t)m->hp.n_layers * 2 * kv_row_bytes(&m->hp, kv_type, NULL, 0);
+    size_t sum = 0;
+    for (int l = 0; l < m->hp.n_layers; l++)
+        if (owns_kv(m, l)) {
+            const size_t rb = kv_row_bytes(&m->layers[l], kv_type, NULL, 0);
+            if (!rb) return 0;
+            sum += 2 * rb;
+        }
+    return sum;
 }
 
 int model_kv_check_type(const model *m, uint32_t kv_type, llc_err *err) {
     char why[200];
-    return kv_row_bytes(&m->hp, kv_type, why, sizeof why) ? 0 : llc_fail(err, LLC_ERR_UNSUPPORTED, "%s", why);
+    for (int l = 0; l < m->hp.n_layers; l++)
+        if (!kv_row_bytes(&m->layers[l], kv_type, why, sizeof why)) return llc_fail(err, LLC_ERR_UNSUPPORTED, "%s", why);
+    return 0;
 }
 
 int model_kv_type_from_name(const char *name) {
@@ -182,20 +207,26 @@ int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_ty
         return llc_fail(err, LLC_ERR_RANGE, "bad KV cache geometry %d x %d", n_blocks, block_size);
     int rc = model_kv_check_type(m, kv_type, err);
     if (rc) return rc;
-    const size_t row_bytes = kv_row_bytes(&m->hp, kv_type, NULL, 0);
     model_kv *kv = calloc(1, sizeof *kv);
     if (!kv) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    const int L = m->hp.n_layers;
     kv->m = m;
     kv->serial = __atomic_add_fetch(&g_serials, 1, __ATOMIC_RELAXED);
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
     kv->type = kv_type;
-    kv->row_bytes = row_bytes;
-    kv->k = calloc((size_t)m->hp.n_layers, sizeof *kv->k);
-    kv->v = calloc((size_t)m->hp.n_layers, sizeof *kv->v);
-    size_t bytes = (size_t)n_blocks * block_size * row_bytes;
-    bool ok = kv->k && kv->v;
-    for (int l = 0; ok && l < m->hp.n_layers; l++) {
+    kv->row_bytes = calloc((size_t)L, sizeof *kv->row_bytes);
+    kv->k = calloc((size_t)L, sizeof *kv->k);
+    kv->v = calloc((size_t)L, sizeof *kv->v);
+    bool ok = kv->k && kv->v && kv->row_bytes;
+    for (int l = 0; ok && l < L; l++) {
+        kv->row_bytes[l] = kv_row_bytes(&m->layers[l], kv_type, NULL, 0);
+        if (!owns_kv(m, l)) { /* the earlier layer's cache (allocated: it comes first) */
+            kv->k[l] = kv->k[m->layers[l].kv_layer];
+            kv->v[l] = kv->v[m->layers[l].kv_layer];
+            continue;
+        }
+        const size_t bytes = (size_t)n_blocks * block_size * kv->row_bytes[l];
         kv->k[l] = m->be->ops->alloc(m->be->ctx, bytes);
         kv->v[l] = m->be->ops->alloc(m->be->ctx, bytes);
         ok = kv->k[l] && kv->v[l];
@@ -206,7 +237,7 @@ int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_ty
     if (!ok) {
         model_kv_free(kv);
         return llc_fail(err, LLC_ERR_NOMEM, "KV cache of %.1f MiB does not fit in memory",
-                        (double)bytes * 2 * m->hp.n_layers / (1024.0 * 1024.0));
+                        (double)n_blocks * block_size * model_kv_bytes_per_token(m, kv_type) / (1024.0 * 1024.0));
     }
     *out = kv;
     return 0;
@@ -214,13 +245,16 @@ int model_kv_create(const model *m, int n_blocks, int block_size, uint32_t kv_ty
 
 void model_kv_free(model_kv *kv) {
     if (!kv) return;
-    const backend *be = kv->m->be;
-    for (int l = 0; l < kv->m->hp.n_layers; l++) {
+    const model *m = kv->m;
+    const backend *be = m->be;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        if (!owns_kv(m, l)) continue;
         if (kv->k && kv->k[l]) be->ops->free(be->ctx, kv->k[l]);
         if (kv->v && kv->v[l]) be->ops->free(be->ctx, kv->v[l]);
     }
     free(kv->k);
     free(kv->v);
+    free(kv->row_bytes);
     free(kv);
 }
 
@@ -230,8 +264,9 @@ int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, i
             return llc_fail(err, LLC_ERR_RANGE, "block copy %d -> %d outside the cache", src[i], dst[i]);
     if (n == 0) return 0;
     const model *m = kv->m;
-    const size_t block_bytes = (size_t)kv->block_size * kv->row_bytes;
     for (int l = 0; l < m->hp.n_layers; l++) {
+        if (!owns_kv(m, l)) continue;
+        const size_t block_bytes = (size_t)kv->block_size * kv->row_bytes[l];
         int rc = m->be->ops->copy_blocks(m->be->ctx, kv->k[l], src, dst, n, block_bytes);
         if (!rc) rc = m->be->ops->copy_blocks(m->be->ctx, kv->v[l], src, dst, n, block_bytes);
         if (rc) return llc_fail(err, rc, "copying KV blocks failed in the backend");
@@ -431,6 +466,42 @@ static uint64_t step_key(const model *m, const model_kv *kv, const bk_batch *b) 
     return h;
 }
 
+/* gemma4's per-layer inputs, once per step into m->ple ([T][n_layers][n]): each
+ * token's row of the per-layer table times sqrt(n), plus the projection of the
+ * scaled embedding (times 1/sqrt(dim), RMS-normed per layer), times 1/sqrt(2). */
+static int per_layer_inputs(model *m, int T, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
+    const int n = hp->n_embd_per_layer, L = hp->n_layers;
+    const size_t all = (size_t)T * L * n;
+    OP(op->embed(c, &m->ple_embd, m->ple));
+    OP(op->scale(c, m->ple, sqrtf((float)n), all));
+    OP(op->matmul(c, &m->ple_model_proj, m->x, T, m->ple_proj));
+    OP(op->scale(c, m->ple_proj, 1.0f / sqrtf((float)hp->dim), all));
+    OP(op->rmsnorm(c, m->ple_proj, &m->ple_proj_norm, m->ple_proj, T * L, n, hp->norm_eps));
+    OP(op->add(c, m->ple, m->ple_proj, all));
+    OP(op->scale(c, m->ple, 1.0f / sqrtf(2.0f), all));
+    for (int l = 0; l < L; l++) /* layer l's slice: rows t * L + l of n */
+        for (int t = 0; t < T; t++) m->h_ple_rows[(size_t)l * m->cap_rows + t] = t * L + l;
+    return 0;
+}
+
+/* gemma4's per-layer embedding after layer l: x += norm(proj(gelu(x·gate) ⊙ ple_l)). */
+static int per_layer_embedding(model *m, const layer *ly, int l, int T, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
+    const int n = hp->n_embd_per_layer;
+    OP(op->matmul(c, &ly->ple_gate, m->x, T, m->ple_g));
+    OP(op->gather_rows(c, m->ple, n, m->h_ple_rows + (size_t)l * m->cap_rows, T, m->ple_l));
+    OP(op->gelu_mul(c, m->ple_g, m->ple_l, (size_t)T * n));
+    OP(op->matmul(c, &ly->ple_proj, m->ple_g, T, m->xb));
+    OP(op->rmsnorm(c, m->xb, &ly->ple_norm, m->xb, T, hp->dim, hp->norm_eps));
+    OP(op->add(c, m->x, m->xb, (size_t)T * hp->dim));
+    return 0;
+}
+
 /* The step's ops: embedding, the layers, the hidden states asked for, and the
  * logits of the output rows into m->logits (still in backend memory). */
 static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hidden, llc_err *err) {
@@ -438,41 +509,37 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
     void *c = m->be->ctx;
     const model_hparams *hp = &m->hp;
     const int T = batch->n_tokens, dim = hp->dim;
-    const int kv_dim = hp->n_kv_heads * hp->head_dim;
-    const bk_attn attn = {.n_heads = hp->n_heads, .n_kv_heads = hp->n_kv_heads,
-                          .head_dim = hp->head_dim, .kv_type = kv->type, .block_size = kv->block_size,
-                          .scale = hp->attn_scale, .softcap = hp->attn_softcap};
-    bk_attn attn_swa = attn;
-    attn_swa.window = hp->swa_window;
     int rc;
 
     OP(op->embed(c, &m->tok_embd, m->x));
     if (hp->embd_scale) OP(op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim));
+    if (hp->n_embd_per_layer && (rc = per_layer_inputs(m, T, err))) return rc;
     for (int l = 0; l < hp->n_layers; l++) {
         const layer *ly = &m->layers[l];
+        const int nh = ly->n_heads, nkv = ly->n_kv_heads, hd = ly->head_dim;
+        const bool own_kv = ly->kv_layer == l; /* else K and V come from an earlier layer's cache */
         /* attention */
         OP(op->rmsnorm(c, m->x, &ly->attn_norm, m->xb, T, dim, hp->norm_eps));
         const bk_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
         float *const qkv_out[3] = {m->q, m->k, m->v};
-        if ((rc = matmul_n(m, qkv, 3, m->xb, T, qkv_out, err))) return rc;
+        if ((rc = matmul_n(m, qkv, own_kv ? 3 : 1, m->xb, T, qkv_out, err))) return rc;
         if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
         if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
         if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));
-        if (ly->q_norm.data) {
-            OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * hp->n_heads, hp->head_dim, hp->norm_eps));
-            OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * hp->n_kv_heads, hp->head_dim, hp->norm_eps));
-        }
+        if (ly->q_norm.data) OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * nh, hd, hp->norm_eps));
+        if (ly->k_norm.data) OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * nkv, hd, hp->norm_eps));
+        if (ly->v_norm && own_kv) OP(op->rmsnorm(c, m->v, &m->ones, m->v, T * nkv, hd, hp->norm_eps));
         if (!ly->no_rope) {
-            const bk_rope *rope = ly->swa ? &hp->rope_swa : &hp->rope;
-            bk_rope rope_q = *rope;
+            bk_rope rope_q = *ly->rope;
             rope_q.temp_scale = hp->attn_temp_scale;
             rope_q.temp_floor = hp->attn_temp_floor;
-            OP(op->rope(c, m->q, hp->n_heads, hp->head_dim, &rope_q));
-            OP(op->rope(c, m->k, hp->n_kv_heads, hp->head_dim, rope));
+            OP(op->rope(c, m->q, nh, hd, &rope_q));
+            if (own_kv) OP(op->rope(c, m->k, nkv, hd, ly->rope));
         }
-        OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, kv_dim, kv->type));
-        bk_attn at = ly->swa ? attn_swa : attn;
-        at.sinks = ly->sinks.data;
+        if (own_kv) OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, nkv * hd, kv->type));
+        const bk_attn at = {.n_heads = nh, .n_kv_heads = nkv, .head_dim = hd, .kv_type = kv->type,
+                            .block_size = kv->block_size, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
+                            .window = ly->swa ? hp->swa_window : 0, .sinks = ly->sinks.data};
         OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, &at));
         OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
         if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
@@ -490,6 +557,8 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
         }
         if (ly->post_ffn_norm.data) OP(op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps));
         OP(op->add(c, m->x, ffn_out, (size_t)T * dim));
+        if (hp->n_embd_per_layer && (rc = per_layer_embedding(m, ly, l, T, err))) return rc;
+        if (ly->out_scale != 1.0f) OP(op->scale(c, m->x, ly->out_scale, (size_t)T * dim));
     }
     if (batch->n_hidden > 0) { /* embeddings: the final norm of the rows asked for (xb is free now) */
         OP(op->gather_rows(c, m->x, dim, batch->hidden_rows, batch->n_hidden, m->xb));
@@ -516,9 +585,10 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     const model_hparams *hp = &m->hp;
     if ((rc = op->begin(c, batch, err))) return rc;
     /* A step whose ops all stay in backend memory can be recorded and replayed
-     * (mixture-of-experts routing and hidden states go to the host mid-step). */
+     * (mixture-of-experts routing, per-layer embedding rows and hidden states go
+     * between host and backend mid-step). */
     int graph = BK_GRAPH_NONE;
-    if (op->graph_begin && !hp->n_expert && batch->n_hidden == 0 && batch->n_out > 0)
+    if (op->graph_begin && !hp->n_expert && !hp->n_embd_per_layer && batch->n_hidden == 0 && batch->n_out > 0)
         graph = op->graph_begin(c, step_key(m, kv, batch));
     if (graph != BK_GRAPH_REPLAYED) {
         rc = forward_ops(m, kv, batch, hidden, err);

@@ -18,7 +18,7 @@
 
 typedef enum model_arch {
     ARCH_LLAMA, ARCH_MISTRAL3, ARCH_SMOLLM3, ARCH_QWEN2, ARCH_QWEN2MOE, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3,
-    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GPT_OSS
+    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS
 } model_arch;
 
 /* The gate of a gated FFN: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU
@@ -40,8 +40,12 @@ typedef struct model_hparams {
     int n_ctx_orig;   /* context before RoPE scaling (rope.scaling.original_context_length) */
     int dim;          /* embedding width */
     int n_layers;
+    /* attention geometry; where layers differ (gemma4) the largest of each, and
+     * model_layer_geometry gives a layer's own */
     int n_heads, n_kv_heads, head_dim;
-    int ffn_dim;      /* dense FFN width; 0 in an MoE model */
+    int ffn_dim;      /* dense FFN width (the widest layer's); 0 in an MoE model */
+    int n_embd_per_layer; /* gemma4's per-layer embeddings per layer; 0 = none */
+    int n_kv_shared;  /* the last layers that read earlier layers' KV instead of their own (gemma4) */
     float norm_eps;
     bk_rope rope;     /* freq_factors point into the model when present */
     bk_rope rope_swa; /* RoPE of the sliding-window layers (gemma3: its own base) */

@@ -17,7 +17,14 @@
  * ranges, so the forward pass sees separate matrices either way; it multiplies
  * Q, K, V (and gate, up) in one backend call whether the file fused them or not. */
 typedef struct layer {
-    bk_weight attn_norm, wq, wk, wv, wo;
+    /* this layer's geometry: the model's, except where layers differ (gemma4's
+     * sliding-window and full layers have their own heads and head sizes) */
+    int n_heads, n_kv_heads, head_dim, ffn_dim;
+    int kv_layer;                     /* the layer whose KV cache it reads: itself, or an earlier one
+                                         whose cache it shares (gemma4's last layers; wk, wv unused) */
+    const bk_rope *rope;              /* its RoPE (the model's, or the sliding-window layers') */
+    float out_scale;                  /* the layer's output times this (gemma4's layer_output_scale) */
+    bk_weight attn_norm, wq, wk, wv, wo;   /* wv absent (gemma4's full layers): V is K's projection */
     bk_weight bq, bk, bv, bo;         /* optional biases */
     bk_weight q_norm, k_norm;         /* per-head RMSNorm over head_dim (qwen3, gemma3) */
     bk_weight post_attn_norm;         /* gemma2/3 */
@@ -32,6 +39,8 @@ typedef struct layer {
     bk_weight sh_gate_inp;            /* its sigmoid gate [dim] (optional) */
     bool swa;                         /* sliding-window attention in this layer */
     bool no_rope;                     /* keys and queries are not rotated (smollm3's NoPE layers) */
+    bool v_norm;                      /* V RMS-normed without a weight (gemma4) */
+    bk_weight ple_gate, ple_proj, ple_norm; /* gemma4's per-layer embedding: gate, projection, norm */
 } layer;
 
 struct model {
@@ -39,6 +48,11 @@ struct model {
     backend *be;
     uint64_t serial;         /* unique per loaded model (the backend's recorded steps name it) */
     bk_weight tok_embd, out_norm, output, b_output;
+    /* gemma4's per-layer embeddings: a table of n_layers x n_embd_per_layer per
+     * token, a projection of the embedding to the same, and its norm */
+    bk_weight ple_embd, ple_model_proj, ple_proj_norm;
+    bk_weight ones;          /* head_dim ones: the weight of a norm without one (gemma4's V) */
+    float *h_ones;           /* its host copy */
     layer *layers;
     bk_weight *expert_views; /* one allocation for every layer's expert views (and their biases') */
     float *rope_factors;     /* host copy of rope_freqs.weight, or NULL */
@@ -46,6 +60,9 @@ struct model {
     /* activations in backend memory, sized for cap_rows rows and cap_out outputs */
     int cap_rows, cap_out;
     float *x, *xb, *q, *k, *v, *att, *hb, *hb2, *xo, *logits;
+    float *ple, *ple_proj;      /* per-layer embeddings, all layers' [T][n_layers][n], and their projection */
+    float *ple_l, *ple_g;       /* one layer's [T][n], and its gate */
+    int32_t *h_ple_rows;        /* [n_layers][cap_rows] the rows of ple (n wide) that are layer l's */
     /* MoE: router logits (backend and host), expert inputs/outputs, the routing */
     float *router_out, *xe, *ye, *moe_out, *h_router;
     int32_t *h_rows;  /* [n_expert][cap_rows] rows routed to each expert */

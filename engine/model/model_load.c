@@ -27,6 +27,8 @@ typedef struct arch_info {
     int no_rope_step; /* layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3) */
     bool attn_temp;   /* query temperature by position (attention.temperature_scale: mistral3) */
     bool ffn_norm_post_attn; /* the FFN's norm is named post_attention_norm (gpt-oss) */
+    bool layer_types; /* sliding-window layers from attention.sliding_window_pattern, each type with
+                         its own heads, head size and RoPE; V = K where attn_v is absent (gemma4) */
 } arch_info;
 
 static const arch_info g_archs[] = {
@@ -42,12 +44,14 @@ static const arch_info g_archs[] = {
      .act = FFN_GELU, .swa_pattern = 2},
     {.name = "gemma3", .arch = ARCH_GEMMA3, .rope = BK_ROPE_NEOX, .qk_norm = true, .post_norms = true,
      .embd_scale = true, .act = FFN_GELU, .swa_pattern = 6},
+    {.name = "gemma4", .arch = ARCH_GEMMA4, .rope = BK_ROPE_NEOX, .qk_norm = true, .post_norms = true,
+     .embd_scale = true, .act = FFN_GELU, .layer_types = true},
     {.name = "gpt-oss", .arch = ARCH_GPT_OSS, .rope = BK_ROPE_NEOX, .moe = true, .act = FFN_SWIGLU_OAI,
      .gating = MOE_TOPK_SOFTMAX, .swa_pattern = 2, .ffn_norm_post_attn = true},
 };
 #define ARCH_LIST                                                                                        \
     "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
-    "gemma3, gpt-oss"
+    "gemma3, gemma4, gpt-oss"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
@@ -55,7 +59,6 @@ static const struct {
 } g_near_archs[] = {
     {"qwen3next", "its linear-attention layers are not implemented"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
-    {"gemma4", "its per-layer head counts and head sizes are not implemented"},
     {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
 };
 
@@ -97,6 +100,35 @@ static int get_float(loader *L, const char *suffix, float def, float *out, bool 
     }
     if (!rc && !isfinite(*out)) return llc_fail(L->err, LLC_ERR_RANGE, "%s is not finite", L->key);
     return rc;
+}
+
+/* A per-layer integer: an array of n_layers values or one value for all (absent:
+ * def, or an error when required). *max gets the largest. */
+static int get_layer_ints(loader *L, const char *suffix, bool required, int def, int lo, int hi, int *max) {
+    model_hparams *hp = &L->m->hp;
+    layer *ly = L->m->layers;
+    gguf_array arr = {0};
+    const bool is_arr = gguf_get_arr(L->g, arch_key(L, suffix), GGUF_TYPE_COUNT, &arr, NULL) == 0;
+    int one = def, rc;
+    if (!is_arr && (rc = get_int(L, suffix, required, def, lo, hi, &one))) return rc;
+    if (is_arr && arr.n != (uint64_t)hp->n_layers)
+        return llc_fail(L->err, LLC_ERR_FORMAT, "%s has %llu values for %d layers", L->key,
+                        (unsigned long long)arr.n, hp->n_layers);
+    *max = 0;
+    for (int l = 0; l < hp->n_layers; l++) {
+        int64_t v = one;
+        if (is_arr) {
+            if (arr.elem_type == GGUF_TYPE_STRING || arr.elem_type == GGUF_TYPE_ARRAY)
+                return llc_fail(L->err, LLC_ERR_TYPE, "%s must hold integers", L->key);
+            v = gguf_arr_int(&arr, (uint64_t)l);
+        }
+        if (v < lo || v > hi)
+            return llc_fail(L->err, LLC_ERR_RANGE, "%s[%d] = %lld is outside %d..%d", L->key, l, (long long)v, lo, hi);
+        if (!strcmp(suffix, "feed_forward_length")) ly[l].ffn_dim = (int)v;
+        else ly[l].n_kv_heads = (int)v;
+        if (v > *max) *max = (int)v;
+    }
+    return 0;
 }
 
 /* ---- tensors ---- */
@@ -232,7 +264,10 @@ static int load_rope(loader *L) {
     bk_rope *rp = &hp->rope;
     int rc;
     rp->style = L->ai->rope;
-    if ((rc = get_int(L, "rope.dimension_count", false, hp->head_dim, 2, hp->head_dim, &rp->n_rot)))
+    int full_head_dim = hp->head_dim; /* (the full-attention layers') */
+    for (int l = 0; l < hp->n_layers; l++)
+        if (!L->m->layers[l].swa) full_head_dim = L->m->layers[l].head_dim;
+    if ((rc = get_int(L, "rope.dimension_count", false, full_head_dim, 2, full_head_dim, &rp->n_rot)))
         return rc;
     if (rp->n_rot % 2) return llc_fail(L->err, LLC_ERR_FORMAT, "RoPE dimension count must be even");
     if ((rc = get_float(L, "rope.freq_base", 10000.0f, &rp->freq_base, NULL))) return rc;
@@ -246,6 +281,14 @@ static int load_rope(loader *L) {
     }
     if ((rc = get_float(L, "rope.freq_base_swa", hp->rope_swa.freq_base, &hp->rope_swa.freq_base, NULL)))
         return rc;
+    if (L->ai->layer_types) { /* gemma4: the sliding-window layers' own head size */
+        int max_rot = 0;
+        for (int l = 0; l < hp->n_layers; l++)
+            if (L->m->layers[l].swa) max_rot = L->m->layers[l].head_dim;
+        if (max_rot && (rc = get_int(L, "rope.dimension_count_swa", false, max_rot, 2, max_rot, &hp->rope_swa.n_rot)))
+            return rc;
+        if (hp->rope_swa.n_rot % 2) return llc_fail(L->err, LLC_ERR_FORMAT, "RoPE dimension count must be even");
+    }
     if (hp->rope_swa.freq_base <= 1) return llc_fail(L->err, LLC_ERR_RANGE, "RoPE base must be > 1");
     return 0;
 }
@@ -279,6 +322,54 @@ static int load_rope_factors(loader *L) {
     return 0;
 }
 
+/* Which layers are sliding-window (a fixed pattern, or gemma4's per-layer list),
+ * each layer's heads and head size, and the KV caches shared by the last
+ * attention.shared_kv_layers layers: each reads the last earlier layer of its
+ * type that has its own (as llama.cpp assigns them). */
+static int load_layer_types(loader *L, int head_dim, int head_dim_swa) {
+    model_hparams *hp = &L->m->hp;
+    const arch_info *ai = L->ai;
+    int rc;
+    gguf_array pat = {0};
+    if (ai->layer_types) {
+        if ((rc = gguf_get_arr(L->g, arch_key(L, "attention.sliding_window_pattern"), GGUF_TYPE_BOOL, &pat, L->err)))
+            return rc;
+        if (pat.n != (uint64_t)hp->n_layers)
+            return llc_fail(L->err, LLC_ERR_FORMAT, "%s has %llu values for %d layers", L->key,
+                            (unsigned long long)pat.n, hp->n_layers);
+        hp->swa_pattern = 1; /* (some layers are sliding-window) */
+    } else {
+        hp->swa_pattern = ai->swa_pattern;
+        head_dim_swa = head_dim;
+    }
+    if (hp->swa_pattern &&
+        (rc = get_int(L, "attention.sliding_window", true, 0, 1, 1 << 24, &hp->swa_window)))
+        return rc;
+    if ((rc = get_int(L, "attention.shared_kv_layers", false, 0, 0, hp->n_layers - 1, &hp->n_kv_shared))) return rc;
+    const int kv_from = hp->n_layers - hp->n_kv_shared;
+    hp->head_dim = 0;
+    for (int l = 0; l < hp->n_layers; l++) {
+        layer *ly = &L->m->layers[l];
+        ly->swa = ai->layer_types ? pat.data[l] != 0
+                                  : hp->swa_pattern > 0 && l % hp->swa_pattern < hp->swa_pattern - 1;
+        ly->n_heads = hp->n_heads;
+        ly->head_dim = ly->swa ? head_dim_swa : head_dim;
+        ly->rope = ly->swa ? &hp->rope_swa : &hp->rope;
+        ly->out_scale = 1.0f;
+        if (ly->head_dim > hp->head_dim) hp->head_dim = ly->head_dim;
+        if (ly->n_heads % ly->n_kv_heads)
+            return llc_fail(L->err, LLC_ERR_FORMAT, "%d attention heads are not a multiple of %d KV heads (layer %d)",
+                            ly->n_heads, ly->n_kv_heads, l);
+        ly->kv_layer = l < kv_from ? l : kv_from - (ly->swa ? 2 : 1);
+        const layer *src = &L->m->layers[ly->kv_layer < 0 ? 0 : ly->kv_layer];
+        if (ly->kv_layer < 0 || src->swa != ly->swa || src->head_dim != ly->head_dim ||
+            src->n_kv_heads != ly->n_kv_heads)
+            return llc_fail(L->err, LLC_ERR_FORMAT, "layer %d shares the KV cache of layer %d, which is of another kind",
+                            l, ly->kv_layer);
+    }
+    return 0;
+}
+
 static int load_hparams(loader *L) {
     model_hparams *hp = &L->m->hp;
     gguf_str arch;
@@ -308,26 +399,29 @@ static int load_hparams(loader *L) {
                                  gguf_get_i64(L->g, arch_key(L, "expert_count"), &n_exp, NULL) == 0 && n_exp > 0);
     if ((rc = get_int(L, "embedding_length", true, 0, 1, BIG, &hp->dim)) ||
         (rc = get_int(L, "block_count", true, 0, 1, 4096, &hp->n_layers)) ||
-        (rc = get_int(L, "feed_forward_length", !moe, 0, 1, BIG, &hp->ffn_dim)) ||
         (rc = get_int(L, "attention.head_count", true, 0, 1, 4096, &hp->n_heads)) ||
-        (rc = get_int(L, "attention.head_count_kv", false, hp->n_heads, 1, 4096, &hp->n_kv_heads)) ||
         (rc = get_int(L, "context_length", false, 2048, 1, 1 << 24, &hp->n_ctx_train)))
         return rc;
-    if (hp->n_heads % hp->n_kv_heads)
-        return llc_fail(L->err, LLC_ERR_FORMAT, "%d attention heads are not a multiple of %d KV heads",
-                        hp->n_heads, hp->n_kv_heads);
-    int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
-    if ((rc = get_int(L, "attention.key_length", false, def_head_dim, 1, 4096, &hp->head_dim)))
+    L->m->layers = calloc((size_t)hp->n_layers, sizeof *L->m->layers);
+    if (!L->m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
+    if ((rc = get_layer_ints(L, "feed_forward_length", !moe, 0, moe ? 0 : 1, BIG, &hp->ffn_dim)) ||
+        (rc = get_layer_ints(L, "attention.head_count_kv", false, hp->n_heads, 1, 4096, &hp->n_kv_heads)))
         return rc;
-    int vlen;
-    if ((rc = get_int(L, "attention.value_length", false, hp->head_dim, 1, 4096, &vlen))) return rc;
-    if (hp->head_dim <= 0)
+    int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
+    int head_dim, head_dim_swa, vlen, vlen_swa;
+    if ((rc = get_int(L, "attention.key_length", false, def_head_dim, 1, 4096, &head_dim)) ||
+        (rc = get_int(L, "attention.value_length", false, head_dim, 1, 4096, &vlen)) ||
+        (rc = get_int(L, "attention.key_length_swa", false, head_dim, 1, 4096, &head_dim_swa)) ||
+        (rc = get_int(L, "attention.value_length_swa", false, head_dim_swa, 1, 4096, &vlen_swa)))
+        return rc;
+    if (head_dim <= 0)
         return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "head size cannot be derived (dim %d, %d heads)",
                         hp->dim, hp->n_heads);
-    if (vlen != hp->head_dim)
+    if (vlen != head_dim || vlen_swa != head_dim_swa)
         return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
                         "keys of %d and values of %d per head are not supported (they must be equal)",
-                        hp->head_dim, vlen);
+                        vlen != head_dim ? head_dim : head_dim_swa, vlen != head_dim ? vlen : vlen_swa);
+    if ((rc = load_layer_types(L, head_dim, head_dim_swa))) return rc;
     if ((rc = get_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->norm_eps, NULL))) return rc;
     if (hp->norm_eps <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RMSNorm epsilon must be positive");
 
@@ -343,9 +437,11 @@ static int load_hparams(loader *L) {
         if (hp->attn_softcap < 0 || hp->final_softcap < 0)
             return llc_fail(L->err, LLC_ERR_RANGE, "soft-capping values must not be negative");
     }
-    if (ai->swa_pattern) {
-        hp->swa_pattern = ai->swa_pattern;
-        if ((rc = get_int(L, "attention.sliding_window", true, 0, 1, 1 << 24, &hp->swa_window))) return rc;
+    if (hp->arch == ARCH_GEMMA4) { /* queries and keys are normed: no 1/sqrt(head_dim) */
+        hp->attn_scale = 1.0f;
+        if ((rc = get_float(L, "final_logit_softcapping", 0.0f, &hp->final_softcap, NULL))) return rc;
+        if (hp->final_softcap < 0) return llc_fail(L->err, LLC_ERR_RANGE, "soft-capping values must not be negative");
+        if ((rc = get_int(L, "embedding_length_per_layer_input", false, 0, 0, BIG, &hp->n_embd_per_layer))) return rc;
     }
     if (moe) {
         if ((rc = get_int(L, "expert_count", true, 0, 1, 4096, &hp->n_expert)) ||
@@ -373,13 +469,28 @@ static int load_hparams(loader *L) {
 /* blk.<l>.<suffix> in the caller's buffer n */
 #define NAME(suffix) (snprintf(n, sizeof n, "blk.%d." suffix, l), n)
 
+static int load_attention_rest(loader *L, int l, layer *ly, int64_t q_dim);
+
 static int load_attention(loader *L, int l, layer *ly) {
     const model_hparams *hp = &L->m->hp;
-    const int64_t q_dim = (int64_t)hp->n_heads * hp->head_dim, kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
+    const int64_t q_dim = (int64_t)ly->n_heads * ly->head_dim, kv_dim = (int64_t)ly->n_kv_heads * ly->head_dim;
     char n[96];
     int rc;
     bool fused;
     if ((rc = get_weight(L, NAME("attn_norm.weight"), hp->dim, 1, true, &ly->attn_norm))) return rc;
+    if (ly->kv_layer != l) { /* it reads an earlier layer's cache: its own K and V (if any) go unused */
+        if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_dim, true, &ly->wq))) return rc;
+        return load_attention_rest(L, l, ly, q_dim);
+    }
+    if (L->ai->layer_types) { /* gemma4: no attn_v means V is K's projection, and V is RMS-normed */
+        ly->v_norm = true;
+        if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_dim, true, &ly->wq)) ||
+            (rc = get_weight(L, NAME("attn_k.weight"), hp->dim, kv_dim, true, &ly->wk)) ||
+            (rc = get_weight(L, NAME("attn_v.weight"), hp->dim, kv_dim, false, &ly->wv)))
+            return rc;
+        if (!ly->wv.data) ly->wv = ly->wk;
+        return load_attention_rest(L, l, ly, q_dim);
+    }
     const int64_t parts[3] = {q_dim, kv_dim, kv_dim};
     bk_weight *w[3] = {&ly->wq, &ly->wk, &ly->wv}, *b[3] = {&ly->bq, &ly->bk, &ly->bv};
     if ((rc = get_split(L, NAME("attn_qkv.weight"), hp->dim, parts, 3, false, w, &fused))) return rc;
@@ -392,12 +503,20 @@ static int load_attention(loader *L, int l, layer *ly) {
                (rc = get_weight(L, NAME("attn_k.bias"), kv_dim, 1, false, &ly->bk)) ||
                (rc = get_weight(L, NAME("attn_v.bias"), kv_dim, 1, false, &ly->bv)))
         return rc;
-    bool qk = L->ai->qk_norm;
+    return load_attention_rest(L, l, ly, q_dim);
+}
+
+/* The attention weights after Q, K and V: output, norms, sinks. */
+static int load_attention_rest(loader *L, int l, layer *ly, int64_t q_dim) {
+    const model_hparams *hp = &L->m->hp;
+    char n[96];
+    int rc;
+    bool qk = L->ai->qk_norm, own_kv = ly->kv_layer == l;
     if ((rc = get_weight(L, NAME("attn_output.weight"), q_dim, hp->dim, true, &ly->wo)) ||
         (rc = get_weight(L, NAME("attn_output.bias"), hp->dim, 1, false, &ly->bo)) ||
-        (rc = get_weight(L, NAME("attn_q_norm.weight"), hp->head_dim, 1, qk, &ly->q_norm)) ||
-        (rc = get_weight(L, NAME("attn_k_norm.weight"), hp->head_dim, 1, qk, &ly->k_norm)) ||
-        (rc = get_weight(L, NAME("attn_sinks.weight"), hp->n_heads, 1, false, &ly->sinks)))
+        (rc = get_weight(L, NAME("attn_q_norm.weight"), ly->head_dim, 1, qk, &ly->q_norm)) ||
+        (rc = get_weight(L, NAME("attn_k_norm.weight"), ly->head_dim, 1, qk && own_kv, &ly->k_norm)) ||
+        (rc = get_weight(L, NAME("attn_sinks.weight"), ly->n_heads, 1, false, &ly->sinks)))
         return rc;
     if (!L->ai->ffn_norm_post_attn && /* (gpt-oss: that name is its FFN's norm) */
         (rc = get_weight(L, NAME("post_attention_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_attn_norm)))
@@ -408,7 +527,7 @@ static int load_attention(loader *L, int l, layer *ly) {
 
 static int load_dense_ffn(loader *L, int l, layer *ly) {
     const model_hparams *hp = &L->m->hp;
-    const int64_t ff = hp->ffn_dim;
+    const int64_t ff = ly->ffn_dim;
     char n[96];
     int rc;
     if (gguf_find_tensor(L->g, NAME("ffn_gate.weight"))) {
@@ -499,6 +618,25 @@ static int load_moe_ffn(loader *L, int l, layer *ly) {
     return 0;
 }
 
+/* gemma4's per-layer embedding weights and layer_output_scale (read to the host) */
+static int load_layer_extras(loader *L, int l, layer *ly) {
+    const model_hparams *hp = &L->m->hp;
+    const int64_t pl = hp->n_embd_per_layer;
+    char n[96];
+    int rc;
+    if ((rc = get_weight(L, NAME("inp_gate.weight"), hp->dim, pl, true, &ly->ple_gate)) ||
+        (rc = get_weight(L, NAME("proj.weight"), pl, hp->dim, true, &ly->ple_proj)) ||
+        (rc = get_weight(L, NAME("post_norm.weight"), hp->dim, 1, true, &ly->ple_norm)))
+        return rc;
+    const gguf_tensor *t;
+    if ((rc = find_tensor(L, NAME("layer_output_scale.weight"), 1, 1, 1, false, &t))) return rc;
+    if (t) {
+        memcpy(&ly->out_scale, t->data, sizeof ly->out_scale);
+        if (!isfinite(ly->out_scale)) return llc_fail(L->err, LLC_ERR_RANGE, "%s is not finite", n);
+    }
+    return 0;
+}
+
 static int load_layer(loader *L, int l, layer *ly) {
     const model_hparams *hp = &L->m->hp;
     char n[96];
@@ -509,9 +647,8 @@ static int load_layer(loader *L, int l, layer *ly) {
         (rc = hp->n_expert ? load_moe_ffn(L, l, ly) : load_dense_ffn(L, l, ly)) ||
         (rc = get_weight(L, NAME("post_ffw_norm.weight"), hp->dim, 1, hp->post_norms, &ly->post_ffn_norm)))
         return rc;
-    ly->swa = hp->swa_pattern > 0 && l % hp->swa_pattern < hp->swa_pattern - 1;
     ly->no_rope = hp->no_rope_step > 0 && (l + 1) % hp->no_rope_step == 0;
-    return 0;
+    return hp->n_embd_per_layer ? load_layer_extras(L, l, ly) : 0;
 }
 
 #undef NAME
@@ -536,9 +673,22 @@ static int load_weights(loader *L) {
     if (hp->tied_output) m->output = m->tok_embd;
 
     if ((rc = load_rope_factors(L))) return rc;
+    if (hp->n_embd_per_layer) { /* gemma4's per-layer embeddings */
+        const int64_t all = (int64_t)hp->n_layers * hp->n_embd_per_layer;
+        if ((rc = get_weight(L, "per_layer_token_embd.weight", all, hp->n_vocab, true, &m->ple_embd)) ||
+            (rc = get_weight(L, "per_layer_model_proj.weight", hp->dim, all, true, &m->ple_model_proj)) ||
+            (rc = get_weight(L, "per_layer_proj_norm.weight", hp->n_embd_per_layer, 1, true, &m->ple_proj_norm)))
+            return rc;
+    }
+    if (L->ai->layer_types) { /* ones: the weight of gemma4's V norm */
+        m->h_ones = malloc((size_t)hp->head_dim * sizeof *m->h_ones);
+        if (!m->h_ones) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < hp->head_dim; i++) m->h_ones[i] = 1.0f;
+        const bk_tensor t = {.name = "ones", .type = QT_F32, .n_in = hp->head_dim, .n_out = 1, .data = m->h_ones,
+                             .n_bytes = (size_t)hp->head_dim * sizeof(float)};
+        if ((rc = m->be->ops->weight_load(m->be->ctx, &t, &m->ones, L->err))) return rc;
+    }
 
-    m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
-    if (!m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
     if (hp->n_expert) {
         m->expert_views = calloc((size_t)hp->n_layers * MODEL_EXPERT_VIEWS * (size_t)hp->n_expert,
                                  sizeof *m->expert_views);

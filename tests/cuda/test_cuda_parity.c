@@ -276,7 +276,8 @@ static void test_attention_and_small_ops(void) {
     }
     g_cpu->ops->kv_store(g_cpu->ctx, kc, vc, k, v, kv_dim, QT_F32);
     g_gpu->ops->kv_store(g_gpu->ctx, dkc, dvc, dk, dv, kv_dim, QT_F32);
-    bk_attn at = {n_heads, n_kv, hd, 16, 0.125f, 0, 0.0f, QT_F32};
+    bk_attn at = {.n_heads = n_heads, .n_kv_heads = n_kv, .head_dim = hd, .block_size = 16, .scale = 0.125f,
+                  .kv_type = QT_F32};
     float *want = malloc((size_t)T * q_dim * 4);
     g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want, &at);
     g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at);
@@ -373,7 +374,9 @@ static void check_long_attention(int n_heads, int n_kv, int hd, uint32_t kv_type
     float *dout = gpu_floats(NULL, (size_t)T * q_dim), *want = malloc((size_t)T * q_dim * 4), *got = malloc((size_t)T * q_dim * 4);
     llc_err err;
     for (int window = 0; window <= 200; window += 200) {
-        bk_attn at = {n_heads, n_kv, hd, BS, 1.0f / sqrtf((float)hd), window, window ? 30.0f : 0.0f, kv_type};
+        bk_attn at = {.n_heads = n_heads, .n_kv_heads = n_kv, .head_dim = hd, .block_size = BS,
+                      .scale = 1.0f / sqrtf((float)hd), .window = window, .softcap = window ? 30.0f : 0.0f,
+                      .kv_type = kv_type};
         CHECK(g_cpu->ops->begin(g_cpu->ctx, &b, &err) == 0);
         CHECKF(g_gpu->ops->begin(g_gpu->ctx, &b, &err) == 0, "%s", err.msg);
         g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want, &at);
@@ -382,6 +385,23 @@ static void check_long_attention(int n_heads, int n_kv, int hd, uint32_t kv_type
         const double e = max_rel(got, want, (size_t)T * q_dim);
         CHECKF(e < 1e-4, "attention %d heads / %d KV heads of %d, %s cache, window %d: %g", n_heads, n_kv, hd,
                qtype_name(kv_type), window, e);
+    }
+    { /* attention sinks (gpt-oss): per-head logits, some above every score, in the denominator */
+        float sinks[64];
+        for (int h = 0; h < n_heads && h < 64; h++) sinks[h] = (float)(h % 4) * 3.0f - 4.0f;
+        float *dsinks = gpu_floats(sinks, (size_t)n_heads);
+        bk_attn at = {.n_heads = n_heads, .n_kv_heads = n_kv, .head_dim = hd, .block_size = BS,
+                      .scale = 1.0f / sqrtf((float)hd), .kv_type = kv_type, .sinks = sinks};
+        CHECK(g_cpu->ops->begin(g_cpu->ctx, &b, &err) == 0);
+        CHECKF(g_gpu->ops->begin(g_gpu->ctx, &b, &err) == 0, "%s", err.msg);
+        g_cpu->ops->attention(g_cpu->ctx, q, kc, vc, want, &at);
+        at.sinks = dsinks;
+        CHECK(g_gpu->ops->attention(g_gpu->ctx, dq, dkc, dvc, dout, &at) == 0);
+        to_host(dout, got, (size_t)T * q_dim);
+        const double e = max_rel(got, want, (size_t)T * q_dim);
+        CHECKF(e < 1e-4, "attention with sinks, %d heads / %d KV heads of %d, %s cache: %g", n_heads, n_kv, hd,
+               qtype_name(kv_type), e);
+        g_gpu->ops->free(g_gpu->ctx, dsinks);
     }
     float *bufs[] = {dq, dkc, dvc, dout};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) g_gpu->ops->free(g_gpu->ctx, bufs[i]);
@@ -436,7 +456,7 @@ static void test_model_logits(void) {
                                         "arch/phi3.gguf", "arch/qwen3moe.gguf", "arch/qwen2-bias.gguf",
                                         "arch/llama-rope-scale.gguf", "arch/qwen3-yarn.gguf",
                                         "arch/phi3-longrope.gguf", "arch/mistral3.gguf", "arch/smollm3.gguf",
-                                        "arch/qwen2moe.gguf"};
+                                        "arch/qwen2moe.gguf", "arch/gemma4.gguf"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) check_model_logits(names[i], QT_F32);
 }
 
