@@ -51,13 +51,17 @@ static const arch_info g_archs[] = {
 };
 #define ARCH_LIST                                                                                        \
     "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
-    "gemma3, gemma4, gpt-oss"
+    "gemma3, gemma4 and gpt-oss"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
     const char *name, *missing;
 } g_near_archs[] = {
     {"qwen3next", "its linear-attention layers are not implemented"},
+    {"qwen35", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
+    {"qwen35moe", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
+    {"lfm2", "its short-convolution layers need recurrent state, which the engine does not keep yet"},
+    {"granitehybrid", "its Mamba2 layers need recurrent state, which the engine does not keep yet"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
     {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
 };
