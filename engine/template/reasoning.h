@@ -1,0 +1,65 @@
+/* reasoning.h — a thinking model's reasoning kept apart from its answer: which
+ * format a model writes it in (from its chat template), and a parser that splits
+ * the answer's text as it streams.
+ *
+ * Formats
+ * -------
+ * THINK    <think>REASONING</think>ANSWER (Qwen3, QwQ, DeepSeek-R1 and its
+ *          distills, SmolLM3, GLM, MiniCPM, ...). A template that opens the block
+ *          itself at the end of the prompt (reasoning_prompt_opens) starts the
+ *          parser inside it; otherwise the answer opens it, after optional
+ *          whitespace, or has no reasoning at all.
+ * HARMONY  gpt-oss: messages "<|channel|>NAME<|message|>TEXT<|end|>", each after
+ *          an optional "<|start|>assistant"; the analysis channel is reasoning,
+ *          the final channel (and commentary) the answer. Its markers are control
+ *          tokens: the request must render them (gen_request.special_text).
+ *
+ * The parser is fed the answer's pieces as they come and hands each decided run
+ * of text to the sink: reasoning or content. Markup never shows: a piece that may
+ * still be the start of a marker is held until decided. Whitespace around the
+ * reasoning (and between it and the answer) is dropped, so "<think>\nI plan.\n
+ * </think>\n\nHello." gives reasoning "I plan." and content "Hello.". At the end
+ * (reasoning_finish) held text is released: a reasoning block cut off by the
+ * length limit stays reasoning. */
+#ifndef LLC_REASONING_H
+#define LLC_REASONING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/common.h"
+
+typedef enum reasoning_format {
+    REASONING_NONE,    /* no reasoning markup: everything is the answer */
+    REASONING_THINK,
+    REASONING_HARMONY,
+} reasoning_format;
+
+/* The reasoning format of a Jinja chat template, by its markers (NULL: NONE). */
+reasoning_format reasoning_detect(const char *jinja_src);
+/* "none", "think", "harmony". */
+const char *reasoning_format_name(reasoning_format f);
+/* Whether a rendered prompt leaves the model inside a reasoning block (THINK:
+ * it ends with "<think>" and optional whitespace). */
+bool reasoning_prompt_opens(reasoning_format f, const char *prompt);
+
+/* Where the parser's text goes (callbacks may be NULL; text not NUL-terminated). */
+typedef struct reasoning_sink {
+    void *ud;
+    void (*reasoning)(void *ud, const char *text, size_t len);
+    void (*content)(void *ud, const char *text, size_t len);
+} reasoning_sink;
+
+typedef struct reasoning_parser reasoning_parser;
+
+/* A parser for one answer; in_reasoning: the prompt opened the block. A NONE
+ * parser passes everything to content. 0 or LLC_ERR_NOMEM. */
+int reasoning_parser_create(reasoning_format f, bool in_reasoning, const reasoning_sink *sink,
+                            reasoning_parser **out);
+void reasoning_parser_free(reasoning_parser *p);
+/* The next piece of the answer. 0, or LLC_ERR_NOMEM. */
+int reasoning_feed(reasoning_parser *p, const char *text, size_t len);
+/* The answer is over: held text goes where it was heading. */
+int reasoning_finish(reasoning_parser *p);
+
+#endif

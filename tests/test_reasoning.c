@@ -1,0 +1,160 @@
+/* test_reasoning.c — engine/template/reasoning: the format from real chat
+ * templates, and the incremental split of an answer into reasoning and content
+ * (every sample fed in two pieces at every split point, and a byte at a time:
+ * the same reasoning, the same content, never a byte of markup in either). */
+#include "engine/template/reasoning.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tests/test.h"
+
+typedef struct out {
+    char reasoning[2048], content[2048];
+    size_t n_r, n_c;
+} out;
+
+static void app(char *dst, size_t cap, size_t *len, const char *s, size_t n) {
+    if (*len + n >= cap) n = cap - 1 - *len;
+    memcpy(dst + *len, s, n);
+    *len += n;
+    dst[*len] = 0;
+}
+
+static void on_reasoning(void *ud, const char *s, size_t n) {
+    out *o = ud;
+    app(o->reasoning, sizeof o->reasoning, &o->n_r, s, n);
+}
+
+static void on_content(void *ud, const char *s, size_t n) {
+    out *o = ud;
+    app(o->content, sizeof o->content, &o->n_c, s, n);
+}
+
+/* Feeds text cut at the given points (sorted, ending with len) and finishes. */
+static void run_cuts(reasoning_format f, bool in_reasoning, const char *text, const size_t *cuts, int n_cuts,
+                     out *o) {
+    memset(o, 0, sizeof *o);
+    reasoning_sink sink = {o, on_reasoning, on_content};
+    reasoning_parser *p;
+    CHECK(reasoning_parser_create(f, in_reasoning, &sink, &p) == 0);
+    size_t at = 0;
+    for (int i = 0; i < n_cuts; i++) {
+        CHECK(reasoning_feed(p, text + at, cuts[i] - at) == 0);
+        at = cuts[i];
+    }
+    CHECK(reasoning_finish(p) == 0);
+    reasoning_parser_free(p);
+}
+
+static void check(reasoning_format f, bool in_reasoning, const char *text, const char *want_r, const char *want_c) {
+    const size_t len = strlen(text);
+    out o;
+    size_t whole[1] = {len};
+    run_cuts(f, in_reasoning, text, whole, 1, &o);
+    CHECKF(!strcmp(o.reasoning, want_r) && !strcmp(o.content, want_c),
+           "%s '%s' whole: reasoning '%s' (want '%s'), content '%s' (want '%s')", reasoning_format_name(f), text,
+           o.reasoning, want_r, o.content, want_c);
+    for (size_t i = 1; i < len; i++) { /* two pieces */
+        size_t cuts[2] = {i, len};
+        run_cuts(f, in_reasoning, text, cuts, 2, &o);
+        CHECKF(!strcmp(o.reasoning, want_r) && !strcmp(o.content, want_c),
+               "%s '%s' cut at %zu: reasoning '%s', content '%s'", reasoning_format_name(f), text, i, o.reasoning,
+               o.content);
+    }
+    size_t *bytes = malloc((len ? len : 1) * sizeof *bytes); /* a byte at a time */
+    for (size_t i = 0; i < len; i++) bytes[i] = i + 1;
+    run_cuts(f, in_reasoning, text, bytes, (int)len, &o);
+    CHECKF(!strcmp(o.reasoning, want_r) && !strcmp(o.content, want_c),
+           "%s '%s' by bytes: reasoning '%s', content '%s'", reasoning_format_name(f), text, o.reasoning, o.content);
+    free(bytes);
+}
+
+static void test_think(void) {
+    const reasoning_format T = REASONING_THINK;
+    check(T, false, "<think>\nI plan.\n</think>\n\nHello there.", "I plan.", "Hello there.");
+    check(T, true, "I plan.\n</think>\n\nHello there.", "I plan.", "Hello there."); /* the prompt opened it */
+    check(T, false, "Hello there.", "", "Hello there.");
+    check(T, false, "\n<think>a  b</think>c", "a  b", "c");
+    check(T, false, "<think>\nstill thinking \n", "still thinking", ""); /* cut off by the length limit */
+    check(T, false, "<thinking>x", "", "<thinking>x");
+    check(T, false, "<think>a</think>b</think>c", "a", "b</think>c");
+    check(T, false, "<think>a </thinx b</think>c", "a </thinx b", "c");
+    check(T, false, "<think>\n\n</think>\n\nHi", "", "Hi"); /* thinking switched off */
+    check(T, false, "Hi <think>x</think>", "", "Hi <think>x</think>");
+    check(T, false, "<think>one\n\ntwo</think>", "one\n\ntwo", "");
+    check(T, false, "  ", "", "  ");
+    check(T, false, "", "", "");
+    check(T, true, "</think>answer", "", "answer");
+}
+
+static void test_harmony(void) {
+    const reasoning_format H = REASONING_HARMONY;
+    check(H, false,
+          "<|channel|>analysis<|message|>I plan.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.",
+          "I plan.", "Hello there.");
+    check(H, false, "<|channel|>final<|message|>Hi<|return|>", "", "Hi");
+    check(H, false, "Hello.", "", "Hello.");
+    check(H, false,
+          "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>analysis<|message|>b<|end|>"
+          "<|start|>assistant<|channel|>final<|message|>c",
+          "a\nb", "c");
+    check(H, false, "<|channel|>analysis<|message|>thinking", "thinking", "");
+    check(H, false, "<|channel|>commentary<|message|>x<|end|>", "", "x");
+    check(H, false, "<|channel|>final<|message|>a <|en b<|end|>", "", "a <|en b");
+}
+
+static void test_none_passes_everything(void) {
+    check(REASONING_NONE, false, "<think>a</think>b", "", "<think>a</think>b");
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Real templates name their format; the ones that open the block in the prompt
+ * are told apart by the rendered prompt. */
+static void test_detect(void) {
+    static const struct {
+        const char *file;
+        reasoning_format want;
+    } cases[] = {
+        {"Qwen-QwQ-32B.jinja", REASONING_THINK},
+        {"deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", REASONING_THINK},
+        {"HuggingFaceTB-SmolLM3-3B.jinja", REASONING_THINK},
+        {"openai-gpt-oss-120b.jinja", REASONING_HARMONY},
+        {"meta-llama-Llama-3.1-8B-Instruct.jinja", REASONING_NONE},
+        {"mistralai-Mistral-Nemo-Instruct-2407.jinja", REASONING_NONE},
+    };
+    for (size_t i = 0; i < LLC_ARRAY_LEN(cases); i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/reference/templates/%s", t_shared(), cases[i].file);
+        char *src = slurp(path);
+        CHECKF(src, "cannot read %s", path);
+        if (!src) continue;
+        CHECKF(reasoning_detect(src) == cases[i].want, "%s: %s", cases[i].file, reasoning_format_name(reasoning_detect(src)));
+        free(src);
+    }
+    CHECK(reasoning_detect(NULL) == REASONING_NONE);
+    CHECK(reasoning_prompt_opens(REASONING_THINK, "<|im_start|>assistant\n<think>\n"));
+    CHECK(!reasoning_prompt_opens(REASONING_THINK, "<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    CHECK(!reasoning_prompt_opens(REASONING_HARMONY, "<think>"));
+    CHECK(!reasoning_prompt_opens(REASONING_THINK, ""));
+}
+
+int main(void) {
+    RUN(test_think);
+    RUN(test_harmony);
+    RUN(test_none_passes_everything);
+    RUN(test_detect);
+    return t_summary();
+}
