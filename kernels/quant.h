@@ -4,7 +4,7 @@
  *
  * Ids are ggml's `enum ggml_type` values, the ones written in GGUF tensor infos.
  * Every id ggml has assigned is known by name and size, so a file using one we do
- * not compute with loads its table fine and is reported by name ("IQ2_XXS is not
+ * not compute with loads its table fine and is reported by name ("TQ1_0 is not
  * supported") when a model wants to use the tensor. */
 #ifndef LLC_QUANT_H
 #define LLC_QUANT_H
