@@ -13,6 +13,7 @@
 
 static const char *g_listen, *g_api_key, *g_api_key_file, *g_template, *g_template_file, *g_cors;
 static bool g_no_metrics, g_no_slots;
+static const char *g_reasoning_format;
 static int g_max_clients = 256, g_request_timeout = 5;
 static int64_t g_client_buffer, g_max_body;
 
@@ -27,6 +28,9 @@ static const cli_opt g_opts[] = {
     {"chat-template-file", 0, CLI_STR, &g_template_file, "FILE", "a Jinja chat template to use instead of the model's", 0, 0, NULL},
     {"cors-origin", 0, CLI_STR, &g_cors, "ORIGINS",
      "browser origins allowed to read TCP answers, comma-separated (default *: any; none: no CORS headers)", 0, 0, NULL},
+    {"reasoning-format", 0, CLI_STR, &g_reasoning_format, "FORMAT",
+     "auto (default): a thinking model's reasoning comes apart from the answer (reasoning_content, "
+     "Ollama's thinking); none: all of it is the answer", 0, 0, NULL},
     {"no-metrics", 0, CLI_FLAG, &g_no_metrics, NULL, "turn GET /metrics off", 0, 0, NULL},
     {"no-slots", 0, CLI_FLAG, &g_no_slots, NULL, "turn GET /slots off", 0, 0, NULL},
     {"max-clients", 0, CLI_INT, &g_max_clients, "N",
@@ -60,6 +64,8 @@ int cmd_serve(int argc, char **argv) {
         g_api_key = key_from_file;
     }
     if (!g_api_key) g_api_key = getenv("LLMCHAT_API_KEY");
+    if (g_reasoning_format && strcmp(g_reasoning_format, "auto") && strcmp(g_reasoning_format, "none"))
+        cli_usage_error(&cli_serve, "--reasoning-format: '%s' is not auto or none", g_reasoning_format);
     if (g_template && chat_tmpl_from_name(g_template) < 0)
         cli_usage_error(&cli_serve, "--chat-template: '%s' is not one of %s", g_template, chat_tmpl_names());
     /* SIGINT/SIGTERM are taken by sigwait below; every thread started from here
@@ -87,7 +93,8 @@ int cmd_serve(int argc, char **argv) {
                       .db_path = common.db, .model_name = name, .max_clients = g_max_clients,
                       .max_outbuf = (size_t)g_client_buffer, .max_body = (size_t)g_max_body,
                       .request_timeout_ms = g_request_timeout * 1000, .model_path = common.model,
-                      .cors_origins = g_cors, .no_metrics = g_no_metrics, .no_slots = g_no_slots};
+                      .cors_origins = g_cors, .no_metrics = g_no_metrics, .no_slots = g_no_slots,
+                      .no_reasoning = g_reasoning_format && !strcmp(g_reasoning_format, "none")};
     int status = 1;
     if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
         llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {

@@ -102,6 +102,8 @@ static void test_harmony(void) {
     check(H, false, "<|channel|>analysis<|message|>thinking", "thinking", "");
     check(H, false, "<|channel|>commentary<|message|>x<|end|>", "", "x");
     check(H, false, "<|channel|>final<|message|>a <|en b<|end|>", "", "a <|en b");
+    /* the length limit cut the next header: no markup shows */
+    check(H, false, "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", "a", "");
 }
 
 static void test_none_passes_everything(void) {

@@ -640,6 +640,28 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     return rc;
 }
 
+int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *err) {
+    g->reasoning = m->reasoning;
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "reasoning_format");
+    if (f && !cJSON_IsNull(f)) {
+        static const char *const known[] = {"auto", "deepseek", "deepseek-legacy", "none"};
+        bool ok = false;
+        for (size_t i = 0; cJSON_IsString(f) && i < LLC_ARRAY_LEN(known); i++) ok |= !strcmp(f->valuestring, known[i]);
+        if (!ok) return llc_fail(err, LLC_ERR_TYPE, "'reasoning_format' must be one of auto, deepseek, deepseek-legacy, none");
+        if (!strcmp(f->valuestring, "none")) g->reasoning = REASONING_NONE;
+    }
+    if (g->reasoning == REASONING_NONE) return 0;
+    /* harmony's markers are control tokens: the answer must show them */
+    if (g->reasoning == REASONING_HARMONY) g->req.special_text = true;
+    /* a template that opens the block itself: the prompt's last tokens say so */
+    const int n = g->req.n_prompt, k = n < 8 ? n : 8;
+    char *tail = NULL;
+    if (k > 0 && tok_decode(m->tok, g->req.prompt + n - k, k, true, &tail, NULL) == 0)
+        g->in_reasoning = reasoning_prompt_opens(g->reasoning, tail);
+    free(tail);
+    return 0;
+}
+
 static bool prompt_list(const cJSON *p) {
     const cJSON *first = cJSON_IsArray(p) ? cJSON_GetArrayItem(p, 0) : NULL;
     return cJSON_IsString(first) || cJSON_IsArray(first);

@@ -29,6 +29,8 @@ typedef struct gen_sample {
     cJSON *lp_pend;       /* entries since the last chunk (streaming) */
     bool seen, done;      /* an event came; its done came */
     toolcall_parser *tc;  /* chat with tools: reads the calls out of the text */
+    reasoning_parser *rp; /* a thinking model's chat: reads the reasoning out of the text first */
+    sbuf reasoning, answer; /* non-streaming: the reasoning, and the rest (when rp) */
     struct http_gen *st;  /* for the parser's callbacks */
     int idx;
 } gen_sample;
@@ -91,6 +93,9 @@ static void state_free(gen_state *st) {
         cJSON_Delete(st->sm[i].lp_all);
         cJSON_Delete(st->sm[i].lp_pend);
         toolcall_parser_free(st->sm[i].tc);
+        reasoning_parser_free(st->sm[i].rp);
+        sb_free(&st->sm[i].reasoning);
+        sb_free(&st->sm[i].answer);
     }
     free(st->sm);
     for (int i = 0; st->parts && i < st->n_parts; i++) srv_gen_free(&st->parts[i].g);
@@ -239,9 +244,11 @@ static void add_message(const gen_state *st, int idx, cJSON *c) {
     cJSON *m = cJSON_AddObjectToObject(c, "message");
     cJSON_AddStringToObject(m, "role", "assistant");
     int n_calls = sm->tc ? toolcall_count(sm->tc) : 0;
-    const char *text = sm->tc ? toolcall_content(sm->tc, NULL) : sm->text.p ? sm->text.p : "";
+    const sbuf *all = sm->rp ? &sm->answer : &sm->text;
+    const char *text = sm->tc ? toolcall_content(sm->tc, NULL) : all->p ? all->p : "";
     if (n_calls > 0 && !text[0]) cJSON_AddNullToObject(m, "content");
     else cJSON_AddStringToObject(m, "content", text);
+    if (sm->reasoning.len) cJSON_AddStringToObject(m, "reasoning_content", sm->reasoning.p);
     if (n_calls == 0) return;
     cJSON *calls = cJSON_AddArrayToObject(m, "tool_calls");
     for (int k = 0; k < n_calls; k++) {
@@ -494,6 +501,41 @@ static void chunk_tool(gen_state *st, int idx, int k, const char *name, const ch
     sse(st, o);
 }
 
+/* A piece of a chat answer's reasoning: delta.reasoning_content, as llama-server
+ * and vLLM stream it. */
+static void chunk_reasoning(gen_state *st, int idx, const char *text, size_t len) {
+    gen_sample *sm = &st->sm[idx];
+    sbuf tb = {0};
+    sb_add(&tb, text, len);
+    cJSON *o = openai_head(st, "chat.completion.chunk");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", idx);
+    cJSON *delta = cJSON_AddObjectToObject(c, "delta");
+    if (!sm->started) cJSON_AddStringToObject(delta, "role", "assistant");
+    sm->started = true;
+    cJSON_AddStringToObject(delta, "reasoning_content", tb.p ? tb.p : "");
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    sb_free(&tb);
+    sse(st, o);
+}
+
+/* The reasoning parser's output: reasoning to its own field, the rest on to the
+ * tool-call reader or out as content. */
+static void rp_reasoning(void *ud, const char *text, size_t len) {
+    gen_sample *sm = ud;
+    if (sm->st->stream) chunk_reasoning(sm->st, sm->idx, text, len);
+    else sb_add(&sm->reasoning, text, len);
+}
+
+static void rp_content(void *ud, const char *text, size_t len) {
+    gen_sample *sm = ud;
+    if (sm->tc) toolcall_feed(sm->tc, text, len);
+    else if (sm->st->stream) chunk_token(sm->st, sm->idx, text, len);
+    else sb_add(&sm->answer, text, len);
+}
+
 static void tc_content(void *ud, const char *text, size_t len) {
     gen_sample *sm = ud;
     if (sm->st->stream) chunk_token(sm->st, sm->idx, text, len);
@@ -591,13 +633,15 @@ static void on_event(gen_state *st, const engine_event *ev) {
             if (!*arr) *arr = cJSON_CreateArray();
             if (*arr) cJSON_AddItemToArray(*arr, lp_entry(st, &ev->lp));
         }
-        if (sm->tc) toolcall_feed(sm->tc, ev->text, ev->text_len); /* streams through tc_* */
+        if (sm->rp) reasoning_feed(sm->rp, ev->text, ev->text_len); /* streams through rp_* */
+        else if (sm->tc) toolcall_feed(sm->tc, ev->text, ev->text_len); /* streams through tc_* */
         else if (st->stream && ev->text_len) chunk_token(st, idx, ev->text, ev->text_len);
         return;
     }
     /* EV_DONE */
     sm->done = true;
     sm->finish = ev->finish;
+    if (sm->rp) reasoning_finish(sm->rp); /* held text */
     if (sm->tc) toolcall_finish(sm->tc); /* held text, an unfinished call */
     if (!st->parts[part].counted) { /* the samples of one prompt share it */
         st->parts[part].counted = true;
@@ -683,7 +727,8 @@ static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
     switch (st->ep) {
     case HTTP_OPENAI_CHAT: {
         int rc = srv_gen_tools(j, &st->g, err);
-        return rc ? rc : srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+        if (!rc) rc = srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
+        return rc ? rc : srv_gen_reasoning(m, j, &st->g, err);
     }
     case HTTP_OPENAI_TEXT:
         return build_prompts(st, j, err);
@@ -873,6 +918,15 @@ static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_ge
         st->sm[i].idx = i;
         toolcall_sink sink = {&st->sm[i], tc_content, tc_call, tc_args};
         if (toolcall_parser_create(st->g.tool_format, st->g.tools, &sink, &st->sm[i].tc)) {
+            state_free(st);
+            return MHD_NO;
+        }
+    }
+    for (int i = 0; st->g.reasoning != REASONING_NONE && i < st->n; i++) { /* a thinking model's chat */
+        st->sm[i].st = st;
+        st->sm[i].idx = i;
+        reasoning_sink sink = {&st->sm[i], rp_reasoning, rp_content};
+        if (reasoning_parser_create(st->g.reasoning, st->g.in_reasoning, &sink, &st->sm[i].rp)) {
             state_free(st);
             return MHD_NO;
         }

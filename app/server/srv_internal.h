@@ -16,6 +16,7 @@
 #include "kernels/sbuf.h"
 #include "storage/db.h"
 #include "storage/conv.h"
+#include "engine/template/reasoning.h"
 #include "engine/template/toolcall.h"
 
 #define SRV_MAX_STOPS 16       /* stop strings per request (besides the template's) */
@@ -46,6 +47,8 @@ typedef struct srv_model {
     char name[128];
     bool has_fim; /* FIM prefix, suffix and middle tokens all present */
     toolcall_format tool_format; /* the Jinja template's tool calls (GENERIC: our prompt) */
+    reasoning_format reasoning;  /* the Jinja template's reasoning markup (NONE: none, or
+                                    --reasoning-format none) */
     const gguf *file;   /* the model file (metadata for Ollama's /api/show) */
     bool gpu;           /* the weights are on a GPU backend */
     long long loaded_at; /* unix seconds: when the server started */
@@ -75,6 +78,8 @@ typedef struct srv_gen {
     cJSON *tools;       /* the tools offered (OpenAI's array; NULL: none, or tool_choice "none") */
     bool tools_required; /* tool_choice "required" or a named function */
     toolcall_format tool_format; /* how the answer's calls are read (with tools) */
+    reasoning_format reasoning;  /* chat: how the answer's reasoning is read out (NONE: not at all) */
+    bool in_reasoning;           /* the prompt opened the reasoning block */
     char *grammar;      /* GBNF from grammar / json_schema / response_format (req.grammar) */
 } srv_gen;
 
@@ -87,6 +92,12 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
  * naming the field otherwise). tool_choice "none" offers no tools; a named
  * function offers only that one. */
 int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err);
+/* How a chat answer's reasoning is read out (after srv_gen_chat: the prompt
+ * tells whether the template opened the block): the model's format, or none
+ * when request j's "reasoning_format" is "none" (auto, deepseek and
+ * deepseek-legacy read it; another value is LLC_ERR_TYPE). Harmony's answers
+ * show their control tokens (req.special_text). */
+int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *err);
 /* Structured output, in every dialect: grammar (GBNF text), json_schema (a
  * schema, llama-server), response_format ({"type": "text" | "json_object" |
  * "json_schema", "json_schema": {"name", "schema", "strict"}}, OpenAI; a

@@ -196,8 +196,8 @@ static size_t step_harmony(reasoning_parser *p, const char *s, size_t n, bool fi
         }
         const size_t j = find(s, n, H_MESSAGE);
         if (j == n) {
-            if (final || n > H_HEADER_MAX) p->st = S_CONTENT; /* never a message: show it */
-            return 0;
+            if (n > H_HEADER_MAX) p->st = S_CONTENT; /* too long for a header: plain text */
+            return final ? n : 0;                   /* a header cut off by the end is markup: dropped */
         }
         const bool analysis = find(s, j, H_ANALYSIS) < j;
         if (analysis && p->reason_shown) to_reasoning(p, "\n", 1); /* a second analysis message */

@@ -20,7 +20,7 @@
  * reasoning (and between it and the answer) is dropped, so "<think>\nI plan.\n
  * </think>\n\nHello." gives reasoning "I plan." and content "Hello.". At the end
  * (reasoning_finish) held text is released: a reasoning block cut off by the
- * length limit stays reasoning. */
+ * length limit stays reasoning; a harmony header cut off is markup, dropped. */
 #ifndef LLC_REASONING_H
 #define LLC_REASONING_H
 

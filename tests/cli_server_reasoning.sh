@@ -1,0 +1,94 @@
+# cli_server_reasoning.sh — a thinking model's reasoning over /v1/chat/completions:
+# with a Qwen3-style template (the model opens <think>), QwQ's (the prompt opens
+# it) and gpt-oss's harmony channels, an answer forced by a grammar comes back as
+# message.reasoning_content and content, and streamed as delta.reasoning_content
+# and delta.content; "reasoning_format": "none" in a request, or
+# `serve --reasoning-format none`, leaves everything in content. Splitting at
+# every byte is tested in tests/test_reasoning.c.
+. tests/lib_cli.sh
+. tests/lib_server.sh
+
+S=$TMP/s.sock
+H="curl -s --max-time 20 --unix-socket $S"
+QWEN3=$TMP/qwen3-style.jinja
+cat >"$QWEN3" <<'EOF'
+{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and enable_thinking is false %}<think>
+
+</think>
+
+{% endif %}{%- endif %}
+EOF
+
+# body GBNF_TEXT [EXTRA_JSON_MEMBERS]: a chat request whose answer the grammar forces
+body() {
+    python3 -c '
+import json, sys
+b = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 300, "temperature": 0,
+     "grammar": "root ::= " + json.dumps(sys.argv[1])}
+b.update(json.loads(sys.argv[2]))
+print(json.dumps(b))' "$1" "${2:-{\}}"
+}
+
+# split JSON_ANSWER: "reasoning|content" of a one-piece answer
+split() {
+    python3 -c '
+import json, sys
+m = json.loads(sys.stdin.read())["choices"][0]["message"]
+print(json.dumps(m.get("reasoning_content")) + "|" + json.dumps(m["content"]))'
+}
+
+# split_stream SSE: the streamed deltas joined, "reasoning|content"
+split_stream() {
+    python3 -c '
+import json, sys
+r, c = "", ""
+for line in sys.stdin.read().split("\n"):
+    if not line.startswith("data: {"): continue
+    for ch in json.loads(line[6:]).get("choices", []):
+        d = ch.get("delta", {})
+        r += d.get("reasoning_content") or ""
+        c += d.get("content") or ""
+print(json.dumps(r or None) + "|" + json.dumps(c))'
+}
+
+# case NAME TEMPLATE FORCED_TEXT [SERVE_ARGS...]: the answer splits into "I plan."
+# and "Hello there." (one piece and streamed), and not with reasoning_format none
+case_for() {
+    name=$1 tmpl=$2 forced=$3
+    shift 3
+    if ! serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$tmpl" "$@"; then
+        bad "$name: serve starts" "$(cat "$TMP/serve.log")"
+        return
+    fi
+    want='"I plan."|"Hello there."'
+    whole=$(printf '%s' "$forced" | python3 -c 'import json,sys; print("null|" + json.dumps(sys.stdin.read()))')
+    [ $# -gt 0 ] && want=$whole # (--reasoning-format none)
+    got=$($H http://x/v1/chat/completions -d "$(body "$forced")" | split)
+    same "$name: message.reasoning_content and content" "$want" "$got"
+    got=$($H -N http://x/v1/chat/completions -d "$(body "$forced" '{"stream": true}')" | split_stream)
+    same "$name: streamed as delta.reasoning_content and delta.content" "$want" "$got"
+    got=$($H http://x/v1/chat/completions -d "$(body "$forced" '{"reasoning_format": "none"}')" | split)
+    same "$name: reasoning_format none leaves it all in content" "$whole" "$got"
+    stop_server "$SP"
+}
+
+case_for "qwen3-style <think>" "$QWEN3" $'<think>\nI plan.\n</think>\n\nHello there.'
+case_for "QwQ (the prompt opens <think>)" "$SHARED/reference/templates/Qwen-QwQ-32B.jinja" \
+    $'I plan.\n</think>\n\nHello there.'
+case_for "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinja" \
+    '<|channel|>analysis<|message|>I plan.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.'
+case_for "serve --reasoning-format none" "$QWEN3" $'<think>\nI plan.\n</think>\n\nHello there.' \
+    --reasoning-format none
+
+# a bad reasoning_format is a 400 naming the field
+if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$QWEN3"; then
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"reasoning_format": "sideways"}')")
+    check "a bad reasoning_format is a 400 naming it" "reasoning_format.* 400$" "$out"
+    stop_server "$SP"
+fi
+expect_fail "serve --reasoning-format sideways" 2 "--reasoning-format: 'sideways' is not auto or none" \
+    $LLMCHAT serve --reasoning-format sideways
+finish
