@@ -3,7 +3,8 @@
 # it) and gpt-oss's harmony channels, an answer forced by a grammar comes back as
 # message.reasoning_content and content, and streamed as delta.reasoning_content
 # and delta.content; "reasoning_format": "none" in a request, or
-# `serve --reasoning-format none`, leaves everything in content. Splitting at
+# `serve --reasoning-format none`, leaves everything in content;
+# chat_template_kwargs ({"enable_thinking": false}) reach the template. Splitting at
 # every byte is tested in tests/test_reasoning.c.
 . tests/lib_cli.sh
 . tests/lib_server.sh
@@ -83,8 +84,21 @@ case_for "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinj
 case_for "serve --reasoning-format none" "$QWEN3" $'<think>\nI plan.\n</think>\n\nHello there.' \
     --reasoning-format none
 
-# a bad reasoning_format is a 400 naming the field
+# chat_template_kwargs reach the template: enable_thinking false closes the block
+# in the prompt (more prompt tokens), and the answer has no reasoning; the same for
+# /apply-template; a bad reasoning_format or chat_template_kwargs is a 400
 if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$QWEN3"; then
+    on=$($H http://x/v1/chat/completions -d "$(body 'Hello there.')")
+    off=$($H http://x/v1/chat/completions -d "$(body 'Hello there.' '{"chat_template_kwargs": {"enable_thinking": false}}')")
+    same "enable_thinking false: no reasoning, the answer whole" 'null|"Hello there."' "$(printf '%s' "$off" | split)"
+    n_on=$(num_field prompt_tokens "$on") n_off=$(num_field prompt_tokens "$off")
+    if [ -n "$n_on" ] && [ -n "$n_off" ] && [ "$n_off" -gt "$n_on" ]; then
+        ok "enable_thinking false reaches the template ($n_off prompt tokens, $n_on with it on)"
+    else bad "enable_thinking false reaches the template" "on: $on" "off: $off"; fi
+    out=$($H http://x/apply-template -d '{"messages":[{"role":"user","content":"Hi"}],"chat_template_kwargs":{"enable_thinking":false}}')
+    check "/apply-template takes chat_template_kwargs" '<think>\\n\\n</think>\\n\\n"}$' "$out"
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"chat_template_kwargs": "no"}')")
+    check "chat_template_kwargs that is not an object is a 400" "chat_template_kwargs.* 400$" "$out"
     out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"reasoning_format": "sideways"}')")
     check "a bad reasoning_format is a 400 naming it" "reasoning_format.* 400$" "$out"
     stop_server "$SP"

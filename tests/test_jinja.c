@@ -262,7 +262,7 @@ static int run_reference(int *n_cases, int *n_templates, int *n_templates_ok, bo
                 char *got = NULL;
                 int rc = chat_jinja_apply(cj, cJSON_GetObjectItem(c, "messages"), cJSON_GetObjectItem(c, "tools"),
                                           cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt")), strip,
-                                          now ? now : 1700000000, &got, &err);
+                                          now ? now : 1700000000, NULL, &got, &err);
                 if (rc || !want || strcmp(got, want) != 0) {
                     bad++;
                     const char *cn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));

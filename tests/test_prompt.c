@@ -75,13 +75,13 @@ static void test_json_drops_to_next_user(void) {
     cJSON_AddItemToArray(two, cJSON_Duplicate(cJSON_GetArrayItem(m, 0), true));
     cJSON_AddItemToArray(two, cJSON_Duplicate(cJSON_GetArrayItem(m, 5), true));
     prompt full, cut, small;
-    CHECK(prompt_build_json(g_tok, t, m, NULL, 100000, &full, &err) == 0 && full.n_dropped == 0);
-    CHECK(prompt_build_json(g_tok, t, two, NULL, 100000, &small, &err) == 0);
+    CHECK(prompt_build_json(g_tok, t, m, NULL, NULL, 100000, &full, &err) == 0 && full.n_dropped == 0);
+    CHECK(prompt_build_json(g_tok, t, two, NULL, NULL, 100000, &small, &err) == 0);
     /* one token short: the whole exchange before the last user message goes */
-    CHECK(prompt_build_json(g_tok, t, m, NULL, full.n_ids - 1, &cut, &err) == 0);
+    CHECK(prompt_build_json(g_tok, t, m, NULL, NULL, full.n_ids - 1, &cut, &err) == 0);
     CHECK(cut.n_dropped == 4 && cut.n_ids == small.n_ids && !memcmp(cut.ids, small.ids, sizeof(int32_t) * cut.n_ids));
     prompt none;
-    CHECK(prompt_build_json(g_tok, t, m, NULL, small.n_ids - 1, &none, &err) == LLC_ERR_RANGE && none.ids == NULL);
+    CHECK(prompt_build_json(g_tok, t, m, NULL, NULL, small.n_ids - 1, &none, &err) == LLC_ERR_RANGE && none.ids == NULL);
     free(full.ids), free(cut.ids), free(small.ids);
     cJSON_Delete(two);
     cJSON_Delete(m);

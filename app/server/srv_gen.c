@@ -23,6 +23,7 @@ void srv_gen_free(srv_gen *g) {
     for (int i = 0; i < g->n_stops; i++) free(g->stops[i]);
     free(g->stops);
     cJSON_Delete(g->tools);
+    cJSON_Delete(g->template_vars);
     free(g->grammar);
     memset(g, 0, sizeof *g);
 }
@@ -613,11 +614,14 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     bool uses_tools;
     int rc = sane_messages(messages, &msgs, &uses_tools, err);
     if (rc) return rc;
-    if (!uses_tools && !g->tools) { /* the plain path, as before tools */
+    if (!uses_tools && !g->tools && !g->template_vars) { /* the plain path, as before tools */
         cJSON_Delete(msgs);
         return chat_plain(m, messages, g, err);
     }
-    bool native = chat_tmpl_is_jinja(m->tmpl) && m->tool_format != TOOLCALL_GENERIC;
+    /* a Jinja template renders the JSON itself: with its own tool format, or
+     * with variables from the request (then also without tools) */
+    bool native = chat_tmpl_is_jinja(m->tmpl) &&
+                  (m->tool_format != TOOLCALL_GENERIC || (g->template_vars && !uses_tools && !g->tools));
     g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
     /* the markers of these formats are control tokens: the answer must show them */
     g->req.special_text =
@@ -628,7 +632,7 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     }
     if (native) {
         prompt p;
-        rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, budget_of(m, g), &p, err);
+        rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, g->template_vars, budget_of(m, g), &p, err);
         if (!rc) rc = take_prompt(m, &p, g, err);
     } else {
         cJSON *plain = NULL;
@@ -638,6 +642,15 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     }
     cJSON_Delete(msgs);
     return rc;
+}
+
+int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err) {
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
+    if (!kw || cJSON_IsNull(kw)) return 0;
+    if (!cJSON_IsObject(kw)) return llc_fail(err, LLC_ERR_TYPE, "'chat_template_kwargs' must be an object");
+    cJSON_Delete(g->template_vars);
+    g->template_vars = cJSON_Duplicate(kw, true);
+    return g->template_vars ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
 }
 
 int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *err) {

@@ -155,11 +155,14 @@ static enum MHD_Result apply_template(srv *s, struct MHD_Connection *mc, const c
     if (!cJSON_IsArray(messages)) return bad(mc, "'messages' must be an array of {role, content}");
     if (cJSON_IsNull(tools)) tools = NULL;
     if (tools && !cJSON_IsArray(tools)) return bad(mc, "'tools' must be an array");
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
+    if (cJSON_IsNull(kw)) kw = NULL;
+    if (kw && !cJSON_IsObject(kw)) return bad(mc, "'chat_template_kwargs' must be an object");
     bool add = true;
     if (opt_bool(mc, j, "add_generation_prompt", &add, &ret)) return ret;
     char *prompt = NULL;
     llc_err err = {{0}};
-    int rc = chat_apply_json(s->m.tmpl, messages, tools, add, &prompt, &err);
+    int rc = chat_apply_json_vars(s->m.tmpl, messages, tools, add, kw, &prompt, &err);
     if (rc == LLC_ERR_NOMEM) return srv_http_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, "server_error", err.msg);
     if (rc == LLC_ERR_UNSUPPORTED) return srv_http_error(mc, MHD_HTTP_NOT_IMPLEMENTED, "not_supported_error", err.msg);
     if (rc) return bad(mc, err.msg);

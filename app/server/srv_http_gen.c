@@ -727,6 +727,7 @@ static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
     switch (st->ep) {
     case HTTP_OPENAI_CHAT: {
         int rc = srv_gen_tools(j, &st->g, err);
+        if (!rc) rc = srv_gen_template_vars(j, &st->g, err);
         if (!rc) rc = srv_gen_chat(m, cJSON_GetObjectItemCaseSensitive(j, "messages"), &st->g, err);
         return rc ? rc : srv_gen_reasoning(m, j, &st->g, err);
     }

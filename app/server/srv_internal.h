@@ -79,6 +79,7 @@ typedef struct srv_gen {
     bool tools_required; /* tool_choice "required" or a named function */
     toolcall_format tool_format; /* how the answer's calls are read (with tools) */
     reasoning_format reasoning;  /* chat: how the answer's reasoning is read out (NONE: not at all) */
+    cJSON *template_vars;        /* chat_template_kwargs: more variables for a Jinja template, or NULL */
     bool in_reasoning;           /* the prompt opened the reasoning block */
     char *grammar;      /* GBNF from grammar / json_schema / response_format (req.grammar) */
 } srv_gen;
@@ -92,6 +93,10 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
  * naming the field otherwise). tool_choice "none" offers no tools; a named
  * function offers only that one. */
 int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err);
+/* Request j's "chat_template_kwargs" (an object, else LLC_ERR_TYPE) into g: more
+ * variables for a Jinja template ({"enable_thinking": false}); call before
+ * srv_gen_chat. */
+int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err);
 /* How a chat answer's reasoning is read out (after srv_gen_chat: the prompt
  * tells whether the template opened the block): the model's format, or none
  * when request j's "reasoning_format" is "none" (auto, deepseek and

@@ -197,6 +197,7 @@ static void do_generate(srv *s, conn *c, const cJSON *j, const char *id_json, ge
         const cJSON *m = field(j, "messages");
         if (!m) rc = llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
         if (!rc) rc = srv_gen_tools(j, &g, &err);
+        if (!rc) rc = srv_gen_template_vars(j, &g, &err);
         if (!rc) rc = srv_gen_chat(&s->m, m, &g, &err);
     } else if (!rc && kind == GEN_COMPLETE) {
         const cJSON *p = field(j, "prompt");

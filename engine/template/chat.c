@@ -525,9 +525,9 @@ static void cut_after_last(char *text, const char *content) {
         }
 }
 
-static int render_jinja(chat_tmpl t, const cJSON *messages, const cJSON *tools, bool add, char **out,
-                        llc_err *err) {
-    return chat_jinja_apply(t->jinja, messages, tools, add, t->strip_bos, 0, out, err);
+static int render_jinja(chat_tmpl t, const cJSON *messages, const cJSON *tools, bool add, const cJSON *vars,
+                        char **out, llc_err *err) {
+    return chat_jinja_apply(t->jinja, messages, tools, add, t->strip_bos, 0, vars, out, err);
 }
 
 int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_prompt,
@@ -541,7 +541,7 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_pro
         cJSON *j = msgs_to_json(msgs, n);
         if (!j) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
         llc_err jerr = {{0}};
-        rc = render_jinja(t, j, NULL, add_assistant_prompt, out, &jerr);
+        rc = render_jinja(t, j, NULL, add_assistant_prompt, NULL, out, &jerr);
         cJSON_Delete(j);
         if (rc == 0) {
             if (!add_assistant_prompt && n > 0 && msgs[n - 1].role == CHAT_ASSISTANT)
@@ -558,11 +558,16 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_pro
 
 int chat_apply_json(chat_tmpl t, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
                     char **out, llc_err *err) {
+    return chat_apply_json_vars(t, messages, tools, add_generation_prompt, NULL, out, err);
+}
+
+int chat_apply_json_vars(chat_tmpl t, const cJSON *messages, const cJSON *tools, bool add_generation_prompt,
+                         const cJSON *vars, char **out, llc_err *err) {
     if (!out) return llc_fail(err, LLC_ERR_RANGE, "chat_apply_json: no output pointer");
     *out = NULL;
     if (!t || !tmpl_ok(t->fmt)) return llc_fail(err, LLC_ERR_RANGE, "chat template does not exist");
     if (!cJSON_IsArray(messages)) return llc_fail(err, LLC_ERR_FORMAT, "messages must be an array");
-    if (t->jinja) return render_jinja(t, messages, tools, add_generation_prompt, out, err);
+    if (t->jinja) return render_jinja(t, messages, tools, add_generation_prompt, vars, out, err);
     if (tools && cJSON_IsArray(tools) && cJSON_GetArraySize(tools) > 0)
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "the %s chat format has no tools", FMTS[t->fmt].name);
     int n = cJSON_GetArraySize(messages);
@@ -619,11 +624,11 @@ int chat_template_from_jinja(const char *src, size_t len, const char *bos, const
                                       {CHAT_ASSISTANT, "Hello."}, {CHAT_USER, "Bye"}};
     cJSON *j = msgs_to_json(sample, 4);
     char *text = NULL;
-    rc = j ? render_jinja(t, j, NULL, true, &text, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    rc = j ? render_jinja(t, j, NULL, true, NULL, &text, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     if (rc) { /* without a system message, for templates that refuse one */
         cJSON_Delete(j);
         j = msgs_to_json(sample + 1, 3);
-        rc = j ? render_jinja(t, j, NULL, true, &text, err) : LLC_ERR_NOMEM;
+        rc = j ? render_jinja(t, j, NULL, true, NULL, &text, err) : LLC_ERR_NOMEM;
     }
     cJSON_Delete(j);
     free(text);

@@ -222,6 +222,11 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_pro
 struct cJSON;
 int chat_apply_json(chat_tmpl t, const struct cJSON *messages, const struct cJSON *tools,
                     bool add_generation_prompt, char **out, llc_err *err);
+/* The same with more template variables (an object, or NULL; a request's
+ * chat_template_kwargs such as {"enable_thinking": false}); a built-in format
+ * ignores them. */
+int chat_apply_json_vars(chat_tmpl t, const struct cJSON *messages, const struct cJSON *tools,
+                         bool add_generation_prompt, const struct cJSON *vars, char **out, llc_err *err);
 
 /* Strings that end an assistant turn in this template's text ("<|im_end|>",
  * "<|eot_id|>", "</s>", "<end_of_turn>", "\nUser:" for raw ...), for the engine

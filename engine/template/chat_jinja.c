@@ -252,8 +252,8 @@ static cJSON *build_messages(const chat_jinja *cj, const cJSON *messages, llc_er
 }
 
 int chat_jinja_apply(const chat_jinja *cj, const cJSON *messages, const cJSON *tools,
-                     bool add_generation_prompt, bool strip_bos, time_t now, char **out,
-                     llc_err *err) {
+                     bool add_generation_prompt, bool strip_bos, time_t now, const cJSON *extra,
+                     char **out, llc_err *err) {
     *out = NULL;
     cJSON *msgs = build_messages(cj, messages, err);
     if (!msgs) return LLC_ERR_FORMAT;
@@ -273,6 +273,12 @@ int chat_jinja_apply(const chat_jinja *cj, const cJSON *messages, const cJSON *t
     cJSON_AddStringToObject(vars, "date_string", buf);
     strftime(buf, sizeof buf, "%b %d %Y", &tm);
     cJSON_AddStringToObject(vars, "datetime", buf);
+    for (const cJSON *kv = cJSON_IsObject(extra) ? extra->child : NULL; kv; kv = kv->next) {
+        /* the caller's variables (chat_template_kwargs) over these */
+        if (!kv->string || !strcmp(kv->string, "messages")) continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(vars, kv->string);
+        cJSON_AddItemToObject(vars, kv->string, cJSON_Duplicate(kv, true));
+    }
     jinja_opts o = {.now = now};
     size_t len = 0;
     int rc = jinja_render(cj->tpl, vars, &o, out, &len, err);

@@ -18,6 +18,8 @@
  *     drop_thinking = false for DeepSeek V4, as llama.cpp's handlers for
  *     those formats render them), date_string ("%d %b %Y")
  *     and datetime ("%b %d %Y") of `now`, and strftime_now(fmt);
+ *   - extra (an object, or NULL): more variables, over the ones above (not
+ *     messages): a request's chat_template_kwargs ({"enable_thinking": false});
  *   - strip_bos removes one leading bos_token from the result (the tokenizer
  *     adds BOS itself).
  * A created chat_jinja is read-only: renders from several threads are safe. */
@@ -44,7 +46,7 @@ void chat_jinja_free(chat_jinja *cj);
  * (raise_exception included), LLC_ERR_RANGE for a template over its limits,
  * LLC_ERR_NOMEM. */
 int chat_jinja_apply(const chat_jinja *cj, const cJSON *messages, const cJSON *tools,
-                     bool add_generation_prompt, bool strip_bos, time_t now, char **out,
-                     llc_err *err);
+                     bool add_generation_prompt, bool strip_bos, time_t now, const cJSON *extra,
+                     char **out, llc_err *err);
 
 #endif

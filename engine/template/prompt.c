@@ -84,7 +84,7 @@ static const char *role_of(const cJSON *m) {
 }
 
 int prompt_build_json(const tokenizer *tok, chat_tmpl t, const cJSON *messages, const cJSON *tools,
-                      int budget, prompt *out, llc_err *err) {
+                      const cJSON *vars, int budget, prompt *out, llc_err *err) {
     memset(out, 0, sizeof *out);
     int n = cJSON_GetArraySize(messages);
     if (!cJSON_IsArray(messages) || n < 1) return llc_fail(err, LLC_ERR_RANGE, "the conversation is empty");
@@ -103,7 +103,7 @@ int prompt_build_json(const tokenizer *tok, chat_tmpl t, const cJSON *messages, 
         char *text = NULL;
         int32_t *ids = NULL;
         int n_ids = 0;
-        int rc = chat_apply_json(t, kept, tools, true, &text, err);
+        int rc = chat_apply_json_vars(t, kept, tools, true, vars, &text, err);
         cJSON_Delete(kept); /* references only */
         if (!rc) rc = tokenize_text(tok, text, &ids, &n_ids, err);
         if (rc) return rc;

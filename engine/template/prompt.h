@@ -29,10 +29,12 @@ int prompt_build(const tokenizer *tok, chat_tmpl t, const chat_msg *msgs, int n,
 /* The same for OpenAI-shaped messages (a cJSON array: role, content,
  * tool_calls, tool_call_id) and tools (or NULL), rendered with
  * chat_apply_json. Turns are dropped oldest first up to the next user
- * message, so a tool answer never loses the call it answers. */
+ * message, so a tool answer never loses the call it answers. vars: more
+ * template variables (chat_apply_json_vars), or NULL. */
 struct cJSON;
 int prompt_build_json(const tokenizer *tok, chat_tmpl t, const struct cJSON *messages,
-                      const struct cJSON *tools, int budget, prompt *out, llc_err *err);
+                      const struct cJSON *tools, const struct cJSON *vars, int budget, prompt *out,
+                      llc_err *err);
 
 /* The prompt budget of a conversation in a context of n_ctx tokens whose answer
  * may take max_tokens: the context less room for the answer (at most half). */
