@@ -97,6 +97,46 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$QWEN3"; t
     else bad "enable_thinking false reaches the template" "on: $on" "off: $off"; fi
     out=$($H http://x/apply-template -d '{"messages":[{"role":"user","content":"Hi"}],"chat_template_kwargs":{"enable_thinking":false}}')
     check "/apply-template takes chat_template_kwargs" '<think>\\n\\n</think>\\n\\n"}$' "$out"
+    # Ollama: "thinking" beside the answer (chat and generate, one piece and
+    # streamed); "think": false switches the template's thinking off
+    obody() { # ENDPOINT GBNF_TEXT EXTRA_JSON
+        python3 -c '
+import json, sys
+b = {"model": "m", "stream": False,
+     "options": {"temperature": 0, "num_predict": 300, "grammar": "root ::= " + json.dumps(sys.argv[2])}}
+if sys.argv[1] == "chat": b["messages"] = [{"role": "user", "content": "Hi"}]
+else: b["prompt"] = "Hi"
+b.update(json.loads(sys.argv[3]))
+print(json.dumps(b))' "$1" "$2" "${3:-{\}}"
+    }
+    osplit() { # the answer's thinking|content (chat) or thinking|response (generate), streams joined
+        python3 -c '
+import json, sys
+t, c = "", ""
+for line in sys.stdin.read().split("\n"):
+    if not line.strip(): continue
+    o = json.loads(line)
+    m = o.get("message", o)
+    t += m.get("thinking") or ""
+    c += m.get("content", m.get("response")) or ""
+print(json.dumps(t or None) + "|" + json.dumps(c))'
+    }
+    F=$'<think>\nI plan.\n</think>\n\nHello there.'
+    for ep in chat generate; do
+        got=$($H http://x/api/$ep -d "$(obody $ep "$F")" | osplit)
+        same "ollama /api/$ep: thinking and the answer" '"I plan."|"Hello there."' "$got"
+        got=$($H -N http://x/api/$ep -d "$(obody $ep "$F" '{"stream": true}')" | osplit)
+        same "ollama /api/$ep: streamed thinking and answer" '"I plan."|"Hello there."' "$got"
+        off=$($H http://x/api/$ep -d "$(obody $ep 'Hello there.' '{"think": false}')")
+        same "ollama /api/$ep: think false, no thinking" 'null|"Hello there."' "$(printf '%s' "$off" | osplit)"
+        n_off=$(num_field prompt_eval_count "$off")
+        n_on=$(num_field prompt_eval_count "$($H http://x/api/$ep -d "$(obody $ep 'Hello there.')")")
+        if [ -n "$n_on" ] && [ -n "$n_off" ] && [ "$n_off" -gt "$n_on" ]; then
+            ok "ollama /api/$ep: think false reaches the template ($n_off prompt tokens, $n_on without)"
+        else bad "ollama /api/$ep: think false reaches the template" "off: $off"; fi
+    done
+    out=$($H -w ' %{http_code}' http://x/api/chat -d '{"model":"m","messages":[{"role":"user","content":"Hi"}],"think":3}')
+    check "ollama: a bad think is a 400" "think.* 400$" "$out"
     out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"chat_template_kwargs": "no"}')")
     check "chat_template_kwargs that is not an object is a 400" "chat_template_kwargs.* 400$" "$out"
     out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"reasoning_format": "sideways"}')")

@@ -66,8 +66,11 @@ enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http
  * (engine client, suspend/resume, hang-ups, shutdown) and asks the format for
  * the bytes of each piece and of the end. */
 typedef struct http_gen_report {
-    const char *text;       /* piece: the new text; end: everything generated */
+    const char *text;       /* piece: the new text; end: everything generated (the answer
+                               apart from its reasoning, when that is read out) */
     size_t len;
+    const char *thinking;   /* piece: new reasoning (then len is 0); end: all of it */
+    size_t thinking_len;
     int n_tokens;           /* tokens generated so far */
     engine_finish finish;   /* end only */
     const char *error;      /* end only: the engine's error message, or NULL */

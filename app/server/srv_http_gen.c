@@ -390,8 +390,10 @@ static cJSON *answer_json(const gen_state *st) {
 /* What an endpoint's own format is told (text: a piece, or NULL for all of it). */
 static http_gen_report report_of(const gen_state *st, int idx, const char *text, size_t len) {
     const gen_sample *sm = &st->sm[idx];
+    const sbuf *all = sm->rp ? &sm->answer : &sm->text;
     return (http_gen_report){
-        .text = text ? text : sm->text.p ? sm->text.p : "", .len = text ? len : sm->text.len,
+        .text = text ? text : all->p ? all->p : "", .len = text ? len : all->len,
+        .thinking = text ? NULL : sm->reasoning.p, .thinking_len = text ? 0 : sm->reasoning.len,
         .n_tokens = sm->n_tokens, .finish = sm->finish,
         .error = sm->finish == FINISH_ERROR && st->err_msg[0] ? st->err_msg : NULL,
         .prompt_tokens = st->prompt_tokens, .cached_tokens = st->cached_tokens,
@@ -505,6 +507,12 @@ static void chunk_tool(gen_state *st, int idx, int k, const char *name, const ch
  * and vLLM stream it. */
 static void chunk_reasoning(gen_state *st, int idx, const char *text, size_t len) {
     gen_sample *sm = &st->sm[idx];
+    if (st->fmt) { /* an endpoint's own format (Ollama's thinking) */
+        http_gen_report r = report_of(st, idx, "", 0);
+        r.thinking = text, r.thinking_len = len;
+        st->fmt->piece(st->fmt_ctx, &r, &st->out);
+        return;
+    }
     sbuf tb = {0};
     sb_add(&tb, text, len);
     cJSON *o = openai_head(st, "chat.completion.chunk");

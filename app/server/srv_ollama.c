@@ -289,9 +289,10 @@ typedef struct o_gen {
     char model[128];
 } o_gen;
 
-/* {"model":..,"created_at":..,"message":{"role":"assistant","content":TEXT} (or
- * "response":TEXT), without the closing brace. */
-static void head(const o_gen *o, sbuf *out, const char *text, size_t len) {
+/* {"model":..,"created_at":..,"message":{"role":"assistant","content":TEXT,
+ * "thinking":REASONING} (or "response":TEXT,"thinking":..), without the closing
+ * brace; "thinking" only when there is some. */
+static void head(const o_gen *o, sbuf *out, const char *text, size_t len, const char *thinking, size_t t_len) {
     char when[64];
     now_iso(when, sizeof when);
     sb_str(out, "{\"model\":");
@@ -299,11 +300,15 @@ static void head(const o_gen *o, sbuf *out, const char *text, size_t len) {
     sb_printf(out, ",\"created_at\":\"%s\",", when);
     sb_str(out, o->chat ? "\"message\":{\"role\":\"assistant\",\"content\":" : "\"response\":");
     sb_json_str(out, text, len);
+    if (t_len) {
+        sb_str(out, ",\"thinking\":");
+        sb_json_str(out, thinking, t_len);
+    }
     if (o->chat) sb_str(out, "}");
 }
 
 static void on_piece(const void *ctx, const http_gen_report *r, sbuf *out) {
-    head(ctx, out, r->text, r->len);
+    head(ctx, out, r->text, r->len, r->thinking, r->thinking_len);
     sb_str(out, ",\"done\":false}\n");
 }
 
@@ -327,7 +332,7 @@ static unsigned on_end(const void *ctx, const http_gen_report *r, bool stream, s
     if (eval_ms > total_ms - prompt_ms) eval_ms = total_ms - prompt_ms;
     long long eval_ns = ns(eval_ms);
     if (r->n_tokens > 0 && eval_ns < 1) eval_ns = 1; /* clients divide by it */
-    head(ctx, out, stream ? "" : r->text, stream ? 0 : r->len);
+    head(ctx, out, stream ? "" : r->text, stream ? 0 : r->len, r->thinking, stream ? 0 : r->thinking_len);
     sb_str(out, ",\"done\":true,\"done_reason\":\"");
     sb_str(out, srv_finish_name(r->finish));
     sb_printf(out, "\",\"total_duration\":%lld,\"load_duration\":0,\"prompt_eval_count\":%d,"
@@ -362,7 +367,7 @@ static enum MHD_Result load_answer(srv *s, struct MHD_Connection *mc, bool chat,
     o_gen o = {.chat = chat};
     snprintf(o.model, sizeof o.model, "%s", s->m.name);
     sbuf b = {0};
-    head(&o, &b, "", 0);
+    head(&o, &b, "", 0, NULL, 0);
     sb_printf(&b, ",\"done_reason\":\"%s\",\"done\":true}", unload ? "unload" : "load");
     enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, MHD_HTTP_OK, b.p, b.len);
     sb_free(&b);
@@ -389,12 +394,37 @@ static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_e
         return srv_gen_infill(m, p, suffix->valuestring, NULL, "", g, err);
     }
     if (cJSON_IsTrue(field(j, "raw"))) return srv_gen_text(m, prompt, g, err);
-    chat_msg msgs[2];
-    int n = 0;
-    if (cJSON_IsString(system) && *system->valuestring)
-        msgs[n++] = (chat_msg){.role = CHAT_SYSTEM, .content = system->valuestring};
-    msgs[n++] = (chat_msg){.role = CHAT_USER, .content = p};
-    return srv_gen_chat_msgs(m, msgs, n, g, err);
+    cJSON *msgs = cJSON_CreateArray(); /* the template's render of system + prompt */
+    if (cJSON_IsString(system) && *system->valuestring) {
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "role", "system");
+        cJSON_AddStringToObject(s, "content", system->valuestring);
+        cJSON_AddItemToArray(msgs, s);
+    }
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", p);
+    cJSON_AddItemToArray(msgs, u);
+    int rc = cJSON_GetArraySize(msgs) > 0 ? srv_gen_chat(m, msgs, g, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    cJSON_Delete(msgs);
+    return rc < 0 ? rc : srv_gen_reasoning(m, j, g, err);
+}
+
+/* Ollama's "think": false switches a thinking template off (enable_thinking);
+ * true, a level ("low", "medium", "high") or nothing reads the reasoning out into
+ * "thinking". */
+static int think_param(const cJSON *j, srv_gen *g, llc_err *err) {
+    const cJSON *think = field(j, "think");
+    if (!think || cJSON_IsNull(think) || cJSON_IsTrue(think) || cJSON_IsString(think)) return 0;
+    if (!cJSON_IsFalse(think)) return llc_fail(err, LLC_ERR_TYPE, "'think' must be true, false or a level");
+    cJSON *vars = cJSON_CreateObject();
+    if (!vars || !cJSON_AddFalseToObject(vars, "enable_thinking")) {
+        cJSON_Delete(vars);
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    cJSON_Delete(g->template_vars);
+    g->template_vars = vars;
+    return 0;
 }
 
 /* Ollama's "format": "json" (any JSON object) or a JSON schema, enforced by
@@ -464,7 +494,9 @@ static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON
     cJSON_Delete(empty);
     bool params_done = !rc;
     if (!rc) rc = format_grammar(format, &g, &err);
-    if (!rc) rc = chat ? srv_gen_chat(&s->m, field(j, "messages"), &g, &err) : generate_prompt(&s->m, j, &g, &err);
+    if (!rc) rc = think_param(j, &g, &err);
+    if (!rc && chat && !(rc = srv_gen_chat(&s->m, field(j, "messages"), &g, &err))) rc = srv_gen_reasoning(&s->m, j, &g, &err);
+    else if (!rc && !chat) rc = generate_prompt(&s->m, j, &g, &err);
     if (rc) {
         srv_gen_free(&g);
         return o_errorf(mc, status_of(rc), "%s%s", params_done ? "" : "options: ", err.msg);
