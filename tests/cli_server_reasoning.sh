@@ -55,6 +55,31 @@ for line in sys.stdin.read().split("\n"):
 print(json.dumps(r or None) + "|" + json.dumps(c))'
 }
 
+# obody ENDPOINT GBNF_TEXT [EXTRA_JSON]: an Ollama /api/chat or /api/generate
+# request whose answer the grammar forces
+obody() {
+    python3 -c '
+import json, sys
+b = {"model": "m", "stream": False,
+     "options": {"temperature": 0, "num_predict": 300, "grammar": "root ::= " + json.dumps(sys.argv[2])}}
+if sys.argv[1] == "chat": b["messages"] = [{"role": "user", "content": "Hi"}]
+else: b["prompt"] = "Hi"
+b.update(json.loads(sys.argv[3]))
+print(json.dumps(b))' "$1" "$2" "${3:-{\}}"
+}
+osplit() { # the answer's thinking|content (chat) or thinking|response (generate), streams joined
+    python3 -c '
+import json, sys
+t, c = "", ""
+for line in sys.stdin.read().split("\n"):
+    if not line.strip(): continue
+    o = json.loads(line)
+    m = o.get("message", o)
+    t += m.get("thinking") or ""
+    c += m.get("content", m.get("response")) or ""
+print(json.dumps(t or None) + "|" + json.dumps(c))'
+}
+
 # case NAME TEMPLATE FORCED_TEXT [SERVE_ARGS...]: the answer splits into "I plan."
 # and "Hello there." (one piece and streamed), and not with reasoning_format none
 case_for() {
@@ -99,28 +124,6 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$QWEN3"; t
     check "/apply-template takes chat_template_kwargs" '<think>\\n\\n</think>\\n\\n"}$' "$out"
     # Ollama: "thinking" beside the answer (chat and generate, one piece and
     # streamed); "think": false switches the template's thinking off
-    obody() { # ENDPOINT GBNF_TEXT EXTRA_JSON
-        python3 -c '
-import json, sys
-b = {"model": "m", "stream": False,
-     "options": {"temperature": 0, "num_predict": 300, "grammar": "root ::= " + json.dumps(sys.argv[2])}}
-if sys.argv[1] == "chat": b["messages"] = [{"role": "user", "content": "Hi"}]
-else: b["prompt"] = "Hi"
-b.update(json.loads(sys.argv[3]))
-print(json.dumps(b))' "$1" "$2" "${3:-{\}}"
-    }
-    osplit() { # the answer's thinking|content (chat) or thinking|response (generate), streams joined
-        python3 -c '
-import json, sys
-t, c = "", ""
-for line in sys.stdin.read().split("\n"):
-    if not line.strip(): continue
-    o = json.loads(line)
-    m = o.get("message", o)
-    t += m.get("thinking") or ""
-    c += m.get("content", m.get("response")) or ""
-print(json.dumps(t or None) + "|" + json.dumps(c))'
-    }
     F=$'<think>\nI plan.\n</think>\n\nHello there.'
     for ep in chat generate; do
         got=$($H http://x/api/$ep -d "$(obody $ep "$F")" | osplit)
@@ -141,6 +144,21 @@ print(json.dumps(t or None) + "|" + json.dumps(c))'
     check "chat_template_kwargs that is not an object is a 400" "chat_template_kwargs.* 400$" "$out"
     out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"reasoning_format": "sideways"}')")
     check "a bad reasoning_format is a 400 naming it" "reasoning_format.* 400$" "$out"
+    stop_server "$SP"
+fi
+# reasoning_effort reaches gpt-oss's template ("Reasoning: high"); its default is medium;
+# Ollama's think levels are the same
+if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
+    n_of() { num_field prompt_tokens "$($H http://x/v1/chat/completions -d "$(body x "$1")")"; }
+    n_def=$(n_of '{}') n_med=$(n_of '{"reasoning_effort": "medium"}') n_low=$(n_of '{"reasoning_effort": "low"}')
+    n_high=$(n_of '{"chat_template_kwargs": {"reasoning_effort": "high"}}')
+    if [ -n "$n_def" ] && [ "$n_def" = "$n_med" ] && [ "$n_low" != "$n_med" ] && [ "$n_high" != "$n_low" ]; then
+        ok "reasoning_effort reaches the template (low $n_low, medium $n_med = default, high $n_high prompt tokens)"
+    else bad "reasoning_effort reaches the template" "default $n_def medium $n_med low $n_low high $n_high"; fi
+    n_olow=$(num_field prompt_eval_count "$($H http://x/api/chat -d "$(obody chat x '{"think": "low"}')")")
+    same "ollama think \"low\" is reasoning_effort low" "$n_low" "$n_olow"
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(body x '{"reasoning_effort": "max"}')")
+    check "a bad reasoning_effort is a 400" "reasoning_effort.* 400$" "$out"
     stop_server "$SP"
 fi
 expect_fail "serve --reasoning-format sideways" 2 "--reasoning-format: 'sideways' is not auto or none" \

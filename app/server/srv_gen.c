@@ -644,13 +644,27 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     return rc;
 }
 
+int srv_gen_reasoning_effort(const char *effort, srv_gen *g, llc_err *err) {
+    if (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high"))
+        return llc_fail(err, LLC_ERR_TYPE, "'reasoning_effort' must be low, medium or high");
+    if (!g->template_vars && !(g->template_vars = cJSON_CreateObject()))
+        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    if (cJSON_GetObjectItemCaseSensitive(g->template_vars, "reasoning_effort")) return 0; /* kwargs say */
+    return cJSON_AddStringToObject(g->template_vars, "reasoning_effort", effort)
+               ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+}
+
 int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err) {
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
-    if (!kw || cJSON_IsNull(kw)) return 0;
-    if (!cJSON_IsObject(kw)) return llc_fail(err, LLC_ERR_TYPE, "'chat_template_kwargs' must be an object");
-    cJSON_Delete(g->template_vars);
-    g->template_vars = cJSON_Duplicate(kw, true);
-    return g->template_vars ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    if (kw && !cJSON_IsNull(kw)) {
+        if (!cJSON_IsObject(kw)) return llc_fail(err, LLC_ERR_TYPE, "'chat_template_kwargs' must be an object");
+        cJSON_Delete(g->template_vars);
+        if (!(g->template_vars = cJSON_Duplicate(kw, true))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    const cJSON *effort = cJSON_GetObjectItemCaseSensitive(j, "reasoning_effort");
+    if (!effort || cJSON_IsNull(effort)) return 0;
+    if (!cJSON_IsString(effort)) return llc_fail(err, LLC_ERR_TYPE, "'reasoning_effort' must be low, medium or high");
+    return srv_gen_reasoning_effort(effort->valuestring, g, err);
 }
 
 int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *err) {

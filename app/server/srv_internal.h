@@ -94,9 +94,12 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
  * function offers only that one. */
 int srv_gen_tools(const cJSON *j, srv_gen *g, llc_err *err);
 /* Request j's "chat_template_kwargs" (an object, else LLC_ERR_TYPE) into g: more
- * variables for a Jinja template ({"enable_thinking": false}); call before
- * srv_gen_chat. */
+ * variables for a Jinja template ({"enable_thinking": false}); and its
+ * "reasoning_effort" (srv_gen_reasoning_effort). Call before srv_gen_chat. */
 int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err);
+/* The template variable reasoning_effort (gpt-oss's "Reasoning: high"): "low",
+ * "medium" or "high", else LLC_ERR_TYPE; chat_template_kwargs that set it win. */
+int srv_gen_reasoning_effort(const char *effort, srv_gen *g, llc_err *err);
 /* How a chat answer's reasoning is read out (after srv_gen_chat: the prompt
  * tells whether the template opened the block): the model's format, or none
  * when request j's "reasoning_format" is "none" (auto, deepseek and

@@ -415,7 +415,8 @@ static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_e
  * "thinking". */
 static int think_param(const cJSON *j, srv_gen *g, llc_err *err) {
     const cJSON *think = field(j, "think");
-    if (!think || cJSON_IsNull(think) || cJSON_IsTrue(think) || cJSON_IsString(think)) return 0;
+    if (cJSON_IsString(think)) return srv_gen_reasoning_effort(think->valuestring, g, err); /* gpt-oss's levels */
+    if (!think || cJSON_IsNull(think) || cJSON_IsTrue(think)) return 0;
     if (!cJSON_IsFalse(think)) return llc_fail(err, LLC_ERR_TYPE, "'think' must be true, false or a level");
     cJSON *vars = cJSON_CreateObject();
     if (!vars || !cJSON_AddFalseToObject(vars, "enable_thinking")) {
