@@ -19,7 +19,9 @@ conv_settings conv_default_settings(void) {
 static void msg_free(conv_msg *m) {
     if (!m) return;
     free(m->text);
-    free(m->wrap.v); /* the UI's wrap cache */
+    free(m->reasoning);
+    free(m->wrap.v); /* the UI's wrap caches */
+    free(m->r_wrap.v);
     if (m->view_free) m->view_free(m->view);
     free(m);
 }
@@ -135,6 +137,14 @@ static conv_msg *msg_from_db(const db_message *m) {
     c->id = m->id;
     c->dirty = false;
     c->usage = m->usage;
+    if (m->reasoning_len) {
+        if (!(c->reasoning = malloc(m->reasoning_len + 1))) {
+            msg_free(c);
+            return NULL;
+        }
+        memcpy(c->reasoning, m->reasoning, m->reasoning_len + 1);
+        c->r_len = c->r_cap = m->reasoning_len;
+    }
     snprintf(c->finish, sizeof c->finish, "%s", m->finish ? m->finish : "");
     return c;
 }
@@ -256,6 +266,23 @@ int conv_append(conv *c, int alt, const char *text, size_t len) {
     return 0;
 }
 
+int conv_append_reasoning(conv *c, int alt, const char *text, size_t len) {
+    if (alt < 0 || alt >= c->n_alts) return LLC_ERR_RANGE;
+    conv_msg *m = c->alts[alt];
+    if (m->r_len + len + 1 > m->r_cap) {
+        size_t cap = m->r_cap * 2 > m->r_len + len + 1 ? m->r_cap * 2 : m->r_len + len + 64;
+        char *t = realloc(m->reasoning, cap);
+        if (!t) return LLC_ERR_NOMEM;
+        m->reasoning = t;
+        m->r_cap = cap;
+    }
+    memcpy(m->reasoning + m->r_len, text, len);
+    m->r_len += len;
+    m->reasoning[m->r_len] = 0;
+    m->reasoning_dirty = m->dirty = true;
+    return 0;
+}
+
 void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage *usage) {
     if (alt < 0 || alt >= c->n_alts) return;
     conv_msg *m = c->alts[alt];
@@ -284,6 +311,14 @@ bool conv_unsaved(const conv *c) {
     return false;
 }
 
+/* Stores a message's reasoning when it changed (the message is stored). */
+static int save_reasoning(db *d, conv_msg *m, llc_err *err) {
+    if (!m->reasoning_dirty || !m->id) return 0;
+    if (db_message_set_reasoning(d, m->id, m->reasoning ? m->reasoning : "", m->r_len, err)) return -1;
+    m->reasoning_dirty = false;
+    return 0;
+}
+
 /* Stores one message whose parent is `parent` (0 = root). */
 static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, double now_ms, bool *added,
                     llc_err *err) {
@@ -291,6 +326,7 @@ static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, dou
     if (m->id == 0 && added) *added = true;
     if (m->id == 0) {
         if (db_message_add(d, c->session_id, parent, m->role, m->text, m->len, m->state, &m->id, err)) return -1;
+        if (save_reasoning(d, m, err)) return -1;
         m->dirty = m->state == DB_STATE_STREAMING && m->len > 0;
         /* an answer that ended before its first save: its usage and finish reason too */
         if (m->role == DB_ROLE_ASSISTANT && m->state != DB_STATE_STREAMING &&
@@ -306,6 +342,7 @@ static int save_msg(conv *c, db *d, conv_msg *m, int64_t parent, bool force, dou
     } else if (db_message_finish(d, m->id, m->text, m->len, m->state, &m->usage, m->finish, err)) {
         return -1;
     }
+    if (save_reasoning(d, m, err)) return -1;
     m->dirty = false;
     return 0;
 }

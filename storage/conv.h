@@ -30,6 +30,11 @@ typedef struct conv_msg {
     char *text;          /* NUL-terminated */
     size_t len, cap;
     bool dirty;          /* text or state changed since the last save */
+    char *reasoning;     /* a thinking model's reasoning before the answer (NULL: none) */
+    size_t r_len, r_cap;
+    bool reasoning_dirty; /* changed since the last save (dirty is set too) */
+    bool reasoning_shown; /* the view unfolds it (the UI's; not stored) */
+    tw_lines r_wrap;      /* the view's wrap of it */
     db_usage usage;
     char finish[16];     /* "stop", "length", "cancelled", "error", "" */
     char error[256];     /* why it failed, when it did (shown, not stored) */
@@ -105,6 +110,9 @@ int conv_add_user(conv *c, const char *text, size_t len);
 int conv_open_answers(conv *c, int k);
 /* Appends streamed text to alternative i. */
 int conv_append(conv *c, int alt, const char *text, size_t len);
+/* Appends streamed reasoning to alternative i (stored beside its text, left out
+ * of later prompts). */
+int conv_append_reasoning(conv *c, int alt, const char *text, size_t len);
 /* Marks alternative i finished. */
 void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage *usage);
 /* Forgets the last user message and its answers from memory (for /edit: the

@@ -36,7 +36,7 @@ enum {
 };
 
 /* The schema version this build creates and understands (PRAGMA user_version). */
-#define DB_SCHEMA_VERSION 3
+#define DB_SCHEMA_VERSION 4
 
 /* Content length meaning "NUL-terminated string". */
 #define DB_NTS ((size_t)-1)
@@ -166,6 +166,8 @@ typedef struct db_message {
     int64_t created;
     db_usage usage;
     char *finish;      /* finish reason ("stop", "length", ...), "" when none */
+    char *reasoning;   /* a thinking model's reasoning before the answer, "" when none */
+    size_t reasoning_len;
 } db_message;
 
 /* Adds a message under parent_id (0 = a new root) of session_id; content is len
@@ -179,6 +181,9 @@ int db_message_add(db *d, int64_t session_id, int64_t parent_id, int role, const
  * streams; each call is committed). LLC_ERR_NOTFOUND when there is no such message. */
 int db_message_set_content(db *d, int64_t id, const char *content, size_t len, int state,
                            llc_err *err);
+/* Replaces an answer's reasoning (stored beside its content, left out of prompts).
+ * LLC_ERR_NOTFOUND when there is no such message. */
+int db_message_set_reasoning(db *d, int64_t id, const char *reasoning, size_t len, llc_err *err);
 /* Final content (NULL: keep the stored one), state, usage (NULL: zeros) and finish
  * reason (NULL: ""); also touches the session. */
 int db_message_finish(db *d, int64_t id, const char *content, size_t len, int state,

@@ -11,6 +11,7 @@ void db_message_clear(db_message *m) {
     if (!m) return;
     free(m->content);
     free(m->finish);
+    free(m->reasoning);
     memset(m, 0, sizeof *m);
 }
 
@@ -35,7 +36,8 @@ int dbi_read_message(db *d, sqlite3_stmt *st, db_message *m, llc_err *err) {
     m->usage.ttft_ms = sqlite3_column_double(st, 10);
     m->usage.tpot_ms = sqlite3_column_double(st, 11);
     m->finish = dbi_col_dup(st, 12, NULL);
-    if (!m->content || !m->finish) {
+    m->reasoning = dbi_col_dup(st, 13, &m->reasoning_len);
+    if (!m->content || !m->finish || !m->reasoning) {
         db_message_clear(m);
         return dbi_fail(d, err, LLC_ERR_NOMEM, "out of memory reading a message");
     }
@@ -172,6 +174,20 @@ int db_message_set_content(db *d, int64_t id, const char *content, size_t len, i
         return rc;
     }
     return dbi_commit(d, what, err);
+}
+
+static const char SQL_SET_REASONING[] = "UPDATE messages SET reasoning = ?2 WHERE id = ?1";
+
+int db_message_set_reasoning(db *d, int64_t id, const char *reasoning, size_t len, llc_err *err) {
+    const char *what = "saving an answer's reasoning";
+    sqlite3_stmt *st = dbi_stmt(d, SQL_SET_REASONING, what, err);
+    if (!st) return d->last_code;
+    sqlite3_bind_int64(st, 1, id);
+    dbi_bind_text(st, 2, reasoning, len);
+    int rc = dbi_step_done(d, st, what, err);
+    if (!rc && sqlite3_changes(d->h) == 0)
+        rc = dbi_fail(d, err, LLC_ERR_NOTFOUND, "no message %lld (while %s)", (long long)id, what);
+    return rc;
 }
 
 static const char SQL_FINISH[] =

@@ -74,6 +74,10 @@ static const char *const MIGRATIONS[DB_SCHEMA_VERSION + 1] = {
           "  active INTEGER NOT NULL DEFAULT 0);"
           "CREATE INDEX tabs_by_session ON tabs(session_id);"
           "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
+
+    /* v4: a thinking model's reasoning, kept apart from the answer's content (the
+     * prompt of later turns leaves it out; the view folds it). */
+    [4] = "ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';",
 };
 
 static const char SQL_USER_VERSION[] = "PRAGMA user_version";

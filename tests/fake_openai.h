@@ -71,15 +71,16 @@ static void fo_reply(int fd, int status, const char *reason, const char *json) {
     fo_sends(fd, json);
 }
 
-/* One streamed piece of text as an SSE chunk; finish: NULL or a reason. */
-static int fo_chunk(int fd, const char *text, const char *finish) {
+/* One streamed piece of text as an SSE chunk (field: "content", or a thinking
+ * model's "reasoning_content" / "reasoning"); finish: NULL or a reason. */
+static int fo_chunk_field(int fd, const char *field, const char *text, const char *finish) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "object", "chat.completion.chunk");
     cJSON *choices = cJSON_AddArrayToObject(j, "choices");
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
     cJSON *d = cJSON_AddObjectToObject(c, "delta");
-    if (text) cJSON_AddStringToObject(d, "content", text);
+    if (text) cJSON_AddStringToObject(d, field, text);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     cJSON_AddItemToArray(choices, c);
@@ -89,6 +90,8 @@ static int fo_chunk(int fd, const char *text, const char *finish) {
     free(s);
     return rc;
 }
+
+static int fo_chunk(int fd, const char *text, const char *finish) { return fo_chunk_field(fd, "content", text, finish); }
 
 static void fo_stream_head(int fd) {
     fo_sends(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -163,6 +166,13 @@ static void fo_chat(fake_openai *f, int fd, const char *body) {
         fo_chunk(fd, "well", NULL);
         fo_sleep_ms(50);
         /* the server dies: the connection closes with no finish and no [DONE] */
+    } else if (!strcmp(model, "think")) { /* a thinking model: reasoning first, both field names */
+        fo_stream_head(fd);
+        fo_chunk_field(fd, "reasoning_content", "I plan", NULL);
+        fo_chunk_field(fd, "reasoning", " a greeting.", NULL);
+        fo_chunk(fd, "Hello.", NULL);
+        fo_chunk(fd, NULL, "stop");
+        fo_stream_end(fd, 3);
     } else if (!strcmp(model, "length")) {
         fo_stream_head(fd);
         fo_chunk(fd, "cut ", NULL);

@@ -573,6 +573,45 @@ static void test_tabs_past_nine_and_rename(void) {
     ui_app_free(a);
 }
 
+/* A thinking model's answer: its reasoning is kept apart from the text (stored
+ * beside it, out of the next prompt, back after a reopen), and /reasoning
+ * unfolds it for the view. */
+static void test_reasoning_is_kept_apart(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "think first"));
+    int64_t id = c->req_id;
+    push(prov_event_reasoning(id, 0, "I plan", 6));
+    push(prov_event_reasoning(id, 0, " a greeting.", 12));
+    text(id, "Hello.");
+    done(id, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 0);
+    conv_msg *m = conv_last(c);
+    CHECK(m && !strcmp(m->text, "Hello.") && m->reasoning && !strcmp(m->reasoning, "I plan a greeting."));
+    CHECK(!m->reasoning_shown);
+    CHECK(input(a, "/reasoning") && m->reasoning_shown);
+    CHECK(input(a, "/reasoning") && !m->reasoning_shown);
+    db_message dm;
+    CHECK(m->id && db_message_get(a->db, m->id, &dm, NULL) == 0);
+    CHECK(!strcmp(dm.content, "Hello.") && !strcmp(dm.reasoning, "I plan a greeting."));
+    db_message_clear(&dm);
+    CHECK(input(a, "and then?")); /* the next prompt has the answer, not the reasoning */
+    CHECK(g_fake.n_msgs == 3);
+    CHECK(!strstr(c->msgs[1]->text, "plan"));
+    done(c->req_id, DB_STATE_DONE, NULL);
+    ui_app_poll_events(a, 0);
+    int64_t sid = c->session_id;
+    ui_app_free(a);
+    a = open_app(); /* reopened: the tab comes back with it */
+    c = ui_app_tab(a);
+    CHECK(c->session_id == sid && c->n_msgs >= 2 && c->msgs[1]->reasoning &&
+          !strcmp(c->msgs[1]->reasoning, "I plan a greeting."));
+    CHECK(input(a, "/new"));
+    CHECK(!input(a, "/reasoning") && strstr(a->notice, "has no reasoning")); /* refused: nothing to show */
+    ui_app_free(a);
+}
+
 static void test_second_ui_on_a_database_is_warned(void) {
     ui_app *a = open_app();
     CHECK(!strstr(a->notice, "another llmchat chat"));
@@ -608,6 +647,7 @@ int main(void) {
     RUN(test_notices_and_panels_do_not_outstay);
     RUN(test_tabs_past_nine_and_rename);
     RUN(test_second_ui_on_a_database_is_warned);
+    RUN(test_reasoning_is_kept_apart);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd)) {

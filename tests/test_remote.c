@@ -79,6 +79,8 @@ static fake_openai g_srv;
 typedef struct answer {
     char text[4096];
     size_t len;
+    char reasoning[1024];
+    size_t r_len;
     bool done;
     int state;
     char finish[16];
@@ -110,6 +112,12 @@ static void wait_answers(provider *p, int64_t id, answer *ans, int n, int cancel
                 if (a->len + ev->text_len < sizeof a->text) {
                     memcpy(a->text + a->len, ev->text, ev->text_len);
                     a->len += ev->text_len;
+                }
+            } else if (ev->kind == PROV_REASONING) {
+                CHECK(a->len == 0); /* (the fake thinks before it answers) */
+                if (a->r_len + ev->text_len < sizeof a->reasoning) {
+                    memcpy(a->reasoning + a->r_len, ev->text, ev->text_len);
+                    a->r_len += ev->text_len;
                 }
             } else {
                 a->done = true;
@@ -186,6 +194,21 @@ static void test_streams_an_answer(void) {
     char status[320];
     prov_status(p, status, sizeof status);
     CHECKF(strstr(status, "remote 127.0.0.1:") != NULL, "%s", status);
+    prov_free(p);
+}
+
+/* A thinking model behind the server: reasoning_content (llama-server, vLLM) and
+ * reasoning (OpenRouter, Ollama's OpenAI API) arrive as reasoning, apart from
+ * the answer. */
+static void test_reasoning_comes_apart(void) {
+    provider *p = open_remote("think", "sekrit");
+    conv_settings s = conv_default_settings();
+    answer a[1];
+    int64_t id = ask(p, NULL, "hello", &s);
+    wait_answers(p, id, a, 1, -1);
+    CHECKF(!strcmp(a[0].reasoning, "I plan a greeting.") && !strcmp(a[0].text, "Hello."),
+           "reasoning '%s', text '%s'", a[0].reasoning, a[0].text);
+    CHECK(a[0].state == DB_STATE_DONE);
     prov_free(p);
 }
 
@@ -314,6 +337,7 @@ int main(void) {
         return 1;
     }
     RUN(test_streams_an_answer);
+    RUN(test_reasoning_comes_apart);
     RUN(test_parallel_answers_with_seeds);
     RUN(test_cancel_closes_the_stream);
     RUN(test_http_errors_are_explained);

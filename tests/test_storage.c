@@ -237,6 +237,7 @@ static void test_migrations_from_every_version(void) {
                 CHECK(!strcmp(path[1].content, "an egg laying mammal"));
                 CHECK(path[2].state == DB_STATE_INTERRUPTED); /* recovered at open */
             }
+            if (n == 3) CHECK(path[1].reasoning && !path[1].reasoning[0]); /* v4: none yet */
             db_messages_free(path, n);
             /* the FTS index was built from the old rows */
             CHECK(search_count(d, "platypus") == 1);
@@ -728,6 +729,35 @@ static void test_tabs_and_settings(void) {
     db_close(d);
 }
 
+/* An answer's reasoning (a thinking model's) is stored beside its content:
+ * read back with it, not searched as content, quoted before the answer in an
+ * export; setting it on a missing message is NOTFOUND. */
+static void test_reasoning_beside_content(void) {
+    db *d = open_ok(tpath("reasoning.db"));
+    if (!d) return;
+    llc_err e = {{0}};
+    int64_t sid = new_session(d, "think");
+    int64_t u = add_msg(d, sid, 0, DB_ROLE_USER, "Hi");
+    int64_t r = add_msg(d, sid, u, DB_ROLE_ASSISTANT, "Hello there.");
+    CHECK(db_message_set_reasoning(d, r, "I plan\na greeting.", DB_NTS, &e) == 0);
+    CHECK(db_message_set_reasoning(d, r + 100, "x", DB_NTS, &e) == LLC_ERR_NOTFOUND);
+    db_message m;
+    CHECK(db_message_get(d, r, &m, &e) == 0);
+    CHECK(!strcmp(m.content, "Hello there.") && !strcmp(m.reasoning, "I plan\na greeting.") && m.reasoning_len == 18);
+    db_message_clear(&m);
+    CHECK(search_count(d, "greeting") == 0 && search_count(d, "Hello") == 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(db_export_markdown(d, sid, 0, f, &e) == 0);
+    fclose(f);
+    const char *q = buf ? strstr(buf, "> *Reasoning*\n>\n> I plan\n> a greeting.") : NULL;
+    const char *ans = buf ? strstr(buf, "Hello there.") : NULL;
+    CHECKF(q && ans && q < ans, "%s", buf ? buf : "");
+    free(buf);
+    db_close(d);
+}
+
 static void test_export_markdown(void) {
     db *d = open_ok(tpath("export.db"));
     if (!d) return;
@@ -1031,6 +1061,7 @@ int main(void) {
     RUN(test_search);
     RUN(test_tabs_and_settings);
     RUN(test_export_markdown);
+    RUN(test_reasoning_beside_content);
     RUN(test_readonly);
     RUN(test_big_message);
     RUN(test_locked);

@@ -468,6 +468,8 @@ static void poll_provider(ui_app *a, provider *p, double now_ms) {
         if (c) {
             if (ev->kind == PROV_TEXT) {
                 if (ev->text_len) conv_append(c, c->alt_base + ev->seq_index, ev->text, ev->text_len);
+            } else if (ev->kind == PROV_REASONING) {
+                if (ev->text_len) conv_append_reasoning(c, c->alt_base + ev->seq_index, ev->text, ev->text_len);
             } else {
                 answer_done(a, c, ev, now_ms);
             }
@@ -562,6 +564,16 @@ void app_cat(char **buf, size_t *len, const char *fmt, ...) {
         *buf = b;
     }
     free(piece);
+}
+
+/* /reasoning: the last answer's reasoning unfolds, or folds again. */
+static void cmd_reasoning(ui_app *a, conv *c) {
+    conv_msg *m = conv_last(c);
+    if (!m || m->role != DB_ROLE_ASSISTANT || !m->r_len) {
+        app_reject(a, "/reasoning: the last answer has no reasoning");
+        return;
+    }
+    m->reasoning_shown = !m->reasoning_shown;
 }
 
 /* /copy: the last answer shown, or (code) the last code block of the answers. */
@@ -712,6 +724,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len, cmd.ivalue); break;
     case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
+    case UI_CMD_REASONING: cmd_reasoning(a, c); break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
     case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;

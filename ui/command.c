@@ -38,6 +38,7 @@ static const cmd_def g_cmds[] = {
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
     {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
     {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
+    {"reasoning", UI_CMD_REASONING, ARG_NONE, 0, 0},
     {"new", UI_CMD_NEW, ARG_NONE, 0, 0},
     {"close", UI_CMD_CLOSE, ARG_NONE, 0, 0},
     {"help", UI_CMD_HELP, ARG_NONE, 0, 0},
@@ -232,6 +233,7 @@ const char *ui_help_text(void) {
            "  /search TEXT       search every session\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"
+           "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
            "  /model [N|PATH]    list models (open, recent, configured); N or PATH switches this tab\n"
            "  /stats  /new  /close  /help  /quit\n"
            "  //text             send a message that starts with '/'";

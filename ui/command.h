@@ -30,6 +30,7 @@ typedef enum ui_cmd_kind {
     UI_CMD_MODEL,   /* /model [PATH]: show the tab's model and the list, or switch it;
                        /model N (ivalue N, 1..999): entry N of that list */
     UI_CMD_COPY,    /* /copy [code]: the last answer (or its last code block) to the clipboard */
+    UI_CMD_REASONING, /* /reasoning: unfold (or fold again) the last answer's reasoning */
     UI_CMD_NEW,     /* /new: new tab */
     UI_CMD_CLOSE,   /* /close: close the tab (the session stays) */
     UI_CMD_HELP,    /* /help */

@@ -22,6 +22,12 @@ prov_event *prov_event_text(int64_t request_id, int seq_index, const char *text,
     return ev;
 }
 
+prov_event *prov_event_reasoning(int64_t request_id, int seq_index, const char *text, size_t len) {
+    prov_event *ev = prov_event_text(request_id, seq_index, text, len);
+    if (ev) ev->kind = PROV_REASONING;
+    return ev;
+}
+
 prov_event *prov_event_done(int64_t request_id, int seq_index, int state, const char *finish,
                             const db_usage *usage, const char *message) {
     prov_event *ev = calloc(1, sizeof *ev);

@@ -6,7 +6,10 @@
  *
  * A request is a conversation (system first if any, the last message the
  * user's) plus the tab's settings; its answers stream back as events on the
- * provider's queue, whose fd becomes readable while events wait. Every answer
+ * provider's queue, whose fd becomes readable while events wait. A thinking
+ * model's reasoning comes apart from the answer (PROV_REASONING): the local
+ * engine reads it out of the text (engine/template/reasoning), a remote server
+ * sends it as reasoning_content. Every answer
  * (seq_index 0..n_answers-1) ends with exactly one PROV_DONE. Only the UI
  * thread calls these functions; the sender allocates an event, the receiver
  * frees it with prov_event_free. */
@@ -26,6 +29,7 @@ typedef struct provider provider;
 
 typedef enum prov_event_kind {
     PROV_TEXT, /* a piece of an answer's text */
+    PROV_REASONING, /* a piece of a thinking model's reasoning before the answer */
     PROV_DONE, /* an answer ended: state, finish, usage (message says why for an error) */
 } prov_event_kind;
 
@@ -33,7 +37,7 @@ typedef struct prov_event {
     prov_event_kind kind;
     int64_t request_id;
     int seq_index;      /* which answer of the request */
-    char *text;         /* PROV_TEXT: NUL-terminated piece (may be empty) */
+    char *text;         /* PROV_TEXT, PROV_REASONING: NUL-terminated piece (may be empty) */
     size_t text_len;
     int state;          /* PROV_DONE: DB_STATE_DONE, DB_STATE_CANCELLED or DB_STATE_ERROR */
     char finish[16];    /* "stop", "length", "cancelled", "error" */
@@ -96,6 +100,7 @@ static inline void prov_free(provider *p) {
 /* Events are plain malloc'd structs: any implementation creates them with
  * these, the receiver frees them. */
 prov_event *prov_event_text(int64_t request_id, int seq_index, const char *text, size_t len);
+prov_event *prov_event_reasoning(int64_t request_id, int seq_index, const char *text, size_t len);
 prov_event *prov_event_done(int64_t request_id, int seq_index, int state, const char *finish,
                             const db_usage *usage, const char *message);
 void prov_event_free(prov_event *ev);

@@ -1,7 +1,8 @@
 /* provider_local.c — the local engine as a provider (see provider.h): the
  * conversation becomes prompt tokens (engine/prompt, the same as the socket
  * server builds), goes to the shared engine, and the engine's events come back
- * as provider events. */
+ * as provider events — a thinking model's text through a reasoning parser per
+ * answer, whose two outputs queue up as text and reasoning events. */
 #include "ui/provider.h"
 
 #include <stdarg.h>
@@ -10,10 +11,24 @@
 #include <string.h>
 
 #include "engine/template/prompt.h"
+#include "engine/template/reasoning.h"
+
+/* An answer being read by a reasoning parser. */
+typedef struct answer_parser {
+    int64_t request_id;
+    int seq_index;
+    reasoning_parser *p;
+    struct prov_local *l;
+} answer_parser;
 
 typedef struct prov_local {
     provider base;
     prov_local_config cfg;
+    reasoning_format reasoning; /* the template's reasoning markup */
+    answer_parser **parsers;    /* one per answer streaming now (thinking models) */
+    int n_parsers, cap_parsers;
+    prov_event **pending;       /* events a parser produced, not yet handed out */
+    int n_pending, cap_pending, pending_head;
     engine_client *client;
     engine_metrics m;        /* the last read, for the status line and /stats */
     int64_t error_id;        /* the request of the last error event, and its message: */
@@ -27,6 +42,85 @@ static int local_check(provider *p, const chat_msg *msgs, int n, const conv_sett
                           &pr, err);
     if (rc == 0) free(pr.ids);
     return rc;
+}
+
+/* ---- reasoning parsers and the events they queue ---- */
+
+static void queue_event(prov_local *l, prov_event *ev) {
+    if (!ev) return;
+    if (l->n_pending == l->cap_pending) {
+        if (l->pending_head > 0) { /* compact first */
+            memmove(l->pending, l->pending + l->pending_head, (size_t)(l->n_pending - l->pending_head) * sizeof *l->pending);
+            l->n_pending -= l->pending_head;
+            l->pending_head = 0;
+        }
+        if (l->n_pending == l->cap_pending) {
+            int cap = l->cap_pending ? 2 * l->cap_pending : 16;
+            prov_event **q = realloc(l->pending, (size_t)cap * sizeof *q);
+            if (!q) {
+                prov_event_free(ev); /* (a piece of text lost rather than a crash) */
+                return;
+            }
+            l->pending = q;
+            l->cap_pending = cap;
+        }
+    }
+    l->pending[l->n_pending++] = ev;
+}
+
+static prov_event *next_pending(prov_local *l) {
+    if (l->pending_head >= l->n_pending) {
+        l->pending_head = l->n_pending = 0;
+        return NULL;
+    }
+    return l->pending[l->pending_head++];
+}
+
+static void on_reasoning(void *ud, const char *text, size_t len) {
+    answer_parser *a = ud;
+    queue_event(a->l, prov_event_reasoning(a->request_id, a->seq_index, text, len));
+}
+
+static void on_content(void *ud, const char *text, size_t len) {
+    answer_parser *a = ud;
+    queue_event(a->l, prov_event_text(a->request_id, a->seq_index, text, len));
+}
+
+/* A parser for answer seq of request id (each its own allocation: its sink
+ * points at it). */
+static int add_parser(prov_local *l, int64_t id, int seq, bool opened) {
+    if (l->n_parsers == l->cap_parsers) {
+        int cap = l->cap_parsers ? 2 * l->cap_parsers : 8;
+        answer_parser **arr = realloc(l->parsers, (size_t)cap * sizeof *arr);
+        if (!arr) return LLC_ERR_NOMEM;
+        l->parsers = arr;
+        l->cap_parsers = cap;
+    }
+    answer_parser *a = calloc(1, sizeof *a);
+    if (!a) return LLC_ERR_NOMEM;
+    *a = (answer_parser){.request_id = id, .seq_index = seq, .l = l};
+    reasoning_sink sink = {a, on_reasoning, on_content};
+    if (reasoning_parser_create(l->reasoning, opened, &sink, &a->p)) {
+        free(a);
+        return LLC_ERR_NOMEM;
+    }
+    l->parsers[l->n_parsers++] = a;
+    return 0;
+}
+
+static int find_parser(prov_local *l, int64_t id, int seq) {
+    for (int i = 0; i < l->n_parsers; i++)
+        if (l->parsers[i]->request_id == id && l->parsers[i]->seq_index == seq) return i;
+    return -1;
+}
+
+/* Answer i is over: what its parser holds goes out, then it goes. */
+static void end_parser(prov_local *l, int i) {
+    answer_parser *a = l->parsers[i];
+    reasoning_finish(a->p);
+    reasoning_parser_free(a->p);
+    free(a);
+    l->parsers[i] = l->parsers[--l->n_parsers];
 }
 
 static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv_settings *s,
@@ -48,8 +142,18 @@ static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv
     const char *const *stops = chat_stop_strings(l->cfg.tmpl);
     for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
     r.stop = stops;
+    r.special_text = l->reasoning == REASONING_HARMONY; /* its markers are control tokens */
+    bool opened = false; /* a template that opens the reasoning block itself */
+    char *tail = NULL;
+    const int n_tail = pr.n_ids < 8 ? pr.n_ids : 8;
+    if (l->reasoning != REASONING_NONE && n_tail > 0 &&
+        tok_decode(l->cfg.tok, pr.ids + pr.n_ids - n_tail, n_tail, true, &tail, NULL) == 0)
+        opened = reasoning_prompt_opens(l->reasoning, tail);
+    free(tail);
     int64_t id = engine_submit(l->cfg.e, l->client, &r, err);
     free(pr.ids);
+    for (int i = 0; id > 0 && l->reasoning != REASONING_NONE && i < k; i++)
+        if (add_parser(l, id, i, opened)) break; /* (out of memory: that answer stays whole) */
     if (id > 0) *out = (prov_started){.n_answers = k, .n_dropped = pr.n_dropped};
     return id;
 }
@@ -58,12 +162,19 @@ static void local_cancel(provider *p, int64_t id) { engine_cancel(((prov_local *
 
 static prov_event *local_next(provider *p) {
     prov_local *l = (prov_local *)p;
+    prov_event *queued = next_pending(l);
+    if (queued) return queued;
     engine_event *ev;
     while ((ev = engine_client_next(l->client))) {
         prov_event *out = NULL;
-        if (ev->kind == EV_TOKEN) {
+        const int pi = ev->kind == EV_TOKEN || ev->kind == EV_DONE ? find_parser(l, ev->request_id, ev->seq_index) : -1;
+        if (ev->kind == EV_TOKEN && pi >= 0) { /* a thinking model: through its parser */
+            if (ev->text_len) reasoning_feed(l->parsers[pi]->p, ev->text, ev->text_len);
+            out = next_pending(l);
+        } else if (ev->kind == EV_TOKEN) {
             out = prov_event_text(ev->request_id, ev->seq_index, ev->text ? ev->text : "", ev->text_len);
         } else if (ev->kind == EV_DONE) {
+            if (pi >= 0) end_parser(l, pi); /* its held text is queued before the done */
             static const char *names[] = {"", "stop", "length", "cancelled", "error"};
             int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                         : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
@@ -74,6 +185,10 @@ static prov_event *local_next(provider *p) {
             out = prov_event_done(ev->request_id, ev->seq_index, state,
                                   names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u,
                                   state == DB_STATE_ERROR ? why : NULL);
+            if (pi >= 0 && l->pending_head < l->n_pending) { /* the held text first */
+                queue_event(l, out);
+                out = next_pending(l);
+            }
         } else if (ev->kind == EV_ERROR) { /* why: the done events of the samples it ended follow */
             l->error_id = ev->request_id;
             snprintf(l->error, sizeof l->error, "%s", ev->message);
@@ -145,6 +260,13 @@ static const char *local_model_name(const provider *p) { return ((const prov_loc
 static void local_destroy(provider *p) {
     prov_local *l = (prov_local *)p;
     engine_client_free(l->client); /* cancels what still runs */
+    for (int i = 0; i < l->n_parsers; i++) {
+        reasoning_parser_free(l->parsers[i]->p);
+        free(l->parsers[i]);
+    }
+    free(l->parsers);
+    for (int i = l->pending_head; i < l->n_pending; i++) prov_event_free(l->pending[i]);
+    free(l->pending);
     void (*done)(void *) = l->cfg.on_destroy;
     void *ctx = l->cfg.destroy_ctx;
     free(l);
@@ -169,6 +291,7 @@ int prov_local_create(const prov_local_config *cfg, provider **out, llc_err *err
     if (!l) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     l->base.ops = &local_ops;
     l->cfg = *cfg;
+    l->reasoning = chat_tmpl_is_jinja(cfg->tmpl) ? reasoning_detect(chat_tmpl_source(cfg->tmpl)) : REASONING_NONE;
     if (engine_client_create(cfg->e, &l->client)) {
         free(l);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");

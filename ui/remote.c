@@ -154,13 +154,13 @@ static int raw_add(xfer *x, const char *p, size_t n, size_t cap) {
     return 0;
 }
 
-static void got_text(xfer *x, const char *text, size_t len) {
+static void got_text(xfer *x, const char *text, size_t len, bool reasoning) {
     if (!len) return;
     double now = llc_now_ms();
     if (x->chunks == 0) x->t_first = now;
     x->t_last = now;
     x->chunks++;
-    push_event(x->r, prov_event_text(x->id, x->seq, text, len));
+    push_event(x->r, reasoning ? prov_event_reasoning(x->id, x->seq, text, len) : prov_event_text(x->id, x->seq, text, len));
 }
 
 /* The message of an error object: {"error": {"message": ...}} or {"error": "..."}. */
@@ -180,8 +180,13 @@ static void read_chunk(xfer *x, const cJSON *j) {
     if (c0) {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(c0, "delta");
         if (!d) d = cJSON_GetObjectItemCaseSensitive(c0, "message");
+        /* a thinking model's reasoning: llama-server's and vLLM's reasoning_content,
+           OpenRouter's and Ollama's reasoning */
+        const cJSON *r = d ? cJSON_GetObjectItemCaseSensitive(d, "reasoning_content") : NULL;
+        if (!cJSON_IsString(r) && d) r = cJSON_GetObjectItemCaseSensitive(d, "reasoning");
+        if (cJSON_IsString(r)) got_text(x, r->valuestring, strlen(r->valuestring), true);
         const cJSON *t = d ? cJSON_GetObjectItemCaseSensitive(d, "content") : NULL;
-        if (cJSON_IsString(t)) got_text(x, t->valuestring, strlen(t->valuestring));
+        if (cJSON_IsString(t)) got_text(x, t->valuestring, strlen(t->valuestring), false);
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
         if (cJSON_IsString(f)) snprintf(x->finish, sizeof x->finish, "%s", f->valuestring);
     }

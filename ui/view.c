@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,14 @@ static const char *finish_marker(const conv_msg *m) {
     return NULL;
 }
 
+/* Words in an answer's reasoning (for its folded line). */
+static size_t word_count(const conv_msg *m) {
+    size_t n = 0;
+    for (size_t i = 0; i < m->r_len; i++)
+        if (!isspace((unsigned char)m->reasoning[i]) && (i == 0 || isspace((unsigned char)m->reasoning[i - 1]))) n++;
+    return n;
+}
+
 static void draw_transcript(view *v, int top, int height, int W) {
     ui_app *a = v->a;
     conv *c = ui_app_tab(a);
@@ -260,6 +269,24 @@ static void draw_transcript(view *v, int top, int height, int W) {
             else free(vh);
         }
         rows_push(&r, h, strlen(h), user ? C_USER : C_BOT, A_BOLD, 0);
+        if (!user && m->r_len) { /* a thinking model's reasoning: one folded line, or all of it */
+            char *line = NULL;
+            if (asprintf(&line, "%s %s (%zu words%s)", m->reasoning_shown ? "v" : ">",
+                         m->state == DB_STATE_STREAMING && !m->len ? "thinking..." : "reasoning", word_count(m),
+                         m->reasoning_shown ? ", Alt-R folds it" : ", Alt-R or /reasoning shows it") >= 0) {
+                if (n_owned < (int)(sizeof owned / sizeof *owned)) {
+                    owned[n_owned++] = line;
+                    rows_push(&r, line, strlen(line), C_DIM, A_DIM, 2);
+                } else {
+                    free(line);
+                }
+            }
+            if (m->reasoning_shown) {
+                tw_wrap(m->reasoning, m->r_len, width > 4 ? width - 2 : 1, &m->r_wrap);
+                for (size_t k = 0; k < m->r_wrap.n; k++)
+                    rows_push(&r, m->reasoning + m->r_wrap.v[k].off, m->r_wrap.v[k].len, C_DIM, A_DIM, 4);
+            }
+        }
         const md_doc *md = user ? NULL : markdown_of(m, width);
         if (md && (md->n_rows || !m->len)) {
             for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2);
@@ -430,6 +457,7 @@ static void on_alt_key(view *v, wint_t ch) {
     }
     else if (ch == '\r' || ch == '\n') le_newline(v->le);
     else if (ch == 'c') ui_app_input(a, "/copy", 5);
+    else if (ch == 'r') ui_app_input(a, "/reasoning", 10);
     else if (ch == 'k') ui_app_input(a, "/copy code", 10);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
