@@ -103,6 +103,7 @@ char *conv_settings_to_json(const conv_settings *s) {
     if (s->seed != SAMPLER_SEED_RANDOM) cJSON_AddNumberToObject(j, "seed", (double)s->seed);
     cJSON_AddNumberToObject(j, "n", s->n);
     cJSON_AddNumberToObject(j, "beam", s->beam);
+    if (s->no_think) cJSON_AddFalseToObject(j, "think");
     char *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return out;
@@ -128,6 +129,7 @@ void conv_settings_from_json(const char *json, conv_settings *s) {
     if (v >= 0) s->seed = (uint64_t)v;
     v = s->n, num_field(j, "n", 1, 16, &v), s->n = (int)v;
     v = s->beam, num_field(j, "beam", 0, 16, &v), s->beam = (int)v;
+    s->no_think = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "think"));
     cJSON_Delete(j);
 }
 

@@ -53,6 +53,7 @@ typedef struct conv_settings {
     int top_k, max_tokens;
     uint64_t seed;       /* SAMPLER_SEED_RANDOM: a new one each answer */
     int n, beam;         /* parallel answers; beam width (0: sample) */
+    bool no_think;       /* /think off: the template renders with enable_thinking false */
 } conv_settings;
 
 typedef struct conv {

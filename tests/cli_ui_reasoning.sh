@@ -1,7 +1,8 @@
 # cli_ui_reasoning.sh — a thinking model in the chat UI, local and remote: with
 # QwQ's template (the prompt opens <think>) everything the random model writes is
 # reasoning, which the transcript shows as one folded line under "Assistant"; Alt-R
-# (or /reasoning) unfolds it and folds it again. Remote, the same through
+# (or /reasoning) unfolds it and folds it again; /think off makes a template that
+# opens the block close it, so the answer is text. Remote, the same through
 # `llmchat serve` with the same template (its reasoning_content). The split itself
 # is tested in test_reasoning, storage and reloading in test_app.
 . tests/lib_cli.sh
@@ -31,6 +32,38 @@ folding() {
 start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/local.db --no-socket --chat-template-file $QWQ"
 check "local: the chat opens" "stories260K.gguf \\| cpu"
 folding local
+keys C-q
+
+# /think off: a template that opens <think> unless enable_thinking is false (as
+# Qwen3.5's does) closes it instead, so the answer is all text, no folded line
+THINK=$TMP/opens-think.jinja
+cat >"$THINK" <<'EOF'
+{%- for m in messages %}<|im_start|>{{ m.role }}
+{{ m.content }}<|im_end|>
+{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant
+{% if enable_thinking is defined and enable_thinking is false %}<think>
+
+</think>
+
+{% else %}<think>
+{% endif %}{%- endif %}
+EOF
+start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/think.db --no-socket --chat-template-file $THINK"
+check "think: the chat opens" "stories260K.gguf \\| cpu"
+line "/set temp 0"
+line "/set max_tokens 12"
+line "Hi"
+check "think on: the answer is reasoning, folded" "^  > (thinking\.\.\.|reasoning) \([0-9]+ words"
+idle
+line "/think off"
+check "/think off is confirmed" "thinking off"
+line "Hi again"
+idle
+screen >"$TMP/off"
+at=$(grep -n "^  Hi again" "$TMP/off" | cut -d: -f1)
+if [ -n "$at" ] && tail -n +"$at" "$TMP/off" | grep -A1 "^Assistant" | tail -1 | grep -qE "^  [^ >]"; then
+    ok "/think off: the next answer is text, not folded"
+else bad "/think off: the next answer is text, not folded" "$(cat "$TMP/off")"; fi
 keys C-q
 
 S=$TMP/s.sock

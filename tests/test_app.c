@@ -592,6 +592,7 @@ static void test_reasoning_is_kept_apart(void) {
     CHECK(!m->reasoning_shown);
     CHECK(input(a, "/reasoning") && m->reasoning_shown);
     CHECK(input(a, "/reasoning") && !m->reasoning_shown);
+    CHECK(input(a, "/think off") && c->set.no_think); /* per tab, stored with its settings */
     db_message dm;
     CHECK(m->id && db_message_get(a->db, m->id, &dm, NULL) == 0);
     CHECK(!strcmp(dm.content, "Hello.") && !strcmp(dm.reasoning, "I plan a greeting."));
@@ -607,6 +608,7 @@ static void test_reasoning_is_kept_apart(void) {
     c = ui_app_tab(a);
     CHECK(c->session_id == sid && c->n_msgs >= 2 && c->msgs[1]->reasoning &&
           !strcmp(c->msgs[1]->reasoning, "I plan a greeting."));
+    CHECK(c->set.no_think);
     CHECK(input(a, "/new"));
     CHECK(!input(a, "/reasoning") && strstr(a->notice, "has no reasoning")); /* refused: nothing to show */
     ui_app_free(a);

@@ -39,6 +39,9 @@ static void test_commands_with_values(void) {
     CHECK(parse("/open 12", &c, err) == 0 && c.kind == UI_CMD_OPEN && c.ivalue == 12);
     CHECK(parse("/copy", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 0);
     CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4);
+    CHECK(parse("/reasoning", &c, err) == 0 && c.kind == UI_CMD_REASONING);
+    CHECK(parse("/think off", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 0);
+    CHECK(parse("/think on", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 1);
     const char *plain[] = {"/regen", "/edit", "/branch", "/sessions", "/stats", "/model", "/new",
                            "/close", "/help", "/quit"};
     ui_cmd_kind kinds[] = {UI_CMD_REGEN, UI_CMD_EDIT, UI_CMD_BRANCH, UI_CMD_SESSIONS, UI_CMD_STATS,
@@ -72,6 +75,8 @@ static void test_errors(void) {
         {"/model 1000", "not an entry of the list"},
         {"/model 99999999999999999999999", "not an entry of the list"},
         {"/copy everything", "/copy code"},
+        {"/think maybe", "/think on|off"},
+        {"/think", "/think"},
         {"/set temp hot", "not a number"},
         {"/set temp -1", "not a number"},
         {"/set top_p 1.5", "not a number"},

@@ -209,6 +209,16 @@ static void test_reasoning_comes_apart(void) {
     CHECKF(!strcmp(a[0].reasoning, "I plan a greeting.") && !strcmp(a[0].text, "Hello."),
            "reasoning '%s', text '%s'", a[0].reasoning, a[0].text);
     CHECK(a[0].state == DB_STATE_DONE);
+    /* /think off asks the server's template for no thinking */
+    s.no_think = true;
+    id = ask(p, NULL, "hello", &s);
+    wait_answers(p, id, a, 1, -1);
+    pthread_mutex_lock(&g_srv.mu);
+    cJSON *j = cJSON_Parse(g_srv.last_body);
+    pthread_mutex_unlock(&g_srv.mu);
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking")));
+    cJSON_Delete(j);
     prov_free(p);
 }
 

@@ -725,6 +725,13 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len, cmd.ivalue); break;
     case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
     case UI_CMD_REASONING: cmd_reasoning(a, c); break;
+    case UI_CMD_THINK:
+        c->set.no_think = cmd.ivalue == 0;
+        c->meta_dirty = true;
+        app_save_conv(a, c, true, 0);
+        ui_app_notice(a, false, c->set.no_think ? "thinking off: the model answers at once (templates that can)"
+                                                : "thinking on");
+        break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
     case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;

@@ -39,6 +39,7 @@ static const cmd_def g_cmds[] = {
     {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
     {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
     {"reasoning", UI_CMD_REASONING, ARG_NONE, 0, 0},
+    {"think", UI_CMD_THINK, ARG_TEXT_REQUIRED, 0, 0},
     {"new", UI_CMD_NEW, ARG_NONE, 0, 0},
     {"close", UI_CMD_CLOSE, ARG_NONE, 0, 0},
     {"help", UI_CMD_HELP, ARG_NONE, 0, 0},
@@ -95,6 +96,11 @@ static int parse_flag_arg(ui_cmd *out, const char *p, size_t n, char *err, size_
         break;
     case UI_CMD_SYSTEM:
         out->ivalue = arg_is(p, n, "--clear");
+        break;
+    case UI_CMD_THINK:
+        if (arg_is(p, n, "on")) out->ivalue = 1;
+        else if (arg_is(p, n, "off")) out->ivalue = 0;
+        else return fail(err, err_size, "/think on|off: whether a thinking model thinks before it answers");
         break;
     case UI_CMD_BRANCH:
         if (arg_is(p, n, "next")) out->ivalue = 1;
@@ -234,6 +240,7 @@ const char *ui_help_text(void) {
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
+           "  /think on|off      a thinking model thinks first, or answers at once (this tab)\n"
            "  /model [N|PATH]    list models (open, recent, configured); N or PATH switches this tab\n"
            "  /stats  /new  /close  /help  /quit\n"
            "  //text             send a message that starts with '/'";

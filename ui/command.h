@@ -31,6 +31,7 @@ typedef enum ui_cmd_kind {
                        /model N (ivalue N, 1..999): entry N of that list */
     UI_CMD_COPY,    /* /copy [code]: the last answer (or its last code block) to the clipboard */
     UI_CMD_REASONING, /* /reasoning: unfold (or fold again) the last answer's reasoning */
+    UI_CMD_THINK,   /* /think on|off: a thinking model thinks (ivalue 1) or not (0), per tab */
     UI_CMD_NEW,     /* /new: new tab */
     UI_CMD_CLOSE,   /* /close: close the tab (the session stays) */
     UI_CMD_HELP,    /* /help */

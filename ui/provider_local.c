@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "engine/template/prompt.h"
 #include "engine/template/reasoning.h"
 
@@ -123,12 +125,33 @@ static void end_parser(prov_local *l, int i) {
     l->parsers[i] = l->parsers[--l->n_parsers];
 }
 
+/* The prompt; with thinking off (/think off) a Jinja template renders with
+ * enable_thinking false. */
+static int build_prompt(prov_local *l, const chat_msg *msgs, int n, const conv_settings *s, prompt *pr,
+                        llc_err *err) {
+    const int budget = prompt_budget(l->cfg.n_ctx, s->max_tokens);
+    if (!s->no_think || !chat_tmpl_is_jinja(l->cfg.tmpl)) return prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, budget, pr, err);
+    static const char *const roles[] = {"system", "user", "assistant"};
+    cJSON *arr = cJSON_CreateArray(), *vars = cJSON_CreateObject();
+    bool ok = arr && vars && cJSON_AddFalseToObject(vars, "enable_thinking");
+    for (int i = 0; ok && i < n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        ok = m && cJSON_AddItemToArray(arr, m) &&
+             cJSON_AddStringToObject(m, "role", roles[msgs[i].role <= CHAT_ASSISTANT ? msgs[i].role : CHAT_USER]) &&
+             cJSON_AddStringToObject(m, "content", msgs[i].content);
+    }
+    int rc = ok ? prompt_build_json(l->cfg.tok, l->cfg.tmpl, arr, NULL, vars, budget, pr, err)
+                : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    cJSON_Delete(arr);
+    cJSON_Delete(vars);
+    return rc;
+}
+
 static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv_settings *s,
                             prov_started *out, llc_err *err) {
     prov_local *l = (prov_local *)p;
     prompt pr;
-    int rc = prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, prompt_budget(l->cfg.n_ctx, s->max_tokens),
-                          &pr, err);
+    int rc = build_prompt(l, msgs, n, s, &pr, err);
     if (rc) return rc;
     int k = s->beam > 0 ? 1 : s->n;
     gen_request r = {.prompt = pr.ids, .n_prompt = pr.n_ids, .n = k, .beam_width = s->beam,

@@ -542,6 +542,10 @@ static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const con
         cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens);
         cJSON_AddNumberToObject(j, "temperature", s->temperature);
         cJSON_AddNumberToObject(j, "top_p", s->top_p);
+        if (s->no_think) { /* llama-server's, vLLM's and llmchat's way to switch thinking off */
+            cJSON *kw = cJSON_AddObjectToObject(j, "chat_template_kwargs");
+            if (kw) cJSON_AddFalseToObject(kw, "enable_thinking");
+        }
     }
     char *body = arr ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
