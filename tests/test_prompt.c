@@ -55,6 +55,44 @@ static void test_drops_oldest_pairs(void) {
     free(full.ids), free(cut.ids), free(sys_last.ids), free(tight.ids);
 }
 
+/* A long conversation (120 turns of differing lengths): for every budget the
+ * bisection keeps the most turns that fit — the prompt fits, and keeping one
+ * more pair would not. */
+static void test_long_conversation_keeps_the_most_that_fit(void) {
+    enum { N = 242 }; /* system, 120 pairs, the last question */
+    chat_msg m[N];
+    static char buf[N][96];
+    m[0] = (chat_msg){CHAT_SYSTEM, "You answer briefly."};
+    for (int i = 1; i < N; i++) {
+        snprintf(buf[i], sizeof buf[i], "%s %d:%.*s", i % 2 ? "question" : "answer", i, 1 + (i * 37) % 60,
+                 "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incid");
+        m[i] = (chat_msg){i % 2 ? CHAT_USER : CHAT_ASSISTANT, buf[i]};
+    }
+    prompt full, sys_last;
+    llc_err err;
+    CHECK(prompt_build(g_tok, CHAT_TMPL_CHATML, m, N, 1 << 30, &full, &err) == 0 && full.n_dropped == 0);
+    chat_msg two[] = {m[0], m[N - 1]};
+    CHECK(prompt_build(g_tok, CHAT_TMPL_CHATML, two, 2, 1 << 30, &sys_last, &err) == 0);
+    for (int budget = sys_last.n_ids; budget < full.n_ids; budget += (full.n_ids - sys_last.n_ids) / 23 + 1) {
+        prompt p;
+        CHECKF(prompt_build(g_tok, CHAT_TMPL_CHATML, m, N, budget, &p, &err) == 0, "budget %d: %s", budget, err.msg);
+        CHECK(p.n_ids <= budget && p.n_dropped % 2 == 0);
+        if (p.n_dropped >= 2) { /* one more pair kept is over the budget */
+            chat_msg more[N];
+            more[0] = m[0];
+            int k = 1;
+            for (int i = 1 + p.n_dropped - 2; i < N; i++) more[k++] = m[i];
+            prompt bigger;
+            CHECK(prompt_build(g_tok, CHAT_TMPL_CHATML, more, k, 1 << 30, &bigger, &err) == 0);
+            CHECKF(bigger.n_ids > budget, "budget %d: %d dropped, but %d tokens with 2 fewer fit", budget,
+                   p.n_dropped, bigger.n_ids);
+            free(bigger.ids);
+        }
+        free(p.ids);
+    }
+    free(full.ids), free(sys_last.ids);
+}
+
 /* OpenAI-shaped messages: a tool answer goes together with the call it answers
  * (dropping runs to the next user message). */
 static void test_json_drops_to_next_user(void) {
@@ -99,6 +137,7 @@ int main(void) {
     }
     RUN(test_fits_whole);
     RUN(test_drops_oldest_pairs);
+    RUN(test_long_conversation_keeps_the_most_that_fit);
     RUN(test_json_drops_to_next_user);
     tok_free(g_tok);
     gguf_free(g_file);
