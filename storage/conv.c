@@ -394,6 +394,26 @@ int conv_save(conv *c, db *d, const char *model_name, bool force, double now_ms)
     return 0;
 }
 
+int conv_write_markdown(const conv *c, FILE *f) {
+    fprintf(f, "# %s\n\n", c->title && *c->title ? c->title : "Chat");
+    if (c->system && *c->system) fprintf(f, "**System prompt**\n\n%s\n\n", c->system);
+    for (int i = 0; i < conv_n_shown(c); i++) {
+        const conv_msg *m = conv_shown(c, i);
+        fprintf(f, "**%s**%s\n\n", m->role == DB_ROLE_USER ? "User" : "Assistant", m->id ? "" : " *(not saved)*");
+        if (m->r_len) {
+            fputs("> *Reasoning*\n>\n> ", f);
+            for (size_t k = 0; k < m->r_len; k++) {
+                fputc(m->reasoning[k], f);
+                if (m->reasoning[k] == '\n') fputs("> ", f);
+            }
+            fputs("\n\n", f);
+        }
+        fwrite(m->text, 1, m->len, f);
+        fputs("\n\n", f);
+    }
+    return fflush(f) || ferror(f) ? LLC_ERR_IO : 0;
+}
+
 int conv_chat_msgs(const conv *c, chat_msg **out, int *n) {
     int total = conv_n_shown(c) + 1;
     chat_msg *m = malloc((size_t)total * sizeof *m);

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kernels/common.h"
 #include "engine/template/chat.h"
@@ -128,6 +129,11 @@ int64_t conv_drop_last_user(conv *c);
 int conv_save(conv *c, db *d, const char *model_name, bool force, double now_ms);
 /* True while something is not stored. */
 bool conv_unsaved(const conv *c);
+
+/* The conversation as shown (title, system prompt, the path and the current
+ * answer, reasoning quoted) as Markdown into f: what a recovery file keeps when
+ * the database refuses it. 0 or LLC_ERR_IO. */
+int conv_write_markdown(const conv *c, FILE *f);
 
 /* The messages for the prompt: system (if any) then the path and the current
  * alternative, up to and including the last user message. *out malloc'd. */

@@ -614,6 +614,40 @@ static void test_reasoning_is_kept_apart(void) {
     ui_app_free(a);
 }
 
+/* Quitting with messages the database did not take (a full disk, a lost file):
+ * the first Ctrl-Q asks, the second quits and writes them to a private Markdown
+ * file, so nothing typed or answered is lost. */
+static void test_quit_keeps_unsaved_messages(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    db_close(a->db); /* the database goes away */
+    a->db = NULL;
+    snprintf(a->db_error, sizeof a->db_error, "database or disk is full");
+    CHECK(input(a, "remember this line"));
+    answer(a, "an answer kept in memory");
+    CHECK(conv_unsaved(c));
+    CHECK(input(a, "/quit") && !a->quit);
+    CHECKF(strstr(a->notice, "not saved (database or disk is full)") && strstr(a->notice, "Ctrl-Q again"), "%s",
+           a->notice);
+    CHECK(input(a, "/quit") && a->quit);
+    CHECKF(a->recovery[0], "no recovery file");
+    FILE *f = a->recovery[0] ? fopen(a->recovery, "r") : NULL;
+    char buf[4096] = "";
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    CHECKF(strstr(buf, "remember this line") && strstr(buf, "an answer kept in memory"), "%s", buf);
+    struct stat st;
+    CHECK(a->recovery[0] && stat(a->recovery, &st) == 0 && (st.st_mode & 0777) == 0600);
+    if (a->recovery[0]) unlink(a->recovery);
+    ui_app_free(a);
+    /* with everything saved, one Ctrl-Q quits */
+    a = open_app();
+    CHECK(input(a, "/quit") && a->quit && !a->recovery[0]);
+    ui_app_free(a);
+}
+
 static void test_second_ui_on_a_database_is_warned(void) {
     ui_app *a = open_app();
     CHECK(!strstr(a->notice, "another llmchat chat"));
@@ -650,6 +684,7 @@ int main(void) {
     RUN(test_tabs_past_nine_and_rename);
     RUN(test_second_ui_on_a_database_is_warned);
     RUN(test_reasoning_is_kept_apart);
+    RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd)) {

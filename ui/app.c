@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ui/app_internal.h"
@@ -227,6 +228,59 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
     return 0;
 }
 
+/* Tabs with messages not saved (after trying once more). */
+static int unsaved_tabs(ui_app *a) {
+    int n = 0;
+    for (int i = 0; i < a->n_tabs; i++) {
+        if (conv_unsaved(a->tabs[i])) app_save_conv(a, a->tabs[i], true, 0);
+        n += conv_unsaved(a->tabs[i]);
+    }
+    return n;
+}
+
+/* Writes every tab that is not saved to a Markdown file, next to the database or
+ * else in the temporary directory (a full disk refuses both the database and a
+ * file beside it); a->recovery says where, or stays "" when nothing could. */
+static void write_recovery(ui_app *a) {
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    const char *tmp = getenv("TMPDIR");
+    char dir[400];
+    const char *slash = a->cfg.db_path ? strrchr(a->cfg.db_path, '/') : NULL;
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - a->cfg.db_path) : 1, slash ? a->cfg.db_path : ".");
+    const char *dirs[2] = {dir, tmp && *tmp ? tmp : "/tmp"};
+    for (int d = 0; d < 2; d++) {
+        snprintf(a->recovery, sizeof a->recovery, "%s/llmchat-unsaved-%s.md", dirs[d], stamp);
+        int fd = open(a->recovery, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); /* conversations: private */
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            if (fd >= 0) close(fd);
+            continue;
+        }
+        bool ok = true;
+        for (int i = 0; i < a->n_tabs; i++)
+            if (conv_unsaved(a->tabs[i])) ok = conv_write_markdown(a->tabs[i], f) == 0 && ok;
+        if (fclose(f) == 0 && ok) return;
+        unlink(a->recovery);
+    }
+    a->recovery[0] = 0;
+}
+
+void ui_app_quit(ui_app *a) {
+    int n = unsaved_tabs(a);
+    if (n == 0 || a->quit_confirm) {
+        if (n > 0) write_recovery(a);
+        a->quit = true;
+        return;
+    }
+    a->quit_confirm = true;
+    ui_app_notice(a, true, "%d tab%s not saved (%s): Ctrl-Q again quits and writes %s to a file", n,
+                  n == 1 ? " is" : "s are", a->db ? ui_app_tab(a)->save_error : a->db_error, n == 1 ? "it" : "them");
+}
+
 void ui_app_free(ui_app *a) {
     if (!a) return;
     for (int i = 0; i < a->n_tabs; i++)
@@ -240,6 +294,13 @@ void ui_app_free(ui_app *a) {
         if (a->db) conv_save(c, a->db, app_model_name(a, c), true, now);
     }
     app_save_tabs(a);
+    bool lost = false; /* (quit by a signal, or a save that failed just now) */
+    for (int i = 0; i < a->n_tabs; i++) lost = lost || conv_unsaved(a->tabs[i]);
+    if (lost && !a->recovery[0]) write_recovery(a);
+    if (lost && a->recovery[0])
+        fprintf(stderr, "llmchat: the database did not take every message: they are in %s\n", a->recovery);
+    else if (lost)
+        fprintf(stderr, "llmchat: some messages could not be saved, nor written to a file\n");
     for (int i = 0; i < a->n_tabs; i++) conv_free(a->tabs[i]);
     app_models_free(a);
     free(a->tabs);
@@ -735,7 +796,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
     case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;
-    case UI_CMD_QUIT: a->quit = true; break;
+    case UI_CMD_QUIT: ui_app_quit(a); break;
     }
     /* a panel stays only while the command that showed it is the last (a
      * refused command keeps it: the list is still there to fix the number) */

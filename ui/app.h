@@ -60,6 +60,8 @@ struct ui_app {
     char status[320];        /* the provider's status line */
     double last_retry_ms;
     bool quit;
+    bool quit_confirm;       /* Ctrl-Q was pressed with messages not saved: again quits */
+    char recovery[512];      /* the file unsaved tabs were written to at quit ("" : none) */
     bool changed;            /* something to redraw */
     char *edit_text;         /* /edit: text the view puts into the input box */
     bool rejected;           /* the last input was refused */
@@ -75,6 +77,10 @@ struct ui_app {
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err);
 /* Cancels what runs, stores everything it can and the open tabs, frees. */
 void ui_app_free(ui_app *a);
+/* Ctrl-Q or /quit: quits when everything is saved; otherwise the first time
+ * asks (a notice says what is not saved and why), the second quits writing the
+ * unsaved tabs to a Markdown file (a->recovery says where). */
+void ui_app_quit(ui_app *a);
 
 conv *ui_app_tab(const ui_app *a); /* the current tab */
 /* A line of input: a command or a message to send (while the tab's answer

@@ -516,7 +516,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     case '\r': submit(v); return;
     case '\n': le_newline(v->le); return;       /* Ctrl-J */
     case 3: ui_app_cancel(a); return;           /* Ctrl-C */
-    case 17: a->quit = true; return;            /* Ctrl-Q */
+    case 17: ui_app_quit(a); return;            /* Ctrl-Q */
     case 20: ui_app_new_tab(a); return;         /* Ctrl-T */
     case 23: ui_app_close_tab(a); return;       /* Ctrl-W */
     case 1: le_home(v->le); return;             /* Ctrl-A */
