@@ -14,7 +14,7 @@
 static const char *g_listen, *g_api_key, *g_api_key_file, *g_template, *g_template_file, *g_cors;
 static bool g_no_metrics, g_no_slots;
 static const char *g_reasoning_format;
-static int g_max_clients = 256, g_request_timeout = 5;
+static int g_max_clients = 256, g_request_timeout = 5, g_stall_timeout = 30;
 static int64_t g_client_buffer, g_max_body;
 
 static const cli_opt g_opts[] = {
@@ -37,6 +37,8 @@ static const cli_opt g_opts[] = {
      "open connections per listener (Unix socket, TCP) at most (default 256)", 1, 100000, NULL},
     {"request-timeout", 0, CLI_INT, &g_request_timeout, "S",
      "a request (HTTP head, or first byte) must arrive within this (default 5)", 1, 3600, NULL},
+    {"stall-timeout", 0, CLI_INT, &g_stall_timeout, "S",
+     "an HTTP stream whose client reads nothing for this long is cancelled (default 30)", 1, 3600, NULL},
     {"max-body", 0, CLI_SIZE, &g_max_body, "SIZE", "largest HTTP request body (default 8M)", 0, 0, NULL},
     {"client-buffer", 0, CLI_SIZE, &g_client_buffer, "SIZE",
      "output queued for a client that does not read before it is dropped (default 4M)", 0, 0, NULL},
@@ -94,7 +96,8 @@ int cmd_serve(int argc, char **argv) {
                       .max_outbuf = (size_t)g_client_buffer, .max_body = (size_t)g_max_body,
                       .request_timeout_ms = g_request_timeout * 1000, .model_path = common.model,
                       .cors_origins = g_cors, .no_metrics = g_no_metrics, .no_slots = g_no_slots,
-                      .no_reasoning = g_reasoning_format && !strcmp(g_reasoning_format, "none")};
+                      .no_reasoning = g_reasoning_format && !strcmp(g_reasoning_format, "none"),
+                      .stall_ms = g_stall_timeout * 1000};
     int status = 1;
     if ((g_template_file && llm_chat_template_file(&L, g_template_file, &err)) ||
         llm_chat_template(&L, g_template, &tmpl, &err) || llm_engine_create(&L, &common, &e, &err)) {

@@ -236,5 +236,42 @@ if serve "$TMP/serve3.log" -m "$TMP/slow.gguf" --kv-mem 128M --socket "$S3" --db
 else
     bad "the slow server starts" "$(cat "$TMP/serve3.log")"
 fi
+
+# ---- an HTTP stream whose client stops reading is cancelled (--stall-timeout) ----
+S4=$TMP/s4.sock
+if serve "$TMP/serve4.log" -m "$TMP/slow.gguf" --kv-mem 128M --socket "$S4" --db "" --stall-timeout 1; then
+    out=$(python3 - "$S4" <<'PY'
+import json, socket, sys, time
+body = json.dumps({"prompt": "Once upon a time", "max_tokens": 3000, "n": 8, "stream": True}).encode()
+s = socket.socket(socket.AF_UNIX)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+          + str(len(body)).encode() + b"\r\n\r\n" + body)
+time.sleep(4)  # reads nothing: the server's buffers fill, then the stall timeout cancels it
+s.settimeout(20)
+data = b""
+while True:
+    try:
+        b = s.recv(1 << 16)
+    except socket.timeout:
+        break
+    if not b:
+        break
+    data += b
+    if b"data: [DONE]" in data:
+        break
+t = data.decode("utf-8", "replace")
+print("cancelled:%d done:%d" % (t.count('"finish_reason":"cancelled"'), t.count("data: [DONE]")))
+PY
+)
+    check "a stream nobody reads for --stall-timeout is cancelled (its choices end cancelled)" \
+        '^cancelled:[1-9][0-9]* done:1$' "$out"
+    out=$(printf '%s\n' '{"id":1,"method":"status"}' | $C --timeout 5 "$S4")
+    check "... and the engine runs nothing for it" '"running":0,' "$out"
+    stop_server "$SP"
+else
+    bad "the stall server starts" "$(cat "$TMP/serve4.log")"
+fi
 wait
 finish

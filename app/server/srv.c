@@ -546,6 +546,7 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     if (s->cfg.max_line == 0) s->cfg.max_line = 1 << 20;
     if (s->cfg.max_body == 0) s->cfg.max_body = 8 << 20;
     if (s->cfg.max_outbuf == 0) s->cfg.max_outbuf = 4 << 20;
+    if (s->cfg.stall_ms <= 0) s->cfg.stall_ms = 30000;
     if (cfg->api_key && *cfg->api_key && !(s->api_key = strdup(cfg->api_key))) {
         srv_free(s);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");

@@ -58,6 +58,8 @@ typedef struct srv_config {
                                 comma-separated (copied); NULL or "*": any (as llama-server);
                                 "none": no CORS headers at all */
     bool no_metrics, no_slots; /* GET /metrics, GET /slots answer 501 */
+    int stall_ms;            /* an HTTP stream whose client reads nothing of it for this long
+                                is cancelled (default 30000) */
     bool no_reasoning;       /* a thinking model's reasoning stays in the answer's text
                                 (--reasoning-format none) */
 } srv_config;

@@ -312,7 +312,7 @@ static void on_mhd(srv *s, void *ctx, short revents, double now) {
 }
 
 void srv_http_poll_add(srv *s, srv_pollset *ps, int *timeout_ms, double now) {
-    srv_http_gen_poll_add(s, ps);
+    srv_http_gen_poll_add(s, ps, now);
     srv_embed_poll_add(s, ps);
     const union MHD_DaemonInfo *di = s->mhd ? MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     srv_poll_add(ps, di ? di->epoll_fd : -1, POLLIN, on_mhd, NULL);

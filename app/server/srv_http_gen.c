@@ -77,6 +77,7 @@ struct http_gen {
     const http_format *fmt; /* an endpoint's own format (srv_http_generate_as), or NULL */
     void *fmt_ctx;
     double t_start;
+    double last_read_ms;  /* a stream: when MHD last asked for bytes (a client that stops reading stalls it) */
 };
 
 static unsigned g_counter;
@@ -155,9 +156,14 @@ void srv_http_gen_cancel_all(srv *s, bool resume_all) {
     }
 }
 
-void srv_http_gen_poll_add(srv *s, srv_pollset *ps) {
+void srv_http_gen_poll_add(srv *s, srv_pollset *ps, double now) {
     for (http_gen *g = s->gens; g; g = g->next) {
-        if (!g->suspended) continue;
+        if (!g->suspended) { /* output waits for the client: is it still reading? */
+            if (g->stream && !g->finished && !g->cancel_sent && g->last_read_ms > 0 &&
+                now - g->last_read_ms > s->cfg.stall_ms)
+                srv_http_gen_cancel(s, g); /* its answer ends as cancelled, should it read again */
+            continue;
+        }
         srv_poll_add(ps, g->fd, POLLRDHUP, on_socket, g);
         srv_poll_add(ps, g->ec ? engine_client_fd(g->ec) : -1, POLLIN, on_engine, g);
     }
@@ -680,6 +686,7 @@ static void drain(gen_state *st) {
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
     gen_state *st = cls;
     (void)pos;
+    st->last_read_ms = llc_now_ms();
     if (st->out_off >= st->out.len) {
         st->out.len = st->out_off = 0;
         drain(st);

@@ -329,8 +329,10 @@ bool srv_http_evict_idle(srv *s, bool tcp, double older_than);
 void srv_http_cancel_all(srv *s);
 /* Stops the daemon (closes every HTTP connection). */
 void srv_http_stop(srv *s);
-/* srv_http_gen.c: the generations' side of the above (suspended ones only). */
-void srv_http_gen_poll_add(srv *s, srv_pollset *ps);
+/* srv_http_gen.c: the generations' side of the above: the suspended ones'
+ * sockets and engine fds; a stream whose client has read nothing for
+ * cfg.stall_ms while output waits is cancelled (the engine stops making it). */
+void srv_http_gen_poll_add(srv *s, srv_pollset *ps, double now);
 void srv_http_gen_cancel(srv *s, http_gen *g);
 /* Cancels every generation; resume_all: also resumes the suspended ones (the
  * daemon stops). */
