@@ -161,6 +161,37 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/re
     check "a bad reasoning_effort is a 400" "reasoning_effort.* 400$" "$out"
     stop_server "$SP"
 fi
+# gpt-oss's function calls: a commentary message to=functions.NAME becomes
+# tool_calls, beside the analysis as reasoning_content (a random model with the
+# default's vocabulary and a 4096 context: the tools prompt is long)
+$LLMCHAT gen-model -o "$TMP/m4k.gguf" -m "$MODEL" --dim 64 --layers 1 --heads 2 --kv-heads 2 --ffn 128 --ctx 4096 \
+    -t f32 >/dev/null 2>"$TMP/gen.err" || bad "gen-model" "$(cat "$TMP/gen.err")"
+if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
+    --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
+    TOOL='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}'
+    F='<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Paris"}<|call|>'
+    for stream in false true; do
+        got=$($H -N http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL], \"stream\": $stream}")" | python3 -c '
+import json, sys
+text = sys.stdin.read()
+objs = [json.loads(l[6:]) for l in text.split("\n") if l.startswith("data: {")] or [json.loads(text)]
+r, c, name, args, fin = "", "", "", "", None
+for o in objs:
+    for ch in o.get("choices", []):
+        d = ch.get("delta") or ch.get("message") or {}
+        r += d.get("reasoning_content") or ""
+        c += d.get("content") or ""
+        for tc in d.get("tool_calls") or []:
+            f = tc.get("function", {})
+            name += f.get("name") or ""
+            args += f.get("arguments") or ""
+        fin = ch.get("finish_reason") or fin
+print("%s|%s|%s|%s|%s" % (r, c, name, args, fin))')
+        same "gpt-oss harmony (stream $stream): reasoning, a call of get_weather, finish tool_calls" \
+            'Need weather.||get_weather|{"location":"Paris"}|tool_calls' "$got"
+    done
+    stop_server "$SP"
+fi
 expect_fail "serve --reasoning-format sideways" 2 "--reasoning-format: 'sideways' is not auto or none" \
     $LLMCHAT serve --reasoning-format sideways
 finish

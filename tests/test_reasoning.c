@@ -102,6 +102,13 @@ static void test_harmony(void) {
     check(H, false, "<|channel|>analysis<|message|>thinking", "thinking", "");
     check(H, false, "<|channel|>commentary<|message|>x<|end|>", "", "x");
     check(H, false, "<|channel|>final<|message|>a <|en b<|end|>", "", "a <|en b");
+    /* a message to a function goes on, from "to=" through its <|call|>, for the tool-call reader */
+    check(H, false,
+          "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+          "to=functions.get_weather <|constrain|>json<|message|>{\"location\":\"Paris\"}<|call|>",
+          "Need weather.", "to=functions.get_weather <|constrain|>json<|message|>{\"location\":\"Paris\"}<|call|>");
+    check(H, false, "<|start|>assistant to=functions.now<|channel|>commentary json<|message|>{}<|call|>", "",
+          "to=functions.now<|channel|>commentary json<|message|>{}<|call|>");
     /* the length limit cut the next header: no markup shows */
     check(H, false, "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", "a", "");
 }

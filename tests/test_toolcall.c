@@ -157,6 +157,14 @@ static const sample SAMPLES[] = {
      {{"get_weather", "{\"location\": \"Rome\"}"}}},
     {TOOLCALL_MISTRAL, "See [1] and [TOOL", "See [1] and [TOOL", {{0}}},
     {TOOLCALL_MISTRAL, "Hmm [TOOL_CALLS] not json", "Hmm [TOOL_CALLS] not json", {{0}}},
+    /* gpt-oss (harmony), as the reasoning parser hands it on: from "to=" */
+    {TOOLCALL_HARMONY, "to=functions.get_weather <|constrain|>json<|message|>{\"location\": \"Paris\"}<|call|>", "",
+     {{"get_weather", "{\"location\": \"Paris\"}"}}},
+    {TOOLCALL_HARMONY, "to=functions.now<|channel|>commentary json<|message|>{}<|call|>", "", {{"now", "{}"}}},
+    {TOOLCALL_HARMONY,
+     "Checking.to=functions.a <|constrain|>json<|message|>{\"x\": 1}<|call|>to=functions.b<|message|>{}<|call|>",
+     "Checking.", {{"a", "{\"x\": 1}"}, {"b", "{}"}}},
+    {TOOLCALL_HARMONY, "set x to=functions of y", "set x to=functions of y", {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -241,6 +249,7 @@ static void test_detect_real_templates(void) {
         {"meta-llama-Llama-3.3-70B-Instruct", TOOLCALL_LLAMA3},
         {"mistralai-Mistral-Nemo-Instruct-2407", TOOLCALL_MISTRAL},
         {"mistralai-Ministral-3-14B-Reasoning-2512", TOOLCALL_MISTRAL},
+        {"openai-gpt-oss-120b", TOOLCALL_HARMONY},
         {"Qwen3-Coder", TOOLCALL_GENERIC},   /* XML-style arguments */
         {"GLM-4.6", TOOLCALL_GENERIC},
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},

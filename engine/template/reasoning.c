@@ -30,6 +30,8 @@ struct reasoning_parser {
     state st;
     sbuf held; /* text fed and not yet decided */
     bool reason_shown; /* some reasoning went out (HARMONY: separate messages by a newline) */
+    bool to_function;  /* HARMONY: this message calls a function: its markup goes on (from "to=")
+                          for the tool-call reader, <|call|> included */
 };
 
 static const char *const g_names[] = {"none", "think", "harmony"};
@@ -200,6 +202,9 @@ static size_t step_harmony(reasoning_parser *p, const char *s, size_t n, bool fi
             return final ? n : 0;                   /* a header cut off by the end is markup: dropped */
         }
         const bool analysis = find(s, j, H_ANALYSIS) < j;
+        const size_t to = find(s, j, "to=");
+        p->to_function = !analysis && to < j && find(s + to, j - to, "functions.") < j - to;
+        if (p->to_function) to_content(p, s + to, j + strlen(H_MESSAGE) - to); /* "to=functions.N ...<|message|>" */
         if (analysis && p->reason_shown) to_reasoning(p, "\n", 1); /* a second analysis message */
         p->st = analysis ? S_REASON_LEAD : S_MSG_CONTENT;
         return j + strlen(H_MESSAGE);
@@ -217,8 +222,9 @@ static size_t step_harmony(reasoning_parser *p, const char *s, size_t n, bool fi
         const bool reason = p->st == S_REASON;
         if (j < n) {
             if (reason) reason_run(p, s, j, 0, true);
-            else to_content(p, s, j);
+            else to_content(p, s, p->to_function ? j + mlen : j); /* a call keeps its <|call|> */
             p->st = S_HEADER;
+            p->to_function = false;
             return j + mlen;
         }
         const size_t hold = partial_msg_end(s, n);

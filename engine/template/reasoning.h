@@ -11,8 +11,11 @@
  *          whitespace, or has no reasoning at all.
  * HARMONY  gpt-oss: messages "<|channel|>NAME<|message|>TEXT<|end|>", each after
  *          an optional "<|start|>assistant"; the analysis channel is reasoning,
- *          the final channel (and commentary) the answer. Its markers are control
- *          tokens: the request must render them (gen_request.special_text).
+ *          the final channel (and commentary) the answer; a message to a
+ *          function ("to=functions.N") goes on to the answer from "to=" through
+ *          its <|call|>, for the tool-call reader (toolcall.h's HARMONY). Its
+ *          markers are control tokens: the request must render them
+ *          (gen_request.special_text).
  *
  * The parser is fed the answer's pieces as they come and hands each decided run
  * of text to the sink: reasoning or content. Markup never shows: a piece that may

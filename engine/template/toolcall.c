@@ -44,6 +44,7 @@ static void sb_json_escape(sbuf *b, const char *s, size_t n) {
 
 toolcall_format toolcall_detect(const char *src) {
     if (!src || !strstr(src, "tools")) return TOOLCALL_GENERIC;
+    if (strstr(src, "<|channel|>") && strstr(src, " to=") && strstr(src, "functions.")) return TOOLCALL_HARMONY;
     if (strstr(src, "[TOOL_CALLS]")) return TOOLCALL_MISTRAL;
     if (strstr(src, "<tool_call>")) {
         /* XML-style arguments (Qwen3-Coder, GLM, MiniMax) are not read here */
@@ -61,6 +62,7 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_HERMES: return "hermes";
     case TOOLCALL_LLAMA3: return "llama3";
     case TOOLCALL_MISTRAL: return "mistral";
+    case TOOLCALL_HARMONY: return "harmony";
     default: return "generic";
     }
 }
@@ -153,6 +155,8 @@ typedef enum pstate {
     P_L3_TAG,       /* after <|python_tag|> */
     P_L3_CODE,      /* code after the python tag, to the end */
     P_L3_NEXT,      /* after a bare JSON call: maybe "; {...}" */
+    P_HA_NAME,      /* HARMONY: after to=functions., the name up to <|message|> */
+    P_HA_END,       /* HARMONY: after the arguments, their <|call|> */
 } pstate;
 
 typedef struct call {
@@ -191,11 +195,15 @@ static const char *const HERMES_OPEN = "<tool_call>";
 static const char *const HERMES_CLOSE = "</tool_call>";
 static const char *const MISTRAL_OPEN = "[TOOL_CALLS]";
 static const char *const PYTHON_TAG = "<|python_tag|>";
+static const char *const HARMONY_TO = "to=functions.";
+static const char *const HARMONY_MESSAGE = "<|message|>";
+static const char *const HARMONY_CALL = "<|call|>";
 
 static const char *marker_of(toolcall_format f) {
     switch (f) {
     case TOOLCALL_MISTRAL: return MISTRAL_OPEN;
     case TOOLCALL_LLAMA3: return PYTHON_TAG;
+    case TOOLCALL_HARMONY: return HARMONY_TO;
     default: return HERMES_OPEN;
     }
 }
@@ -459,7 +467,10 @@ static bool step_text(toolcall_parser *p, bool at_end) {
         size_t k = (size_t)(hit - s), e = k;
         while (e > p->pos && is_ws(s[e - 1])) e--;
         out_content(p, p->pos, e);
-        pstate next = p->fmt == TOOLCALL_MISTRAL ? P_M_OPEN : p->fmt == TOOLCALL_LLAMA3 ? P_L3_TAG : P_H_OPEN;
+        pstate next = p->fmt == TOOLCALL_MISTRAL ? P_M_OPEN
+                      : p->fmt == TOOLCALL_LLAMA3 ? P_L3_TAG
+                      : p->fmt == TOOLCALL_HARMONY ? P_HA_NAME
+                                                   : P_H_OPEN;
         begin_markup(p, e, k + ml, next);
         return true;
     }
@@ -562,6 +573,39 @@ static bool step(toolcall_parser *p, bool at_end) {
             p->st = P_TEXT;
         }
         return true;
+    case P_HA_NAME: {
+        /* NAME, then (a space, <|constrain|>json, <|channel|>commentary json ...) <|message|> */
+        size_t k = p->pos;
+        while (k < n && !is_ws(s[k]) && s[k] != '<' && k - p->pos <= 128) k++;
+        if (k == n && k - p->pos <= 128 && !at_end) return false; /* the name goes on */
+        const char *msg = memmem(s + k, n - k, HARMONY_MESSAGE, strlen(HARMONY_MESSAGE));
+        bool bad = k == p->pos || k - p->pos > 128 || (!msg && n - k > 256);
+        if (bad || (!msg && at_end)) {
+            not_a_call(p);
+            return true;
+        }
+        if (!msg) return false;
+        char *name = strndup(s + p->pos, k - p->pos);
+        if (!name) {
+            p->oom = true;
+            return false;
+        }
+        out_call(p, name);
+        free(name);
+        p->pos = (size_t)(msg - s) + strlen(HARMONY_MESSAGE);
+        p->args_seen = p->args_done = p->args_string = false;
+        p->args_sent = 0;
+        p->st = P_M_ARGS;
+        return true;
+    }
+    case P_HA_END: {
+        i = skip_ws(s, p->pos, n);
+        size_t cl = strlen(HARMONY_CALL), have = n - i;
+        if (have >= cl && memcmp(s + i, HARMONY_CALL, cl) == 0) p->pos = i + cl;
+        else if (have < cl && memcmp(s + i, HARMONY_CALL, have) == 0 && !at_end) return false;
+        p->st = P_AFTER_CALL; /* with or without its <|call|> */
+        return true;
+    }
     case P_M_NAME: {
         /* NAME, then [ARGS] or [CALL_ID]ID[ARGS] */
         size_t k = p->pos;
@@ -609,7 +653,7 @@ static bool step(toolcall_parser *p, bool at_end) {
             p->args_end = vend;
             end_call(p);
             p->pos = vend;
-            p->st = P_AFTER_CALL;
+            p->st = p->fmt == TOOLCALL_HARMONY ? P_HA_END : P_AFTER_CALL;
             return true;
         }
         if (r == SCAN_MALFORMED || at_end) {

@@ -14,6 +14,10 @@
  * MISTRAL  [TOOL_CALLS][{"name": N, "arguments": {...}}, ...]  (v3 .. Nemo) or
  *          [TOOL_CALLS]N[ARGS]{...}, repeated (Ministral 3, Magistral; an
  *          optional [CALL_ID]id before [ARGS] is skipped)
+ * HARMONY  gpt-oss: a commentary message to a function,
+ *          to=functions.N ... <|message|>{...}<|call|> — the reasoning parser
+ *          (engine/template/reasoning) strips the rest of the harmony markup
+ *          and hands this part on from "to=" (its markers are control tokens)
  * GENERIC  templates whose own tool format is not one of these (or that have
  *          none: the built-in formats): the conversation gets a system message
  *          describing the tools (toolcall_generic_messages) that asks for
@@ -49,6 +53,7 @@ typedef enum toolcall_format {
     TOOLCALL_HERMES,
     TOOLCALL_LLAMA3,
     TOOLCALL_MISTRAL,
+    TOOLCALL_HARMONY,
 } toolcall_format;
 
 /* The tool-call format a Jinja chat template uses, by its markers (as
@@ -56,7 +61,7 @@ typedef enum toolcall_format {
  * template with no tools, or one whose format is not read here (XML-style
  * <function=...> / <arg_key>, command-r, functionary v3.2, DeepSeek ...). */
 toolcall_format toolcall_detect(const char *jinja_src);
-/* "generic", "hermes", "llama3", "mistral". */
+/* "generic", "hermes", "llama3", "mistral", "harmony". */
 const char *toolcall_format_name(toolcall_format f);
 
 /* Where a parser's output goes as it is decided (each callback may be NULL;
