@@ -68,11 +68,10 @@ static inline float mm_act_scale(uint32_t type, float db) {
 
 /* Elements that share one activation scale: the 256 of a superblock for the
  * K-quant types, IQ4_XS and the other i-quants (as ggml's Q8_K partner of those
- * types), else one
- * 32-block. d[] keeps one entry per 32-block either way; over a 256-span all eight
- * are the same value (NaN for the whole span if any element is NaN, so a kernel
- * may read d once per superblock, keep its integer sums across the superblock and
- * scale them once). */
+ * types), else one 32-block. d[] keeps one entry per 32-block either way; over a
+ * 256-span all eight are the same value (NaN for the whole span if any element is
+ * NaN, so a kernel may read d once per superblock, keep its integer sums across the
+ * superblock and scale them once). */
 static inline int mm_act_span(uint32_t type) {
     switch (type) {
     case QT_Q2_K: case QT_Q3_K: case QT_Q4_K: case QT_Q5_K: case QT_Q6_K: case QT_IQ4_XS: return 256;
