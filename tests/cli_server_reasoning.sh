@@ -101,12 +101,13 @@ case_for() {
     stop_server "$SP"
 }
 
-case_for "qwen3-style <think>" "$QWEN3" $'<think>\nI plan.\n</think>\n\nHello there.'
+THINK_TEXT=$(printf '<think>\nI plan.\n</think>\n\nHello there.') # (sh has no $'...')
+case_for "qwen3-style <think>" "$QWEN3" "$THINK_TEXT"
 case_for "QwQ (the prompt opens <think>)" "$SHARED/reference/templates/Qwen-QwQ-32B.jinja" \
-    $'I plan.\n</think>\n\nHello there.'
+    "$(printf 'I plan.\n</think>\n\nHello there.')"
 case_for "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinja" \
     '<|channel|>analysis<|message|>I plan.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.'
-case_for "serve --reasoning-format none" "$QWEN3" $'<think>\nI plan.\n</think>\n\nHello there.' \
+case_for "serve --reasoning-format none" "$QWEN3" "$THINK_TEXT" \
     --reasoning-format none
 
 # chat_template_kwargs reach the template: enable_thinking false closes the block
@@ -124,7 +125,7 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$QWEN3"; t
     check "/apply-template takes chat_template_kwargs" '<think>\\n\\n</think>\\n\\n"}$' "$out"
     # Ollama: "thinking" beside the answer (chat and generate, one piece and
     # streamed); "think": false switches the template's thinking off
-    F=$'<think>\nI plan.\n</think>\n\nHello there.'
+    F=$THINK_TEXT
     for ep in chat generate; do
         got=$($H http://x/api/$ep -d "$(obody $ep "$F")" | osplit)
         same "ollama /api/$ep: thinking and the answer" '"I plan."|"Hello there."' "$got"
