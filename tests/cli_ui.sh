@@ -1,7 +1,8 @@
 # cli_ui.sh — the chat UI end to end, driven through tmux with a temporary
 # database and the default model: streamed answers, two tabs, /n and /alt,
 # /regen, /search, /export, quitting and finding everything again, a corrupt
-# database (error shown, file untouched, chatting goes on in memory), a small
+# database (error shown, file untouched, chatting goes on in memory, quitting
+# asks first and keeps the chat in a file), a small
 # terminal, bad commands, and at 60 columns: twelve tabs, the status line,
 # leaving /edit with Esc, a second chat on the same database.
 . tests/lib_cli.sh
@@ -153,8 +154,13 @@ check "a corrupt database gives a clear error" "not an llmchat database"
 line "/set max_tokens 8"
 line "Hello there"
 check "chatting goes on without the database" "^Assistant"
+idle
 keys C-q
-check "quits" "EXITED 0"
+check "Ctrl-Q with messages not saved asks first" "not saved: Ctrl-Q again"
+keys C-q
+check "the second Ctrl-Q quits" "EXITED 0"
+if grep -qs "Hello there" "$TMP"/llmchat-unsaved-*.md; then ok "... and the unsaved chat is in llmchat-unsaved-*.md beside the database"
+else bad "the unsaved chat is kept in a file" "$(ls "$TMP")"; fi
 if [ "$(cksum <"$TMP/bad.db")" = "$sum_before" ]; then ok "the corrupt file is untouched"
 else bad "the corrupt file is untouched"; fi
 

@@ -628,7 +628,7 @@ static void test_quit_keeps_unsaved_messages(void) {
     answer(a, "an answer kept in memory");
     CHECK(conv_unsaved(c));
     CHECK(input(a, "/quit") && !a->quit);
-    CHECKF(strstr(a->notice, "not saved (database or disk is full)") && strstr(a->notice, "Ctrl-Q again"), "%s",
+    CHECKF(strstr(a->notice, "not saved: Ctrl-Q again") && strstr(a->notice, "(database or disk is full)"), "%s",
            a->notice);
     CHECK(input(a, "/quit") && a->quit);
     CHECKF(a->recovery[0], "no recovery file");

@@ -277,8 +277,8 @@ void ui_app_quit(ui_app *a) {
         return;
     }
     a->quit_confirm = true;
-    ui_app_notice(a, true, "%d tab%s not saved (%s): Ctrl-Q again quits and writes %s to a file", n,
-                  n == 1 ? " is" : "s are", a->db ? ui_app_tab(a)->save_error : a->db_error, n == 1 ? "it" : "them");
+    ui_app_notice(a, true, "%d tab%s not saved: Ctrl-Q again quits and writes %s to a file (%s)", n,
+                  n == 1 ? " is" : "s are", n == 1 ? "it" : "them", a->db ? ui_app_tab(a)->save_error : a->db_error);
 }
 
 void ui_app_free(ui_app *a) {
