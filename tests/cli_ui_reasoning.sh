@@ -58,6 +58,8 @@ idle
 line "/think off"
 check "/think off is confirmed" "thinking off"
 line "Hi again"
+check "the second message is sent" "^  Hi again"
+sleep 0.2
 idle
 screen >"$TMP/off"
 at=$(grep -n "^  Hi again" "$TMP/off" | cut -d: -f1)
