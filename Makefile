@@ -165,7 +165,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_OBJ     := $(LIB_SRC:%.c=$(BUILD)/fuzz/%.o) $(filter-out $(BUILD)/fuzz/app/main.o,$(APP_SRC:%.c=$(BUILD)/fuzz/%.o)) \
                 $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-FUZZ_TARGETS := gguf tokenizer json grammar
+FUZZ_TARGETS := gguf tokenizer json grammar answer
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 $(BUILD)/fuzz/%.o: %.c

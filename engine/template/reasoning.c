@@ -196,10 +196,13 @@ static size_t step_harmony(reasoning_parser *p, const char *s, size_t n, bool fi
             p->st = S_CONTENT;
             return 0;
         }
-        const size_t j = find(s, n, H_MESSAGE);
-        if (j == n) {
-            if (n > H_HEADER_MAX) p->st = S_CONTENT; /* too long for a header: plain text */
-            return final ? n : 0;                   /* a header cut off by the end is markup: dropped */
+        /* the search and the give-up see the same window, so a cut never changes the answer */
+        const size_t window = n < H_HEADER_MAX ? n : H_HEADER_MAX;
+        const size_t j = find(s, window, H_MESSAGE);
+        if (j == window) {
+            if (n >= H_HEADER_MAX) p->st = S_CONTENT; /* too long for a header: plain text */
+            else return final ? n : 0;               /* a header cut off by the end is markup: dropped */
+            return 0;
         }
         const bool analysis = find(s, j, H_ANALYSIS) < j;
         const size_t to = find(s, j, "to=");

@@ -578,8 +578,11 @@ static bool step(toolcall_parser *p, bool at_end) {
         size_t k = p->pos;
         while (k < n && !is_ws(s[k]) && s[k] != '<' && k - p->pos <= 128) k++;
         if (k == n && k - p->pos <= 128 && !at_end) return false; /* the name goes on */
-        const char *msg = memmem(s + k, n - k, HARMONY_MESSAGE, strlen(HARMONY_MESSAGE));
-        bool bad = k == p->pos || k - p->pos > 128 || (!msg && n - k > 256);
+        /* <|message|> within 256 bytes: the search and the give-up see the same
+         * window, so a cut never changes the answer */
+        const size_t window = n - k < 256 ? n - k : 256;
+        const char *msg = memmem(s + k, window, HARMONY_MESSAGE, strlen(HARMONY_MESSAGE));
+        bool bad = k == p->pos || k - p->pos > 128 || (!msg && n - k >= 256);
         if (bad || (!msg && at_end)) {
             not_a_call(p);
             return true;
@@ -615,9 +618,11 @@ static bool step(toolcall_parser *p, bool at_end) {
         if (!bad && have >= 6 && memcmp(s + k, "[ARGS]", 6) == 0) {
             args_at = k + 6;
         } else if (!bad && have >= 9 && memcmp(s + k, "[CALL_ID]", 9) == 0) {
-            const char *a = memmem(s + k + 9, have - 9, "[ARGS]", 6);
+            /* [ARGS] within 70 bytes (an id of at most 64): the search and the give-up
+             * see the same window, so a cut never changes the answer */
+            const char *a = memmem(s + k + 9, have - 9 < 70 ? have - 9 : 70, "[ARGS]", 6);
             if (a) args_at = (size_t)(a - s) + 6;
-            else bad = have > 9 + 64;
+            else bad = have - 9 >= 70;
         } else if (!bad) {
             bad = !((have < 6 && memcmp(s + k, "[ARGS]", have) == 0) ||
                     (have < 9 && memcmp(s + k, "[CALL_ID]", have) == 0));

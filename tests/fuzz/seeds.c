@@ -239,14 +239,41 @@ static void grammar_seeds(void) {
     }
 }
 
+/* answers of thinking models and tool calls: selector (reasoning format | opened
+ * | tools | tool format << 4), the cut step, the text */
+static void answer_seeds(void) {
+    static const struct {
+        unsigned char sel;
+        const char *text;
+    } items[] = {
+        {0x01, "<think>\nI plan.\n</think>\n\nHello there."},
+        {0x05, "I plan.\n</think>\n\nHi <tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>"},
+        {0x19, "<think>a</think><tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": [1, \"}\"]}}\n</tool_call>"},
+        {0x4a, "<|channel|>analysis<|message|>Need f.<|end|><|start|>assistant<|channel|>commentary "
+               "to=functions.f <|constrain|>json<|message|>{\"a\":1}<|call|>"},
+        {0x02, "<|channel|>final<|message|>Hi<|return|>"},
+        {0x39, "[TOOL_CALLS]f[ARGS]{\"a\": 1}"},
+        {0x29, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}"},
+    };
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+        char name[32], buf[512];
+        size_t len = strlen(items[i].text);
+        buf[0] = (char)items[i].sel;
+        buf[1] = (char)(3 + i);
+        memcpy(buf + 2, items[i].text, len);
+        snprintf(name, sizeof name, "answer-%02zu", i);
+        put("answer", name, buf, len + 2);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: seeds OUT\n");
         return 2;
     }
     g_out = argv[1];
-    static const char *const dirs[] = {"", "/gguf", "/tokenizer", "/json", "/grammar"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const dirs[] = {"", "/gguf", "/tokenizer", "/json", "/grammar", "/answer"};
+    for (int i = 0; i < 6; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s%s", g_out, dirs[i]);
         if (mkdir(path, 0755) && errno != EEXIST) {
@@ -258,6 +285,7 @@ int main(int argc, char **argv) {
     tokenizer_seeds();
     json_seeds();
     grammar_seeds();
+    answer_seeds();
     printf("seeds: %d files under %s\n", g_n, g_out);
     return 0;
 }
