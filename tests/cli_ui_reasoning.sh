@@ -3,7 +3,8 @@
 # reasoning, which the transcript shows as one folded line under "Assistant"; Alt-R
 # (or /reasoning) unfolds it and folds it again; /think off makes a template that
 # opens the block close it, so the answer is text. Remote, the same through
-# `llmchat serve` with the same template (its reasoning_content). The split itself
+# `llmchat serve` with the same template (its reasoning_content), and an answer
+# with both reasoning and text from tests/tools/fake_openai. The split itself
 # is tested in test_reasoning, storage and reloading in test_app.
 . tests/lib_cli.sh
 . tests/lib_server.sh
@@ -79,4 +80,18 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --listen 127.0.0.1:0 --chat-temp
 else
     bad "serve starts" "$(cat "$TMP/serve.log")"
 fi
+# a thinking answer with both parts (the fake server streams reasoning_content,
+# then content): the folded line, and the answer itself in full under it
+FAKE=./build/tools/fake_openai
+$FAKE "$TMP/fport" sekrit &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$TMP/fport" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$TMP/none.gguf $LLMCHAT --remote http://127.0.0.1:$(cat "$TMP/fport")/v1 --remote-api-key sekrit --db $TMP/fake.db --no-socket"
+check "both parts: the chat opens on the fake server" "remote 127\.0\.0\.1:$(cat "$TMP/fport")"
+line "mode:think hi"
+check "both parts: the reasoning folded" "^  > reasoning \(4 words, Alt-R or /reasoning shows it\)"
+check "... and the answer in full under it" "^  Hello\.$"
+keys M-r
+check "... Alt-R shows the reasoning above the answer" "^    I plan a greeting\.$"
+keys C-q
 finish
