@@ -483,6 +483,35 @@ static bool step_text(toolcall_parser *p, bool at_end) {
     return false;
 }
 
+/* The call's name is buf[pos..name_end) and its arguments begin at args_at
+ * (Mistral's NAME[ARGS], harmony's to=functions.NAME ...<|message|>): announces
+ * it and reads the arguments (P_M_ARGS). */
+static bool begin_named_call(toolcall_parser *p, size_t name_end, size_t args_at) {
+    char *name = strndup(p->buf.p + p->pos, name_end - p->pos);
+    if (!name) {
+        p->oom = true;
+        return false;
+    }
+    out_call(p, name);
+    free(name);
+    p->pos = args_at;
+    p->args_seen = p->args_done = p->args_string = false;
+    p->args_sent = 0;
+    p->st = P_M_ARGS;
+    return true;
+}
+
+/* After a call: whitespace, then its closing marker m (Hermes' </tool_call>,
+ * harmony's <|call|>) when it is there; a prefix of m at the end waits for more. */
+static bool step_close(toolcall_parser *p, const char *m, bool at_end) {
+    const char *s = p->buf.p;
+    size_t i = skip_ws(s, p->pos, p->buf.len), cl = strlen(m), have = p->buf.len - i;
+    if (have >= cl && memcmp(s + i, m, cl) == 0) p->pos = i + cl;
+    else if (have < cl && memcmp(s + i, m, have) == 0 && !at_end) return false;
+    p->st = P_AFTER_CALL; /* with or without the marker */
+    return true;
+}
+
 static bool step(toolcall_parser *p, bool at_end) {
     const char *s = p->buf.p;
     size_t n = p->buf.len, i;
@@ -533,17 +562,7 @@ static bool step(toolcall_parser *p, bool at_end) {
         p->st = P_TEXT;
         return true;
     }
-    case P_H_CLOSE: {
-        i = skip_ws(s, p->pos, n);
-        size_t cl = strlen(HERMES_CLOSE), have = n - i;
-        if (have >= cl && memcmp(s + i, HERMES_CLOSE, cl) == 0) {
-            p->pos = i + cl;
-        } else if (have < cl && memcmp(s + i, HERMES_CLOSE, have) == 0 && !at_end) {
-            return false;
-        }
-        p->st = P_AFTER_CALL; /* with or without the closing tag */
-        return true;
-    }
+    case P_H_CLOSE: return step_close(p, HERMES_CLOSE, at_end);
     case P_M_OPEN:
         i = skip_ws(s, p->pos, n);
         if (i >= n && !at_end) return false;
@@ -588,27 +607,9 @@ static bool step(toolcall_parser *p, bool at_end) {
             return true;
         }
         if (!msg) return false;
-        char *name = strndup(s + p->pos, k - p->pos);
-        if (!name) {
-            p->oom = true;
-            return false;
-        }
-        out_call(p, name);
-        free(name);
-        p->pos = (size_t)(msg - s) + strlen(HARMONY_MESSAGE);
-        p->args_seen = p->args_done = p->args_string = false;
-        p->args_sent = 0;
-        p->st = P_M_ARGS;
-        return true;
+        return begin_named_call(p, k, (size_t)(msg - s) + strlen(HARMONY_MESSAGE));
     }
-    case P_HA_END: {
-        i = skip_ws(s, p->pos, n);
-        size_t cl = strlen(HARMONY_CALL), have = n - i;
-        if (have >= cl && memcmp(s + i, HARMONY_CALL, cl) == 0) p->pos = i + cl;
-        else if (have < cl && memcmp(s + i, HARMONY_CALL, have) == 0 && !at_end) return false;
-        p->st = P_AFTER_CALL; /* with or without its <|call|> */
-        return true;
-    }
+    case P_HA_END: return step_close(p, HARMONY_CALL, at_end);
     case P_M_NAME: {
         /* NAME, then [ARGS] or [CALL_ID]ID[ARGS] */
         size_t k = p->pos;
@@ -632,18 +633,7 @@ static bool step(toolcall_parser *p, bool at_end) {
             return true;
         }
         if (!args_at) return false;
-        char *name = strndup(s + p->pos, k - p->pos);
-        if (!name) {
-            p->oom = true;
-            return false;
-        }
-        out_call(p, name);
-        free(name);
-        p->pos = args_at;
-        p->args_seen = p->args_done = p->args_string = false;
-        p->args_sent = 0;
-        p->st = P_M_ARGS;
-        return true;
+        return begin_named_call(p, k, args_at);
     }
     case P_M_ARGS: {
         i = skip_ws(s, p->pos, n);
