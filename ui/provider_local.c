@@ -131,15 +131,8 @@ static int build_prompt(prov_local *l, const chat_msg *msgs, int n, const conv_s
                         llc_err *err) {
     const int budget = prompt_budget(l->cfg.n_ctx, s->max_tokens);
     if (!s->no_think || !chat_tmpl_is_jinja(l->cfg.tmpl)) return prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, budget, pr, err);
-    static const char *const roles[] = {"system", "user", "assistant"};
-    cJSON *arr = cJSON_CreateArray(), *vars = cJSON_CreateObject();
+    cJSON *arr = chat_msgs_to_json(msgs, n), *vars = cJSON_CreateObject();
     bool ok = arr && vars && cJSON_AddFalseToObject(vars, "enable_thinking");
-    for (int i = 0; ok && i < n; i++) {
-        cJSON *m = cJSON_CreateObject();
-        ok = m && cJSON_AddItemToArray(arr, m) &&
-             cJSON_AddStringToObject(m, "role", roles[msgs[i].role <= CHAT_ASSISTANT ? msgs[i].role : CHAT_USER]) &&
-             cJSON_AddStringToObject(m, "content", msgs[i].content);
-    }
     int rc = ok ? prompt_build_json(l->cfg.tok, l->cfg.tmpl, arr, NULL, vars, budget, pr, err)
                 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_Delete(arr);
@@ -166,13 +159,7 @@ static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv
     for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
     r.stop = stops;
     r.special_text = l->reasoning == REASONING_HARMONY; /* its markers are control tokens */
-    bool opened = false; /* a template that opens the reasoning block itself */
-    char *tail = NULL;
-    const int n_tail = pr.n_ids < 8 ? pr.n_ids : 8;
-    if (l->reasoning != REASONING_NONE && n_tail > 0 &&
-        tok_decode(l->cfg.tok, pr.ids + pr.n_ids - n_tail, n_tail, true, &tail, NULL) == 0)
-        opened = reasoning_prompt_opens(l->reasoning, tail);
-    free(tail);
+    const bool opened = reasoning_prompt_ids_open(l->reasoning, l->cfg.tok, pr.ids, pr.n_ids);
     int64_t id = engine_submit(l->cfg.e, l->client, &r, err);
     free(pr.ids);
     for (int i = 0; id > 0 && l->reasoning != REASONING_NONE && i < k; i++)

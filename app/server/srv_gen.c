@@ -681,11 +681,7 @@ int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *e
     /* harmony's markers are control tokens: the answer must show them */
     if (g->reasoning == REASONING_HARMONY) g->req.special_text = true;
     /* a template that opens the block itself: the prompt's last tokens say so */
-    const int n = g->req.n_prompt, k = n < 8 ? n : 8;
-    char *tail = NULL;
-    if (k > 0 && tok_decode(m->tok, g->req.prompt + n - k, k, true, &tail, NULL) == 0)
-        g->in_reasoning = reasoning_prompt_opens(g->reasoning, tail);
-    free(tail);
+    g->in_reasoning = reasoning_prompt_ids_open(g->reasoning, m->tok, g->req.prompt, g->req.n_prompt);
     return 0;
 }
 

@@ -394,18 +394,13 @@ static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_e
         return srv_gen_infill(m, p, suffix->valuestring, NULL, "", g, err);
     }
     if (cJSON_IsTrue(field(j, "raw"))) return srv_gen_text(m, prompt, g, err);
-    cJSON *msgs = cJSON_CreateArray(); /* the template's render of system + prompt */
-    if (cJSON_IsString(system) && *system->valuestring) {
-        cJSON *s = cJSON_CreateObject();
-        cJSON_AddStringToObject(s, "role", "system");
-        cJSON_AddStringToObject(s, "content", system->valuestring);
-        cJSON_AddItemToArray(msgs, s);
-    }
-    cJSON *u = cJSON_CreateObject();
-    cJSON_AddStringToObject(u, "role", "user");
-    cJSON_AddStringToObject(u, "content", p);
-    cJSON_AddItemToArray(msgs, u);
-    int rc = cJSON_GetArraySize(msgs) > 0 ? srv_gen_chat(m, msgs, g, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    chat_msg turns[2]; /* the template's render of system + prompt */
+    int n = 0;
+    if (cJSON_IsString(system) && *system->valuestring)
+        turns[n++] = (chat_msg){.role = CHAT_SYSTEM, .content = system->valuestring};
+    turns[n++] = (chat_msg){.role = CHAT_USER, .content = p};
+    cJSON *msgs = chat_msgs_to_json(turns, n);
+    int rc = msgs ? srv_gen_chat(m, msgs, g, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_Delete(msgs);
     return rc < 0 ? rc : srv_gen_reasoning(m, j, g, err);
 }

@@ -495,7 +495,7 @@ static int render_builtin(chat_format f, const chat_msg *msgs, int n, bool add, 
 
 static const char *ROLE_NAMES[3] = {"system", "user", "assistant"};
 
-static cJSON *msgs_to_json(const chat_msg *msgs, int n) {
+cJSON *chat_msgs_to_json(const chat_msg *msgs, int n) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++) {
         cJSON *m = cJSON_CreateObject();
@@ -538,7 +538,7 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, bool add_assistant_pro
     int rc = check_msgs(msgs, n, err);
     if (rc) return rc;
     if (t->jinja) {
-        cJSON *j = msgs_to_json(msgs, n);
+        cJSON *j = chat_msgs_to_json(msgs, n);
         if (!j) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
         llc_err jerr = {{0}};
         rc = render_jinja(t, j, NULL, add_assistant_prompt, NULL, out, &jerr);
@@ -622,12 +622,12 @@ int chat_template_from_jinja(const char *src, size_t len, const char *bos, const
     /* the sample conversation every chat template must render */
     static const chat_msg sample[] = {{CHAT_SYSTEM, "You are helpful."}, {CHAT_USER, "Hi"},
                                       {CHAT_ASSISTANT, "Hello."}, {CHAT_USER, "Bye"}};
-    cJSON *j = msgs_to_json(sample, 4);
+    cJSON *j = chat_msgs_to_json(sample, 4);
     char *text = NULL;
     rc = j ? render_jinja(t, j, NULL, true, NULL, &text, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     if (rc) { /* without a system message, for templates that refuse one */
         cJSON_Delete(j);
-        j = msgs_to_json(sample + 1, 3);
+        j = chat_msgs_to_json(sample + 1, 3);
         rc = j ? render_jinja(t, j, NULL, true, NULL, &text, err) : LLC_ERR_NOMEM;
     }
     cJSON_Delete(j);

@@ -225,6 +225,9 @@ int chat_apply_json(chat_tmpl t, const struct cJSON *messages, const struct cJSO
 /* The same with more template variables (an object, or NULL; a request's
  * chat_template_kwargs such as {"enable_thinking": false}); a built-in format
  * ignores them. */
+/* msgs[0..n) as OpenAI-shaped messages (a cJSON array of {role, content}, the
+ * caller's to free), for chat_apply_json*; NULL when out of memory. */
+struct cJSON *chat_msgs_to_json(const chat_msg *msgs, int n);
 int chat_apply_json_vars(chat_tmpl t, const struct cJSON *messages, const struct cJSON *tools,
                          bool add_generation_prompt, const struct cJSON *vars, char **out, llc_err *err);
 

@@ -65,6 +65,15 @@ bool reasoning_prompt_opens(reasoning_format f, const char *prompt) {
     return n >= k && memcmp(prompt + n - k, THINK_OPEN, k) == 0;
 }
 
+bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n) {
+    const int k = n < 8 ? n : 8; /* "<think>" and whitespace: a few tokens in any vocabulary */
+    char *tail = NULL;
+    bool open = f == REASONING_THINK && k > 0 && tok_decode(tok, ids + n - k, k, true, &tail, NULL) == 0 &&
+                reasoning_prompt_opens(f, tail);
+    free(tail);
+    return open;
+}
+
 int reasoning_parser_create(reasoning_format f, bool in_reasoning, const reasoning_sink *sink,
                             reasoning_parser **out) {
     *out = NULL;
@@ -97,10 +106,8 @@ static void to_content(reasoning_parser *p, const char *s, size_t n) {
 
 /* Where marker m first occurs in s[0..n), or n. */
 static size_t find(const char *s, size_t n, const char *m) {
-    const size_t k = strlen(m);
-    for (size_t i = 0; i + k <= n; i++)
-        if (s[i] == m[0] && memcmp(s + i, m, k) == 0) return i;
-    return n;
+    const char *hit = memmem(s, n, m, strlen(m));
+    return hit ? (size_t)(hit - s) : n;
 }
 
 /* The length of the longest suffix of s[0..n) that is a proper prefix of m. */

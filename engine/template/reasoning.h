@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "engine/tokenizer/tokenizer.h"
 #include "kernels/common.h"
 
 typedef enum reasoning_format {
@@ -45,6 +46,9 @@ const char *reasoning_format_name(reasoning_format f);
 /* Whether a rendered prompt leaves the model inside a reasoning block (THINK:
  * it ends with "<think>" and optional whitespace). */
 bool reasoning_prompt_opens(reasoning_format f, const char *prompt);
+/* The same for prompt tokens (the last few, rendered with their special tokens):
+ * what the server and the chat ask before they start a parser. */
+bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n);
 
 /* Where the parser's text goes (callbacks may be NULL; text not NUL-terminated). */
 typedef struct reasoning_sink {
