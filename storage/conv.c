@@ -145,7 +145,8 @@ static conv_msg *msg_from_db(const db_message *m) {
             return NULL;
         }
         memcpy(c->reasoning, m->reasoning, m->reasoning_len + 1);
-        c->r_len = c->r_cap = m->reasoning_len;
+        c->r_len = m->reasoning_len;
+        c->r_cap = m->reasoning_len + 1;
     }
     snprintf(c->finish, sizeof c->finish, "%s", m->finish ? m->finish : "");
     return c;
@@ -251,19 +252,25 @@ int conv_open_answers(conv *c, int k) {
     return first;
 }
 
+/* Appends text[0..len) to the NUL-terminated *buf of *len bytes in *cap. */
+static int grow_append(char **buf, size_t *n, size_t *cap, const char *text, size_t len) {
+    if (*n + len + 1 > *cap) {
+        size_t want = *cap * 2 > *n + len + 1 ? *cap * 2 : *n + len + 1;
+        char *t = realloc(*buf, want);
+        if (!t) return LLC_ERR_NOMEM;
+        *buf = t;
+        *cap = want;
+    }
+    memcpy(*buf + *n, text, len);
+    *n += len;
+    (*buf)[*n] = 0;
+    return 0;
+}
+
 int conv_append(conv *c, int alt, const char *text, size_t len) {
     if (alt < 0 || alt >= c->n_alts) return LLC_ERR_RANGE;
     conv_msg *m = c->alts[alt];
-    if (m->len + len + 1 > m->cap) {
-        size_t cap = m->cap * 2 > m->len + len + 1 ? m->cap * 2 : m->len + len + 1;
-        char *t = realloc(m->text, cap);
-        if (!t) return LLC_ERR_NOMEM;
-        m->text = t;
-        m->cap = cap;
-    }
-    memcpy(m->text + m->len, text, len);
-    m->len += len;
-    m->text[m->len] = 0;
+    if (grow_append(&m->text, &m->len, &m->cap, text, len)) return LLC_ERR_NOMEM;
     m->dirty = true;
     return 0;
 }
@@ -271,16 +278,7 @@ int conv_append(conv *c, int alt, const char *text, size_t len) {
 int conv_append_reasoning(conv *c, int alt, const char *text, size_t len) {
     if (alt < 0 || alt >= c->n_alts) return LLC_ERR_RANGE;
     conv_msg *m = c->alts[alt];
-    if (m->r_len + len + 1 > m->r_cap) {
-        size_t cap = m->r_cap * 2 > m->r_len + len + 1 ? m->r_cap * 2 : m->r_len + len + 64;
-        char *t = realloc(m->reasoning, cap);
-        if (!t) return LLC_ERR_NOMEM;
-        m->reasoning = t;
-        m->r_cap = cap;
-    }
-    memcpy(m->reasoning + m->r_len, text, len);
-    m->r_len += len;
-    m->reasoning[m->r_len] = 0;
+    if (grow_append(&m->reasoning, &m->r_len, &m->r_cap, text, len)) return LLC_ERR_NOMEM;
     m->reasoning_dirty = m->dirty = true;
     return 0;
 }
@@ -400,14 +398,7 @@ int conv_write_markdown(const conv *c, FILE *f) {
     for (int i = 0; i < conv_n_shown(c); i++) {
         const conv_msg *m = conv_shown(c, i);
         fprintf(f, "**%s**%s\n\n", m->role == DB_ROLE_USER ? "User" : "Assistant", m->id ? "" : " *(not saved)*");
-        if (m->r_len) {
-            fputs("> *Reasoning*\n>\n> ", f);
-            for (size_t k = 0; k < m->r_len; k++) {
-                fputc(m->reasoning[k], f);
-                if (m->reasoning[k] == '\n') fputs("> ", f);
-            }
-            fputs("\n\n", f);
-        }
+        if (m->r_len) db_markdown_reasoning(f, m->reasoning, m->r_len);
         fwrite(m->text, 1, m->len, f);
         fputs("\n\n", f);
     }

@@ -241,7 +241,11 @@ void db_hits_free(db_hit *arr, int n);
 
 /* Writes the path root -> leaf of the session (leaf 0: its active leaf) as
  * Markdown: the title as a heading, the system prompt, then each message under a
- * "**User**" / "**Assistant**" header. LLC_ERR_IO when writing to f fails. */
+ * "**User**" / "**Assistant**" header (a reasoning quoted before its answer).
+ * LLC_ERR_IO when writing to f fails. */
 int db_export_markdown(db *d, int64_t session_id, int64_t leaf, FILE *f, llc_err *err);
+/* A thinking model's reasoning as the exports quote it before its answer (also
+ * conv_write_markdown's). */
+void db_markdown_reasoning(FILE *f, const char *s, size_t n);
 
 #endif

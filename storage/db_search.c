@@ -132,6 +132,15 @@ static void put_block(FILE *f, const char *s, size_t n) {
     if (!n || s[n - 1] != '\n') fputc('\n', f);
 }
 
+void db_markdown_reasoning(FILE *f, const char *s, size_t n) {
+    fputs("> *Reasoning*\n>\n> ", f);
+    for (size_t k = 0; k < n; k++) {
+        fputc(s[k], f);
+        if (s[k] == '\n') fputs("> ", f);
+    }
+    fputs("\n\n", f);
+}
+
 int db_export_markdown(db *d, int64_t session_id, int64_t leaf, FILE *f, llc_err *err) {
     if (!f) return dbi_fail(d, err, LLC_ERR_RANGE, "no output file (while exporting)");
     db_session s;
@@ -158,14 +167,7 @@ int db_export_markdown(db *d, int64_t session_id, int64_t leaf, FILE *f, llc_err
         fprintf(f, "%s", role_header(m->role));
         if (m->state != DB_STATE_DONE) fprintf(f, " *(%s)*", db_state_name(m->state));
         fputs("\n\n", f);
-        if (m->reasoning_len) { /* a thinking model's reasoning, quoted before its answer */
-            fputs("> *Reasoning*\n>\n> ", f);
-            for (size_t k = 0; k < m->reasoning_len; k++) {
-                fputc(m->reasoning[k], f);
-                if (m->reasoning[k] == '\n') fputs("> ", f);
-            }
-            fputs("\n\n", f);
-        }
+        if (m->reasoning_len) db_markdown_reasoning(f, m->reasoning, m->reasoning_len);
         put_block(f, m->content, m->content_len);
         if (m->role == DB_ROLE_ASSISTANT && m->state == DB_STATE_DONE && !strcmp(m->finish, "length"))
             fputs("\n*(cut off at max_tokens)*\n", f);
