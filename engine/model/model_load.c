@@ -5,6 +5,7 @@
  * stacked experts) become views of their row ranges. Every shape is checked
  * against the hyper-parameters before a byte of it is used. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +107,11 @@ static int get_float(loader *L, const char *suffix, float def, float *out, bool 
     return rc;
 }
 
-/* A per-layer integer: an array of n_layers values or one value for all (absent:
- * def, or an error when required). *max gets the largest. */
-static int get_layer_ints(loader *L, const char *suffix, bool required, int def, int lo, int hi, int *max) {
+/* A per-layer integer into the int field at `field` (offsetof) of each layer: an
+ * array of n_layers values or one value for all (absent: def, or an error when
+ * required). *max gets the largest. */
+static int get_layer_ints(loader *L, const char *suffix, size_t field, bool required, int def, int lo, int hi,
+                          int *max) {
     model_hparams *hp = &L->m->hp;
     layer *ly = L->m->layers;
     gguf_array arr = {0};
@@ -128,8 +131,7 @@ static int get_layer_ints(loader *L, const char *suffix, bool required, int def,
         }
         if (v < lo || v > hi)
             return llc_fail(L->err, LLC_ERR_RANGE, "%s[%d] = %lld is outside %d..%d", L->key, l, (long long)v, lo, hi);
-        if (!strcmp(suffix, "feed_forward_length")) ly[l].ffn_dim = (int)v;
-        else ly[l].n_kv_heads = (int)v;
+        *(int *)((char *)&ly[l] + field) = (int)v;
         if (v > *max) *max = (int)v;
     }
     return 0;
@@ -408,8 +410,10 @@ static int load_hparams(loader *L) {
         return rc;
     L->m->layers = calloc((size_t)hp->n_layers, sizeof *L->m->layers);
     if (!L->m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
-    if ((rc = get_layer_ints(L, "feed_forward_length", !moe, 0, moe ? 0 : 1, BIG, &hp->ffn_dim)) ||
-        (rc = get_layer_ints(L, "attention.head_count_kv", false, hp->n_heads, 1, 4096, &hp->n_kv_heads)))
+    if ((rc = get_layer_ints(L, "feed_forward_length", offsetof(layer, ffn_dim), !moe, 0, moe ? 0 : 1, BIG,
+                             &hp->ffn_dim)) ||
+        (rc = get_layer_ints(L, "attention.head_count_kv", offsetof(layer, n_kv_heads), false, hp->n_heads, 1, 4096,
+                             &hp->n_kv_heads)))
         return rc;
     int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
     int head_dim, head_dim_swa, vlen, vlen_swa;
