@@ -117,19 +117,6 @@ static void test_none_passes_everything(void) {
     check(REASONING_NONE, false, "<think>a</think>b", "", "<think>a</think>b");
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 /* Real templates name their format; the ones that open the block in the prompt
  * are told apart by the rendered prompt. */
 static void test_detect(void) {
@@ -147,7 +134,7 @@ static void test_detect(void) {
     for (size_t i = 0; i < LLC_ARRAY_LEN(cases); i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/reference/templates/%s", t_shared(), cases[i].file);
-        char *src = slurp(path);
+        char *src = t_read_file(path, NULL);
         CHECKF(src, "cannot read %s", path);
         if (!src) continue;
         CHECKF(reasoning_detect(src) == cases[i].want, "%s: %s", cases[i].file, reasoning_format_name(reasoning_detect(src)));

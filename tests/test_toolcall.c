@@ -226,15 +226,7 @@ static void test_held_text_is_released(void) {
 static char *read_template(const char *name) {
     char path[256];
     snprintf(path, sizeof path, "%s/reference/templates/%s.jinja", t_shared(), name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    s[fread(s, 1, (size_t)n, f)] = 0;
-    fclose(f);
-    return s;
+    return t_read_file(path, NULL);
 }
 
 static void test_detect_real_templates(void) {
