@@ -5,7 +5,8 @@
 # good); the half-sent requests are dropped by the request deadline and /health
 # answers after they close; SIGTERM with idle and streaming clients exits in
 # < 5 s; warm-up requests (max_tokens 0, n_predict 0) answer at once and fill
-# the cache; invalid UTF-8 is refused with a JSON error; the first generated
+# the cache; invalid UTF-8 is refused with a JSON error; a 7 MB prompt is read
+# on a worker while /health answers; the first generated
 # token keeps its SentencePiece space (against ../shared/reference).
 . tests/lib_cli.sh
 . tests/lib_server.sh
@@ -190,6 +191,23 @@ got=$($LLMCHAT generate -m "$MODEL" -p "Once upon a time, there" -n 8 2>/dev/nul
 same "generate: the first token keeps its space" "$want" "$got"
 got=$($LLMCHAT generate -m "$MODEL" -p "Once upon a time" -n 12 2>/dev/null | head -c 40)
 same "generate: 'Once upon a time' still continues as the reference" "$(printf '%s' "$ref" | head -c 40)" "$got"
+
+# ---- a big request is read on a worker thread: /health answers meanwhile ----
+# 7 MB of prompt takes seconds to tokenize; the server thread only moves bytes,
+# so a /health sent while it is being read comes back first (it used to wait).
+awk 'BEGIN { printf "{\"prompt\":\""; for (i = 0; i < 700000; i++) printf "Once upon "; printf "\",\"max_tokens\":1}" }' \
+    >"$TMP/big.json"
+rm -f "$TMP/order"
+($T/v1/completions --max-time 120 -H 'Content-Type: application/json' --data-binary @"$TMP/big.json" \
+    >"$TMP/big.out"; echo big >>"$TMP/order") &
+BIG=$!
+sleep 0.5
+$T/health --max-time 60 >"$TMP/health.out"
+echo health >>"$TMP/order"
+wait $BIG
+check "a 7 MB prompt is refused: longer than the context" '"code":400.*the context is' "$(cat "$TMP/big.out")"
+check "/health answered while it was being read" '"status":"ok"' "$(cat "$TMP/health.out")"
+check "... before the big request's answer" '^health big$' "$(cat "$TMP/order" | tr '\n' ' ' | sed 's/ $//')"
 
 stop_server $SRV
 check "serve exits 0 on SIGTERM" '^0$' "$RC"

@@ -427,6 +427,7 @@ static void *srv_main(void *arg) {
         srv_poll_add(&ps, accepting ? s->unix_fd : -1, POLLIN, on_accept_unix, NULL);
         srv_poll_add(&ps, accepting ? s->tcp_fd : -1, POLLIN, on_accept_tcp, NULL);
         srv_poll_add(&ps, s->warm_ec ? engine_client_fd(s->warm_ec) : -1, POLLIN, on_warm, NULL);
+        srv_work_poll_add(s, &ps);
         /* (connections accepted this round join the next one) */
         for (int i = 0; i < s->n_conns; i++) {
             conn *c = s->conns[i];
@@ -474,6 +475,8 @@ static void *srv_main(void *arg) {
     }
     s->n_conns = 0;
     srv_http_stop(s); /* closes every HTTP connection (on this thread: MHD runs here) */
+    srv_work_stop(s, s->work); /* requests still being read: their connections are gone */
+    s->work = NULL;
     engine_client_free(s->warm_ec);
     s->warm_ec = NULL;
     srv_sessions_retry(s, true);
@@ -493,6 +496,7 @@ static void srv_free(srv *s) {
     }
     if (s->tcp_fd >= 0) close(s->tcp_fd);
     if (s->wake_fd >= 0) close(s->wake_fd);
+    srv_work_stop(NULL, s->work); /* (only when the server thread never ran) */
     for (srv_note_node *n = s->note_head, *next; n; n = next) {
         next = n->next;
         free(n->note.text);
@@ -616,7 +620,8 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     raise_fd_limit();
-    rc = srv_http_start(s, err);
+    rc = srv_work_start(&s->work, err); /* (its threads inherit the blocked signals) */
+    if (!rc) rc = srv_http_start(s, err);
     if (!rc && pthread_create(&s->thread, NULL, srv_main, s)) {
         rc = llc_fail(err, LLC_ERR_NOMEM, "cannot start the server thread");
         srv_http_stop(s);

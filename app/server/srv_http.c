@@ -29,15 +29,33 @@
 #define HTTP_MEMORY_LIMIT (64 * 1024) /* per connection: headers beyond ~32 KiB get 431 */
 #define HTTP_MAX_DISCARD (64u << 20)  /* an oversized chunked body is read this far, then cut */
 
+typedef struct prep_job prep_job;
+
 typedef struct http_req {
     sbuf body;
     bool too_large; /* answered 413 (or will, once the body is read) */
     bool answered;  /* a response is queued already */
     size_t seen;
     bool have_body; /* the body is complete */
+    prep_job *prep; /* the request being read on a worker */
     http_gen *gen;  /* a one-piece answer waiting for the engine */
     srv_embed *emb; /* an embeddings answer waiting for the engine */
 } http_req;
+
+/* A request body being read on a worker (http_prep). The connection stays
+ * suspended until the job is done; if it goes away first (shutdown), the job
+ * is abandoned and frees itself when done. */
+struct prep_job {
+    prep_job *prev, *next; /* s->preps: in flight or done, not yet started */
+    srv *s;
+    http_req *q;           /* the request; NULL once abandoned */
+    struct MHD_Connection *mc;
+    const http_prep *ops;
+    int which;
+    sbuf body;             /* taken from the request; freed by the worker */
+    void *ready;           /* what ops->prepare made */
+    bool done;
+};
 
 static enum MHD_Result too_large(struct MHD_Connection *mc, size_t limit) {
     char msg[96];
@@ -76,6 +94,83 @@ static enum MHD_Result models(srv *s, struct MHD_Connection *mc) {
     return srv_http_send_json(mc, o);
 }
 
+/* ---- requests read on a worker ---- */
+
+static void prep_unlink(prep_job *p) {
+    if (p->prev) p->prev->next = p->next;
+    else p->s->preps = p->next;
+    if (p->next) p->next->prev = p->prev;
+}
+
+static void prep_run(void *ctx) {
+    prep_job *p = ctx;
+    p->ready = p->ops->prepare(&p->s->m, p->which, p->body.p ? p->body.p : "", p->body.len);
+    sb_free(&p->body);
+}
+
+static void prep_done(srv *s, void *ctx) {
+    (void)s;
+    prep_job *p = ctx;
+    p->done = true;
+    if (p->q) {
+        MHD_resume_connection(p->mc); /* on_request then starts it */
+        return;
+    }
+    prep_unlink(p); /* abandoned */
+    if (p->ready) p->ops->discard(p->ready);
+    free(p);
+}
+
+/* Hands q's body to a worker for ops and suspends the connection. */
+static enum MHD_Result prep_begin(srv *s, struct MHD_Connection *mc, http_req *q, const http_prep *ops, int which) {
+    prep_job *p = calloc(1, sizeof *p);
+    if (!p) return MHD_NO;
+    *p = (prep_job){.s = s, .q = q, .mc = mc, .ops = ops, .which = which, .body = q->body};
+    q->body = (sbuf){0};
+    if (!srv_work_submit(s->work, prep_run, prep_done, p)) {
+        sb_free(&p->body);
+        free(p);
+        return MHD_NO;
+    }
+    p->next = s->preps;
+    if (s->preps) s->preps->prev = p;
+    s->preps = p;
+    q->prep = p;
+    MHD_suspend_connection(mc);
+    return MHD_YES;
+}
+
+/* Drops q's job: freed now when done, else abandoned (freed by prep_done). */
+static void prep_drop(http_req *q) {
+    prep_job *p = q->prep;
+    if (!p) return;
+    q->prep = NULL;
+    p->q = NULL;
+    if (!p->done) return;
+    prep_unlink(p);
+    if (p->ready) p->ops->discard(p->ready);
+    free(p);
+}
+
+/* The connection resumed: the job is done (or the server stops). */
+static enum MHD_Result prep_resume(srv *s, struct MHD_Connection *mc, http_req *q) {
+    prep_job *p = q->prep;
+    if (!p->done) {
+        if (!atomic_load(&s->stopping)) { /* (not woken by prep_done) */
+            MHD_suspend_connection(mc);
+            return MHD_YES;
+        }
+        prep_drop(q);
+        return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
+    }
+    q->prep = NULL;
+    prep_unlink(p);
+    const http_prep *ops = p->ops;
+    void *ready = p->ready;
+    free(p);
+    return ops->start(s, mc, ready, &q->gen);
+}
+
 static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
                              http_req *q) {
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
@@ -106,7 +201,7 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
         if (atomic_load(&s->stopping))
             return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
-        return srv_http_generate(s, mc, gen[i].ep, q->body.p ? q->body.p : "", q->body.len, &q->gen);
+        return prep_begin(s, mc, q, &srv_http_gen_prep, gen[i].ep);
     }
     static const struct {
         const char *path;
@@ -166,6 +261,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     srv *s = cls;
     (void)version;
     http_req *q = *ctx;
+    if (q && q->prep) return prep_resume(s, mc, q); /* resumed: the request has been read */
     if (q && q->gen) /* resumed: the engine has news for a one-piece answer */
         return srv_http_generate_resume(s, mc, &q->gen);
     if (q && q->emb) return srv_http_embed_resume(s, mc, &q->emb);
@@ -234,6 +330,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **ctx, enum 
         hc->deadline = llc_now_ms() + s->cfg.request_timeout_ms;
     }
     if (!q) return;
+    prep_drop(q);
     srv_http_gen_free(q->gen);
     srv_embed_free(q->emb);
     sb_free(&q->body);
@@ -348,6 +445,8 @@ void srv_http_cancel_all(srv *s) {
 void srv_http_stop(srv *s) {
     if (!s->mhd) return;
     /* nothing may stay suspended when the daemon stops */
+    for (prep_job *p = s->preps; p; p = p->next)
+        if (p->q && !p->done) MHD_resume_connection(p->mc); /* answered "shutting down" */
     srv_http_gen_cancel_all(s, true);
     srv_embed_cancel_all(s, true);
     MHD_run(s->mhd);

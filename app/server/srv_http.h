@@ -52,13 +52,28 @@ bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const ch
 /* The model as /v1/models lists it (OpenAI's model object). */
 cJSON *srv_http_model_object(const srv *s);
 
-/* Runs a generation endpoint on a complete request body. A streaming answer is
- * queued at once (its reader suspends the connection while the engine has
- * nothing new); a one-piece answer suspends the connection and leaves *pending
- * set: srv_http_generate_resume is then called each time it is resumed, until
- * it queues the answer. Never blocks. */
-enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
-                                  size_t len, http_gen **pending);
+/* ---- requests read off the server thread (srv_http.c on srv_work.c) ----
+ * An endpoint whose request takes real work to read (a generation's: parse,
+ * render the template, tokenize, compile a grammar, fit the context) comes in
+ * two halves: `prepare` runs on a worker with the body, `start` then runs on
+ * the server thread as a handler would, taking what prepare made, and queues an
+ * answer or starts the generation (*pending as srv_http_generate_resume's). The
+ * connection is suspended in between; `discard` frees what prepare made when
+ * the connection went away first. */
+typedef struct http_prep {
+    /* On a worker: reads body[0..len) for the endpoint's case `which` (its
+     * errors are kept for start); touches only m. NULL: out of memory. */
+    void *(*prepare)(const srv_model *m, int which, const char *body, size_t len);
+    enum MHD_Result (*start)(srv *s, struct MHD_Connection *mc, void *ready, http_gen **pending);
+    void (*discard)(void *ready);
+} http_prep;
+
+/* The generation endpoints (srv_http_gen.c), `which` an http_endpoint. A
+ * streaming answer is queued at once (its reader suspends the connection while
+ * the engine has nothing new); a one-piece answer suspends the connection and
+ * leaves *pending set: srv_http_generate_resume is then called each time it is
+ * resumed, until it queues the answer. Never blocks. */
+extern const http_prep srv_http_gen_prep;
 enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending);
 
 /* ---- endpoints with their own answer format (Ollama's, srv_ollama.c) ----

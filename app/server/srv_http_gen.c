@@ -78,15 +78,20 @@ struct http_gen {
     void *fmt_ctx;
     double t_start;
     double last_read_ms;  /* a stream: when MHD last asked for bytes (a client that stops reading stalls it) */
+    int read_rc;          /* gen_prepare: what was wrong with the request (0: nothing) */
+    llc_err read_err;
 };
 
 static unsigned g_counter;
 
 static void state_free(gen_state *st) {
     if (!st) return;
-    if (st->prev) st->prev->next = st->next;
-    else if (st->s->gens == st) st->s->gens = st->next;
-    if (st->next) st->next->prev = st->prev;
+    if (st->s) { /* listed (gen_link) */
+        if (st->prev) st->prev->next = st->next;
+        else if (st->s->gens == st) st->s->gens = st->next;
+        if (st->next) st->next->prev = st->prev;
+        st->s->http_active--;
+    }
     engine_client_free(st->ec); /* cancels the request if it still runs */
     for (int i = 0; st->sm && i < st->n; i++) {
         sb_free(&st->sm[i].text);
@@ -105,7 +110,6 @@ static void state_free(gen_state *st) {
     if (st->fmt && st->fmt->free_ctx) st->fmt->free_ctx(st->fmt_ctx);
     srv_gen_free(&st->g);
     sb_free(&st->out);
-    st->s->http_active--;
     free(st);
 }
 
@@ -711,7 +715,7 @@ static void reader_free(void *cls) { state_free(cls); }
 
 /* /v1/completions: a prompt, or a list of them (strings or token-id lists),
  * each its own engine request with the same parameters. */
-static int build_prompts(gen_state *st, const cJSON *j, llc_err *err) {
+static int build_prompts(const srv_model *m, gen_state *st, const cJSON *j, llc_err *err) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
     if (!f) return llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
     int k = srv_prompt_count(f);
@@ -730,14 +734,13 @@ static int build_prompts(gen_state *st, const cJSON *j, llc_err *err) {
             return llc_fail(err, LLC_ERR_TYPE, "prompt[%d] must be a string or an array of token ids", i);
         srv_gen_init(&p[i].g);
         llc_err e1 = {{0}};
-        int rc = srv_gen_text(&st->s->m, one, i ? &p[i].g : &st->g, &e1);
+        int rc = srv_gen_text(m, one, i ? &p[i].g : &st->g, &e1);
         if (rc) return k > 1 ? llc_fail(err, rc, "prompt[%d]: %s", i, e1.msg) : llc_fail(err, rc, "%s", e1.msg);
     }
     return 0;
 }
 
-static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
-    const srv_model *m = &st->s->m;
+static int build_prompt(const srv_model *m, gen_state *st, const cJSON *j, llc_err *err) {
     const cJSON *f;
     switch (st->ep) {
     case HTTP_OPENAI_CHAT: {
@@ -747,7 +750,7 @@ static int build_prompt(gen_state *st, const cJSON *j, llc_err *err) {
         return rc ? rc : srv_gen_reasoning(m, j, &st->g, err);
     }
     case HTTP_OPENAI_TEXT:
-        return build_prompts(st, j, err);
+        return build_prompts(m, st, j, err);
     case HTTP_LLAMA_COMPLETION:
         f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
         if (!f) return llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
@@ -840,18 +843,29 @@ enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http
     return MHD_YES;
 }
 
-static gen_state *gen_new(srv *s, struct MHD_Connection *mc) {
+/* A generation not yet listed (any thread: a worker reads requests into one). */
+static gen_state *gen_alloc(void) {
     gen_state *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    s->http_active++;
-    st->s = s;
-    st->mc = mc;
-    st->next = s->gens; /* listed: the server loop polls it while suspended */
-    if (s->gens) s->gens->prev = st;
-    s->gens = st;
     st->fd = -1;
     st->t_start = llc_now_ms();
     srv_gen_init(&st->g);
+    return st;
+}
+
+/* Lists st on the server thread: the server loop polls it while suspended. */
+static void gen_link(srv *s, gen_state *st, struct MHD_Connection *mc) {
+    s->http_active++;
+    st->s = s;
+    st->mc = mc;
+    st->next = s->gens;
+    if (s->gens) s->gens->prev = st;
+    s->gens = st;
+}
+
+static gen_state *gen_new(srv *s, struct MHD_Connection *mc) {
+    gen_state *st = gen_alloc();
+    if (st) gen_link(s, st, mc);
     return st;
 }
 
@@ -875,42 +889,51 @@ enum MHD_Result srv_http_generate_as(srv *s, struct MHD_Connection *mc, const ht
     return gen_run(st, mc, pending);
 }
 
-enum MHD_Result srv_http_generate(srv *s, struct MHD_Connection *mc, http_endpoint ep, const char *body,
-                                  size_t len, http_gen **pending) {
-    if (!srv_utf8_valid(body, len))
-        return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error",
-                              "the body is not valid UTF-8");
-    if (srv_json_has_nul(body, len))
-        return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", NUL_REFUSED);
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!j) return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", "the body is not valid JSON");
-    gen_state *st = gen_new(s, mc);
-    if (!st) {
-        cJSON_Delete(j);
-        return MHD_NO;
-    }
-    st->ep = ep;
-    st->d = ep == HTTP_OPENAI_CHAT ? SRV_OPENAI_CHAT : ep == HTTP_OPENAI_TEXT ? SRV_OPENAI_TEXT : SRV_LLAMA;
-    llc_err err = {{0}};
+/* On a worker: the request body of endpoint `which` read into a generation
+ * not yet listed; what is wrong with it is kept for gen_start (read_rc). */
+static void *gen_prepare(const srv_model *m, int which, const char *body, size_t len) {
+    gen_state *st = gen_alloc();
+    if (!st) return NULL;
+    st->ep = (http_endpoint)which;
+    st->d = st->ep == HTTP_OPENAI_CHAT ? SRV_OPENAI_CHAT : st->ep == HTTP_OPENAI_TEXT ? SRV_OPENAI_TEXT : SRV_LLAMA;
+    llc_err *err = &st->read_err;
+    cJSON *j = NULL;
+    int rc = 0;
+    if (!srv_utf8_valid(body, len)) rc = llc_fail(err, LLC_ERR_TYPE, "the body is not valid UTF-8");
+    else if (srv_json_has_nul(body, len)) rc = llc_fail(err, LLC_ERR_TYPE, NUL_REFUSED);
+    else if (!(j = cJSON_ParseWithLength(body, len))) rc = llc_fail(err, LLC_ERR_TYPE, "the body is not valid JSON");
     const cJSON *stream = cJSON_GetObjectItemCaseSensitive(j, "stream");
     const cJSON *opts = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(j, "response_fields");
-    int rc = 0;
-    if (stream && !cJSON_IsBool(stream) && !cJSON_IsNull(stream))
-        rc = llc_fail(&err, LLC_ERR_TYPE, "'stream' must be true or false");
+    if (!rc && stream && !cJSON_IsBool(stream) && !cJSON_IsNull(stream))
+        rc = llc_fail(err, LLC_ERR_TYPE, "'stream' must be true or false");
     st->stream = cJSON_IsTrue(stream);
     st->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opts, "include_usage"));
     if (st->d == SRV_LLAMA && cJSON_IsArray(fields)) st->fields = cJSON_Duplicate(fields, true);
-    if (!rc) rc = srv_gen_params(&s->m, st->d, j, &st->g, &err);
+    if (!rc) rc = srv_gen_params(m, st->d, j, &st->g, err);
     if (!rc && st->d == SRV_LLAMA) st->g.req.n = 1; /* llama-server answers one sample */
-    if (!rc) rc = build_prompt(st, j, &err);
+    if (!rc) rc = build_prompt(m, st, j, err);
     cJSON_Delete(j);
-    if (rc) {
+    st->read_rc = rc;
+    return st;
+}
+
+/* On the server thread: the read request answered (refused) or started. */
+static enum MHD_Result gen_start(srv *s, struct MHD_Connection *mc, void *ready, http_gen **pending) {
+    gen_state *st = ready;
+    if (!st) return MHD_NO;
+    gen_link(s, st, mc);
+    if (st->read_rc) {
+        enum MHD_Result ret = bad_request(mc, st->read_rc, st->read_err.msg);
         state_free(st);
-        return bad_request(mc, rc, err.msg);
+        return ret;
     }
     return gen_run(st, mc, pending);
 }
+
+static void gen_discard(void *ready) { state_free(ready); }
+
+const http_prep srv_http_gen_prep = {gen_prepare, gen_start, gen_discard};
 
 /* Submits st's request (or answers a warm-up) and queues the stream, or waits
  * for a one-piece answer. */

@@ -27,6 +27,7 @@
 #define SRV_MAX_WARM 4         /* warm-up requests (max_tokens 0) filling the cache at once */
 #define SRV_SHUTDOWN_MS 3000   /* how long srv_stop lets clients receive their finish */
 #define SRV_MAX_INFLIGHT 256   /* generation requests running on one NDJSON connection */
+#define SRV_WORKERS 2          /* threads reading requests (srv_work.c) */
 
 /* ---- JSON into a growable buffer (kernels/sbuf.h) ---- */
 
@@ -220,6 +221,23 @@ typedef struct srv_unsaved {
     conv *cv;
 } srv_unsaved;
 
+/* srv_work.c: the worker threads that read requests (parse, render, tokenize,
+ * compile grammars) while the server thread moves bytes. `run` is called on a
+ * worker and may touch only ctx and what is read-only (srv_model); `done` is
+ * called afterwards on the server thread, which then owns ctx again. Jobs start
+ * in the order submitted. */
+typedef struct srv_work srv_work;
+typedef void (*srv_job_run)(void *ctx);
+typedef void (*srv_job_done)(srv *s, void *ctx);
+int srv_work_start(srv_work **out, llc_err *err);
+/* False when out of memory (then nothing was queued). */
+bool srv_work_submit(srv_work *w, srv_job_run run, srv_job_done done, void *ctx);
+/* Registers the wake-up of finished jobs; its handler calls their `done`. */
+void srv_work_poll_add(srv *s, srv_pollset *ps);
+/* Lets the workers finish every job queued, joins them, calls the jobs' `done`
+ * (on the calling thread, with s; none when s is NULL) and frees w. */
+void srv_work_stop(srv *s, srv_work *w);
+
 typedef struct srv_note_node {
     struct srv_note_node *next;
     srv_note note;
@@ -239,6 +257,7 @@ struct srv {
     double accept_pause_until; /* ms: out of file descriptors, accept later */
     pthread_t thread;
     atomic_bool stopping;
+    srv_work *work;     /* worker threads reading requests */
 
     db *db;
     char db_error[320]; /* why there is no database ("" when open) */
@@ -253,6 +272,7 @@ struct srv {
 
     struct MHD_Daemon *mhd;  /* external epoll mode, run by the server thread */
     http_conn *http_head;    /* connections handed to it */
+    struct prep_job *preps;  /* requests being read on a worker (srv_http.c) */
     http_gen *gens;          /* generations in flight */
     srv_embed *embeds;       /* embeddings requests in flight */
     int http_active;         /* generations not yet freed */
