@@ -23,6 +23,7 @@ case "$kind" in
         export TSAN_OPTIONS="log_path=$logs/tsan:second_deadlock_stack=1:halt_on_error=0:allocator_may_return_null=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
     *) echo "run_san.sh: unknown sanitizer '$kind'" >&2; exit 2 ;;
 esac
+export LLC_SANITIZER=$kind # (scripts leave out what a sanitizer cannot add to, see cli_model.sh)
 sh tests/run.sh "$@"
 rc=$?
 n=$(find "$logs" -type f | wc -l)
