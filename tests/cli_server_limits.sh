@@ -209,6 +209,26 @@ check "a 7 MB prompt is refused: longer than the context" '"code":400.*the conte
 check "/health answered while it was being read" '"status":"ok"' "$(cat "$TMP/health.out")"
 check "... before the big request's answer" '^health big$' "$(cat "$TMP/order" | tr '\n' ' ' | sed 's/ $//')"
 
+# The same on the NDJSON socket: a 1 MB prompt line, then `status` on the same
+# connection; the status comes back while the prompt is still being read.
+awk 'BEGIN { printf "{\"id\":1,\"method\":\"complete\",\"max_tokens\":1,\"prompt\":\""
+             for (i = 0; i < 100000; i++) printf "Once upon "; printf "\"}\n"
+             print "{\"id\":2,\"method\":\"status\"}" }' >"$TMP/big.ndjson"
+$C --timeout 60 "$S" <"$TMP/big.ndjson" >"$TMP/big_nd.out" 2>&1
+check "NDJSON: a 1 MB prompt is refused: longer than the context" '"id":1.*"error".*the context is' \
+    "$(cat "$TMP/big_nd.out")"
+check "... and the status sent after it came back first" '^2 1$' \
+    "$(grep -oE '^\{"id":[0-9]' "$TMP/big_nd.out" | grep -oE '[0-9]$' | tr '\n' ' ' | sed 's/ $//')"
+# A chat of 4000 turns (fitted into the context on a worker) cancelled at once:
+# the cancel finds it whether it is still being read or already running.
+awk 'BEGIN { printf "{\"id\":1,\"method\":\"chat\",\"max_tokens\":64,\"messages\":["
+             for (i = 0; i < 4000; i++) printf "%s{\"role\":\"%s\",\"content\":\"turn %d of a long chat\"}", i ? "," : "", i % 2 ? "assistant" : "user", i
+             printf "]}\n{\"id\":2,\"method\":\"cancel\",\"request\":1}\n" }' >"$TMP/cancel.ndjson"
+$C --timeout 60 "$S" <"$TMP/cancel.ndjson" >"$TMP/cancel.out" 2>&1
+check "NDJSON: a chat cancelled while it is read: the cancel is acknowledged" '"id":2.*"cancelled":true' \
+    "$(cat "$TMP/cancel.out")"
+check "... and the chat ends as cancelled" '"id":1,"event":"done".*"finish_reason":"cancelled"' "$(cat "$TMP/cancel.out")"
+
 stop_server $SRV
 check "serve exits 0 on SIGTERM" '^0$' "$RC"
 

@@ -348,7 +348,7 @@ static void do_accept(srv *s, int lfd, bool tcp) {
     }
 }
 
-static bool conn_idle(const conn *c) { return !c->reqs && srv_conn_pending(c) == 0; }
+static bool conn_idle(const conn *c) { return !c->reqs && !c->preps && srv_conn_pending(c) == 0; }
 
 /* ---- the loop's handlers (srv_poll.c calls each every round, in order) ---- */
 
@@ -455,7 +455,7 @@ static void *srv_main(void *arg) {
             if (c->dead || c->kind != CONN_NDJSON) continue;
             srv_conn_flush(c);
             /* after a protocol error: once the error is out; at end of input: once idle */
-            if (srv_conn_pending(c) == 0 && (c->closing || (c->eof && !c->reqs))) c->dead = true;
+            if (srv_conn_pending(c) == 0 && (c->closing || (c->eof && !c->reqs && !c->preps))) c->dead = true;
         }
         int k = 0;
         for (int i = 0; i < s->n_conns; i++) {

@@ -177,6 +177,9 @@ typedef struct srv_req_hooks {
 
 typedef enum conn_kind { CONN_SNIFF, CONN_NDJSON } conn_kind;
 
+/* A generation request being read on a worker (srv_proto.c). */
+typedef struct proto_prep proto_prep;
+
 typedef struct conn {
     int fd;
     conn_kind kind;     /* CONN_SNIFF until the first byte (then HTTP goes to http_conn) */
@@ -195,6 +198,8 @@ typedef struct conn {
     size_t out_len, out_off, out_cap;
     engine_client *ec;  /* created with the first generation request */
     srv_req *reqs;      /* requests in flight */
+    proto_prep *preps;  /* requests being read on a worker, not yet submitted */
+    int n_preps;
 } conn;
 
 /* An HTTP connection handed to libmicrohttpd (srv_http.c keeps the list; all
@@ -315,7 +320,8 @@ void srv_send_result(srv *s, conn *c, const char *id_json, cJSON *result); /* ta
  * under request id id_json; session fields (cv, alt_base, hooks) are set by the
  * caller on the returned request. NULL after an error event. */
 srv_req *srv_req_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_err *err);
-/* True (after a too_many_requests error) when c runs SRV_MAX_INFLIGHT requests. */
+/* True (after a too_many_requests error) when c runs SRV_MAX_INFLIGHT requests
+ * (those being read count). */
 bool srv_req_full(srv *s, conn *c, const char *id_json);
 srv_req *srv_req_find(conn *c, int64_t eid);
 void srv_req_unlink(conn *c, srv_req *r);

@@ -3,12 +3,33 @@
  * infill / cancel / models / status / auth (sessions.* are in srv_sessions.c),
  * and turning engine events into `token`, `done` and `error` events (a request
  * a session made also tells the session, through its hooks). The requests in
- * flight are srv_reqs.c's. Runs on the server thread only. */
+ * flight are srv_reqs.c's. A generation request is read (rendered, tokenized,
+ * its grammar compiled) on a worker thread (srv_work.c) and submitted when
+ * read; everything else runs on the server thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/server/srv_internal.h"
+
+typedef enum { GEN_CHAT, GEN_COMPLETE, GEN_INFILL } gen_kind;
+
+/* A chat / complete / infill request being read on a worker (srv_work.c):
+ * its template rendered, its prompt tokenized, its grammar compiled. It is
+ * submitted on the server thread when done, unless its connection went away
+ * (then c is NULL and it is dropped). */
+struct proto_prep {
+    proto_prep *next;   /* c->preps */
+    conn *c;            /* NULL once the connection is gone */
+    const srv_model *m;
+    cJSON *j;           /* the request line (freed by the worker) */
+    char *id_json;
+    gen_kind kind;
+    bool cancelled;     /* a `cancel` came while it was read */
+    srv_gen g;
+    int rc;
+    llc_err err;
+};
 
 /* ---- engine events ---- */
 
@@ -156,9 +177,13 @@ void srv_proto_events(srv *s, conn *c) {
 
 void srv_proto_cancel_all(srv *s, conn *c) {
     for (srv_req *r = c->reqs; r; r = r->next) engine_cancel(s->e, r->eid);
+    for (proto_prep *p = c->preps; p; p = p->next) p->cancelled = true;
 }
 
 void srv_proto_conn_gone(srv *s, conn *c) {
+    for (proto_prep *p = c->preps; p; p = p->next) p->c = NULL; /* dropped when read */
+    c->preps = NULL;
+    c->n_preps = 0;
     engine_client_free(c->ec); /* cancels what still runs; its blocks are freed */
     c->ec = NULL;
     while (c->reqs) {
@@ -186,33 +211,81 @@ static int str_field(const cJSON *j, const char *name, const char *def, const ch
     return 0;
 }
 
-typedef enum { GEN_CHAT, GEN_COMPLETE, GEN_INFILL } gen_kind;
-
-static void do_generate(srv *s, conn *c, const cJSON *j, const char *id_json, gen_kind kind) {
-    srv_gen g;
-    srv_gen_init(&g);
-    llc_err err = {{0}};
-    int rc = srv_gen_params(&s->m, SRV_NDJSON, j, &g, &err);
-    if (!rc && kind == GEN_CHAT) {
-        const cJSON *m = field(j, "messages");
-        if (!m) rc = llc_fail(&err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
-        if (!rc) rc = srv_gen_tools(j, &g, &err);
-        if (!rc) rc = srv_gen_template_vars(j, &g, &err);
-        if (!rc) rc = srv_gen_chat(&s->m, m, &g, &err);
-    } else if (!rc && kind == GEN_COMPLETE) {
-        const cJSON *p = field(j, "prompt");
-        rc = p ? srv_gen_text(&s->m, p, &g, &err) : llc_fail(&err, LLC_ERR_TYPE, "'prompt' is required");
+/* On a worker: the request into p->g (touches only p and the read-only model). */
+static void prep_read(void *ctx) {
+    proto_prep *p = ctx;
+    const cJSON *j = p->j;
+    const srv_model *m = p->m;
+    llc_err *err = &p->err;
+    int rc = srv_gen_params(m, SRV_NDJSON, j, &p->g, err);
+    if (!rc && p->kind == GEN_CHAT) {
+        const cJSON *msgs = field(j, "messages");
+        if (!msgs) rc = llc_fail(err, LLC_ERR_TYPE, "'messages' (or 'session') is required");
+        if (!rc) rc = srv_gen_tools(j, &p->g, err);
+        if (!rc) rc = srv_gen_template_vars(j, &p->g, err);
+        if (!rc) rc = srv_gen_chat(m, msgs, &p->g, err);
+    } else if (!rc && p->kind == GEN_COMPLETE) {
+        const cJSON *prompt = field(j, "prompt");
+        rc = prompt ? srv_gen_text(m, prompt, &p->g, err) : llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
     } else if (!rc) {
         const char *prefix, *suffix, *middle;
         const cJSON *extra = field(j, "extra");
-        if (!(rc = str_field(j, "prefix", "", &prefix, &err)) &&
-            !(rc = str_field(j, "suffix", "", &suffix, &err)) &&
-            !(rc = str_field(j, "prompt", "", &middle, &err)))
-            rc = srv_gen_infill(&s->m, prefix, suffix, extra, middle, &g, &err);
+        if (!(rc = str_field(j, "prefix", "", &prefix, err)) &&
+            !(rc = str_field(j, "suffix", "", &suffix, err)) &&
+            !(rc = str_field(j, "prompt", "", &middle, err)))
+            rc = srv_gen_infill(m, prefix, suffix, extra, middle, &p->g, err);
     }
-    if (rc) srv_send_error(s, c, id_json, srv_code_of(rc), err.msg);
-    else srv_req_submit(s, c, id_json, &g, &err);
-    srv_gen_free(&g);
+    p->rc = rc;
+    cJSON_Delete(p->j);
+    p->j = NULL;
+}
+
+static void prep_free(proto_prep *p) {
+    cJSON_Delete(p->j);
+    srv_gen_free(&p->g);
+    free(p->id_json);
+    free(p);
+}
+
+/* On the server thread: the read request submitted (or refused). */
+static void prep_submit(srv *s, void *ctx) {
+    proto_prep *p = ctx;
+    conn *c = p->c;
+    if (c) {
+        for (proto_prep **pp = &c->preps; *pp; pp = &(*pp)->next)
+            if (*pp == p) {
+                *pp = p->next;
+                c->n_preps--;
+                break;
+            }
+        if (p->rc) {
+            srv_send_error(s, c, p->id_json, srv_code_of(p->rc), p->err.msg);
+        } else {
+            srv_req *r = srv_req_submit(s, c, p->id_json, &p->g, &p->err);
+            if (r && p->cancelled) engine_cancel(s->e, r->eid); /* its done event says so */
+        }
+    }
+    prep_free(p);
+}
+
+/* Takes *jp (the request line) to be read on a worker. */
+static void do_generate(srv *s, conn *c, cJSON **jp, const char *id_json, gen_kind kind) {
+    if (srv_req_full(s, c, id_json)) return;
+    proto_prep *p = calloc(1, sizeof *p);
+    if (p) {
+        *p = (proto_prep){.c = c, .m = &s->m, .j = *jp, .kind = kind, .id_json = strdup(id_json)};
+        srv_gen_init(&p->g);
+    }
+    if (!p || !p->id_json || !srv_work_submit(s->work, prep_read, prep_submit, p)) {
+        if (p) p->j = NULL; /* (still the caller's) */
+        if (p) prep_free(p);
+        srv_send_error(s, c, id_json, "internal", "out of memory");
+        return;
+    }
+    *jp = NULL;
+    p->next = c->preps;
+    c->preps = p;
+    c->n_preps++;
 }
 
 static void do_cancel(srv *s, conn *c, const cJSON *j, const char *id_json) {
@@ -224,12 +297,15 @@ static void do_cancel(srv *s, conn *c, const cJSON *j, const char *id_json) {
     char *tj = cJSON_PrintUnformatted(t);
     srv_req *r = c->reqs;
     while (tj && r && strcmp(r->id_json, tj)) r = r->next;
+    proto_prep *p = c->preps;
+    while (tj && !r && p && strcmp(p->id_json, tj)) p = p->next;
     free(tj);
-    if (!r) {
+    if (!r && !p) {
         srv_send_error(s, c, id_json, "not_found", "no request with that id is running on this connection");
         return;
     }
-    engine_cancel(s->e, r->eid);
+    if (r) engine_cancel(s->e, r->eid);
+    else p->cancelled = true; /* still being read: cancelled once submitted */
     cJSON *res = cJSON_CreateObject();
     cJSON_AddBoolToObject(res, "cancelled", true);
     srv_send_result(s, c, id_json, res);
@@ -297,6 +373,8 @@ static void do_status(srv *s, conn *c, const char *id_json) {
 static bool has_request_id(const conn *c, const char *id_json) {
     for (const srv_req *r = c->reqs; r; r = r->next)
         if (!strcmp(r->id_json, id_json)) return true;
+    for (const proto_prep *p = c->preps; p; p = p->next)
+        if (!strcmp(p->id_json, id_json)) return true;
     return false;
 }
 
@@ -347,11 +425,11 @@ void srv_proto_line(srv *s, conn *c, const char *line, size_t len) {
     }
     if (!strcmp(m, "chat")) {
         if (field(j, "session")) srv_session_chat(s, c, j, id_json);
-        else do_generate(s, c, j, id_json, GEN_CHAT);
+        else do_generate(s, c, &j, id_json, GEN_CHAT);
     } else if (!strcmp(m, "complete")) {
-        do_generate(s, c, j, id_json, GEN_COMPLETE);
+        do_generate(s, c, &j, id_json, GEN_COMPLETE);
     } else if (!strcmp(m, "infill")) {
-        do_generate(s, c, j, id_json, GEN_INFILL);
+        do_generate(s, c, &j, id_json, GEN_INFILL);
     } else if (!strcmp(m, "cancel")) {
         do_cancel(s, c, j, id_json);
     } else if (!strcmp(m, "models")) {

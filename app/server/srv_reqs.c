@@ -49,7 +49,7 @@ void srv_req_unlink(conn *c, srv_req *r) {
 }
 
 bool srv_req_full(srv *s, conn *c, const char *id_json) {
-    int running = 0;
+    int running = c->n_preps;
     for (const srv_req *q = c->reqs; q; q = q->next) running++;
     if (running < SRV_MAX_INFLIGHT) return false;
     char msg[96];
