@@ -316,8 +316,20 @@ static void test_generated_names_distinct(void) {
     grammar_free(g);
 }
 
+/* A server parses a grammar once and the engine takes a reference: the grammar
+ * lives until its last owner lets go (a use after free here is ASan's to see). */
+static void test_shared_owners(void) {
+    grammar *g = parse("root ::= \"yes\" | \"no\"\n");
+    CHECK(grammar_ref(g) == g);
+    CHECK(grammar_ref(NULL) == NULL);
+    grammar_free(g); /* the first owner lets go */
+    CHECK(matches(g, "yes") && matches(g, "no") && !matches(g, "maybe"));
+    grammar_free(g); /* the last one */
+}
+
 int main(void) {
     RUN(test_parse_good);
+    RUN(test_shared_owners);
     RUN(test_parse_bad);
     RUN(test_match_basic);
     RUN(test_match_repetition_bounds);

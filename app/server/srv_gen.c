@@ -24,7 +24,7 @@ void srv_gen_free(srv_gen *g) {
     free(g->stops);
     cJSON_Delete(g->tools);
     cJSON_Delete(g->template_vars);
-    free(g->grammar);
+    grammar_free(g->grammar);
     memset(g, 0, sizeof *g);
 }
 
@@ -224,21 +224,35 @@ int srv_gen_params(const srv_model *m, srv_dialect d, const cJSON *j, srv_gen *g
 
 /* ---- structured output ---- */
 
-int srv_gen_json_grammar(const cJSON *schema, const char *field, srv_gen *g, llc_err *err) {
-    free(g->grammar);
+/* Parses GBNF text (taken) into g's grammar, replacing any: a bad grammar is
+ * the request's fault, named by `what` ("'grammar': line 1, column 3: ..."). The
+ * engine gets it parsed (req.parsed_grammar), so it is parsed once, here, and
+ * off the server thread when the request is read on a worker. */
+static int use_grammar(srv_gen *g, char *text, const char *what, llc_err *err) {
+    grammar_free(g->grammar);
     g->grammar = NULL;
-    g->req.grammar = NULL;
-    if (!schema) {
-        if (!(g->grammar = strdup(json_object_gbnf()))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    } else {
-        llc_err e2;
-        if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
-            return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a JSON schema (an object)", field);
-        if (json_schema_to_gbnf(schema, &g->grammar, &e2))
-            return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", field, e2.msg);
-    }
-    g->req.grammar = g->grammar;
+    g->req.parsed_grammar = NULL;
+    if (!text) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    llc_err e2;
+    int rc = grammar_parse(text, strlen(text), &g->grammar, &e2);
+    free(text);
+    if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "out of memory");
+    if (rc) return llc_fail(err, LLC_ERR_FORMAT, "%s: %s", what, e2.msg);
+    g->req.parsed_grammar = g->grammar;
     return 0;
+}
+
+int srv_gen_json_grammar(const cJSON *schema, const char *field, srv_gen *g, llc_err *err) {
+    char *gbnf = NULL, what[160];
+    snprintf(what, sizeof what, "'%s'", field);
+    if (!schema) return use_grammar(g, strdup(json_object_gbnf()), what, err);
+    llc_err e2;
+    if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+        return llc_fail(err, LLC_ERR_TYPE, "'%s' must be a JSON schema (an object)", field);
+    int rc = json_schema_to_gbnf(schema, &gbnf, &e2);
+    if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "out of memory");
+    if (rc) return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", field, e2.msg);
+    return use_grammar(g, gbnf, what, err);
 }
 
 int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err) {
@@ -250,12 +264,10 @@ int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err) {
     if ((gr != NULL) + (js != NULL) + (rf != NULL) > 1)
         return llc_fail(err, LLC_ERR_RANGE, "give only one of 'grammar', 'json_schema' and 'response_format'");
     int rc = 0;
-    free(g->grammar);
-    g->grammar = NULL;
     if (gr) {
         if (!cJSON_IsString(gr)) return llc_fail(err, LLC_ERR_TYPE, "'grammar' must be a string (GBNF)");
         if (!gr->valuestring[0]) return 0; /* llama-server's "no grammar" */
-        if (!(g->grammar = strdup(gr->valuestring))) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        rc = use_grammar(g, strdup(gr->valuestring), "'grammar'", err);
     } else if (js) {
         rc = srv_gen_json_grammar(js, "json_schema", g, err);
     } else if (rf && !strcmp(type->valuestring, "json_object")) { /* a "schema" in it: llama-server's form */
@@ -273,16 +285,7 @@ int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err) {
         return llc_fail(err, LLC_ERR_RANGE, "'response_format.type' must be text, json_object or json_schema, not '%s'",
                         type->valuestring);
     }
-    if (rc) return rc;
-    if (g->grammar) { /* a bad grammar is the request's fault: say so now */
-        grammar *parsed;
-        llc_err e2;
-        if (grammar_parse(g->grammar, strlen(g->grammar), &parsed, &e2))
-            return llc_fail(err, LLC_ERR_FORMAT, "'%s': %s", gr ? "grammar" : js ? "json_schema" : "response_format", e2.msg);
-        grammar_free(parsed);
-    }
-    g->req.grammar = g->grammar;
-    return 0;
+    return rc;
 }
 
 /* ---- prompts ---- */
@@ -591,19 +594,14 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
         if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "out of memory");
     }
     if (!gbnf) return llc_fail(err, LLC_ERR_FORMAT, "the tools' parameters cannot be turned into a grammar");
-    if (g->tool_format == TOOLCALL_LLAMA3) {
-        g->grammar = gbnf;
-    } else { /* wrap the converter's root rule (its first line) in the markup */
-        const char *rhs = strncmp(gbnf, "root ::= ", 9) ? NULL : gbnf + 9, *eol = rhs ? strchr(rhs, '\n') : NULL;
-        size_t n = strlen(gbnf) + 64;
-        char *w = eol ? malloc(n) : NULL;
-        if (w) snprintf(w, n, "root ::= \"<tool_call>\\n\" ( %.*s ) \"\\n</tool_call>\"%s", (int)(eol - rhs), rhs, eol);
-        free(gbnf);
-        if (!w) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-        g->grammar = w;
-    }
-    g->req.grammar = g->grammar;
-    return 0;
+    if (g->tool_format == TOOLCALL_LLAMA3) return use_grammar(g, gbnf, "the tools' grammar", err);
+    /* wrap the converter's root rule (its first line) in the markup */
+    const char *rhs = strncmp(gbnf, "root ::= ", 9) ? NULL : gbnf + 9, *eol = rhs ? strchr(rhs, '\n') : NULL;
+    size_t n = strlen(gbnf) + 64;
+    char *w = eol ? malloc(n) : NULL;
+    if (w) snprintf(w, n, "root ::= \"<tool_call>\\n\" ( %.*s ) \"\\n</tool_call>\"%s", (int)(eol - rhs), rhs, eol);
+    free(gbnf);
+    return use_grammar(g, w, "the tools' grammar", err);
 }
 
 int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {

@@ -82,7 +82,8 @@ typedef struct srv_gen {
     reasoning_format reasoning;  /* chat: how the answer's reasoning is read out (NONE: not at all) */
     cJSON *template_vars;        /* chat_template_kwargs: more variables for a Jinja template, or NULL */
     bool in_reasoning;           /* the prompt opened the reasoning block */
-    char *grammar;      /* GBNF from grammar / json_schema / response_format (req.grammar) */
+    grammar *grammar;   /* parsed from grammar / json_schema / response_format / the tools
+                           (req.parsed_grammar) */
 } srv_gen;
 
 /* Sampling and length parameters of j (an object) in the given dialect, over

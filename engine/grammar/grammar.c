@@ -521,6 +521,7 @@ int grammar_parse(const char *text, size_t len, grammar **out, llc_err *err) {
     if (!ps.rc) {
         g = calloc(1, sizeof *g);
         if (g) {
+            atomic_init(&g->refs, 1);
             g->elems = malloc((size_t)(ps.total > 0 ? ps.total : 1) * sizeof *g->elems);
             g->rule_start = malloc((size_t)ps.n_rules * sizeof *g->rule_start);
         }
@@ -562,8 +563,13 @@ int grammar_parse(const char *text, size_t len, grammar **out, llc_err *err) {
     return ps.rc;
 }
 
+grammar *grammar_ref(grammar *g) {
+    if (g) atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+    return g;
+}
+
 void grammar_free(grammar *g) {
-    if (!g) return;
+    if (!g || atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) > 1) return;
     free(g->elems);
     free(g->rule_start);
     free(g->alts);

@@ -42,6 +42,9 @@ typedef struct grammar_vocab grammar_vocab;
  * message "line L, column C: ..." (or naming the rule for undefined rules and
  * left recursion). Needs a rule named root. */
 int grammar_parse(const char *text, size_t len, grammar **out, llc_err *err);
+/* A parsed grammar is read-only, so several owners on any threads may share it:
+ * grammar_ref adds one (and returns g), grammar_free lets one go (the last frees it). */
+grammar *grammar_ref(grammar *g);
 void grammar_free(grammar *g);
 int grammar_n_rules(const grammar *g);
 

@@ -10,6 +10,8 @@
 #ifndef LLC_GRAMMAR_INTERNAL_H
 #define LLC_GRAMMAR_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "engine/grammar/grammar.h"
 #include "kernels/sbuf.h"
 
@@ -45,6 +47,7 @@ struct grammar {
     int *alts;         /* start index of every alternative, rule by rule */
     int *rule_alts;    /* [n_rules + 1]: rule r's alternatives are alts[rule_alts[r] .. rule_alts[r+1]) */
     int root;          /* the rule id of `root` */
+    atomic_int refs;   /* owners (grammar_ref); freed when the last one lets go */
 };
 
 /* ---- str_index.c: strings to ints in constant time (rule names, rule bodies) ----

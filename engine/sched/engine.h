@@ -10,6 +10,7 @@
 #ifndef LLC_ENGINE_H
 #define LLC_ENGINE_H
 
+#include "engine/grammar/grammar.h"
 #include "engine/model/model.h"
 #include "engine/sched/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -59,6 +60,9 @@ typedef struct gen_request {
                               step, an end token only once the grammar is complete,
                               and the sample stops when nothing more may follow.
                               Not with beam search */
+    grammar *parsed_grammar; /* or the grammar already parsed (a server reads it on
+                              a worker): used instead of `grammar`; the engine
+                              takes a reference (grammar_ref), the caller keeps its own */
     bool continues_prompt; /* the output continues the prompt's text (completion,
                               infill): its first token keeps its SentencePiece
                               leading space (" was" after "..., there"). false

@@ -60,10 +60,10 @@ int64_t engine_submit(engine *e, engine_client *c, const gen_request *g, llc_err
             return llc_fail(err, LLC_ERR_RANGE, "token id %d is outside the vocabulary", g->prompt[i]);
     int rc = sampler_params_check(&g->sampling, err);
     if (rc) return rc;
-    if (g->grammar && g->beam_width > 0)
+    if ((g->grammar || g->parsed_grammar) && g->beam_width > 0)
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "a grammar (structured output) cannot be used with beam search");
-    grammar *gr = NULL;
-    if (g->grammar && (rc = grammar_parse(g->grammar, strlen(g->grammar), &gr, err))) return rc;
+    grammar *gr = grammar_ref(g->parsed_grammar);
+    if (!gr && g->grammar && (rc = grammar_parse(g->grammar, strlen(g->grammar), &gr, err))) return rc;
     request *r = calloc(1, sizeof *r);
     if (!r) return grammar_free(gr), llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     r->grammar = gr;
