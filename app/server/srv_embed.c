@@ -34,15 +34,19 @@ struct srv_embed {
     int dim, n_got, n_done, prompt_tokens;
     char err_msg[256];
     double t_start;       /* ms */
+    int read_rc;          /* embed_prepare: what was wrong with the request (0: nothing) */
+    llc_err read_err;
 };
 
 void srv_embed_free(srv_embed *q) {
     if (!q) return;
-    if (q->prev) q->prev->next = q->next;
-    else if (q->s->embeds == q) q->s->embeds = q->next;
-    if (q->next) q->next->prev = q->prev;
+    if (q->s) { /* listed (embed_start) */
+        if (q->prev) q->prev->next = q->next;
+        else if (q->s->embeds == q) q->s->embeds = q->next;
+        if (q->next) q->next->prev = q->prev;
+        q->s->http_active--;
+    }
     engine_client_free(q->ec); /* cancels the request if it still runs */
-    q->s->http_active--;
     for (int i = 0; q->ids && i < q->n; i++) free(q->ids[i]);
     free(q->ids);
     free(q->n_ids);
@@ -235,8 +239,7 @@ enum MHD_Result srv_http_embed_resume(srv *s, struct MHD_Connection *mc, srv_emb
 
 /* Input i: a string (tokenized with BOS as the vocabulary wants, special-token
  * texts taken literally) or, for OpenAI, an array of token ids. */
-static int read_input(srv_embed *q, const cJSON *in, int i, const char *name, llc_err *err) {
-    const srv_model *m = &q->s->m;
+static int read_input(const srv_model *m, srv_embed *q, const cJSON *in, int i, const char *name, llc_err *err) {
     if (cJSON_IsString(in)) {
         const char *t = in->valuestring;
         if (!*t) return llc_fail(err, LLC_ERR_RANGE, "'%s' is an empty string", name);
@@ -267,7 +270,7 @@ static int read_input(srv_embed *q, const cJSON *in, int i, const char *name, ll
 
 /* The inputs of j into q->ids; checks their lengths (cut to the context with
  * truncate). */
-static int read_request(srv_embed *q, const cJSON *j, llc_err *err) {
+static int read_request(const srv_model *m, srv_embed *q, const cJSON *j, llc_err *err) {
     if (!cJSON_IsObject(j)) return llc_fail(err, LLC_ERR_TYPE, "the body must be a JSON object");
     const char *field = q->kind == HTTP_EMBED_OLLAMA_OLD ? "prompt" : "input";
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(j, field);
@@ -300,12 +303,12 @@ static int read_request(srv_embed *q, const cJSON *j, llc_err *err) {
     q->n_ids = calloc((size_t)q->n, sizeof *q->n_ids);
     q->vecs = malloc((size_t)q->n * q->dim * sizeof *q->vecs);
     if (!q->ids || !q->n_ids || !q->vecs) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    const int n_ctx = q->s->m.n_ctx;
+    const int n_ctx = m->n_ctx;
     for (int i = 0; i < q->n; i++) {
         char name[64]; /* 'input' or 'input[3]' in messages */
         if (many) snprintf(name, sizeof name, "%s[%d]", field, i);
         else snprintf(name, sizeof name, "%s", field);
-        int rc = read_input(q, many ? cJSON_GetArrayItem(in, i) : in, i, name, err);
+        int rc = read_input(m, q, many ? cJSON_GetArrayItem(in, i) : in, i, name, err);
         if (rc) return rc;
         if (q->n_ids[i] > n_ctx && !truncate)
             return llc_fail(err, LLC_ERR_RANGE, "'%s' is %d tokens; the context is %d", name, q->n_ids[i], n_ctx);
@@ -314,30 +317,37 @@ static int read_request(srv_embed *q, const cJSON *j, llc_err *err) {
     return 0;
 }
 
-enum MHD_Result srv_http_embed(srv *s, struct MHD_Connection *mc, http_embed_kind kind, const char *body,
-                               size_t len, srv_embed **pending) {
-    if (!srv_utf8_valid(body, len)) return fail(mc, kind, LLC_ERR_RANGE, "the body is not valid UTF-8");
-    if (srv_json_has_nul(body, len)) return fail(mc, kind, LLC_ERR_RANGE, NUL_REFUSED);
-    cJSON *j = cJSON_ParseWithLength(body, len);
-    if (!j) return fail(mc, kind, LLC_ERR_RANGE, "the body is not valid JSON");
+/* On a worker: the body read and tokenized into an embeddings request not yet
+ * listed; what is wrong with it is kept for embed_start. */
+static void *embed_prepare(const srv_model *m, int which, const char *body, size_t len) {
     srv_embed *q = calloc(1, sizeof *q);
-    if (!q) {
-        cJSON_Delete(j);
-        return MHD_NO;
-    }
+    if (!q) return NULL;
+    q->kind = (http_embed_kind)which;
+    q->fd = -1;
+    q->dim = m->n_embd;
+    q->t_start = llc_now_ms();
+    llc_err *err = &q->read_err;
+    cJSON *j = NULL;
+    if (!srv_utf8_valid(body, len)) q->read_rc = llc_fail(err, LLC_ERR_RANGE, "the body is not valid UTF-8");
+    else if (srv_json_has_nul(body, len)) q->read_rc = llc_fail(err, LLC_ERR_RANGE, NUL_REFUSED);
+    else if (!(j = cJSON_ParseWithLength(body, len))) q->read_rc = llc_fail(err, LLC_ERR_RANGE, "the body is not valid JSON");
+    else q->read_rc = read_request(m, q, j, err);
+    cJSON_Delete(j);
+    return q;
+}
+
+/* On the server thread: the read request submitted (or refused). */
+static enum MHD_Result embed_start(srv *s, struct MHD_Connection *mc, void *ready, http_pending *pending) {
+    srv_embed *q = ready;
+    if (!q) return MHD_NO;
     s->http_active++; /* shutdown waits for its answer */
     q->s = s;
     q->mc = mc;
-    q->kind = kind;
-    q->fd = -1;
-    q->dim = s->m.n_embd;
-    q->t_start = llc_now_ms();
     q->next = s->embeds; /* listed: the server loop polls it while suspended */
     if (s->embeds) s->embeds->prev = q;
     s->embeds = q;
-    llc_err err = {{0}};
-    int rc = read_request(q, j, &err);
-    cJSON_Delete(j);
+    llc_err err = q->read_err;
+    int rc = q->read_rc;
     if (!rc && engine_client_create(s->e, &q->ec)) rc = llc_fail(&err, LLC_ERR_NOMEM, "out of memory");
     if (!rc) {
         embed_request r = {.inputs = (const int32_t *const *)q->ids, .n_tokens = q->n_ids, .n_inputs = q->n};
@@ -345,12 +355,17 @@ enum MHD_Result srv_http_embed(srv *s, struct MHD_Connection *mc, http_embed_kin
         if (q->eid < 0) rc = (int)q->eid;
     }
     if (rc) {
+        http_embed_kind kind = q->kind;
         srv_embed_free(q);
         return fail(mc, kind, rc, err.msg);
     }
     if (atomic_load(&s->stopping)) cancel(q);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     q->fd = ci ? ci->connect_fd : -1;
-    *pending = q;
-    return srv_http_embed_resume(s, mc, pending);
+    pending->emb = q;
+    return srv_http_embed_resume(s, mc, &pending->emb);
 }
+
+static void embed_discard(void *ready) { srv_embed_free(ready); }
+
+const http_prep srv_http_embed_prep = {embed_prepare, embed_start, embed_discard};

@@ -38,8 +38,7 @@ typedef struct http_req {
     size_t seen;
     bool have_body; /* the body is complete */
     prep_job *prep; /* the request being read on a worker */
-    http_gen *gen;  /* a one-piece answer waiting for the engine */
-    srv_embed *emb; /* an embeddings answer waiting for the engine */
+    http_pending pend; /* an answer waiting for the engine */
 } http_req;
 
 /* A request body being read on a worker (http_prep). The connection stays
@@ -168,7 +167,7 @@ static enum MHD_Result prep_resume(srv *s, struct MHD_Connection *mc, http_req *
     const http_prep *ops = p->ops;
     void *ready = p->ready;
     free(p);
-    return ops->start(s, mc, ready, &q->gen);
+    return ops->start(s, mc, ready, &q->pend);
 }
 
 static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
@@ -195,7 +194,7 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
     enum MHD_Result extra;
     if (srv_http_extra(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &extra)) return extra;
     if (srv_ollama_path(url)) /* Ollama's API: srv_ollama.c */
-        return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &q->gen);
+        return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &q->pend.gen);
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(url, gen[i].path)) continue;
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
@@ -215,7 +214,7 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
         if (atomic_load(&s->stopping))
             return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
-        return srv_http_embed(s, mc, embed[i].kind, q->body.p ? q->body.p : "", q->body.len, &q->emb);
+        return prep_begin(s, mc, q, &srv_http_embed_prep, embed[i].kind);
     }
     return srv_http_error(mc, MHD_HTTP_NOT_FOUND, "not_found_error", "File Not Found");
 }
@@ -262,9 +261,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     (void)version;
     http_req *q = *ctx;
     if (q && q->prep) return prep_resume(s, mc, q); /* resumed: the request has been read */
-    if (q && q->gen) /* resumed: the engine has news for a one-piece answer */
-        return srv_http_generate_resume(s, mc, &q->gen);
-    if (q && q->emb) return srv_http_embed_resume(s, mc, &q->emb);
+    if (q && q->pend.gen) /* resumed: the engine has news for a one-piece answer */
+        return srv_http_generate_resume(s, mc, &q->pend.gen);
+    if (q && q->pend.emb) return srv_http_embed_resume(s, mc, &q->pend.emb);
     if (!q) { /* the headers are in */
         if (!(q = calloc(1, sizeof *q))) return MHD_NO;
         *ctx = q;
@@ -331,8 +330,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **ctx, enum 
     }
     if (!q) return;
     prep_drop(q);
-    srv_http_gen_free(q->gen);
-    srv_embed_free(q->emb);
+    srv_http_gen_free(q->pend.gen);
+    srv_embed_free(q->pend.emb);
     sb_free(&q->body);
     free(q);
     *ctx = NULL;

@@ -57,14 +57,19 @@ cJSON *srv_http_model_object(const srv *s);
  * render the template, tokenize, compile a grammar, fit the context) comes in
  * two halves: `prepare` runs on a worker with the body, `start` then runs on
  * the server thread as a handler would, taking what prepare made, and queues an
- * answer or starts the generation (*pending as srv_http_generate_resume's). The
+ * answer or starts the work (then sets the pending answer it waits with). The
  * connection is suspended in between; `discard` frees what prepare made when
  * the connection went away first. */
+typedef struct http_pending {
+    http_gen *gen;      /* a one-piece generation answer waiting for the engine */
+    srv_embed *emb;     /* an embeddings answer waiting for the engine */
+} http_pending;
+
 typedef struct http_prep {
     /* On a worker: reads body[0..len) for the endpoint's case `which` (its
      * errors are kept for start); touches only m. NULL: out of memory. */
     void *(*prepare)(const srv_model *m, int which, const char *body, size_t len);
-    enum MHD_Result (*start)(srv *s, struct MHD_Connection *mc, void *ready, http_gen **pending);
+    enum MHD_Result (*start)(srv *s, struct MHD_Connection *mc, void *ready, http_pending *pending);
     void (*discard)(void *ready);
 } http_prep;
 
@@ -123,15 +128,15 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
 /* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
 void srv_http_gen_free(http_gen *g);
 
-/* srv_embed.c: the embeddings endpoints, one-piece answers that suspend the
- * connection like srv_http_generate's (*pending set until answered). */
+/* srv_embed.c: the embeddings endpoints (`which` an http_embed_kind), one-piece
+ * answers that suspend the connection like srv_http_gen_prep's (pending->emb set
+ * until answered; srv_http_embed_resume is called each time it is resumed). */
 typedef enum http_embed_kind {
     HTTP_EMBED_OPENAI,     /* POST /v1/embeddings, /embeddings */
     HTTP_EMBED_OLLAMA,     /* POST /api/embed */
     HTTP_EMBED_OLLAMA_OLD, /* POST /api/embeddings */
 } http_embed_kind;
-enum MHD_Result srv_http_embed(srv *s, struct MHD_Connection *mc, http_embed_kind kind, const char *body,
-                               size_t len, srv_embed **pending);
+extern const http_prep srv_http_embed_prep;
 enum MHD_Result srv_http_embed_resume(srv *s, struct MHD_Connection *mc, srv_embed **pending);
 void srv_embed_free(srv_embed *q); /* cancels it when it still runs; NULL is a no-op */
 /* The server loop's side: 2 poll entries per suspended request (engine fd,

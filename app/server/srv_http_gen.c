@@ -919,7 +919,7 @@ static void *gen_prepare(const srv_model *m, int which, const char *body, size_t
 }
 
 /* On the server thread: the read request answered (refused) or started. */
-static enum MHD_Result gen_start(srv *s, struct MHD_Connection *mc, void *ready, http_gen **pending) {
+static enum MHD_Result gen_start(srv *s, struct MHD_Connection *mc, void *ready, http_pending *pending) {
     gen_state *st = ready;
     if (!st) return MHD_NO;
     gen_link(s, st, mc);
@@ -928,7 +928,7 @@ static enum MHD_Result gen_start(srv *s, struct MHD_Connection *mc, void *ready,
         state_free(st);
         return ret;
     }
-    return gen_run(st, mc, pending);
+    return gen_run(st, mc, &pending->gen);
 }
 
 static void gen_discard(void *ready) { state_free(ready); }
