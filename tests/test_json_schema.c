@@ -87,6 +87,85 @@ static void test_integer_ranges(void) {
     }
     DOCS("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":3}", {"0", false}, {"1", true},
          {"2", true}, {"3", false});
+    /* draft 4: a boolean makes minimum / maximum exclusive */
+    DOCS("{\"type\":\"integer\",\"minimum\":0,\"exclusiveMinimum\":true,\"maximum\":3,\"exclusiveMaximum\":true}",
+         {"0", false}, {"1", true}, {"2", true}, {"3", false});
+    DOCS("{\"type\":\"integer\",\"minimum\":0,\"exclusiveMinimum\":false,\"maximum\":3,\"exclusiveMaximum\":false}",
+         {"-1", false}, {"0", true}, {"3", true}, {"4", false});
+    /* both forms: the stricter wins */
+    DOCS("{\"type\":\"integer\",\"minimum\":5,\"exclusiveMinimum\":2}", {"4", false}, {"5", true});
+    DOCS("{\"type\":\"integer\",\"minimum\":2,\"exclusiveMinimum\":5}", {"5", false}, {"6", true});
+    DOCS("{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":3.5}", {"1", false}, {"2", true}, {"3", true}, {"4", false});
+}
+
+/* zod's .int() (and z.number().int().positive(), .safe()) bounds: ±(2^53 - 1).
+ * min - 1 refused, min and max accepted, max + 1 refused. */
+static void test_safe_integer_bounds(void) {
+    DOCS("{\"type\":\"integer\",\"minimum\":-9007199254740991,\"maximum\":9007199254740991}",
+         {"-9007199254740992", false}, {"-9007199254740991", true}, {"-9007199254740990", true},
+         {"-1000000000000000", true}, {"-999999999999999", true}, {"-1", true}, {"0", true}, {"7", true},
+         {"999999999999999", true}, {"1000000000000000", true}, {"9007199254740989", true},
+         {"9007199254740990", true}, {"9007199254740991", true}, {"9007199254740992", false},
+         {"9007199254740999", false}, {"9100000000000000", false}, {"10000000000000000", false},
+         {"-0", false}, {"01", false}, {"1.0", false});
+    DOCS("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"maximum\":9007199254740991}", {"0", false}, {"1", true},
+         {"9007199254740991", true}, {"9007199254740992", false}, {"-1", false});
+    DOCS("{\"type\":\"integer\",\"minimum\":-9007199254740992,\"maximum\":-9007199254740990}",
+         {"-9007199254740993", false}, {"-9007199254740992", true}, {"-9007199254740990", true},
+         {"-9007199254740989", false});
+    DOCS("{\"type\":\"integer\",\"minimum\":1000000000000000}", {"999999999999999", false},
+         {"1000000000000000", true}, {"9999999999999999", true});
+}
+
+/* Decimal ranges: every number of up to three decimals in -3..3 (and a few
+ * others) against each range, as the comparison of its value. */
+static void test_number_ranges(void) {
+    static const struct { const char *schema; double lo, hi; bool lo_ex, hi_ex; } r[] = {
+        {"\"minimum\":0", 0, INFINITY, false, false},
+        {"\"exclusiveMinimum\":0", 0, INFINITY, true, false},
+        {"\"minimum\":-1.5,\"maximum\":2.25", -1.5, 2.25, false, false},
+        {"\"minimum\":0.1,\"exclusiveMaximum\":0.3", 0.1, 0.3, false, true},
+        {"\"exclusiveMinimum\":-2.5,\"exclusiveMaximum\":-0.5", -2.5, -0.5, true, true},
+        {"\"maximum\":1", -INFINITY, 1, false, false},
+        {"\"exclusiveMaximum\":0", -INFINITY, 0, false, true},
+        {"\"minimum\":-0.05", -0.05, INFINITY, false, false},
+        {"\"minimum\":1.5,\"maximum\":1.5", 1.5, 1.5, false, false},
+        {"\"minimum\":0,\"maximum\":1", 0, 1, false, false},
+        {"\"minimum\":-1,\"exclusiveMinimum\":true,\"maximum\":0.125,\"exclusiveMaximum\":true", -1, 0.125, true, true},
+    };
+    for (size_t k = 0; k < sizeof r / sizeof *r; k++) {
+        char schema[200];
+        snprintf(schema, sizeof schema, "{\"type\":\"number\",%s}", r[k].schema);
+        grammar *g = schema_grammar(schema);
+        for (int v = -3000; v <= 3000; v++) {
+            for (int places = 0; places <= 4; places++) {
+                int a = abs(v);
+                char doc[32];
+                if (places == 0 && a % 1000) continue;
+                if (places == 0) snprintf(doc, sizeof doc, "%s%d", v < 0 ? "-" : "", a / 1000);
+                else if (places == 4) snprintf(doc, sizeof doc, "%s%d.%03d5", v < 0 ? "-" : "", a / 1000, a % 1000);
+                else if ((a % 1000) % (places == 1 ? 100 : places == 2 ? 10 : 1)) continue;
+                else snprintf(doc, sizeof doc, "%s%d.%0*d", v < 0 ? "-" : "", a / 1000, places,
+                              (a % 1000) / (places == 1 ? 100 : places == 2 ? 10 : 1));
+                double x = strtod(doc, NULL);
+                bool want = (r[k].lo_ex ? x > r[k].lo : x >= r[k].lo) && (r[k].hi_ex ? x < r[k].hi : x <= r[k].hi) &&
+                            !(doc[0] == '-' && x == 0); /* "-0" is left out */
+                CHECKF(matches(g, doc) == want, "%s: %s", schema, doc);
+            }
+        }
+        CHECK(!matches(g, "01"));
+        CHECK(!matches(g, "1."));
+        CHECK(!matches(g, ".5"));
+        CHECK(!matches(g, "1e0")); /* no exponents within bounds */
+        grammar_free(g);
+    }
+    DOCS("{\"type\":\"number\",\"minimum\":0.1,\"maximum\":0.2}", {"0.1", true}, {"0.10", true}, {"0.2", true},
+         {"0.09999999", false}, {"0.2000001", false}, {"0.15", true}, {"0.100000000000001", true});
+    DOCS("{\"type\":\"number\",\"minimum\":-9007199254740991,\"maximum\":9007199254740991}",
+         {"9007199254740991", true}, {"9007199254740991.5", false}, {"9007199254740990.99", true},
+         {"-9007199254740991.01", false}, {"-9007199254740991", true}, {"12.5", true});
+    DOCS("{\"type\":\"number\",\"minimum\":100,\"maximum\":120.5}", {"99.999", false}, {"100", true},
+         {"100.0", true}, {"120.5", true}, {"120.50", true}, {"120.5001", false}, {"121", false}, {"1000", false});
 }
 
 static void test_objects(void) {
@@ -160,7 +239,10 @@ static void test_errors(void) {
         {"{\"$ref\":\"http://example.com/s.json\"}", "only local references"},
         {"{\"$ref\":\"#/$defs/missing\"}", "points at nothing"},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}", "no integer lies between"},
-        {"{\"type\":\"number\",\"maximum\":1}", "bounds on 'number'"},
+        {"{\"type\":\"number\",\"minimum\":2,\"exclusiveMaximum\":2}", "no number lies between"},
+        {"{\"type\":\"integer\",\"maximum\":1e16}", "beyond ±2^53"},
+        {"{\"type\":\"integer\",\"exclusiveMinimum\":true}", "'exclusiveMinimum': true needs 'minimum'"},
+        {"{\"type\":\"integer\",\"minimum\":\"1\"}", "'minimum' must be a number"},
         {"{\"type\":\"strin\"}", "unknown type 'strin'"},
         {"{\"allOf\":[{\"type\":\"integer\"},{\"minimum\":1}]}", "'allOf' is supported with one schema only"},
         {"{\"type\":\"object\",\"properties\":{},\"required\":[\"x\"]}", "required property 'x'"},
@@ -197,6 +279,8 @@ static void test_json_object_grammar(void) {
 int main(void) {
     RUN(test_primitives);
     RUN(test_integer_ranges);
+    RUN(test_safe_integer_bounds);
+    RUN(test_number_ranges);
     RUN(test_objects);
     RUN(test_many_optional_properties);
     RUN(test_refs);

@@ -4,6 +4,7 @@
  * exact digit-by-digit alternatives. */
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/grammar_internal.h"
+#include "engine/grammar/json_schema_internal.h"
 #include "kernels/sbuf.h"
 
 #include <math.h>
@@ -127,8 +128,6 @@ static const char *primitive(conv *c, const char *name) {
         {"integer", "(\"-\"? integral-part) space", "integral-part space"},
         {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
          "integral-part decimal-part space"},
-        {"nonneg-number", "integral-part (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
-         "integral-part decimal-part space"},
         {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" hex4)", "hex4"},
         /* \\u escapes of UTF-16 surrogates are left out: alone they are not text */
         {"hex4", "[0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}", ""},
@@ -185,98 +184,35 @@ static void sb_json_literal(conv *c, sbuf *b, const cJSON *v) {
     primitive(c, "space");
 }
 
-/* ---- integer ranges ---- */
+/* ---- numbers ---- */
 
-/* Alternatives matching the decimal numbers a..b (0 <= a <= b, same digit count n). */
-static void digits_range(sbuf *b, const char *lo, const char *hi, int n) {
-    if (n == 0) return;
-    if (lo[0] == hi[0]) {
-        sb_printf(b, "\"%c\" ", lo[0]);
-        if (n > 1) {
-            sb_str(b, "(");
-            digits_range(b, lo + 1, hi + 1, n - 1);
-            sb_str(b, ")");
-        }
-        return;
-    }
-    bool lo_min = true, hi_max = true; /* lo's tail all 0, hi's tail all 9 */
-    for (int i = 1; i < n; i++) lo_min &= lo[i] == '0', hi_max &= hi[i] == '9';
-    char nines[24], zeros[24];
-    memset(nines, '9', sizeof nines), memset(zeros, '0', sizeof zeros);
-    int first = lo[0], last = hi[0];
-    bool any = false;
-    if (!lo_min) { /* lo[0] followed by lo's tail .. 99 */
-        sb_printf(b, "\"%c\" (", lo[0]);
-        digits_range(b, lo + 1, nines, n - 1);
-        sb_str(b, ")");
-        first++;
-        any = true;
-    }
-    if (!hi_max) last--;
-    if (first <= last) {
-        sb_printf(b, "%s[%c-%c]", any ? " | " : "", first, last);
-        if (n > 1) sb_printf(b, " [0-9]{%d}", n - 1);
-        any = true;
-    }
-    if (!hi_max) { /* hi[0] followed by 00 .. hi's tail */
-        sb_printf(b, "%s\"%c\" (", any ? " | " : "", hi[0]);
-        digits_range(b, zeros, hi + 1, n - 1);
-        sb_str(b, ")");
-    }
+/* One side of a number's range: `minimum` with `exclusiveMinimum` (or the
+ * maximum pair). The exclusive keyword is a number of its own (draft 6 on) or
+ * a boolean that makes `minimum` exclusive (draft 4); with both, the stricter. */
+static bool bound_of(conv *c, const cJSON *s, bool lower, num_bound *out, const char *path) {
+    const char *kin = lower ? "minimum" : "maximum", *kex = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    const cJSON *m = get(s, kin), *x = get(s, kex);
+    *out = (num_bound){0};
+    if (m && !cJSON_IsNumber(m)) return fail(c, LLC_ERR_FORMAT, path, "'%s' must be a number", kin), false;
+    if (x && !cJSON_IsNumber(x) && !cJSON_IsBool(x))
+        return fail(c, LLC_ERR_FORMAT, path, "'%s' must be a number or a boolean", kex), false;
+    if (cJSON_IsTrue(x) && !m) return fail(c, LLC_ERR_FORMAT, path, "'%s': true needs '%s'", kex, kin), false;
+    if (m) *out = (num_bound){.set = true, .ex = cJSON_IsTrue(x), .v = m->valuedouble};
+    if (cJSON_IsNumber(x) && (!out->set || (lower ? x->valuedouble >= out->v : x->valuedouble <= out->v)))
+        *out = (num_bound){.set = true, .ex = true, .v = x->valuedouble};
+    return true;
 }
 
-/* Alternatives for the numbers a..b (0 <= a <= b; b < 0: no upper bound). */
-static void uint_range(sbuf *b, long long a, long long hi) {
-    char lo_s[24], hi_s[24];
-    bool first = true;
-    for (int n = snprintf(lo_s, sizeof lo_s, "%lld", a); n <= 19; n++) {
-        long long top = n >= 19 ? 999999999999999999LL : 1;
-        if (n < 19) for (int i = 0; i < n; i++) top *= 10;
-        if (n < 19) top -= 1; /* the largest n-digit number */
-        long long from = a, to = hi >= 0 && hi < top ? hi : top;
-        if (from > to) break;
-        if (hi < 0 && n >= 16) { /* unbounded: the rest in one piece, as the integer primitive */
-            sb_printf(b, "%s[1-9] [0-9]{%d,15}", first ? "" : " | ", n - 1);
-            return;
-        }
-        snprintf(lo_s, sizeof lo_s, "%0*lld", n, from);
-        snprintf(hi_s, sizeof hi_s, "%lld", to);
-        sb_str(b, first ? "(" : " | (");
-        digits_range(b, lo_s, hi_s, n);
-        sb_str(b, ")");
-        first = false;
-        if (to == hi) return;
-        a = to + 1;
-    }
-}
-
-static const char *integer_rule(conv *c, const cJSON *s, const char *name, const char *path) {
-    double lo = -INFINITY, hi = INFINITY;
-    const cJSON *v;
-    if ((v = get(s, "minimum")) && cJSON_IsNumber(v)) lo = ceil(v->valuedouble);
-    if ((v = get(s, "exclusiveMinimum")) && cJSON_IsNumber(v)) lo = fmax(lo, floor(v->valuedouble) + 1);
-    if ((v = get(s, "maximum")) && cJSON_IsNumber(v)) hi = floor(v->valuedouble);
-    if ((v = get(s, "exclusiveMaximum")) && cJSON_IsNumber(v)) hi = fmin(hi, ceil(v->valuedouble) - 1);
-    if (lo == -INFINITY && hi == INFINITY) return primitive(c, "integer");
-    if (lo > hi) return fail(c, LLC_ERR_FORMAT, path, "no integer lies between the minimum and the maximum"), NULL;
-    if (fabs(lo) > 1e15 && lo != -INFINITY) return fail(c, LLC_ERR_UNSUPPORTED, path, "integer bounds beyond 1e15 are not supported"), NULL;
-    if (fabs(hi) > 1e15 && hi != INFINITY) return fail(c, LLC_ERR_UNSUPPORTED, path, "integer bounds beyond 1e15 are not supported"), NULL;
+/* integer or number, with its range when it has one. */
+static const char *number_rule(conv *c, const cJSON *s, const char *name, const char *path, bool integer) {
+    num_bound lo, hi;
+    if (!bound_of(c, s, true, &lo, path) || !bound_of(c, s, false, &hi, path)) return NULL;
+    if (!lo.set && !hi.set) return primitive(c, integer ? "integer" : "number");
     sbuf b = {0};
-    sb_str(&b, "(");
-    bool any = false;
-    if (lo < 0) { /* the negative part: "-" and the absolute values */
-        long long abs_hi = lo == -INFINITY ? -1 : (long long)-lo;
-        long long abs_lo = hi < 0 ? (long long)-hi : 1;
-        sb_str(&b, "\"-\" (");
-        uint_range(&b, abs_lo, abs_hi);
-        sb_str(&b, ")");
-        any = true;
-    }
-    if (hi >= 0) {
-        if (any) sb_str(&b, " | ");
-        uint_range(&b, lo > 0 ? (long long)lo : 0, hi == INFINITY ? -1 : (long long)hi);
-    }
-    sb_str(&b, ") space");
+    char msg[160];
+    int rc = json_range_gbnf(&b, lo, hi, integer, msg, sizeof msg);
+    if (rc) return free(b.p), fail(c, rc, path, "%s", msg), NULL;
+    sb_str(&b, " space");
     primitive(c, "space");
     if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
     return add_rule(c, name, b.p);
@@ -604,14 +540,8 @@ static const char *visit_inner(conv *c, const cJSON *s, const char *name, const 
     }
     if (!strcmp(t, "array")) return array_rule(c, s, name, path);
     if (!strcmp(t, "string")) return string_rule(c, s, name, path);
-    if (!strcmp(t, "integer")) return integer_rule(c, s, name, path);
-    if (!strcmp(t, "number")) {
-        const cJSON *mn = get(s, "minimum");
-        bool other = has(s, "maximum") || has(s, "exclusiveMaximum") || has(s, "exclusiveMinimum");
-        if (other || (mn && !(cJSON_IsNumber(mn) && mn->valuedouble == 0)))
-            return fail(c, LLC_ERR_UNSUPPORTED, path, "bounds on 'number' are not supported (only minimum 0; use 'integer' for ranges)"), NULL;
-        return primitive(c, mn ? "nonneg-number" : "number");
-    }
+    if (!strcmp(t, "integer")) return number_rule(c, s, name, path, true);
+    if (!strcmp(t, "number")) return number_rule(c, s, name, path, false);
     if (!strcmp(t, "boolean")) return primitive(c, "boolean");
     if (!strcmp(t, "null")) return primitive(c, "null");
     return fail(c, LLC_ERR_FORMAT, path, "unknown type '%s'", t), NULL;

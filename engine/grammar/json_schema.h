@@ -5,8 +5,9 @@
  * ones in order; additionalProperties false / true / a schema, absent = none),
  * array (items, prefixItems, minItems, maxItems), string (minLength, maxLength,
  * formats date, time, date-time, uuid; other formats are annotations and
- * ignored), integer (minimum, maximum, exclusiveMinimum, exclusiveMaximum,
- * exactly), number (minimum 0 only), boolean, null, enum, const, anyOf, oneOf
+ * ignored), integer and number (minimum, maximum, exclusiveMinimum,
+ * exclusiveMaximum as numbers or draft 4's booleans, exactly, within ±2^53;
+ * a bounded number is written without an exponent), boolean, null, enum, const, anyOf, oneOf
  * (as anyOf), allOf of one schema, $ref to #/$defs/... or #/definitions/...
  * (recursion allowed), true / {} (any JSON value). Annotations (title,
  * description, examples, default, $schema, $id, $comment, ...) are ignored.
