@@ -409,8 +409,11 @@ static cJSON *answer_json(const gen_state *st) {
 static http_gen_report report_of(const gen_state *st, int idx, const char *text, size_t len) {
     const gen_sample *sm = &st->sm[idx];
     const sbuf *all = sm->rp ? &sm->answer : &sm->text;
+    size_t outside = 0; /* with tools: the content outside the calls */
+    const char *content = sm->tc ? toolcall_content(sm->tc, &outside) : all->p ? all->p : "";
     return (http_gen_report){
-        .text = text ? text : all->p ? all->p : "", .len = text ? len : all->len,
+        .text = text ? text : content, .len = text ? len : sm->tc ? outside : all->len,
+        .calls = text ? NULL : sm->tc,
         .thinking = text ? NULL : sm->reasoning.p, .thinking_len = text ? 0 : sm->reasoning.len,
         .n_tokens = sm->n_tokens, .finish = sm->finish,
         .error = sm->finish == FINISH_ERROR && st->err_msg[0] ? st->err_msg : NULL,
