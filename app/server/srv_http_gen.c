@@ -570,14 +570,16 @@ static void tc_content(void *ud, const char *text, size_t len) {
     if (sm->st->stream) chunk_token(sm->st, sm->idx, text, len);
 }
 
+/* A call's start and its arguments' pieces: OpenAI's deltas. A format of its
+ * own (Ollama) writes the calls whole at the end (http_gen_report.calls). */
 static void tc_call(void *ud, int k, const char *name) {
     gen_sample *sm = ud;
-    if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, name, "", 0);
+    if (sm->st->stream && !sm->st->fmt) chunk_tool(sm->st, sm->idx, k, name, "", 0);
 }
 
 static void tc_args(void *ud, int k, const char *piece, size_t len) {
     gen_sample *sm = ud;
-    if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
+    if (sm->st->stream && !sm->st->fmt) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
 }
 
 /* A sample the engine ended with an error (out of memory in a step): a stream
