@@ -53,7 +53,23 @@ check "images: 400" 'images are not supported.*400$' \
 check "format of the wrong kind: 400 naming it" 'format.*must be \\"json\\" or a JSON schema.*400$' \
     "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"format":5}' -w ' %{http_code}')"
 check "format with a schema it cannot honour: 400 naming it" "'format'.*pattern.*400$" \
-    "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"format":{"type":"string","pattern":"a+"}}' -w ' %{http_code}')"
+    "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"format":{"type":"string","pattern":"(a)\\1"}}' -w ' %{http_code}')"
+check "format with a zod schema (.int() bounds, an email pattern): answered" '"done":true,"done_reason":"(stop|length)".* 200$' \
+    "$($T/api/chat -d '{"model":"x","messages":[{"role":"user","content":"hi"}],"stream":false,"options":{"num_predict":8},"format":{"type":"object","properties":{"n":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"e":{"type":"string","format":"email","pattern":"^[a-z]+@[a-z]+\\.[a-z]{2,}$"}},"required":["n","e"]}}' -w ' %{http_code}')"
+check "tools on /api/generate: 400 pointing at /api/chat" "'tools' are for /api/chat.* 400$" \
+    "$($T/api/generate -d '{"model":"x","prompt":"hi","tools":[{"type":"function","function":{"name":"f"}}]}' -w ' %{http_code}')"
+
+# ---- model management: Ollama's error shape, saying why (tools are in cli_server_tools.sh) ----
+for route in pull push create copy delete blobs/sha256:0123; do
+    what=${route%%/*}
+    check "/api/$route: 400 {\"error\"} saying models are GGUF files" \
+        "^\\{\"error\":\"models here are GGUF files \\('stories260K' is loaded\\); $what(s)? (is|are) not supported[^\"]*\"\\} 400$" \
+        "$($T/api/$route -d '{"model":"llama3.2","name":"llama3.2"}' -w ' %{http_code}')"
+done
+check "HEAD /api/blobs/...: 400 too" '^HTTP/1.1 400' "$($T/api/blobs/sha256:0123 -I)"
+check "an unknown /api/ path: 404 in Ollama's shape" "^\\{\"error\":\"'/api/nope' is not part of Ollama's API here\"\\} 404$" \
+    "$($T/api/nope -d '{}' -w ' %{http_code}')"
+check "GET /api/embed: 405 in Ollama's shape" '^\{"error":"use POST"\} 405$' "$($T/api/embed -w ' %{http_code}')"
 check "template: refused clearly" "'template' is not supported.*400$" \
     "$($T/api/generate -d '{"model":"x","prompt":"hi","template":"{{ .Prompt }}"}' -w ' %{http_code}')"
 check "a bad option: 400 naming it" "^\{\"error\":\"options: 'top_k' must be an integer\"\} 400$" \

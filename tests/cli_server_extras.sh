@@ -118,6 +118,18 @@ same "completions: choice 1 (prompt 0, sample 1) is prompt 0's answer" "$a" "$(p
 check "completions: a bad entry in the list: 400 naming it" 'prompt\[1\] must be a string or an array of token ids.* 400$' \
     "$($H -w ' %{http_code}' http://x/v1/completions -d '{"prompt":["a",5]}')"
 check "/completion takes one prompt: 400" 'a list of 2 prompts.* 400$' "$($H -w ' %{http_code}' http://x/completion -d '{"prompt":["a","b"]}')"
+# echo: the prompt's text before each choice's (a string as given, token ids decoded)
+plain=$($H http://x/v1/completions -d '{"prompt":["Once upon a time",[403,407]],"max_tokens":4,"temperature":0}' | jq -r '[.choices[].text] | join("|")')
+echoed=$($H http://x/v1/completions -d '{"prompt":["Once upon a time",[403,407]],"max_tokens":4,"temperature":0,"echo":true}' | jq -r '[.choices[].text] | join("|")')
+same "completions: echo puts each prompt before its text" "Once upon a time${plain%%|*}|Once upon${plain#*|}" "$echoed"
+streamed=$($H http://x/v1/completions -d '{"prompt":"Once upon a time","max_tokens":4,"temperature":0,"echo":true,"stream":true}' |
+    sed -n 's/^data: \({.*\)/\1/p' | jq -rj '.choices[0].text')
+same "completions: echo, streamed" "${echoed%%|*}" "$streamed"
+check "completions: echo with logprobs: 400" "'echo' with 'logprobs'.* 400$" \
+    "$($H -w ' %{http_code}' http://x/v1/completions -d '{"prompt":"a","echo":true,"logprobs":1}')"
+check "chat: an image part: 400 naming it (not a 501 that clients retry)" \
+    "messages\\[0\\]\\.content\\[1\\]: content parts of type 'image_url' are not supported.*invalid_request_error.* 400$" \
+    "$($H -w ' %{http_code}' http://x/v1/chat/completions -d '{"messages":[{"role":"user","content":[{"type":"text","text":"What is it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}')"
 if [ -f tests/js/node_modules/openai/package.json ]; then
     (cd tests/js && node openai_extras.mjs "$PORT" stories260K) >"$TMP/js.txt" 2>&1
     while IFS= read -r line; do

@@ -5,8 +5,11 @@
 # with a 400 naming them, and the official `openai` npm client gets valid
 # answers, streaming and not. tool_choice "required" (or a named tool) enforces
 # the call with a grammar, so even a random model writes one: read back as
-# tool_calls, streamed as deltas. Reading free-form answers is tested in
-# tests/test_toolcall.c.
+# tool_calls, streamed as deltas; zod's integer bounds in tool parameters
+# compile, what cannot be enforced is a 400; Ollama's /api/chat takes tools and
+# answers message.tool_calls; the AI SDK (with zod) and ollama-js tool calling
+# work unchanged (tests/js/ai_sdk.mjs, ollama_tools.mjs). Reading free-form
+# answers is tested in tests/test_toolcall.c.
 # The model is a random-weight one with the stories260K vocabulary and a 4096
 # context: the tool prompts do not fit stories260K's 512 tokens.
 . tests/lib_cli.sh
@@ -129,9 +132,55 @@ refused "tool_choice required with response_format" \
     "{\"messages\":$MSGS,\"tools\":[$TOOL],\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}" \
     "cannot be combined"
 
-# ---- the official openai client ----
+# ---- tool parameters as zod writes them: compiled, or a 400 naming the tool ----
+ZOD_INT='{"type":"function","function":{"name":"forecast","parameters":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"days":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}},"required":["days"],"additionalProperties":false}}}'
+out=$($H http://x/v1/chat/completions -d "{\"messages\":$MSGS,\"tools\":[$ZOD_INT],\"tool_choice\":\"required\",\"max_tokens\":200,\"seed\":1}")
+verdict=$(printf '%s' "$out" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["choices"][0]; a = json.loads(c["message"]["tool_calls"][0]["function"]["arguments"])
+print("valid" if list(a) == ["days"] and isinstance(a["days"], int) and abs(a["days"]) < 2**53 else "invalid")' 2>&1)
+check "zod's .int() bounds in tool parameters: the arguments follow them" '^valid$' "$verdict"
+refused "tool parameters that cannot be enforced (required)" \
+    "{\"messages\":$MSGS,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"odd\",\"parameters\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"multipleOf\":2}}}}}],\"tool_choice\":\"required\"}" \
+    "tool 'odd': 'parameters': schema.properties.n: 'multipleOf' is not supported"
+# a call, then a stop string: no empty content delta before the finish
+deltas=$($H http://x/v1/chat/completions -d "$NAMED,\"stream\":true,\"stop\":[\"</tool_call>\"]}" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    if l.startswith("data: {"):
+        for c in json.loads(l[6:])["choices"]:
+            if "content" in c["delta"] and c["delta"]["content"] is not None: print("content", json.dumps(c["delta"]["content"]))
+            if c.get("finish_reason"): print("finish", c["finish_reason"])')
+same "a call then a stop string: the finish with no empty content delta before it" "finish tool_calls" "$deltas"
+
+# ---- Ollama's /api/chat with tools (tool_choice: an llmchat extension) ----
+OREQ="{\"model\":\"x\",\"messages\":$MSGS,\"tools\":[$WEATHER],\"tool_choice\":\"required\",\"options\":{\"num_predict\":200,\"seed\":3}"
+one=$($H http://x/api/chat -d "$OREQ,\"stream\":false}" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)["message"]; f = m["tool_calls"][0]["function"]
+print(f["name"], json.dumps(f["arguments"], sort_keys=True))')
+check "ollama: /api/chat with tools: message.tool_calls, arguments an object" '^get_weather \{"city": "(Paris|Oslo)", "days": [1-7]\}$' "$one"
+streamed=$($H http://x/api/chat -d "$OREQ}" | python3 -c '
+import json, sys
+calls = []
+for l in sys.stdin:
+    o = json.loads(l)  # every line is one of Ollama objects
+    assert "model" in o and "message" in o, l
+    calls += o["message"].get("tool_calls") or []
+print(len(calls), calls[0]["function"]["name"], json.dumps(calls[0]["function"]["arguments"], sort_keys=True))' 2>&1)
+same "ollama: streamed, NDJSON lines only, the same call once" "1 $one" "$streamed"
+
+# ---- the official clients: openai, the AI SDK with zod, ollama ----
 if out=$(node tests/js/openai_tools.mjs "$PORT" 2>&1); then ok "openai client: tools conversation"
 else bad "openai client: tools conversation" "$out"; fi
+for js in ai_sdk.mjs ollama_tools.mjs; do
+    arg=$PORT
+    [ $js = ollama_tools.mjs ] && arg="http://127.0.0.1:$PORT"
+    out=$(timeout 120 node tests/js/$js "$arg" 2>&1)
+    printf '%s\n' "$out" | sed 's/^/  js: /'
+    if printf '%s\n' "$out" | grep -q '^FAIL' || ! printf '%s\n' "$out" | grep -q '^ok'; then bad "$js: every check passes"
+    else ok "$js: every check passes"; fi
+done
 stop_server "$SP"
 
 # ---- a built-in template: the generic tools prompt ----

@@ -335,14 +335,23 @@ static int content_text(const cJSON *c, int i, bool null_ok, const char **out, c
     sbuf b = {0};
     sb_add(&b, "", 0);
     const cJSON *part;
+    int k = 0;
     cJSON_ArrayForEach(part, c) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+        /* a 400, not a 501: a request with an image is wrong for this server
+           whenever it is sent, and clients retry 5xx answers */
+        if (cJSON_IsString(type) && strcmp(type->valuestring, "text")) {
             sb_free(&b);
-            return llc_fail(err, LLC_ERR_UNSUPPORTED, "messages[%d].content: only text parts are supported", i);
+            return llc_fail(err, LLC_ERR_TYPE, "messages[%d].content[%d]: content parts of type '%.40s' are not "
+                            "supported (the model reads text only)", i, k, type->valuestring);
+        }
+        if (!cJSON_IsString(type) || !cJSON_IsString(text)) {
+            sb_free(&b);
+            return llc_fail(err, LLC_ERR_TYPE, "messages[%d].content[%d] must be {\"type\": \"text\", \"text\": string}", i, k);
         }
         sb_str(&b, text->valuestring);
+        k++;
     }
     if (b.oom) {
         sb_free(&b);
@@ -555,45 +564,53 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
 
 /* tool_choice "required" (or a named function) as constrained decoding: the
  * answer must be one call, in the format's markup, of an offered tool with
- * arguments valid against its parameters schema (any object where that schema
- * has keywords the converter cannot enforce). HERMES and GENERIC answers are
- * <tool_call>{"name", "arguments"}</tool_call>, LLAMA3 a bare {"name",
- * "parameters"}; MISTRAL's markers are control tokens: only the prompt asks. */
+ * arguments valid against its parameters schema; a schema the converter
+ * cannot enforce is a 400 naming the tool (never a looser grammar). HERMES and
+ * GENERIC answers are <tool_call>{"name", "arguments"}</tool_call>, LLAMA3 a
+ * bare {"name", "parameters"}; MISTRAL's markers are control tokens: only the
+ * prompt asks. */
 static int tools_grammar(srv_gen *g, llc_err *err) {
     if (g->tool_format == TOOLCALL_MISTRAL) return 0;
     if (g->grammar)
         return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' \"required\" (or a named function) cannot be combined "
                                             "with 'response_format', 'grammar' or 'json_schema'");
     const char *args_key = g->tool_format == TOOLCALL_LLAMA3 ? "parameters" : "arguments";
-    char *gbnf = NULL;
-    int rc = 0;
-    for (int loose = 0; loose < 2 && !gbnf; loose++) { /* loose: any object as arguments */
-        cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
-        const cJSON *t;
-        cJSON_ArrayForEach(t, g->tools) {
-            const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"),
-                                                                   "parameters");
-            cJSON *alt = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(alt, "properties");
-            cJSON_AddStringToObject(alt, "type", "object");
-            cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", tool_name(t));
-            cJSON *a = loose || !params ? NULL : cJSON_Duplicate(params, true);
-            if (!a) {
-                a = cJSON_CreateObject();
-                cJSON_AddStringToObject(a, "type", "object");
-                cJSON_AddTrueToObject(a, "additionalProperties");
-            }
-            cJSON_AddItemToObject(props, args_key, a);
-            cJSON *req = cJSON_AddArrayToObject(alt, "required");
-            cJSON_AddItemToArray(req, cJSON_CreateString("name"));
-            cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
-            cJSON_AddItemToArray(any, alt);
-        }
+    cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
+    const cJSON *t;
+    cJSON_ArrayForEach(t, g->tools) {
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"),
+                                                               "parameters");
+        char *one = NULL;
         llc_err e2;
-        rc = json_schema_to_gbnf(schema, &gbnf, &e2);
-        cJSON_Delete(schema);
-        if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "out of memory");
+        int rc = params ? json_schema_to_gbnf(params, &one, &e2) : 0; /* each alone: the error names its tool */
+        free(one);
+        if (rc) {
+            cJSON_Delete(schema);
+            return rc == LLC_ERR_NOMEM ? llc_fail(err, rc, "out of memory")
+                                       : llc_fail(err, LLC_ERR_FORMAT, "tool '%s': 'parameters': %s (tool_choice "
+                                                  "\"required\" enforces it)", tool_name(t), e2.msg);
+        }
+        cJSON *alt = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(alt, "properties");
+        cJSON_AddStringToObject(alt, "type", "object");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", tool_name(t));
+        cJSON *a = params ? cJSON_Duplicate(params, true) : NULL;
+        if (!a) { /* no parameters: any object */
+            a = cJSON_CreateObject();
+            cJSON_AddStringToObject(a, "type", "object");
+            cJSON_AddTrueToObject(a, "additionalProperties");
+        }
+        cJSON_AddItemToObject(props, args_key, a);
+        cJSON *req = cJSON_AddArrayToObject(alt, "required");
+        cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+        cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
+        cJSON_AddItemToArray(any, alt);
     }
-    if (!gbnf) return llc_fail(err, LLC_ERR_FORMAT, "the tools' parameters cannot be turned into a grammar");
+    char *gbnf = NULL;
+    llc_err e2;
+    int rc = json_schema_to_gbnf(schema, &gbnf, &e2);
+    cJSON_Delete(schema);
+    if (rc == LLC_ERR_NOMEM) return llc_fail(err, rc, "out of memory");
+    if (rc) return llc_fail(err, LLC_ERR_FORMAT, "the tools' parameters cannot be turned into a grammar: %s", e2.msg);
     if (g->tool_format == TOOLCALL_LLAMA3) return use_grammar(g, gbnf, "the tools' grammar", err);
     /* wrap the converter's root rule (its first line) in the markup */
     const char *rhs = strncmp(gbnf, "root ::= ", 9) ? NULL : gbnf + 9, *eol = rhs ? strchr(rhs, '\n') : NULL;

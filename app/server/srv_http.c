@@ -211,6 +211,7 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
     };
     for (size_t i = 0; i < sizeof embed / sizeof embed[0]; i++) {
         if (strcmp(url, embed[i].path)) continue;
+        if (!post && embed[i].kind != HTTP_EMBED_OPENAI) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
         if (atomic_load(&s->stopping))
             return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");

@@ -98,6 +98,8 @@ typedef struct http_gen_report {
     double queue_ms, ttft_ms, tpot_ms; /* the engine's timings (end only) */
     double t_start_ms;      /* llc_now_ms() when the request arrived */
     double t_first_ms;      /* when the first token came (0: none) */
+    const toolcall_parser *calls; /* end only, a chat with tools: the calls read (text is then
+                                     the content outside them); NULL without tools */
 } http_gen_report;
 
 typedef struct http_format {
@@ -118,7 +120,8 @@ enum MHD_Result srv_http_generate_as(srv *s, struct MHD_Connection *mc, const ht
                                      srv_gen *g, bool stream, http_gen **pending);
 
 /* srv_ollama.c: Ollama's API (/, /api/version, /api/tags, /api/ps, /api/show,
- * /api/chat, /api/generate). True when url is one of its paths. */
+ * /api/chat, /api/generate, and an Ollama-shaped refusal for every other /api/
+ * path but the embeddings'). True when url is one of its paths. */
 bool srv_ollama_path(const char *url);
 /* Queues Ollama's {"error": msg}. */
 enum MHD_Result srv_ollama_error(struct MHD_Connection *mc, unsigned status, const char *msg);

@@ -42,6 +42,7 @@ typedef struct gen_part {
     srv_gen g;            /* prompts after the first (the first is the state's g) */
     int64_t eid;
     bool counted;         /* its prompt is in the usage */
+    char *echo;           /* /v1/completions "echo": the prompt's text, before each of its choices' */
 } gen_part;
 
 #define HTTP_MAX_CHOICES 256 /* prompts x n in one request */
@@ -104,7 +105,7 @@ static void state_free(gen_state *st) {
         sb_free(&st->sm[i].answer);
     }
     free(st->sm);
-    for (int i = 0; st->parts && i < st->n_parts; i++) srv_gen_free(&st->parts[i].g);
+    for (int i = 0; st->parts && i < st->n_parts; i++) srv_gen_free(&st->parts[i].g), free(st->parts[i].echo);
     free(st->parts);
     cJSON_Delete(st->fields);
     if (st->fmt && st->fmt->free_ctx) st->fmt->free_ctx(st->fmt_ctx);
@@ -362,6 +363,17 @@ static cJSON *openai_head(const gen_state *st, const char *object) {
     return o;
 }
 
+/* A text completion's "text": the piece, after the prompt ("echo") when it
+ * is the choice's first. */
+static void add_text(const gen_state *st, int idx, const char *text, size_t len, cJSON *c) {
+    const char *echo = st->sm[idx].started ? NULL : st->parts[idx / st->g.req.n].echo;
+    sbuf tb = {0};
+    sb_str(&tb, echo);
+    sb_add(&tb, text, len);
+    cJSON_AddStringToObject(c, "text", tb.p ? tb.p : "");
+    sb_free(&tb);
+}
+
 static cJSON *answer_json(const gen_state *st) {
     if (st->d == SRV_LLAMA) {
         cJSON *a = llama_answer(st, 0, false);
@@ -377,7 +389,7 @@ static cJSON *answer_json(const gen_state *st) {
         if (chat) {
             add_message(st, i, c);
         } else {
-            cJSON_AddStringToObject(c, "text", sm->text.p ? sm->text.p : "");
+            add_text(st, i, sm->text.p ? sm->text.p : "", sm->text.len, c);
         }
         if (!st->g.logprobs) {
             cJSON_AddNullToObject(c, "logprobs");
@@ -401,8 +413,11 @@ static cJSON *answer_json(const gen_state *st) {
 static http_gen_report report_of(const gen_state *st, int idx, const char *text, size_t len) {
     const gen_sample *sm = &st->sm[idx];
     const sbuf *all = sm->rp ? &sm->answer : &sm->text;
+    size_t outside = 0; /* with tools: the content outside the calls */
+    const char *content = sm->tc ? toolcall_content(sm->tc, &outside) : all->p ? all->p : "";
     return (http_gen_report){
-        .text = text ? text : all->p ? all->p : "", .len = text ? len : all->len,
+        .text = text ? text : content, .len = text ? len : sm->tc ? outside : all->len,
+        .calls = text ? NULL : sm->tc,
         .thinking = text ? NULL : sm->reasoning.p, .thinking_len = text ? 0 : sm->reasoning.len,
         .n_tokens = sm->n_tokens, .finish = sm->finish,
         .error = sm->finish == FINISH_ERROR && st->err_msg[0] ? st->err_msg : NULL,
@@ -458,7 +473,7 @@ static void chunk_token(gen_state *st, int idx, const char *text, size_t len) {
             if (!sm->started) cJSON_AddStringToObject(delta, "role", "assistant");
             cJSON_AddStringToObject(delta, "content", tb.p ? tb.p : "");
         } else {
-            cJSON_AddStringToObject(c, "text", tb.p ? tb.p : "");
+            add_text(st, idx, text, len, c);
         }
         sm->started = true;
         if (!st->g.logprobs) {
@@ -559,14 +574,16 @@ static void tc_content(void *ud, const char *text, size_t len) {
     if (sm->st->stream) chunk_token(sm->st, sm->idx, text, len);
 }
 
+/* A call's start and its arguments' pieces: OpenAI's deltas. A format of its
+ * own (Ollama) writes the calls whole at the end (http_gen_report.calls). */
 static void tc_call(void *ud, int k, const char *name) {
     gen_sample *sm = ud;
-    if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, name, "", 0);
+    if (sm->st->stream && !sm->st->fmt) chunk_tool(sm->st, sm->idx, k, name, "", 0);
 }
 
 static void tc_args(void *ud, int k, const char *piece, size_t len) {
     gen_sample *sm = ud;
-    if (sm->st->stream) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
+    if (sm->st->stream && !sm->st->fmt) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
 }
 
 /* A sample the engine ended with an error (out of memory in a step): a stream
@@ -601,7 +618,7 @@ static void chunk_finish(gen_state *st, int idx, bool last) {
         cJSON *delta = cJSON_AddObjectToObject(c, "delta");
         if (!sm->started) cJSON_AddStringToObject(delta, "role", "assistant");
     } else {
-        cJSON_AddStringToObject(c, "text", "");
+        add_text(st, idx, "", 0, c);
     }
     cJSON_AddNullToObject(c, "logprobs");
     cJSON_AddStringToObject(c, "finish_reason", choice_finish(st, sm));
@@ -671,7 +688,11 @@ static void on_event(gen_state *st, const engine_event *ev) {
     st->n_done++;
     bool last = st->n_done >= st->n;
     if (st->stream) {
-        if (sm->n_ids > 0 || (sm->lp_pend && cJSON_GetArraySize(sm->lp_pend) > 0)) chunk_token(st, idx, "", 0);
+        /* what no piece carried yet: llama-server's token ids (OpenAI's chunks
+           show none: the ids of text held back or read as a tool call end
+           in no empty content delta), log-probabilities */
+        if ((st->d == SRV_LLAMA && sm->n_ids > 0) || (sm->lp_pend && cJSON_GetArraySize(sm->lp_pend) > 0))
+            chunk_token(st, idx, "", 0);
         chunk_finish(st, idx, last);
         if (last && st->d != SRV_LLAMA && !st->fmt) sb_str(&st->out, "data: [DONE]\n\n");
     }
@@ -713,11 +734,34 @@ static void reader_free(void *cls) { state_free(cls); }
 
 /* ---- the request ---- */
 
+/* The text of a prompt (a string, or token ids decoded), for "echo". */
+static int echo_text(const tokenizer *tok, const cJSON *prompt, char **out, llc_err *err) {
+    if (cJSON_IsArray(prompt) && cJSON_GetArraySize(prompt) == 1 && !cJSON_IsNumber(prompt->child))
+        prompt = prompt->child; /* a list of one prompt */
+    if (cJSON_IsString(prompt)) {
+        *out = strdup(prompt->valuestring);
+        return *out ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    }
+    int n = cJSON_GetArraySize(prompt), i = 0;
+    int32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    if (!ids) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, prompt) ids[i++] = (int32_t)e->valuedouble; /* checked by srv_gen_text */
+    size_t len;
+    int rc = tok_decode(tok, ids, n, true, out, &len);
+    free(ids);
+    return rc ? llc_fail(err, rc, "the prompt's tokens cannot be decoded") : 0;
+}
+
 /* /v1/completions: a prompt, or a list of them (strings or token-id lists),
  * each its own engine request with the same parameters. */
 static int build_prompts(const srv_model *m, gen_state *st, const cJSON *j, llc_err *err) {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "prompt"), *e = cJSON_GetObjectItemCaseSensitive(j, "echo");
     if (!f) return llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");
+    if (e && !cJSON_IsBool(e) && !cJSON_IsNull(e)) return llc_fail(err, LLC_ERR_TYPE, "'echo' must be true or false");
+    bool echo = cJSON_IsTrue(e);
+    if (echo && st->g.logprobs)
+        return llc_fail(err, LLC_ERR_RANGE, "'echo' with 'logprobs' is not supported (no log-probabilities of prompt tokens)");
     int k = srv_prompt_count(f);
     if (k < 1) return llc_fail(err, LLC_ERR_RANGE, "'prompt' is an empty list");
     if (k * st->g.req.n > HTTP_MAX_CHOICES)
@@ -735,6 +779,7 @@ static int build_prompts(const srv_model *m, gen_state *st, const cJSON *j, llc_
         srv_gen_init(&p[i].g);
         llc_err e1 = {{0}};
         int rc = srv_gen_text(m, one, i ? &p[i].g : &st->g, &e1);
+        if (!rc && echo) rc = echo_text(m->tok, one, &p[i].echo, &e1);
         if (rc) return k > 1 ? llc_fail(err, rc, "prompt[%d]: %s", i, e1.msg) : llc_fail(err, rc, "%s", e1.msg);
     }
     return 0;

@@ -5,8 +5,11 @@
  * Ollama's requests into a srv_gen and writes Ollama's answers; the generation
  * itself runs through srv_http_gen.c (srv_http_generate_as). Any model name is
  * accepted (Ollama clients often send a fixed one, as llama-server allows) and
- * the loaded model's own name is reported. Errors are Ollama's
- * {"error": "..."}; an error during a stream is its last line. */
+ * the loaded model's own name is reported. /api/chat takes OpenAI's tools
+ * and answers Ollama's message.tool_calls (arguments as objects). Errors are
+ * Ollama's {"error": "..."} on every /api/ path (model management — pull,
+ * push, create, copy, delete, blobs — is a 400 saying why); an error during a
+ * stream is its last line. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,10 +292,32 @@ typedef struct o_gen {
     char model[128];
 } o_gen;
 
+/* Ollama's "tool_calls": [{"function": {"name", "arguments": {…}}}], the
+ * arguments an object (as the model wrote them; their text when they are not
+ * JSON, e.g. cut off by num_predict). */
+static void tool_calls_json(sbuf *out, const toolcall_parser *tc) {
+    sb_str(out, ",\"tool_calls\":[");
+    for (int k = 0; k < toolcall_count(tc); k++) {
+        const char *name = toolcall_name(tc, k), *args = toolcall_arguments(tc, k);
+        sb_str(out, k ? ",{\"function\":{\"name\":" : "{\"function\":{\"name\":");
+        sb_json_str(out, name, strlen(name));
+        sb_str(out, ",\"arguments\":");
+        cJSON *a = cJSON_Parse(args);
+        char *one_line = cJSON_IsObject(a) ? cJSON_PrintUnformatted(a) : NULL; /* NDJSON: no newlines */
+        if (one_line) sb_str(out, one_line);
+        else sb_json_str(out, args, strlen(args));
+        free(one_line);
+        cJSON_Delete(a);
+        sb_str(out, "}}");
+    }
+    sb_str(out, "]");
+}
+
 /* {"model":..,"created_at":..,"message":{"role":"assistant","content":TEXT,
- * "thinking":REASONING} (or "response":TEXT,"thinking":..), without the closing
- * brace; "thinking" only when there is some. */
-static void head(const o_gen *o, sbuf *out, const char *text, size_t len, const char *thinking, size_t t_len) {
+ * "thinking":REASONING,"tool_calls":[…]} (or "response":TEXT,"thinking":..),
+ * without the closing brace; "thinking" and "tool_calls" only when there are some. */
+static void head(const o_gen *o, sbuf *out, const char *text, size_t len, const char *thinking, size_t t_len,
+                 const toolcall_parser *calls) {
     char when[64];
     now_iso(when, sizeof when);
     sb_str(out, "{\"model\":");
@@ -304,11 +329,12 @@ static void head(const o_gen *o, sbuf *out, const char *text, size_t len, const 
         sb_str(out, ",\"thinking\":");
         sb_json_str(out, thinking, t_len);
     }
+    if (calls && toolcall_count(calls) > 0) tool_calls_json(out, calls);
     if (o->chat) sb_str(out, "}");
 }
 
 static void on_piece(const void *ctx, const http_gen_report *r, sbuf *out) {
-    head(ctx, out, r->text, r->len, r->thinking, r->thinking_len);
+    head(ctx, out, r->text, r->len, r->thinking, r->thinking_len, NULL);
     sb_str(out, ",\"done\":false}\n");
 }
 
@@ -332,7 +358,12 @@ static unsigned on_end(const void *ctx, const http_gen_report *r, bool stream, s
     if (eval_ms > total_ms - prompt_ms) eval_ms = total_ms - prompt_ms;
     long long eval_ns = ns(eval_ms);
     if (r->n_tokens > 0 && eval_ns < 1) eval_ns = 1; /* clients divide by it */
-    head(ctx, out, stream ? "" : r->text, stream ? 0 : r->len, r->thinking, stream ? 0 : r->thinking_len);
+    if (stream && r->calls && toolcall_count(r->calls) > 0) { /* the calls, as Ollama streams them: a piece of their own */
+        head(ctx, out, "", 0, NULL, 0, r->calls);
+        sb_str(out, ",\"done\":false}\n");
+    }
+    head(ctx, out, stream ? "" : r->text, stream ? 0 : r->len, r->thinking, stream ? 0 : r->thinking_len,
+         stream ? NULL : r->calls);
     sb_str(out, ",\"done\":true,\"done_reason\":\"");
     sb_str(out, srv_finish_name(r->finish));
     sb_printf(out, "\",\"total_duration\":%lld,\"load_duration\":0,\"prompt_eval_count\":%d,"
@@ -367,7 +398,7 @@ static enum MHD_Result load_answer(srv *s, struct MHD_Connection *mc, bool chat,
     o_gen o = {.chat = chat};
     snprintf(o.model, sizeof o.model, "%s", s->m.name);
     sbuf b = {0};
-    head(&o, &b, "", 0, NULL, 0);
+    head(&o, &b, "", 0, NULL, 0, NULL);
     sb_printf(&b, ",\"done_reason\":\"%s\",\"done\":true}", unload ? "unload" : "load");
     enum MHD_Result ret = b.oom ? MHD_NO : srv_http_json(mc, MHD_HTTP_OK, b.p, b.len);
     sb_free(&b);
@@ -449,8 +480,8 @@ static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON
                                                                           !strcmp(format->valuestring, "json"))))
         return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'format' must be \"json\" or a JSON schema (an object)");
     const cJSON *tools = field(j, "tools");
-    if (tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
-        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "tools are not supported yet");
+    if (!chat && tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
+        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'tools' are for /api/chat; /api/generate takes none");
     bool unload = keep_alive_zero(field(j, "keep_alive"));
     if (chat) {
         const cJSON *msgs = field(j, "messages"), *msg;
@@ -491,6 +522,7 @@ static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON
     bool params_done = !rc;
     if (!rc) rc = format_grammar(format, &g, &err);
     if (!rc) rc = think_param(j, &g, &err);
+    if (!rc && chat) rc = srv_gen_tools(j, &g, &err); /* OpenAI's tools; tool_choice too (an llmchat extension) */
     if (!rc && chat && !(rc = srv_gen_chat(&s->m, field(j, "messages"), &g, &err))) rc = srv_gen_reasoning(&s->m, j, &g, &err);
     else if (!rc && !chat) rc = generate_prompt(&s->m, j, &g, &err);
     if (rc) {
@@ -515,7 +547,30 @@ static const char *const paths[] = {"/", "/api/version", "/api/tags", "/api/ps",
 bool srv_ollama_path(const char *url) {
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (!strcmp(url, paths[i])) return true;
-    return false;
+    /* any other /api/ path but the embeddings' (srv_embed.c) gets Ollama's error shape here */
+    return !strncmp(url, "/api/", 5) && strcmp(url, "/api/embed") && strcmp(url, "/api/embeddings");
+}
+
+/* Ollama's model management: there is one model, a GGUF file given at start.
+ * A 400 (not a 5xx, which clients retry) that says so, or a 404 for a path
+ * Ollama does not have. */
+static enum MHD_Result model_management(srv *s, struct MHD_Connection *mc, const char *url) {
+    static const struct { const char *path, *what; } routes[] = {
+        {"/api/pull", "pull is not supported: download the GGUF file and pass it with --model"},
+        {"/api/push", "push is not supported: the model is a GGUF file on this machine"},
+        {"/api/create", "create is not supported: pass a GGUF file with --model (and a chat template with "
+                        "--chat-template-file)"},
+        {"/api/copy", "copy is not supported: the server has one model and answers to any name"},
+        {"/api/delete", "delete is not supported: the model is a GGUF file given with --model"},
+        {"/api/blobs/", "blobs are not supported: pass a GGUF file with --model"},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        size_t n = strlen(routes[i].path);
+        if (strncmp(url, routes[i].path, n) || (routes[i].path[n - 1] != '/' && url[n])) continue;
+        return o_errorf(mc, MHD_HTTP_BAD_REQUEST, "models here are GGUF files ('%.100s' is loaded); %s", s->m.name,
+                        routes[i].what);
+    }
+    return o_errorf(mc, MHD_HTTP_NOT_FOUND, "'%.100s' is not part of Ollama's API here", url);
 }
 
 enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
@@ -540,6 +595,9 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
         }
         return model_list(s, mc, !strcmp(url, "/api/ps"));
     }
+    bool known = false;
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) known |= !strcmp(url, paths[i]);
+    if (!known) return model_management(s, mc, url);
     if (!post) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
     if (!srv_utf8_valid(body, len)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the body is not valid UTF-8");
     if (srv_json_has_nul(body, len)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, NUL_REFUSED);

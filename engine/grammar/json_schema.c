@@ -4,6 +4,7 @@
  * exact digit-by-digit alternatives. */
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/grammar_internal.h"
+#include "engine/grammar/json_schema_internal.h"
 #include "kernels/sbuf.h"
 
 #include <math.h>
@@ -127,8 +128,6 @@ static const char *primitive(conv *c, const char *name) {
         {"integer", "(\"-\"? integral-part) space", "integral-part space"},
         {"number", "(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
          "integral-part decimal-part space"},
-        {"nonneg-number", "integral-part (\".\" decimal-part)? ([eE] [-+]? integral-part)? space",
-         "integral-part decimal-part space"},
         {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" hex4)", "hex4"},
         /* \\u escapes of UTF-16 surrogates are left out: alone they are not text */
         {"hex4", "[0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}", ""},
@@ -144,6 +143,13 @@ static const char *primitive(conv *c, const char *name) {
         {"date-string", "\"\\\"\" date \"\\\"\" space", "date space"},
         {"time-string", "\"\\\"\" time \"\\\"\" space", "time space"},
         {"date-time-string", "\"\\\"\" date \"T\" time \"\\\"\" space", "date time space"},
+        {"email-string", "\"\\\"\" email-atom (\".\" email-atom)* \"@\" email-label (\".\" email-label)+ \"\\\"\" space",
+         "email-atom email-label space"},
+        {"email-atom", "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-]+", ""},
+        {"email-label", "[A-Za-z0-9] ([A-Za-z0-9\\-]{0,61} [A-Za-z0-9])?", ""},
+        /* RFC 3986: a scheme, ":", then characters a URI may hold (%-escapes whole) */
+        {"uri-string", "\"\\\"\" [A-Za-z] [A-Za-z0-9+.\\-]* \":\" uri-char+ \"\\\"\" space", "uri-char space"},
+        {"uri-char", "[A-Za-z0-9\\-._~:/?#\\[\\]@!$&'()*+,;=] | \"%\" [0-9A-Fa-f]{2}", ""},
         {"uuid", "\"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" "
                  "[0-9a-fA-F]{12} \"\\\"\" space", "space"},
     };
@@ -185,98 +191,35 @@ static void sb_json_literal(conv *c, sbuf *b, const cJSON *v) {
     primitive(c, "space");
 }
 
-/* ---- integer ranges ---- */
+/* ---- numbers ---- */
 
-/* Alternatives matching the decimal numbers a..b (0 <= a <= b, same digit count n). */
-static void digits_range(sbuf *b, const char *lo, const char *hi, int n) {
-    if (n == 0) return;
-    if (lo[0] == hi[0]) {
-        sb_printf(b, "\"%c\" ", lo[0]);
-        if (n > 1) {
-            sb_str(b, "(");
-            digits_range(b, lo + 1, hi + 1, n - 1);
-            sb_str(b, ")");
-        }
-        return;
-    }
-    bool lo_min = true, hi_max = true; /* lo's tail all 0, hi's tail all 9 */
-    for (int i = 1; i < n; i++) lo_min &= lo[i] == '0', hi_max &= hi[i] == '9';
-    char nines[24], zeros[24];
-    memset(nines, '9', sizeof nines), memset(zeros, '0', sizeof zeros);
-    int first = lo[0], last = hi[0];
-    bool any = false;
-    if (!lo_min) { /* lo[0] followed by lo's tail .. 99 */
-        sb_printf(b, "\"%c\" (", lo[0]);
-        digits_range(b, lo + 1, nines, n - 1);
-        sb_str(b, ")");
-        first++;
-        any = true;
-    }
-    if (!hi_max) last--;
-    if (first <= last) {
-        sb_printf(b, "%s[%c-%c]", any ? " | " : "", first, last);
-        if (n > 1) sb_printf(b, " [0-9]{%d}", n - 1);
-        any = true;
-    }
-    if (!hi_max) { /* hi[0] followed by 00 .. hi's tail */
-        sb_printf(b, "%s\"%c\" (", any ? " | " : "", hi[0]);
-        digits_range(b, zeros, hi + 1, n - 1);
-        sb_str(b, ")");
-    }
+/* One side of a number's range: `minimum` with `exclusiveMinimum` (or the
+ * maximum pair). The exclusive keyword is a number of its own (draft 6 on) or
+ * a boolean that makes `minimum` exclusive (draft 4); with both, the stricter. */
+static bool bound_of(conv *c, const cJSON *s, bool lower, num_bound *out, const char *path) {
+    const char *kin = lower ? "minimum" : "maximum", *kex = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    const cJSON *m = get(s, kin), *x = get(s, kex);
+    *out = (num_bound){0};
+    if (m && !cJSON_IsNumber(m)) return fail(c, LLC_ERR_FORMAT, path, "'%s' must be a number", kin), false;
+    if (x && !cJSON_IsNumber(x) && !cJSON_IsBool(x))
+        return fail(c, LLC_ERR_FORMAT, path, "'%s' must be a number or a boolean", kex), false;
+    if (cJSON_IsTrue(x) && !m) return fail(c, LLC_ERR_FORMAT, path, "'%s': true needs '%s'", kex, kin), false;
+    if (m) *out = (num_bound){.set = true, .ex = cJSON_IsTrue(x), .v = m->valuedouble};
+    if (cJSON_IsNumber(x) && (!out->set || (lower ? x->valuedouble >= out->v : x->valuedouble <= out->v)))
+        *out = (num_bound){.set = true, .ex = true, .v = x->valuedouble};
+    return true;
 }
 
-/* Alternatives for the numbers a..b (0 <= a <= b; b < 0: no upper bound). */
-static void uint_range(sbuf *b, long long a, long long hi) {
-    char lo_s[24], hi_s[24];
-    bool first = true;
-    for (int n = snprintf(lo_s, sizeof lo_s, "%lld", a); n <= 19; n++) {
-        long long top = n >= 19 ? 999999999999999999LL : 1;
-        if (n < 19) for (int i = 0; i < n; i++) top *= 10;
-        if (n < 19) top -= 1; /* the largest n-digit number */
-        long long from = a, to = hi >= 0 && hi < top ? hi : top;
-        if (from > to) break;
-        if (hi < 0 && n >= 16) { /* unbounded: the rest in one piece, as the integer primitive */
-            sb_printf(b, "%s[1-9] [0-9]{%d,15}", first ? "" : " | ", n - 1);
-            return;
-        }
-        snprintf(lo_s, sizeof lo_s, "%0*lld", n, from);
-        snprintf(hi_s, sizeof hi_s, "%lld", to);
-        sb_str(b, first ? "(" : " | (");
-        digits_range(b, lo_s, hi_s, n);
-        sb_str(b, ")");
-        first = false;
-        if (to == hi) return;
-        a = to + 1;
-    }
-}
-
-static const char *integer_rule(conv *c, const cJSON *s, const char *name, const char *path) {
-    double lo = -INFINITY, hi = INFINITY;
-    const cJSON *v;
-    if ((v = get(s, "minimum")) && cJSON_IsNumber(v)) lo = ceil(v->valuedouble);
-    if ((v = get(s, "exclusiveMinimum")) && cJSON_IsNumber(v)) lo = fmax(lo, floor(v->valuedouble) + 1);
-    if ((v = get(s, "maximum")) && cJSON_IsNumber(v)) hi = floor(v->valuedouble);
-    if ((v = get(s, "exclusiveMaximum")) && cJSON_IsNumber(v)) hi = fmin(hi, ceil(v->valuedouble) - 1);
-    if (lo == -INFINITY && hi == INFINITY) return primitive(c, "integer");
-    if (lo > hi) return fail(c, LLC_ERR_FORMAT, path, "no integer lies between the minimum and the maximum"), NULL;
-    if (fabs(lo) > 1e15 && lo != -INFINITY) return fail(c, LLC_ERR_UNSUPPORTED, path, "integer bounds beyond 1e15 are not supported"), NULL;
-    if (fabs(hi) > 1e15 && hi != INFINITY) return fail(c, LLC_ERR_UNSUPPORTED, path, "integer bounds beyond 1e15 are not supported"), NULL;
+/* integer or number, with its range when it has one. */
+static const char *number_rule(conv *c, const cJSON *s, const char *name, const char *path, bool integer) {
+    num_bound lo, hi;
+    if (!bound_of(c, s, true, &lo, path) || !bound_of(c, s, false, &hi, path)) return NULL;
+    if (!lo.set && !hi.set) return primitive(c, integer ? "integer" : "number");
     sbuf b = {0};
-    sb_str(&b, "(");
-    bool any = false;
-    if (lo < 0) { /* the negative part: "-" and the absolute values */
-        long long abs_hi = lo == -INFINITY ? -1 : (long long)-lo;
-        long long abs_lo = hi < 0 ? (long long)-hi : 1;
-        sb_str(&b, "\"-\" (");
-        uint_range(&b, abs_lo, abs_hi);
-        sb_str(&b, ")");
-        any = true;
-    }
-    if (hi >= 0) {
-        if (any) sb_str(&b, " | ");
-        uint_range(&b, lo > 0 ? (long long)lo : 0, hi == INFINITY ? -1 : (long long)hi);
-    }
-    sb_str(&b, ") space");
+    char msg[160];
+    int rc = json_range_gbnf(&b, lo, hi, integer, msg, sizeof msg);
+    if (rc) return free(b.p), fail(c, rc, path, "%s", msg), NULL;
+    sb_str(&b, " space");
     primitive(c, "space");
     if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
     return add_rule(c, name, b.p);
@@ -284,19 +227,61 @@ static const char *integer_rule(conv *c, const cJSON *s, const char *name, const
 
 /* ---- kinds ---- */
 
-static const char *string_rule(conv *c, const cJSON *s, const char *name, const char *path) {
-    const cJSON *f = get(s, "format");
-    if (cJSON_IsString(f)) {
-        if (!strcmp(f->valuestring, "date")) return primitive(c, "date-string");
-        if (!strcmp(f->valuestring, "time")) return primitive(c, "time-string");
-        if (!strcmp(f->valuestring, "date-time")) return primitive(c, "date-time-string");
-        if (!strcmp(f->valuestring, "uuid")) return primitive(c, "uuid");
+/* A count's bounds (minLength/maxLength, minItems/maxItems, ...): lo 0 and hi
+ * -1 (none) when absent. False (and the error) when not 0..10000 integers
+ * with lo <= hi. */
+static bool count_range(conv *c, const cJSON *s, const char *kmin, const char *kmax, int *lo, int *hi, const char *path) {
+    const cJSON *mn = get(s, kmin), *mx = get(s, kmax);
+    *lo = 0, *hi = -1;
+    for (int k = 0; k < 2; k++) {
+        const cJSON *v = k ? mx : mn;
+        if (!v) continue;
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble > 10000)
+            return fail(c, LLC_ERR_UNSUPPORTED, path, "'%s' must be an integer within 0..10000", k ? kmax : kmin), false;
+        *(k ? hi : lo) = v->valueint;
     }
-    const cJSON *mn = get(s, "minLength"), *mx = get(s, "maxLength");
-    if (!mn && !mx) return primitive(c, "string");
-    int lo = cJSON_IsNumber(mn) ? mn->valueint : 0, hi = cJSON_IsNumber(mx) ? mx->valueint : -1;
-    if (lo < 0 || (hi >= 0 && hi < lo) || lo > 10000 || hi > 10000)
-        return fail(c, LLC_ERR_UNSUPPORTED, path, "minLength/maxLength must be 0..10000 with minLength <= maxLength"), NULL;
+    if (*hi >= 0 && *hi < *lo) return fail(c, LLC_ERR_FORMAT, path, "'%s' is larger than '%s'", kmin, kmax), false;
+    return true;
+}
+
+/* A string matching `pattern` (json_regex.c). */
+static const char *pattern_rule(conv *c, const cJSON *pat, const char *name, const char *path) {
+    if (!cJSON_IsString(pat)) return fail(c, LLC_ERR_FORMAT, path, "'pattern' must be a string"), NULL;
+    sbuf b = {0};
+    char msg[256];
+    sb_str(&b, "\"\\\"\" ");
+    int rc = json_regex_gbnf(&b, pat->valuestring, msg, sizeof msg);
+    if (rc) return free(b.p), fail(c, rc, path, "%s", msg), NULL;
+    sb_str(&b, " \"\\\"\" space");
+    primitive(c, "char");
+    primitive(c, "space");
+    if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
+    return add_rule(c, name, b.p);
+}
+
+/* The formats with a grammar of their own. */
+static const struct { const char *format, *rule; } formats[] = {
+    {"date", "date-string"}, {"time", "time-string"}, {"date-time", "date-time-string"},
+    {"uuid", "uuid"}, {"email", "email-string"}, {"uri", "uri-string"},
+};
+
+static const char *string_rule(conv *c, const cJSON *s, const char *name, const char *path) {
+    const cJSON *f = get(s, "format"), *pat = get(s, "pattern");
+    int lo, hi;
+    if (!count_range(c, s, "minLength", "maxLength", &lo, &hi, path)) return NULL;
+    bool sized = lo > 0 || hi >= 0;
+    if ((pat || f) && sized) /* the intersection of a pattern and a length is no grammar of ours */
+        return fail(c, LLC_ERR_UNSUPPORTED, path, "'%s' together with 'minLength'/'maxLength' is not supported in "
+                                                  "structured output", pat ? "pattern" : "format"), NULL;
+    if (pat) return pattern_rule(c, pat, name, path); /* a pattern says more than a format (zod gives both) */
+    if (f) {
+        if (!cJSON_IsString(f)) return fail(c, LLC_ERR_FORMAT, path, "'format' must be a string"), NULL;
+        for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+            if (!strcmp(f->valuestring, formats[i].format)) return primitive(c, formats[i].rule);
+        return fail(c, LLC_ERR_UNSUPPORTED, path, "'format': '%.40s' is not supported in structured output (date, time, "
+                                                  "date-time, uuid, email, uri are; or give a 'pattern')", f->valuestring), NULL;
+    }
+    if (!sized) return primitive(c, "string");
     primitive(c, "char");
     primitive(c, "space");
     sbuf b = {0};
@@ -306,40 +291,61 @@ static const char *string_rule(conv *c, const cJSON *s, const char *name, const 
     return add_rule(c, name, b.p);
 }
 
+/* The items after the first `from` (any number within lo..hi, hi -1: no limit)
+ * appended to b: the first without a comma when from is 0. */
+static void more_items(sbuf *b, const char *item, int from, int lo, int hi) {
+    if (hi == 0) return;
+    if (from == 0) { /* item ( "," item ){lo-1, hi-1}, optional when lo is 0 */
+        sb_printf(b, " %s%s", lo == 0 ? "( " : "", item);
+        if (hi < 0) sb_printf(b, " ( \",\" space %s ){%d,}", item, lo > 1 ? lo - 1 : 0);
+        else if (hi > 1) sb_printf(b, " ( \",\" space %s ){%d,%d}", item, lo > 1 ? lo - 1 : 0, hi - 1);
+        if (lo == 0) sb_str(b, " )?");
+    } else if (hi < 0) {
+        sb_printf(b, " ( \",\" space %s ){%d,}", item, lo);
+    } else {
+        sb_printf(b, " ( \",\" space %s ){%d,%d}", item, lo, hi);
+    }
+}
+
+/* Arrays: `items` for every item, or a tuple — `prefixItems` (or draft 4's
+ * array form of `items`) for the first ones, then `items` (`additionalItems`)
+ * for any more, none when false, any value when absent. The tuple's members
+ * are all written (as far as maxItems allows). */
 static const char *array_rule(conv *c, const cJSON *s, const char *name, const char *path) {
     char sub[192], subpath[320];
-    const cJSON *prefix = get(s, "prefixItems");
-    sbuf b = {0};
-    primitive(c, "space");
-    if (cJSON_IsArray(prefix)) { /* a tuple */
-        sb_str(&b, "\"[\" space");
-        int i = 0;
-        for (const cJSON *it = prefix->child; it; it = it->next, i++) {
-            snprintf(sub, sizeof sub, "%s-%d", name, i);
-            snprintf(subpath, sizeof subpath, "%s.prefixItems[%d]", path, i);
-            const char *r = visit(c, it, sub, subpath);
-            if (!r) return free(b.p), NULL;
-            sb_printf(&b, "%s %s", i ? " \",\" space" : "", r);
-        }
-        sb_str(&b, " \"]\" space");
-    } else {
-        snprintf(sub, sizeof sub, "%s-item", name);
-        snprintf(subpath, sizeof subpath, "%s.items", path);
-        const cJSON *items = get(s, "items");
-        const char *item = items ? visit(c, items, sub, subpath) : primitive(c, "value");
-        if (!item) return free(b.p), NULL;
-        const cJSON *mn = get(s, "minItems"), *mx = get(s, "maxItems");
-        int lo = cJSON_IsNumber(mn) ? mn->valueint : 0, hi = cJSON_IsNumber(mx) ? mx->valueint : -1;
-        if (lo < 0 || (hi >= 0 && hi < lo) || lo > 10000 || hi > 10000)
-            return free(b.p), fail(c, LLC_ERR_UNSUPPORTED, path, "minItems/maxItems must be 0..10000 with minItems <= maxItems"), NULL;
-        if (hi == 0) sb_str(&b, "\"[\" space \"]\" space");
-        else {
-            sb_printf(&b, "\"[\" space %s%s", lo == 0 ? "( " : "", item);
-            if (hi < 0) sb_printf(&b, " ( \",\" space %s ){%d,}", item, lo > 1 ? lo - 1 : 0);
-            else if (hi > 1) sb_printf(&b, " ( \",\" space %s ){%d,%d}", item, lo > 1 ? lo - 1 : 0, hi - 1);
-            sb_printf(&b, "%s \"]\" space", lo == 0 ? " )?" : "");
-        }
+    const cJSON *prefix = get(s, "prefixItems"), *items = get(s, "items"), *more = items;
+    const char *more_kw = "items";
+    if (cJSON_IsArray(items)) {
+        if (prefix) return fail(c, LLC_ERR_FORMAT, path, "give 'prefixItems' or an array of 'items', not both"), NULL;
+        prefix = items, more = get(s, "additionalItems"), more_kw = "additionalItems";
+    } else if (has(s, "additionalItems")) {
+        return fail(c, LLC_ERR_UNSUPPORTED, path, "'additionalItems' needs 'items' to be an array"), NULL;
     }
+    if (prefix && !cJSON_IsArray(prefix)) return fail(c, LLC_ERR_FORMAT, path, "'prefixItems' must be an array"), NULL;
+    int lo, hi, n = cJSON_GetArraySize(prefix);
+    if (!count_range(c, s, "minItems", "maxItems", &lo, &hi, path)) return NULL;
+    int written = hi >= 0 && hi < n ? hi : n; /* tuple members written */
+    if (cJSON_IsFalse(more) && lo > n)
+        return fail(c, LLC_ERR_FORMAT, path, "'minItems' asks for more items than the tuple allows"), NULL;
+    primitive(c, "space");
+    sbuf b = {0};
+    sb_str(&b, "\"[\" space");
+    int i = 0;
+    for (const cJSON *it = prefix ? prefix->child : NULL; it && i < written; it = it->next, i++) {
+        snprintf(sub, sizeof sub, "%s-%d", name, i);
+        snprintf(subpath, sizeof subpath, "%s.%s[%d]", path, prefix == items ? "items" : "prefixItems", i);
+        const char *r = visit(c, it, sub, subpath);
+        if (!r) return free(b.p), NULL;
+        sb_printf(&b, "%s %s", i ? " \",\" space" : "", r);
+    }
+    if (written == n && !cJSON_IsFalse(more)) {
+        snprintf(sub, sizeof sub, "%s-item", name);
+        snprintf(subpath, sizeof subpath, "%s.%s", path, more_kw);
+        const char *item = more ? visit(c, more, sub, subpath) : primitive(c, "value");
+        if (!item) return free(b.p), NULL;
+        more_items(&b, item, n, lo > n ? lo - n : 0, hi < 0 ? -1 : hi - n);
+    }
+    sb_str(&b, " \"]\" space");
     if (b.oom) return free(b.p), fail(c, LLC_ERR_NOMEM, path, "out of memory"), NULL;
     return add_rule(c, name, b.p);
 }
@@ -383,6 +389,45 @@ static const char *optional_chain(conv *c, const char *name, const char **kv, in
     return first;
 }
 
+/* The key of additional members: any string, or one valid against
+ * `propertyNames` — a string schema (type string, pattern, format, lengths,
+ * enum or const of strings). With declared properties too, only {type:
+ * string}: their names are not checked against it. */
+static const char *key_rule(conv *c, const cJSON *s, const char *name, const char *path, bool has_props) {
+    const cJSON *pn = get(s, "propertyNames");
+    if (!pn || cJSON_IsTrue(pn)) return primitive(c, "string");
+    char subpath[320], sub[192];
+    snprintf(subpath, sizeof subpath, "%s.propertyNames", path);
+    if (!cJSON_IsObject(pn)) return fail(c, LLC_ERR_UNSUPPORTED, subpath, "must be a schema object"), NULL;
+    static const char *const allowed[] = {"type", "pattern", "format", "minLength", "maxLength", "enum", "const",
+                                          "title", "description", "$comment", "examples", "default"};
+    bool only_type = true;
+    for (const cJSON *k = pn->child; k; k = k->next) {
+        bool ok = false;
+        for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++) ok |= !strcmp(k->string, allowed[i]);
+        if (!ok) return fail(c, LLC_ERR_UNSUPPORTED, subpath, "'%s' is not supported in 'propertyNames' (type, pattern, "
+                                                             "format, minLength, maxLength, enum, const are)", k->string), NULL;
+        only_type &= !strcmp(k->string, "type") || k->string[0] == '$' || !strcmp(k->string, "title") ||
+                     !strcmp(k->string, "description");
+    }
+    const cJSON *t = get(pn, "type"), *e = get(pn, "enum"), *cn = get(pn, "const");
+    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "string")))
+        return fail(c, LLC_ERR_FORMAT, subpath, "'type' must be \"string\": property names are strings"), NULL;
+    for (const cJSON *v = cJSON_IsArray(e) ? e->child : NULL; v; v = v->next)
+        if (!cJSON_IsString(v)) return fail(c, LLC_ERR_FORMAT, subpath, "'enum' must list strings"), NULL;
+    if (cn && !cJSON_IsString(cn)) return fail(c, LLC_ERR_FORMAT, subpath, "'const' must be a string"), NULL;
+    if (only_type) return primitive(c, "string");
+    if (has_props)
+        return fail(c, LLC_ERR_UNSUPPORTED, subpath, "is supported only without 'properties' (or as {\"type\": \"string\"})"), NULL;
+    snprintf(sub, sizeof sub, "%s-key", name);
+    if (t || e || cn) return visit(c, pn, sub, subpath);
+    cJSON *str = cJSON_Duplicate(pn, true); /* a string schema without its type */
+    if (!str || !cJSON_AddStringToObject(str, "type", "string")) return cJSON_Delete(str), nomem(c), NULL;
+    const char *r = visit(c, str, sub, subpath);
+    cJSON_Delete(str);
+    return r;
+}
+
 static const char *object_rule(conv *c, const cJSON *s, const char *name, const char *path) {
     const cJSON *props = get(s, "properties"), *req = get(s, "required"), *add = get(s, "additionalProperties");
     if (props && !cJSON_IsObject(props)) return fail(c, LLC_ERR_FORMAT, path, "'properties' must be an object"), NULL;
@@ -419,25 +464,44 @@ static const char *object_rule(conv *c, const cJSON *s, const char *name, const 
             if (!kv[k - 1]) return free(kv), NULL;
             n_req += pass == 0;
         }
-    /* additional properties: a string key and a value of the given schema */
+    /* additional properties: a key (propertyNames) and a value of the given
+       schema; with neither properties nor additionalProperties, any */
     const char *extra = NULL;
+    if (has(s, "propertyNames") && !key_rule(c, s, name, path, n > 0)) return free(kv), NULL; /* checked even unused */
+    static const cJSON any_schema = {.type = cJSON_True};
+    if (!add && !props) add = &any_schema;
     if (add && !cJSON_IsFalse(add)) {
         char sub[192], subpath[320];
         snprintf(sub, sizeof sub, "%s-additional", name);
         snprintf(subpath, sizeof subpath, "%s.additionalProperties", path);
         const char *val = cJSON_IsTrue(add) ? primitive(c, "value") : visit(c, add, sub, subpath);
-        if (!val) return free(kv), NULL;
-        primitive(c, "string");
+        const char *key = val ? key_rule(c, s, name, path, n > 0) : NULL;
+        if (!key) return free(kv), NULL;
         sbuf b = {0};
-        sb_printf(&b, "string \":\" space %s", val);
+        sb_printf(&b, "%s \":\" space %s", key, val);
         char kvname[200];
         snprintf(kvname, sizeof kvname, "%s-kv", sub);
         extra = add_rule(c, kvname, b.oom ? (free(b.p), NULL) : b.p);
         if (!extra) return free(kv), NULL;
     }
+    /* how many members: only where the count is fixed but for additional ones */
+    int lo, hi;
+    if (!count_range(c, s, "minProperties", "maxProperties", &lo, &hi, path)) return free(kv), NULL;
+    int fixed_max = extra ? -1 : n; /* members at most (-1: no limit) */
+    bool counted = lo > n_req || (hi >= 0 && (fixed_max < 0 || hi < fixed_max));
+    if (counted && n > n_req)
+        return free(kv), fail(c, LLC_ERR_UNSUPPORTED, path, "'minProperties'/'maxProperties' with optional properties "
+                                                            "is not supported in structured output"), NULL;
+    if (counted && (hi >= 0 && hi < n_req))
+        return free(kv), fail(c, LLC_ERR_FORMAT, path, "'maxProperties' is less than the required properties"), NULL;
+    if (counted && !extra)
+        return free(kv), fail(c, LLC_ERR_FORMAT, path, "'minProperties' asks for more properties than the schema allows"), NULL;
     sbuf b = {0};
     sb_str(&b, "\"{\" space ");
-    if (n_req > 0) { /* required in order, then each optional one may follow */
+    if (counted) { /* required ones, then a counted number of additional ones */
+        for (int i = 0; i < n_req; i++) sb_printf(&b, "%s%s", i ? " \",\" space " : "", kv[i]);
+        more_items(&b, extra, n_req, lo > n_req ? lo - n_req : 0, hi < 0 ? -1 : hi - n_req);
+    } else if (n_req > 0) { /* required in order, then each optional one may follow */
         for (int i = 0; i < n_req; i++) sb_printf(&b, "%s%s", i ? " \",\" space " : "", kv[i]);
         for (int i = n_req; i < n; i++) sb_printf(&b, " ( \",\" space %s )?", kv[i]);
         if (extra) sb_printf(&b, " ( \",\" space %s )*", extra);
@@ -517,9 +581,9 @@ static const char *ref_rule(conv *c, const char *ref, const char *path) {
 
 /* Keywords we cannot enforce. */
 static const char *const unsupported[] = {
-    "pattern", "patternProperties", "multipleOf", "uniqueItems", "not", "if", "then", "else",
-    "dependentRequired", "dependentSchemas", "dependencies", "minProperties", "maxProperties", "contains",
-    "minContains", "maxContains", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+    "patternProperties", "multipleOf", "uniqueItems", "not", "if", "then", "else",
+    "dependentRequired", "dependentSchemas", "dependencies", "contains",
+    "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
     "$dynamicRef", "$recursiveRef",
 };
 
@@ -594,24 +658,23 @@ static const char *visit_inner(conv *c, const cJSON *s, const char *name, const 
     if (type && !cJSON_IsString(type)) return fail(c, LLC_ERR_FORMAT, path, "'type' must be a string or an array"), NULL;
     const char *t = type ? type->valuestring : NULL;
     if (!t) { /* no type: guess from the keywords, as validators accept anything */
-        if (has(s, "properties") || has(s, "additionalProperties") || has(s, "required")) t = "object";
-        else if (has(s, "items") || has(s, "prefixItems")) t = "array";
+        if (has(s, "properties") || has(s, "additionalProperties") || has(s, "required") || has(s, "propertyNames") ||
+            has(s, "minProperties") || has(s, "maxProperties"))
+            t = "object";
+        else if (has(s, "items") || has(s, "prefixItems") || has(s, "minItems") || has(s, "maxItems")) t = "array";
+        else if (has(s, "pattern") || has(s, "format") || has(s, "minLength") || has(s, "maxLength")) t = "string";
         else return primitive(c, "value");
     }
     if (!strcmp(t, "object")) {
-        if (!has(s, "properties") && !has(s, "additionalProperties")) return primitive(c, "object");
+        if (!has(s, "properties") && !has(s, "additionalProperties") && !has(s, "propertyNames") &&
+            !has(s, "minProperties") && !has(s, "maxProperties"))
+            return primitive(c, "object");
         return object_rule(c, s, name, path);
     }
     if (!strcmp(t, "array")) return array_rule(c, s, name, path);
     if (!strcmp(t, "string")) return string_rule(c, s, name, path);
-    if (!strcmp(t, "integer")) return integer_rule(c, s, name, path);
-    if (!strcmp(t, "number")) {
-        const cJSON *mn = get(s, "minimum");
-        bool other = has(s, "maximum") || has(s, "exclusiveMaximum") || has(s, "exclusiveMinimum");
-        if (other || (mn && !(cJSON_IsNumber(mn) && mn->valuedouble == 0)))
-            return fail(c, LLC_ERR_UNSUPPORTED, path, "bounds on 'number' are not supported (only minimum 0; use 'integer' for ranges)"), NULL;
-        return primitive(c, mn ? "nonneg-number" : "number");
-    }
+    if (!strcmp(t, "integer")) return number_rule(c, s, name, path, true);
+    if (!strcmp(t, "number")) return number_rule(c, s, name, path, false);
     if (!strcmp(t, "boolean")) return primitive(c, "boolean");
     if (!strcmp(t, "null")) return primitive(c, "null");
     return fail(c, LLC_ERR_FORMAT, path, "unknown type '%s'", t), NULL;

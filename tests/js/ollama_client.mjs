@@ -1,7 +1,7 @@
 // ollama_client.mjs — drives llmchat's Ollama API with the official `ollama`
 // npm client, unchanged: version, list, show, ps, chat and generate (streamed
 // and not), options (num_predict, seed, stop), the load/unload answers and
-// errors. Run by tests/cli_ollama.sh: node tests/js/ollama_client.mjs URL.
+// errors (pull and delete among them). Run by tests/cli_ollama.sh: node tests/js/ollama_client.mjs URL.
 // Prints "ok   NAME" / "FAIL NAME" lines and "N passed, N failed".
 import { Ollama } from 'ollama';
 
@@ -124,6 +124,12 @@ try {
   // ---- errors ----
   let e = await refusal(ollama.chat({ model: MODEL, messages: [{ role: 'user', content: 'hi', images: [new Uint8Array([1, 2, 3])] }] }));
   check('images: 400 with a clear message', e?.status_code === 400 && /images are not supported/.test(e.error), String(e));
+  // model management: a readable error (it was OpenAI's shape: "ResponseError: [object Object]")
+  e = await refusal(ollama.pull({ model: 'llama3.2' }));
+  check('pull: 400 saying models are GGUF files', e?.status_code === 400 && /GGUF files.*pull is not supported/.test(e.error) &&
+        !/object Object/.test(String(e)), String(e));
+  e = await refusal(ollama.delete({ model: 'llama3.2' }));
+  check('delete: 400 with a readable message', e?.status_code === 400 && /delete is not supported/.test(e.message), String(e));
   // format: constrained decoding; stories260K never writes JSON on its own
   for (const seed of [1, 2, 3]) {
     const r = await ollama.generate({ model: MODEL, prompt: 'hi', format: 'json', stream: false,

@@ -2,7 +2,7 @@
 // `llmchat serve --listen 127.0.0.1:PORT`: models.retrieve (the model, and
 // OpenAI's 404 for another id) and completions.create with a list of prompts
 // (strings and token-id lists, one choice per prompt and sample, streaming
-// too). Prints "ok   NAME" or "FAIL NAME" lines for tests/cli_server_extras.sh.
+// too), and an image content part refused with a 400. Prints "ok   NAME" or "FAIL NAME" lines for tests/cli_server_extras.sh.
 import OpenAI from 'openai';
 
 const [port, model] = process.argv.slice(2);
@@ -71,7 +71,25 @@ async function run() {
           { alone, got: t2 });
 }
 
-run().catch((e) => {
+// An image content part: a 400 naming it, asked once (a 5xx would be retried).
+async function imagePart() {
+    let calls = 0;
+    const counting = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 2, timeout: 30000,
+                                  fetch: (url, init) => { calls++; return fetch(url, init); } });
+    let err = null;
+    try {
+        await counting.chat.completions.create({ model, max_tokens: 4, messages: [{ role: 'user', content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] }] });
+    } catch (e) {
+        err = e;
+    }
+    check('openai: an image part is a BadRequestError naming the part type, not retried',
+          err instanceof OpenAI.BadRequestError && /content\[1\].*'image_url'/.test(err.message) && calls === 1,
+          err && { status: err.status, message: err.message, calls });
+}
+
+run().then(imagePart).catch((e) => {
     console.log(`FAIL openai client: ${e}`);
     process.exit(1);
 });

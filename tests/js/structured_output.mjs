@@ -117,10 +117,10 @@ try {
   await client.chat.completions.create({
     model: 'stories260K',
     messages: [{ role: 'user', content: 'x' }],
-    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } },
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^(?=a)' } } },
   });
   report('openai bad schema: 400', 'no error');
 } catch (e) {
-  report('openai bad schema: 400', e.status === 400 && /pattern/.test(e.message) ? '' : `${e.status} ${e.message}`);
+  report('openai bad schema: 400', e.status === 400 && /pattern.*lookahead/.test(e.message) ? '' : `${e.status} ${e.message}`);
 }
 process.exit(failed ? 1 : 0);
