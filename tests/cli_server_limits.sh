@@ -286,7 +286,7 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.connect(sys.argv[1])
 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
           + str(len(body)).encode() + b"\r\n\r\n" + body)
-time.sleep(4)  # reads nothing: the server's buffers fill, then the stall timeout cancels it
+time.sleep(8)  # reads nothing: the server's buffers fill (seconds on a loaded machine), then the stall timeout cancels it
 s.settimeout(20)
 data = b""
 while True:

@@ -193,8 +193,14 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
     };
     enum MHD_Result extra;
     if (srv_http_extra(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &extra)) return extra;
-    if (srv_ollama_path(url)) /* Ollama's API: srv_ollama.c */
-        return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &q->pend.gen);
+    int which;
+    const http_prep *ollama_gen = srv_ollama_prep(url, method, &which);
+    if (ollama_gen) { /* Ollama's /api/chat, /api/generate */
+        if (atomic_load(&s->stopping)) return srv_ollama_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
+        return prep_begin(s, mc, q, ollama_gen, which);
+    }
+    if (srv_ollama_path(url)) /* the rest of Ollama's API: srv_ollama.c */
+        return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len);
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
         if (strcmp(url, gen[i].path)) continue;
         if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");

@@ -126,7 +126,9 @@ bool srv_ollama_path(const char *url);
 /* Queues Ollama's {"error": msg}. */
 enum MHD_Result srv_ollama_error(struct MHD_Connection *mc, unsigned status, const char *msg);
 enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
-                                 const char *body, size_t len, http_gen **pending);
+                                 const char *body, size_t len);
+/* /api/chat and /api/generate (POST): read on a worker; NULL for other requests. */
+const http_prep *srv_ollama_prep(const char *url, const char *method, int *which);
 
 /* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
 void srv_http_gen_free(http_gen *g);

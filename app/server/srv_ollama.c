@@ -462,82 +462,139 @@ static int format_grammar(const cJSON *format, srv_gen *g, llc_err *err) {
     return srv_gen_json_grammar(format, "format", g, err);
 }
 
-static enum MHD_Result generation(srv *s, struct MHD_Connection *mc, const cJSON *j, bool chat,
-                                  http_gen **pending) {
-    if (!cJSON_IsObject(j)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the request must be a JSON object");
+/* /api/chat or /api/generate as read on a worker (read_generation): an error
+ * answer, Ollama's "load" answer (no prompt), or a generation to run. */
+typedef struct o_read {
+    bool chat, stream;
+    bool load, unload;  /* no prompt: the model is "loaded" (or would be unloaded) */
+    unsigned status;    /* an error answer (0: none) */
+    char error[512];
+    srv_gen g;
+} o_read;
+
+static void o_fail(o_read *r, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void o_fail(o_read *r, unsigned status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+    r->status = status;
+}
+
+/* On a worker: request j of /api/chat or /api/generate (r->chat) into r. */
+static void read_generation(const srv_model *m, const cJSON *j, o_read *r) {
+    const bool chat = r->chat;
+    if (!cJSON_IsObject(j)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "the request must be a JSON object");
     const cJSON *name = field(j, "model") ? field(j, "model") : field(j, "name");
-    if (!cJSON_IsString(name) || !*name->valuestring) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "model is required");
+    if (!cJSON_IsString(name) || !*name->valuestring) return o_fail(r, MHD_HTTP_BAD_REQUEST, "model is required");
     const cJSON *stream = field(j, "stream");
-    if (stream && !cJSON_IsBool(stream)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'stream' must be true or false");
+    if (stream && !cJSON_IsBool(stream)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "'stream' must be true or false");
     const cJSON *opts = field(j, "options");
-    if (opts && !cJSON_IsObject(opts)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'options' must be an object");
+    if (opts && !cJSON_IsObject(opts)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "'options' must be an object");
     const cJSON *num_ctx = field(opts, "num_ctx");
     if (num_ctx && (!cJSON_IsNumber(num_ctx) || num_ctx->valuedouble < 1 ||
                     num_ctx->valuedouble != floor(num_ctx->valuedouble)))
-        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'num_ctx' must be a positive integer");
+        return o_fail(r, MHD_HTTP_BAD_REQUEST, "'num_ctx' must be a positive integer");
     const cJSON *format = field(j, "format");
     if (format && !cJSON_IsObject(format) && !(cJSON_IsString(format) && (!*format->valuestring ||
                                                                           !strcmp(format->valuestring, "json"))))
-        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'format' must be \"json\" or a JSON schema (an object)");
+        return o_fail(r, MHD_HTTP_BAD_REQUEST, "'format' must be \"json\" or a JSON schema (an object)");
     const cJSON *tools = field(j, "tools");
     if (!chat && tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
-        return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'tools' are for /api/chat; /api/generate takes none");
+        return o_fail(r, MHD_HTTP_BAD_REQUEST, "'tools' are for /api/chat; /api/generate takes none");
     bool unload = keep_alive_zero(field(j, "keep_alive"));
     if (chat) {
         const cJSON *msgs = field(j, "messages"), *msg;
         if (msgs && !cJSON_IsArray(msgs))
-            return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'messages' must be an array of {role, content}");
+            return o_fail(r, MHD_HTTP_BAD_REQUEST, "'messages' must be an array of {role, content}");
         int i = 0;
         cJSON_ArrayForEach(msg, msgs) {
             if (has_images(msg))
-                return o_errorf(mc, MHD_HTTP_BAD_REQUEST,
+                return o_fail(r, MHD_HTTP_BAD_REQUEST,
                                 "messages[%d].images: images are not supported ('%.100s' has no vision)", i,
-                                s->m.name);
+                                m->name);
             i++;
         }
-        if (i == 0) return load_answer(s, mc, true, unload);
+        if (i == 0) { /* no messages: Ollama's "load" */
+            r->load = true;
+            r->unload = unload;
+            return;
+        }
     } else {
         const cJSON *prompt = field(j, "prompt"), *suffix = field(j, "suffix"), *tmpl = field(j, "template");
-        if (prompt && !cJSON_IsString(prompt)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'prompt' must be a string");
-        if (suffix && !cJSON_IsString(suffix)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'suffix' must be a string");
+        if (prompt && !cJSON_IsString(prompt)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "'prompt' must be a string");
+        if (suffix && !cJSON_IsString(suffix)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "'suffix' must be a string");
         const cJSON *system = field(j, "system");
-        if (system && !cJSON_IsString(system)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'system' must be a string");
+        if (system && !cJSON_IsString(system)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "'system' must be a string");
         const cJSON *raw = field(j, "raw");
-        if (raw && !cJSON_IsBool(raw)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "'raw' must be true or false");
+        if (raw && !cJSON_IsBool(raw)) return o_fail(r, MHD_HTTP_BAD_REQUEST, "'raw' must be true or false");
         if (has_images(j))
-            return o_errorf(mc, MHD_HTTP_BAD_REQUEST, "images are not supported ('%.100s' has no vision)", s->m.name);
+            return o_fail(r, MHD_HTTP_BAD_REQUEST, "images are not supported ('%.100s' has no vision)", m->name);
         if (tmpl && !(cJSON_IsString(tmpl) && !*tmpl->valuestring))
-            return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST,
+            return o_fail(r, MHD_HTTP_BAD_REQUEST,
                            "'template' is not supported: the model's own chat template is used "
                            "(send a formatted prompt with \"raw\": true instead)");
         if ((!prompt || !*prompt->valuestring) && (!suffix || !*suffix->valuestring))
-            return load_answer(s, mc, false, unload);
+        { /* no prompt: Ollama's "load" */
+            r->load = true;
+            r->unload = unload;
+            return;
+        }
     }
-    srv_gen g;
-    srv_gen_init(&g);
+    srv_gen *g = &r->g;
     llc_err err = {{0}};
     cJSON *empty = opts ? NULL : cJSON_CreateObject();
-    int rc = srv_gen_params(&s->m, SRV_OLLAMA, opts ? opts : empty, &g, &err);
+    int rc = srv_gen_params(m, SRV_OLLAMA, opts ? opts : empty, g, &err);
     cJSON_Delete(empty);
     bool params_done = !rc;
-    if (!rc) rc = format_grammar(format, &g, &err);
-    if (!rc) rc = think_param(j, &g, &err);
-    if (!rc && chat) rc = srv_gen_tools(j, &g, &err); /* OpenAI's tools; tool_choice too (an llmchat extension) */
-    if (!rc && chat && !(rc = srv_gen_chat(&s->m, field(j, "messages"), &g, &err))) rc = srv_gen_reasoning(&s->m, j, &g, &err);
-    else if (!rc && !chat) rc = generate_prompt(&s->m, j, &g, &err);
-    if (rc) {
-        srv_gen_free(&g);
-        return o_errorf(mc, status_of(rc), "%s%s", params_done ? "" : "options: ", err.msg);
-    }
-    o_gen *o = calloc(1, sizeof *o);
-    if (!o) {
-        srv_gen_free(&g);
-        return MHD_NO;
-    }
-    o->chat = chat;
-    snprintf(o->model, sizeof o->model, "%s", s->m.name);
-    return srv_http_generate_as(s, mc, &ollama_format, o, &g, !stream || cJSON_IsTrue(stream), pending);
+    if (!rc) rc = format_grammar(format, g, &err);
+    if (!rc) rc = think_param(j, g, &err);
+    if (!rc && chat) rc = srv_gen_tools(j, g, &err); /* OpenAI's tools; tool_choice too (an llmchat extension) */
+    if (!rc && chat && !(rc = srv_gen_chat(m, field(j, "messages"), g, &err))) rc = srv_gen_reasoning(m, j, g, &err);
+    else if (!rc && !chat) rc = generate_prompt(m, j, g, &err);
+    if (rc) return o_fail(r, status_of(rc), "%s%s", params_done ? "" : "options: ", err.msg);
+    r->stream = !stream || cJSON_IsTrue(stream);
 }
+
+static void *gen_prepare(const srv_model *m, int which, const char *body, size_t len) {
+    o_read *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    srv_gen_init(&r->g);
+    r->chat = which;
+    cJSON *j = NULL;
+    if (!srv_utf8_valid(body, len)) o_fail(r, MHD_HTTP_BAD_REQUEST, "the body is not valid UTF-8");
+    else if (srv_json_has_nul(body, len)) o_fail(r, MHD_HTTP_BAD_REQUEST, NUL_REFUSED);
+    else if (!(j = cJSON_ParseWithLength(body, len))) o_fail(r, MHD_HTTP_BAD_REQUEST, "the body is not valid JSON");
+    else read_generation(m, j, r);
+    cJSON_Delete(j);
+    return r;
+}
+
+static void gen_discard(void *ready) {
+    o_read *r = ready;
+    srv_gen_free(&r->g);
+    free(r);
+}
+
+/* On the server thread: the read request refused, answered ("load") or run. */
+static enum MHD_Result gen_start(srv *s, struct MHD_Connection *mc, void *ready, http_pending *pending) {
+    o_read *r = ready;
+    if (!r) return MHD_NO;
+    enum MHD_Result ret;
+    o_gen *o = NULL;
+    if (r->status) ret = srv_ollama_error(mc, r->status, r->error);
+    else if (r->load) ret = load_answer(s, mc, r->chat, r->unload);
+    else if (!(o = calloc(1, sizeof *o))) ret = MHD_NO;
+    else {
+        o->chat = r->chat;
+        snprintf(o->model, sizeof o->model, "%s", s->m.name);
+        ret = srv_http_generate_as(s, mc, &ollama_format, o, &r->g, r->stream, &pending->gen); /* takes g */
+    }
+    gen_discard(r);
+    return ret;
+}
+
+static const http_prep gen_prep = {gen_prepare, gen_start, gen_discard};
 
 /* ---- routing ---- */
 
@@ -574,7 +631,7 @@ static enum MHD_Result model_management(srv *s, struct MHD_Connection *mc, const
 }
 
 enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
-                                 const char *body, size_t len, http_gen **pending) {
+                                 const char *body, size_t len) {
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/")) { /* clients probe it (HEAD /): Ollama's answer, as text */
         if (!get) return srv_ollama_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET or HEAD");
@@ -603,10 +660,14 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
     if (srv_json_has_nul(body, len)) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, NUL_REFUSED);
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!j) return srv_ollama_error(mc, MHD_HTTP_BAD_REQUEST, "the body is not valid JSON");
-    enum MHD_Result ret;
-    if (!strcmp(url, "/api/show")) ret = show(s, mc, j);
-    else if (atomic_load(&s->stopping)) ret = srv_ollama_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
-    else ret = generation(s, mc, j, !strcmp(url, "/api/chat"), pending);
+    enum MHD_Result ret = show(s, mc, j); /* (/api/chat and /api/generate: srv_ollama_prep) */
     cJSON_Delete(j);
     return ret;
+}
+
+const http_prep *srv_ollama_prep(const char *url, const char *method, int *which) {
+    if (strcmp(method, "POST")) return NULL;
+    if (strcmp(url, "/api/chat") && strcmp(url, "/api/generate")) return NULL;
+    *which = !strcmp(url, "/api/chat");
+    return &gen_prep;
 }
