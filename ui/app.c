@@ -349,7 +349,7 @@ void ui_app_close_tab(ui_app *a) {
     app_save_conv(a, c, true, 0);
     if (conv_unsaved(c) && a->close_confirm != c) { /* closing would lose it: ask once more */
         a->close_confirm = c;
-        ui_app_notice(a, true, "this tab is not saved (%s): Ctrl-W again closes it and loses it",
+        ui_app_notice(a, true, "this tab is not saved (%s): closing it again (Alt-W, /close) loses it",
                       a->db ? c->save_error : a->db_error);
         return;
     }
@@ -490,11 +490,12 @@ static void send_queued(ui_app *a, conv *c) {
     free(q);
 }
 
-void ui_app_cancel(ui_app *a) {
+bool ui_app_cancel(ui_app *a) {
     conv *c = ui_app_tab(a);
-    if (!c || !c->req_id) return;
+    if (!c || !c->req_id) return false;
     prov_cancel(app_tab_prov(a, c), c->req_id);
     ui_app_notice(a, false, "stopping the answer (what came so far is kept)");
+    return true;
 }
 
 /* An answer ended (seq_index -1: the whole request failed). */

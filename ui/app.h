@@ -91,7 +91,8 @@ bool ui_app_input(ui_app *a, const char *text, size_t len);
 void ui_app_new_tab(ui_app *a);
 void ui_app_close_tab(ui_app *a);
 void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
-void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answer */
+/* Ctrl-C: stops the current tab's answer; false when none is coming. */
+bool ui_app_cancel(ui_app *a);
 /* Esc: closes the panel and the notice, and leaves /edit. Returns true when an
  * edit was left (the view then empties the input box). */
 bool ui_app_escape(ui_app *a);

@@ -461,7 +461,23 @@ static void on_alt_key(view *v, wint_t ch) {
     else if (ch == 'k') ui_app_input(a, "/copy code", 10);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
-    else if (ch == 127 || ch == KEY_BACKSPACE || ch == 8) le_kill_word_back(v->le);
+    else if (ch == 'w') ui_app_close_tab(a);
+    else if (ch == 127 || ch == 8) le_kill_word_back(v->le); /* Alt-Backspace: ESC DEL or ESC ^H */
+}
+
+/* Ctrl-D: on an empty input closes the tab (the last one quits), as a shell
+ * ends at EOF; otherwise deletes the character under the cursor. */
+static void ctrl_d(view *v) {
+    size_t len;
+    le_text(v->le, &len);
+    if (len) le_delete(v->le);
+    else if (v->a->n_tabs > 1) ui_app_close_tab(v->a);
+    else ui_app_quit(v->a);
+}
+
+/* Ctrl-C: stops the tab's answer; with none coming, empties the input. */
+static void ctrl_c(view *v) {
+    if (!ui_app_cancel(v->a)) le_clear(v->le);
 }
 
 static void on_key(view *v, int is_key, wint_t ch, bool alt) {
@@ -483,8 +499,8 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
         }
         return;
     }
-    if (alt && !is_key) {
-        on_alt_key(v, ch);
+    if (alt && (!is_key || ch == KEY_BACKSPACE)) { /* (keypad mode may turn the DEL of ESC DEL into KEY_BACKSPACE) */
+        on_alt_key(v, is_key ? 127 : ch);
         return;
     }
     if (is_key) {
@@ -515,10 +531,10 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     switch (ch) {
     case '\r': submit(v); return;
     case '\n': le_newline(v->le); return;       /* Ctrl-J */
-    case 3: ui_app_cancel(a); return;           /* Ctrl-C */
+    case 3: ctrl_c(v); return;                  /* Ctrl-C */
     case 17: ui_app_quit(a); return;            /* Ctrl-Q */
     case 20: ui_app_new_tab(a); return;         /* Ctrl-T */
-    case 23: ui_app_close_tab(a); return;       /* Ctrl-W */
+    case 23: le_kill_word_back(v->le); return;  /* Ctrl-W (readline's; Alt-W closes the tab) */
     case 1: le_home(v->le); return;             /* Ctrl-A */
     case 5: le_end(v->le); return;              /* Ctrl-E */
     case 2: le_left(v->le); return;             /* Ctrl-B */
@@ -526,7 +542,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     case 11: le_kill_to_end(v->le); return;     /* Ctrl-K */
     case 21: le_kill_to_start(v->le); return;   /* Ctrl-U */
     case 25: le_yank(v->le); return;            /* Ctrl-Y */
-    case 4: le_delete(v->le); return;           /* Ctrl-D */
+    case 4: ctrl_d(v); return;                  /* Ctrl-D */
     case 12: clearok(stdscr, TRUE); return;     /* Ctrl-L */
     case 8: case 127: le_backspace(v->le); return;
     case 27: /* a lone Esc: close the panel, leave /edit */

@@ -1,0 +1,43 @@
+# cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
+# readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
+# and the tab keys moved off them.
+. tests/lib_cli.sh
+
+. tests/lib_tmux.sh
+mkdir -p "$TMP/cfg"
+
+# start DB [WIDTH HEIGHT]: the UI on the default model, in a terminal whose
+# Backspace is DEL (xterm's and tmux's: curses reads it as KEY_BACKSPACE)
+start() {
+    start_cmd "${2:-100}" "${3:-30}" \
+        "env TERM=xterm-256color XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $1 --no-socket"
+}
+
+start "$TMP/keys.db"
+check "opens on the default model" "stories260K.gguf \\| cpu"
+keys C-t
+check "Ctrl-T opens a second tab" " 2:New chat"
+keys -l "one two three four"
+keys M-BSpace
+check "Alt-Backspace (ESC DEL) deletes the word before the cursor" "^> one two three *$"
+keys Escape C-h
+check "Alt-Backspace (ESC ^H) deletes the word before the cursor" "^> one two *$"
+keys C-w
+check "Ctrl-W deletes the word before the cursor" "^> one *$"
+check "... and leaves the tab open" " 2:New chat"
+keys C-c
+check "Ctrl-C with no answer coming empties the input" "^> *$"
+keys M-w
+check "Alt-W closes the tab" "^ 1:New chat *$"
+keys C-t
+check "another second tab" " 2:New chat"
+keys -l "x"
+keys C-a C-d
+check "Ctrl-D on text deletes the character under the cursor" "^> *$"
+check "... and keeps the tab" " 2:New chat"
+keys C-d
+check "Ctrl-D on an empty input closes the tab" "^ 1:New chat *$"
+keys C-d
+check "Ctrl-D on an empty input in the last tab quits" "EXITED 0"
+
+finish
