@@ -89,6 +89,7 @@ void conv_free(conv *c) {
     free(c->system);
     free(c->queued);
     free(c->model);
+    free(c->model_prev);
     free(c);
 }
 

@@ -77,6 +77,8 @@ typedef struct conv {
     char save_error[320];/* why the last save failed ("" when saved) */
     char *model;         /* the model file this session answers with ("" : the default) */
     struct provider *prov; /* the provider answering it now (NULL: the app's default) */
+    char *model_prev;    /* while /model opens another model: the tab's model before (NULL: none),
+                            which it keeps if that one cannot be opened */
     char *queued;        /* a message sent while the answer streams: it goes when the answer ends */
     size_t queued_len;
     /* view state */

@@ -261,11 +261,21 @@ static void test_model_switch_in_the_background(void) {
     CHECK(db_session_get(a->db, sid, &s, NULL) == 0);
     CHECK(strstr(s.model, "/other.gguf") != NULL); /* the session remembers its model */
     db_session_clear(&s);
-    /* a model that cannot be opened: the tab stays on the default */
+    /* a model that cannot be opened: the tab stays on the model it had, in the database too */
     snprintf(cmd, sizeof cmd, "/model %s", broken);
+    CHECK(input(a, cmd));
+    CHECK(c->prov == NULL && c->model_prev != NULL); /* loading */
+    wait_loaded(a);
+    CHECKF(strstr(a->notice, "cannot open broken.gguf: not a GGUF file (the tab answers with other.gguf)"), "%s",
+           a->notice);
+    CHECK(c->prov == &g_other.base && strstr(c->model, "/other.gguf") && c->model_prev == NULL);
+    CHECK(db_session_get(a->db, sid, &s, NULL) == 0);
+    CHECK(strstr(s.model, "/other.gguf") != NULL);
+    db_session_clear(&s);
+    /* ... and a tab on the default stays on the default */
     CHECK(input(a, "/new") && input(a, cmd));
     wait_loaded(a);
-    CHECK(strstr(a->notice, "cannot open broken.gguf: not a GGUF file") != NULL);
+    CHECKF(strstr(a->notice, "(the tab answers with fake-model)"), "%s", a->notice);
     CHECK(ui_app_tab(a)->prov == NULL && ui_app_tab(a)->model[0] == 0);
     ui_app_free(a);
     /* restarting: the tab of that session loads its model by itself */
