@@ -138,7 +138,12 @@ bool conv_unsaved(const conv *c);
 int conv_write_markdown(const conv *c, FILE *f);
 
 /* The messages for the prompt: system (if any) then the path and the current
- * alternative, up to and including the last user message. *out malloc'd. */
+ * alternative, up to and including the last user message. A failed or empty
+ * answer is left out, and the user's messages around it become one turn (the
+ * roles still alternate). *out is one allocation: free(*out) frees it all. */
 int conv_chat_msgs(const conv *c, chat_msg **out, int *n);
+/* The same for the conversation once next is sent after the answer shown
+ * (with /edit: instead of the last user message). */
+int conv_chat_msgs_next(const conv *c, const char *next, chat_msg **out, int *n);
 
 #endif

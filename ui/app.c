@@ -409,21 +409,12 @@ static int check_message(ui_app *a, conv *c, const char *text, size_t len, llc_e
     chat_msg *m;
     int n;
     char *t = strndup(text, len);
-    if (!t || conv_chat_msgs(c, &m, &n)) {
+    if (!t || conv_chat_msgs_next(c, t, &m, &n)) {
         free(t);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
-    chat_msg *mm = realloc(m, (size_t)(n + 2) * sizeof *mm);
-    if (!mm) {
-        free(m);
-        free(t);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    }
-    if (c->editing && n > 0 && mm[n - 1].role == CHAT_USER) n--; /* the edited message replaces it */
-    else if (!c->editing && c->n_alts > 0) mm[n++] = (chat_msg){CHAT_ASSISTANT, conv_last(c)->text};
-    mm[n++] = (chat_msg){CHAT_USER, t};
-    int rc = prov_check(app_tab_prov(a, c), mm, n, &c->set, err);
-    free(mm);
+    int rc = prov_check(app_tab_prov(a, c), m, n, &c->set, err);
+    free(m);
     free(t);
     return rc;
 }
