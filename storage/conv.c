@@ -12,9 +12,11 @@
 conv_settings conv_default_settings(void) {
     sampler_params d = sampler_params_default();
     return (conv_settings){.temperature = d.temperature, .top_p = d.top_p, .min_p = d.min_p,
-                           .top_k = d.top_k, .max_tokens = 512, .seed = SAMPLER_SEED_RANDOM,
+                           .top_k = d.top_k, .max_tokens = 0, .seed = SAMPLER_SEED_RANDOM,
                            .n = 1, .beam = 0};
 }
+
+int conv_max_tokens(const conv_settings *s) { return s->max_tokens > 0 ? s->max_tokens : CONV_MAX_TOKENS; }
 
 static void msg_free(conv_msg *m) {
     if (!m) return;
@@ -100,7 +102,7 @@ char *conv_settings_to_json(const conv_settings *s) {
     cJSON_AddNumberToObject(j, "top_p", s->top_p);
     cJSON_AddNumberToObject(j, "top_k", s->top_k);
     cJSON_AddNumberToObject(j, "min_p", s->min_p);
-    cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens);
+    if (s->max_tokens > 0) cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens);
     if (s->seed != SAMPLER_SEED_RANDOM) cJSON_AddNumberToObject(j, "seed", (double)s->seed);
     cJSON_AddNumberToObject(j, "n", s->n);
     cJSON_AddNumberToObject(j, "beam", s->beam);

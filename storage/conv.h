@@ -51,7 +51,7 @@ typedef struct conv_msg {
 
 typedef struct conv_settings {
     float temperature, top_p, min_p;
-    int top_k, max_tokens;
+    int top_k, max_tokens; /* max_tokens 0: not set (a server chooses; locally CONV_MAX_TOKENS) */
     uint64_t seed;       /* SAMPLER_SEED_RANDOM: a new one each answer */
     int n, beam;         /* parallel answers; beam width (0: sample) */
     bool no_think;       /* /think off: the template renders with enable_thinking false */
@@ -89,6 +89,10 @@ typedef struct conv {
 } conv;
 
 conv_settings conv_default_settings(void);
+/* The answer length used when /set max_tokens did not set one (the local
+ * engine's; a remote server is left to choose its own). */
+#define CONV_MAX_TOKENS 512
+int conv_max_tokens(const conv_settings *s); /* max_tokens, or CONV_MAX_TOKENS when not set */
 
 /* A new, empty conversation (not stored until it has a message). */
 int conv_create(const char *title, conv **out);

@@ -1,10 +1,13 @@
 # cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
 # readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
-# and the tab keys moved off them.
+# and the tab keys moved off them; against a remote server
+# (tests/tools/fake_openai): a speed that is tokens over time, /beam refused
+# when typed, Ctrl-C stopping an answer without emptying the input.
 . tests/lib_cli.sh
 
 . tests/lib_tmux.sh
 mkdir -p "$TMP/cfg"
+PIDS=""
 
 # start DB [WIDTH HEIGHT]: the UI on the default model, in a terminal whose
 # Backspace is DEL (xterm's and tmux's: curses reads it as KEY_BACKSPACE)
@@ -39,5 +42,28 @@ keys C-d
 check "Ctrl-D on an empty input closes the tab" "^ 1:New chat *$"
 keys C-d
 check "Ctrl-D on an empty input in the last tab quits" "EXITED 0"
+
+# a remote server
+./build/tools/fake_openai "$TMP/port" &
+PIDS="$PIDS $!"
+i=0; while [ ! -s "$TMP/port" ] && [ $i -lt $((50 * SLOW)) ]; do sleep 0.1; i=$((i + 1)); done
+start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg $LLMCHAT --remote http://127.0.0.1:$(cat "$TMP/port")/v1 --db $TMP/remote.db --no-socket"
+check "opens on the remote server" "remote 127\\.0\\.0\\.1:"
+line "mode:burst go"
+check "an answer whose pieces come in one bunch" "^  a a a a a"
+idle
+check "the status line's speed is tokens over time (4 tokens after the first in ~0.1 s)" "\\| [0-9]{1,2}\\.[0-9] tok/s"
+line "/beam 2"
+check "/beam is refused when typed in a remote tab" "beam search needs the local engine"
+check "... and stays in the input" "^> /beam 2"
+keys C-u
+line "mode:slow go"
+check "a slow answer streams" "tick tick tick"
+keys -l "a draft"
+keys C-c
+check "Ctrl-C while an answer streams stops it" "^Assistant \\[stopped\\]"
+check "... and leaves the input as it was" "^> a draft *$"
+keys C-q
+check "quits" "EXITED 0"
 
 finish

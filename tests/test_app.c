@@ -62,7 +62,7 @@ static char *f_text(provider *p) { return strdup("fake"); }
 static const char *f_name(const provider *p) { return "fake-model"; }
 static void f_destroy(provider *p) {}
 static const provider_ops f_ops = {f_check, f_submit, f_cancel, f_next, f_fd, f_status,
-                                   f_text, f_text, f_name, f_destroy};
+                                   f_text, f_text, f_name, f_destroy, NULL};
 
 static fake g_fake, g_other;
 static int g_opens;

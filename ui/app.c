@@ -499,7 +499,7 @@ static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms)
         if (alt >= c->n_alts || c->alts[alt]->state != DB_STATE_STREAMING) continue;
         /* "length" before max_tokens: the context ran out (stored as "context") */
         bool context_end = !strcmp(ev->finish, "length") && ev->seq_index >= 0 && ev->usage.completion_tokens > 0 &&
-                           ev->usage.completion_tokens < c->set.max_tokens;
+                           ev->usage.completion_tokens < conv_max_tokens(&c->set);
         conv_finish(c, alt, ev->state, context_end ? "context" : ev->finish, ev->seq_index < 0 ? NULL : &ev->usage);
         snprintf(c->alts[alt]->error, sizeof c->alts[alt]->error, "%s",
                  ev->state == DB_STATE_ERROR ? ev->message : "");
@@ -676,6 +676,16 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
                   s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
 }
 
+/* /beam W the tab's provider cannot do (a remote server): refused at once. */
+static bool cmd_beam_refused(ui_app *a, conv *c, long long width) {
+    conv_settings s = c->set;
+    s.beam = width > 1 ? (int)width : 0;
+    llc_err err;
+    if (!prov_check_settings(app_tab_prov(a, c), &s, &err)) return false;
+    app_reject(a, "/beam: %s", err.msg);
+    return true;
+}
+
 /* /system: shows the system prompt (no text), sets it, or (--clear) removes it. */
 static void cmd_system(ui_app *a, conv *c, const ui_cmd *cmd) {
     if (!cmd->arg_len) {
@@ -745,6 +755,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
         ui_app_notice(a, false, "%d answer%s per message", c->set.n, c->set.n == 1 ? "" : "s");
         break;
     case UI_CMD_BEAM:
+        if (cmd_beam_refused(a, c, cmd.ivalue)) break;
         c->set.beam = cmd.ivalue > 1 ? (int)cmd.ivalue : 0;
         c->meta_dirty = true;
         app_save_conv(a, c, true, 0);
