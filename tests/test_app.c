@@ -658,6 +658,17 @@ static void test_quit_keeps_unsaved_messages(void) {
     ui_app_free(a);
 }
 
+/* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
+static void test_set_alone_shows_the_values(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "/set"));
+    CHECKF(strstr(a->notice, "temp ") && strstr(a->notice, "max_tokens not set") && !a->notice_error, "%s",
+           a->notice);
+    CHECK(input(a, "/set max_tokens 64") && input(a, "/set"));
+    CHECKF(strstr(a->notice, "max_tokens 64 "), "%s", a->notice);
+    ui_app_free(a);
+}
+
 static void test_second_ui_on_a_database_is_warned(void) {
     ui_app *a = open_app();
     CHECK(!strstr(a->notice, "another llmchat chat"));
@@ -693,6 +704,7 @@ int main(void) {
     RUN(test_notices_and_panels_do_not_outstay);
     RUN(test_tabs_past_nine_and_rename);
     RUN(test_second_ui_on_a_database_is_warned);
+    RUN(test_set_alone_shows_the_values);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];

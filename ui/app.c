@@ -653,9 +653,20 @@ static void cmd_copy(ui_app *a, conv *c, bool code) {
 
 static void cmd_stats(ui_app *a) { app_set_panel(a, prov_stats(app_tab_prov(a, ui_app_tab(a)))); }
 
+/* The tab's settings, on the notice line. */
+static void show_settings(ui_app *a, const conv_settings *s) {
+    char max[48];
+    if (s->max_tokens > 0) snprintf(max, sizeof max, "%d", s->max_tokens);
+    else snprintf(max, sizeof max, "not set (%d here; a server's own)", CONV_MAX_TOKENS);
+    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %s  seed %s  (/set KEY VALUE)",
+                  s->temperature, s->top_p, s->top_k, s->min_p, max,
+                  s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+}
+
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     conv_settings *s = &c->set;
     switch (cmd->key) {
+    case UI_SET_SHOW: show_settings(a, s); return;
     case UI_SET_TEMP: s->temperature = (float)cmd->value; break;
     case UI_SET_TOP_P:
         if (cmd->value <= 0) {
@@ -671,9 +682,7 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     }
     c->meta_dirty = true;
     app_save_conv(a, c, true, 0);
-    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %d  seed %s",
-                  s->temperature, s->top_p, s->top_k, s->min_p, s->max_tokens,
-                  s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+    show_settings(a, s);
 }
 
 /* /beam W the tab's provider cannot do (a remote server): refused at once. */

@@ -14,8 +14,10 @@ typedef struct cmd_def {
     const char *name;
     ui_cmd_kind kind;
     enum { ARG_NONE, ARG_TEXT, ARG_TEXT_REQUIRED, ARG_INT, ARG_INT_OPTIONAL, ARG_SET } arg;
-    long long min, max; /* ARG_INT */
+    long long min, max; /* ARG_INT (max LIST_N: a number of the last /sessions or /search list) */
 } cmd_def;
+
+#define LIST_N ((long long)1 << 62)
 
 static const cmd_def g_cmds[] = {
     {"system", UI_CMD_SYSTEM, ARG_TEXT, 0, 0},
@@ -28,10 +30,10 @@ static const cmd_def g_cmds[] = {
     {"branch", UI_CMD_BRANCH, ARG_TEXT, 0, 0},
     {"rename", UI_CMD_RENAME, ARG_TEXT_REQUIRED, 0, 0},
     {"sessions", UI_CMD_SESSIONS, ARG_TEXT, 0, 0},
-    {"open", UI_CMD_OPEN, ARG_INT, 1, (long long)1 << 62},
-    {"archive", UI_CMD_ARCHIVE, ARG_INT, 1, (long long)1 << 62},
-    {"unarchive", UI_CMD_UNARCHIVE, ARG_INT, 1, (long long)1 << 62},
-    {"delete", UI_CMD_DELETE, ARG_INT, 1, (long long)1 << 62},
+    {"open", UI_CMD_OPEN, ARG_INT, 1, LIST_N},
+    {"archive", UI_CMD_ARCHIVE, ARG_INT, 1, LIST_N},
+    {"unarchive", UI_CMD_UNARCHIVE, ARG_INT, 1, LIST_N},
+    {"delete", UI_CMD_DELETE, ARG_INT, 1, LIST_N},
     {"tab", UI_CMD_TAB, ARG_INT, 1, 999},
     {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
     {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
@@ -139,8 +141,12 @@ static int parse_set(const char *p, const char *end, ui_cmd *out, char *err, siz
         {"seed", NULL, UI_SET_SEED, true, 0, 9.2e18},
     };
     char key[32], val[64], extra[8];
-    if (!next_word(&p, end, key, sizeof key) || !next_word(&p, end, val, sizeof val))
-        return fail(err, n, "usage: /set temp|top_p|top_k|min_p|max_tokens|seed VALUE");
+    if (!next_word(&p, end, key, sizeof key)) {
+        out->key = UI_SET_SHOW;
+        return 0;
+    }
+    if (!next_word(&p, end, val, sizeof val))
+        return fail(err, n, "usage: /set temp|top_p|top_k|min_p|max_tokens|seed VALUE (/set alone shows them)");
     if (next_word(&p, end, extra, sizeof extra)) return fail(err, n, "/set takes one value");
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcmp(key, keys[i].name) && (!keys[i].alias || strcmp(key, keys[i].alias))) continue;
@@ -206,8 +212,11 @@ int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t er
         if (!arg_len) return fail(err, err_size, "/%s needs a number", d->name);
         if (arg_len >= sizeof word || (memcpy(word, p, arg_len), word[arg_len] = 0, !parse_ll(word, &out->ivalue)) ||
             out->ivalue < d->min || out->ivalue > d->max)
-            return fail(err, err_size, "/%s: '%.*s' is not a whole number from %lld to %lld", d->name,
-                        (int)(arg_len > 20 ? 20 : arg_len), p, d->min, d->max);
+            return d->max == LIST_N
+                       ? fail(err, err_size, "/%s N: '%.*s' is not an entry (N: a session's number in the last "
+                              "/sessions or /search list)", d->name, (int)(arg_len > 20 ? 20 : arg_len), p)
+                       : fail(err, err_size, "/%s: '%.*s' is not a whole number from %lld to %lld", d->name,
+                              (int)(arg_len > 20 ? 20 : arg_len), p, d->min, d->max);
         return 0;
     case ARG_SET:
         return parse_set(p, arg_end, out, err, err_size);
@@ -227,7 +236,7 @@ const char *ui_help_text(void) {
            "  Alt-C   copy the last answer     Alt-K  copy the last code block (OSC 52)\n"
            "Commands\n"
            "  /system [TEXT]     show / set the system prompt of this session; /system --clear\n"
-           "  /set temp|top_p|top_k|min_p|max_tokens|seed VALUE\n"
+           "  /set [temp|top_p|top_k|min_p|max_tokens|seed VALUE]   alone: the values now\n"
            "  /n K               K parallel answers; /alt [K] shows the next (or K-th)\n"
            "  /beam W            beam search of width W (0: sample)\n"
            "  /regen             another answer to the last message (a branch)\n"

@@ -9,7 +9,7 @@
 typedef enum ui_cmd_kind {
     UI_CMD_MESSAGE, /* not a command: text to send ("//x" sends "/x") */
     UI_CMD_SYSTEM,  /* /system [TEXT]: set it; none: show it; ivalue 1: --clear */
-    UI_CMD_SET,     /* /set KEY VALUE */
+    UI_CMD_SET,     /* /set KEY VALUE; /set alone shows the values (key UI_SET_SHOW) */
     UI_CMD_N,       /* /n K: K parallel answers */
     UI_CMD_ALT,     /* /alt [K]: next alternative answer, or the K-th */
     UI_CMD_BEAM,    /* /beam W (0 or 1 turns beam search off) */
@@ -40,6 +40,7 @@ typedef enum ui_cmd_kind {
 
 typedef enum ui_set_key {
     UI_SET_TEMP, UI_SET_TOP_P, UI_SET_TOP_K, UI_SET_MIN_P, UI_SET_MAX_TOKENS, UI_SET_SEED,
+    UI_SET_SHOW, /* /set alone: show the values */
 } ui_set_key;
 
 typedef struct ui_cmd {
