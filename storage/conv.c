@@ -92,6 +92,7 @@ void conv_free(conv *c) {
     free(c->queued);
     free(c->model);
     free(c->model_prev);
+    free(c->draft);
     free(c);
 }
 

@@ -82,6 +82,8 @@ typedef struct conv {
     char *queued;        /* a message sent while the answer streams: it goes when the answer ends */
     size_t queued_len;
     /* view state */
+    char *draft;         /* what is typed in the input box while another tab is shown (NULL: nothing) */
+    int64_t focus_id;    /* a message the view scrolls to at its next draw (0: none) */
     int scroll;          /* lines up from the bottom */
     int scroll_rows;     /* the transcript's rows at the last draw (holds a scrolled view still) */
     bool titled;         /* /rename named it: the first message does not replace the title */

@@ -1,6 +1,6 @@
 # cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
 # readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
-# and the tab keys moved off them; against a remote server
+# and the tab keys moved off them; an input box per tab; against a remote server
 # (tests/tools/fake_openai): a speed that is tokens over time, /beam refused
 # when typed, Ctrl-C stopping an answer without emptying the input.
 . tests/lib_cli.sh
@@ -42,6 +42,25 @@ keys C-d
 check "Ctrl-D on an empty input closes the tab" "^ 1:New chat *$"
 keys C-d
 check "Ctrl-D on an empty input in the last tab quits" "EXITED 0"
+
+# each tab has its own input box
+start "$TMP/drafts.db"
+check "opens" "1:New chat"
+keys -l "draft one"
+keys C-t
+check "a new tab starts with an empty input" "^> *$"
+keys -l "draft two"
+keys M-1
+check "the first tab's draft comes back with it" "^> draft one *$"
+keys M-2
+check "and the second's with it" "^> draft two *$"
+keys C-u
+line "/tab 1"
+check "/tab 1 shows the first tab's draft" "^> draft one *$"
+keys M-2
+check "the command that switched is not left in the second tab's box" "^> *$"
+keys C-q
+check "quits" "EXITED 0"
 
 # a remote server
 ./build/tools/fake_openai "$TMP/port" &

@@ -67,6 +67,7 @@ int app_add_tab(ui_app *a, conv *c) {
     if (!t) return LLC_ERR_NOMEM;
     a->tabs = t;
     a->tabs[a->n_tabs++] = c;
+    a->tabs_gen++;
     a->cur = a->n_tabs - 1;
     a->changed = true;
     return 0;
@@ -87,6 +88,7 @@ void app_drop_tab(ui_app *a, int i) {
     conv_free(c);
     memmove(&a->tabs[i], &a->tabs[i + 1], (size_t)(a->n_tabs - i - 1) * sizeof *a->tabs);
     a->n_tabs--;
+    a->tabs_gen++;
     if (a->cur > i || a->cur >= a->n_tabs) a->cur = a->cur > 0 ? a->cur - 1 : 0;
     if (a->n_tabs == 0) ui_app_new_tab(a);
     a->changed = true;
@@ -356,6 +358,7 @@ void ui_app_close_tab(ui_app *a) {
     a->close_confirm = NULL;
     memmove(&a->tabs[a->cur], &a->tabs[a->cur + 1], (size_t)(a->n_tabs - a->cur - 1) * sizeof *a->tabs);
     a->n_tabs--;
+    a->tabs_gen++;
     conv_free(c);
     if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
     if (a->n_tabs == 0) ui_app_new_tab(a);
@@ -577,6 +580,8 @@ void ui_app_session_changed(ui_app *a, int64_t session_id) {
         app_loaded_conv(a, fresh);
         fresh->scroll = c->scroll;
         fresh->scroll_rows = c->scroll_rows;
+        fresh->draft = c->draft, c->draft = NULL;
+        a->tabs_gen++;
         if (a->close_confirm == c) a->close_confirm = NULL;
         conv_free(c);
         a->tabs[i] = fresh;
@@ -747,6 +752,8 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     }
     a->notice[0] = 0;
     a->close_confirm = NULL;
+    free(c->draft); /* the input left the box (a refused one comes back to it) */
+    c->draft = NULL;
     int64_t delete_pending = a->delete_confirm;
     a->delete_confirm = 0;
     unsigned panel_gen = a->panel_gen;

@@ -48,6 +48,7 @@ struct ui_app {
     char db_error[320];      /* why (shown until it works) */
     conv **tabs;
     int n_tabs, cur;
+    unsigned tabs_gen;       /* counts tabs opened, closed or reloaded (the view's input box follows) */
     char notice[320];        /* one line for the status area; "" none */
     bool notice_error;
     char *panel;             /* help / sessions / search / stats text shown under the chat */

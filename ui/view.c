@@ -39,6 +39,8 @@ typedef struct view {
     size_t paste_len, paste_cap;
     tw_lines panel_wrap, input_wrap, queued_wrap;
     double last_draw;
+    const conv *tab;       /* the tab whose draft the input box holds */
+    unsigned tabs_gen;     /* a->tabs_gen then */
 } view;
 
 static volatile sig_atomic_t g_stop;
@@ -417,6 +419,26 @@ static void draw(view *v) {
 
 /* ---- keys ---- */
 
+/* Each tab has its own input: while the tab stays, the box's text is its
+ * draft; when another tab is shown (or tabs opened, closed, reloaded), the box
+ * takes that tab's draft. */
+static void sync_draft(view *v) {
+    conv *c = ui_app_tab(v->a);
+    if (c != v->tab || v->a->tabs_gen != v->tabs_gen) {
+        le_set_text(v->le, c->draft ? c->draft : "", c->draft ? strlen(c->draft) : 0);
+        v->tab = c;
+        v->tabs_gen = v->a->tabs_gen;
+        return;
+    }
+    size_t len;
+    const char *text = le_text(v->le, &len);
+    if (len == 0 && !c->draft) return;
+    char *d = strndup(text, len);
+    if (!d) return;
+    free(c->draft);
+    c->draft = d;
+}
+
 static void paste_add(view *v, const char *s, size_t n) {
     if (v->paste_len + n > v->paste_cap) {
         size_t cap = v->paste_cap ? v->paste_cap * 2 : 4096;
@@ -568,9 +590,10 @@ static void read_keys(view *v) {
             continue;
         }
         on_key(v, r == KEY_CODE_YES, ch, esc);
+        sync_draft(v);
         esc = false;
     }
-    if (esc) on_key(v, 0, 27, false);
+    if (esc) on_key(v, 0, 27, false), sync_draft(v);
 }
 
 static void setup_terminal(view *v) {
@@ -619,12 +642,15 @@ int ui_run(ui_app *a, llc_err *err) {
     signal(SIGPIPE, SIG_IGN);
     for (int i = 0; i < ui_app_history_count(a); i++) le_history_add(v.le, ui_app_history_get(a, i));
     setup_terminal(&v);
+    sync_draft(&v);
     draw(&v);
     while (!a->quit && !g_stop) {
+        sync_draft(&v); /* (the socket server may have reloaded a tab) */
         if (a->edit_text) { /* /edit: the last message comes back into the input */
             le_set_text(v.le, a->edit_text, strlen(a->edit_text));
             free(a->edit_text);
             a->edit_text = NULL;
+            sync_draft(&v);
             a->changed = true; /* (the frame drawn for the command had the input box empty) */
         }
         if (a->clipboard) { /* /copy: OSC 52 straight to the terminal, around curses */
