@@ -658,6 +658,32 @@ static void test_quit_keeps_unsaved_messages(void) {
     ui_app_free(a);
 }
 
+/* /open N after /search opens the session on the branch of the message that
+ * matched (here a version the user edited away), scrolled to it. */
+static void test_search_hit_opens_on_its_branch(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "apple pie recipe"));
+    answer(a, "Bake it.");
+    CHECK(input(a, "/edit") && input(a, "banana bread recipe"));
+    answer(a, "Bake that.");
+    conv *c = ui_app_tab(a);
+    CHECK(c->n_msgs == 1 && !strcmp(c->msgs[0]->text, "banana bread recipe"));
+    CHECK(input(a, "/close") && input(a, "/search apple") && a->n_listed == 1 && a->listed_msgs);
+    CHECK(input(a, "/open 1"));
+    c = ui_app_tab(a);
+    CHECKF(c->n_msgs == 1 && !strcmp(c->msgs[0]->text, "apple pie recipe"), "%s", c->n_msgs ? c->msgs[0]->text : "");
+    CHECK(c->n_alts == 1 && !strcmp(c->alts[0]->text, "Bake it."));
+    CHECK(a->listed_msgs && c->focus_id == a->listed_msgs[0] && c->focus_id == c->msgs[0]->id);
+    /* the same from a tab that shows the session on the other branch */
+    CHECK(input(a, "/branch next"));
+    c = ui_app_tab(a);
+    CHECK(!strcmp(c->msgs[0]->text, "banana bread recipe"));
+    CHECK(input(a, "/search apple") && input(a, "/open 1"));
+    c = ui_app_tab(a);
+    CHECK(!strcmp(c->msgs[0]->text, "apple pie recipe") && c->focus_id == c->msgs[0]->id);
+    ui_app_free(a);
+}
+
 /* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
 static void test_set_alone_shows_the_values(void) {
     ui_app *a = open_app();
@@ -705,6 +731,7 @@ int main(void) {
     RUN(test_tabs_past_nine_and_rename);
     RUN(test_second_ui_on_a_database_is_warned);
     RUN(test_set_alone_shows_the_values);
+    RUN(test_search_hit_opens_on_its_branch);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];

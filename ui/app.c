@@ -310,6 +310,7 @@ void ui_app_free(ui_app *a) {
     if (a->lock_fd >= 0) close(a->lock_fd);
     free(a->panel);
     free(a->listed);
+    free(a->listed_msgs);
     free(a->edit_text);
     free(a->clipboard);
     for (int i = 0; i < a->n_history; i++) free(a->history[i]);

@@ -53,6 +53,7 @@ struct ui_app {
     bool notice_error;
     char *panel;             /* help / sessions / search / stats text shown under the chat */
     int64_t *listed;         /* sessions numbered in the last /sessions or /search */
+    int64_t *listed_msgs;    /* /search: the message each matched in (NULL after /sessions) */
     int n_listed;
     bool listed_all;         /* the last /sessions had --all (a change lists them again so) */
     int64_t delete_confirm;  /* a session whose /delete was asked once (asking again deletes it) */

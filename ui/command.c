@@ -246,7 +246,7 @@ const char *ui_help_text(void) {
            "  /rename TITLE      /sessions [--all]  list    /open N  reopen one    /tab N\n"
            "  /archive N         hide session N from /sessions (/unarchive N lists it again)\n"
            "  /delete N          delete session N for good (asks first)\n"
-           "  /search TEXT       search every session\n"
+           "  /search TEXT       search every session; /open N opens a hit at its message\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"

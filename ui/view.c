@@ -255,10 +255,12 @@ static void draw_transcript(view *v, int top, int height, int W) {
         static const char *hello = "Type a message and press Enter. F1 or /help shows keys and commands.";
         rows_push(&r, hello, strlen(hello), C_DIM, A_DIM, 0);
     }
+    int focus_row = -1; /* the row of c->focus_id's header */
     for (int i = 0; i < n; i++) {
         conv_msg *m = conv_shown(c, i);
         bool user = m->role == DB_ROLE_USER;
         const char *h = header_of(m);
+        if (c->focus_id && m->id == c->focus_id) focus_row = (int)r.n;
         if (!user && i == n - 1 && c->n_alts > 1) {
             snprintf(alt_header, sizeof alt_header, "%s  (answer %d of %d, /alt for the next)", h,
                      c->alt_cur + 1, c->n_alts);
@@ -317,6 +319,13 @@ static void draw_transcript(view *v, int top, int height, int W) {
                      k == 0 ? A_BOLD : A_NORMAL, 0);
     }
     int total = (int)r.n, shown;
+    if (c->focus_id) { /* (a search hit opened): scroll so that the message starts the screen */
+        if (focus_row >= 0) {
+            c->scroll = layout_scroll_to(total, height, focus_row);
+            c->scroll_rows = total;
+        }
+        c->focus_id = 0;
+    }
     int first = layout_transcript(total, height, &c->scroll, &c->scroll_rows, &shown);
     for (int y = 0; y < height; y++) {
         move(top + y, 0);
