@@ -684,6 +684,38 @@ static void test_search_hit_opens_on_its_branch(void) {
     ui_app_free(a);
 }
 
+/* /export expands ~ and says where the file went (a full path) or why not. */
+static void test_export_says_where_and_why(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "export me"));
+    answer(a, "Exported.");
+    const char *home = getenv("HOME");
+    char *saved_home = home ? strdup(home) : NULL;
+    setenv("HOME", g_dir, 1);
+    char want[300];
+    CHECK(input(a, "/export ~/chat.md"));
+    snprintf(want, sizeof want, "exported to %s/chat.md", g_dir);
+    CHECKF(!strcmp(a->notice, want), "%s", a->notice);
+    snprintf(want, sizeof want, "%s/chat.md", g_dir);
+    CHECK(access(want, R_OK) == 0);
+    /* a bare /export: into the current directory, named in full */
+    char cwd[PATH_MAX];
+    CHECK(getcwd(cwd, sizeof cwd) && chdir(g_dir) == 0);
+    CHECK(input(a, "/export"));
+    snprintf(want, sizeof want, "exported to %s/llmchat-%lld.md", g_dir, (long long)ui_app_tab(a)->session_id);
+    CHECKF(!strcmp(a->notice, want), "%s", a->notice);
+    CHECK(chdir(cwd) == 0);
+    /* a directory that is not there: the full path and the reason */
+    CHECK(!input(a, "/export ~/no/such/dir/x.md"));
+    snprintf(want, sizeof want, "/export: cannot write %s/no/such/dir/x.md: No such file or directory", g_dir);
+    CHECKF(!strcmp(a->notice, want), "%s", a->notice);
+    CHECK(!input(a, "/export ~nosuchuser_llc/x.md") && strstr(a->notice, "no home directory for nosuchuser_llc"));
+    if (saved_home) setenv("HOME", saved_home, 1);
+    else unsetenv("HOME");
+    free(saved_home);
+    ui_app_free(a);
+}
+
 /* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
 static void test_set_alone_shows_the_values(void) {
     ui_app *a = open_app();
@@ -732,6 +764,7 @@ int main(void) {
     RUN(test_second_ui_on_a_database_is_warned);
     RUN(test_set_alone_shows_the_values);
     RUN(test_search_hit_opens_on_its_branch);
+    RUN(test_export_says_where_and_why);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];
