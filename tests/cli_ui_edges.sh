@@ -1,13 +1,25 @@
 # cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
 # readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
-# and the tab keys moved off them; an input box per tab; against a remote server
-# (tests/tools/fake_openai): a speed that is tokens over time, /beam refused
-# when typed, Ctrl-C stopping an answer without emptying the input.
+# and the tab keys moved off them; an input box per tab; start-up warnings that
+# stay until Esc (a second chat while a model loads, a corrupt database beside
+# another warning); against a remote server (tests/tools/fake_openai): a speed
+# that is tokens over time, /beam refused when typed, Ctrl-C stopping an answer
+# without emptying the input.
 . tests/lib_cli.sh
 
 . tests/lib_tmux.sh
 mkdir -p "$TMP/cfg"
 PIDS=""
+
+# gone PANE PATTERN: until tmux pane PANE shows no line matching PATTERN
+gone() {
+    i=0
+    while [ $i -lt $((50 * SLOW)) ] && $T capture-pane -t "$1" -p | grep -qE -- "$2"; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    ! $T capture-pane -t "$1" -p | grep -qE -- "$2"
+}
 
 # start DB [WIDTH HEIGHT]: the UI on the default model, in a terminal whose
 # Backspace is DEL (xterm's and tmux's: curses reads it as KEY_BACKSPACE)
@@ -62,6 +74,31 @@ check "the command that switched is not left in the second tab's box" "^> *$"
 keys C-q
 check "quits" "EXITED 0"
 
+# start-up warnings stay until Esc: a second chat on a database whose tab has
+# to load its model is still warned once the model is ready
+start "$TMP/two.db"
+check "opens" "1:New chat"
+line "/model $SHARED/models/llama2xs.gguf"
+check "the tab switches model" "llama2xs.gguf is ready"
+line "/set max_tokens 4"
+line "Hi"
+check "and answers" "^Assistant"
+idle
+$T new-session -d -s ui2 -x 100 -y 20 \
+    "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/two.db --no-socket; echo EXITED \$?; sleep 600"
+i=0; while [ $i -lt $((100 * SLOW)) ] && ! $T capture-pane -t ui2 -p | grep -q "llama2xs.gguf is ready"; do
+    sleep 0.1; i=$((i + 1)); done
+if $T capture-pane -t ui2 -p | grep -q "llama2xs.gguf is ready" &&
+    $T capture-pane -t ui2 -p | grep -qE "^! another llmchat chat \(pid [0-9]+\) uses this database"; then
+    ok "a second chat keeps its warning after the tab's model loaded"
+else bad "a second chat keeps its warning after the tab's model loaded" "$($T capture-pane -t ui2 -p)"; fi
+$T send-keys -t ui2 Escape
+if gone ui2 "another llmchat chat"; then ok "Esc dismisses the warning"
+else bad "Esc dismisses the warning" "$($T capture-pane -t ui2 -p)"; fi
+$T send-keys -t ui2 C-q
+keys C-q
+check "quits" "EXITED 0"
+
 # a remote server
 ./build/tools/fake_openai "$TMP/port" &
 PIDS="$PIDS $!"
@@ -83,6 +120,19 @@ keys C-c
 check "Ctrl-C while an answer streams stops it" "^Assistant \\[stopped\\]"
 check "... and leaves the input as it was" "^> a draft *$"
 keys C-q
+check "quits" "EXITED 0"
+
+# two start-up warnings (a corrupt database, --listen unused): a line each, whole
+head -c 8192 /dev/urandom >"$TMP/bad.db"
+start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg $LLMCHAT --remote http://127.0.0.1:$(cat "$TMP/port")/v1 --db $TMP/bad.db --no-socket --listen 127.0.0.1:1"
+check "the corrupt database has a line of its own" "^! .*bad\\.db: not an llmchat database or it is corrupt \\(file left untouched\\)"
+check "the other warning too" "^! --listen is not served with --remote"
+check "and how to dismiss them" "Esc dismisses these warnings"
+line "hello"
+check "they stay while chatting" "^! --listen is not served"
+keys Escape
+if gone ui "^! "; then ok "Esc dismisses them"; else bad "Esc dismisses them" "$(screen)"; fi
+keys C-q C-q
 check "quits" "EXITED 0"
 
 finish

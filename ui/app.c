@@ -27,6 +27,21 @@ void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     a->changed = true;
 }
 
+void ui_app_warn(ui_app *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    for (char *p = line; *p; p++) /* one line each */
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    size_t len = a->warnings ? strlen(a->warnings) : 0;
+    app_cat(&a->warnings, &len, "%s%s", len ? "\n" : "", line);
+    free(line);
+    a->changed = true;
+}
+
 /* Refuses a line of input: the notice says why and the view keeps the text in
  * the input box (ui_app_input returns false). */
 void app_reject(ui_app *a, const char *fmt, ...) {
@@ -183,8 +198,8 @@ static void take_ui_lock(ui_app *a) {
     pid[n > 0 ? n : 0] = 0;
     pid[strcspn(pid, "\n")] = 0;
     close(fd);
-    ui_app_notice(a, true, "another llmchat chat%s%s%s uses this database: the open tabs and input history are "
-                  "saved by whichever quits last", pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+    ui_app_warn(a, "another llmchat chat%s%s%s uses this database: the open tabs and input history are "
+                "saved by whichever quits last", pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
 }
 
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
@@ -214,11 +229,11 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
         history_load(a);
         int interrupted = db_interrupted_at_open(a->db);
         if (interrupted > 0)
-            ui_app_notice(a, false, "%d answer%s cut short last time (marked interrupted)",
-                          interrupted, interrupted == 1 ? " was" : "s were");
+            ui_app_warn(a, "%d answer%s cut short last time (marked interrupted)", interrupted,
+                        interrupted == 1 ? " was" : "s were");
         if (!db_is_readonly(a->db)) take_ui_lock(a);
     } else {
-        ui_app_notice(a, true, "%s", a->db_error);
+        ui_app_warn(a, "%s", a->db_error);
     }
     if (a->n_tabs == 0) ui_app_new_tab(a);
     if (a->n_tabs == 0) {
@@ -309,6 +324,7 @@ void ui_app_free(ui_app *a) {
     db_close(a->db);
     if (a->lock_fd >= 0) close(a->lock_fd);
     free(a->panel);
+    free(a->warnings);
     free(a->listed);
     free(a->listed_msgs);
     free(a->edit_text);

@@ -231,7 +231,7 @@ const char *ui_help_text(void) {
            "  Ctrl-PgUp/PgDn, Alt-1..9, Alt-0 (10th)   switch tabs      PgUp/PgDn   scroll\n"
            "  Ctrl-C  stop the answer; with none coming, empty the input     Ctrl-Q  quit\n"
            "  Ctrl-D  on an empty input: close the tab (the last one quits)  Up/Down  input history\n"
-           "  Esc     close the panel; leave /edit (your message stays as it was)\n"
+           "  Esc     close the panel and the warnings; leave /edit (your message stays as it was)\n"
            "  Ctrl-A/E line start/end, Ctrl-K/U kill, Ctrl-W or Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
            "  Alt-C   copy the last answer     Alt-K  copy the last code block (OSC 52)\n"
            "Commands\n"

@@ -37,7 +37,7 @@ typedef struct view {
     bool in_paste;
     char *paste;           /* bytes of a bracketed paste, inserted at its end */
     size_t paste_len, paste_cap;
-    tw_lines panel_wrap, input_wrap, queued_wrap;
+    tw_lines panel_wrap, input_wrap, queued_wrap, warn_wrap;
     double last_draw;
     const conv *tab;       /* the tab whose draft the input box holds */
     unsigned tabs_gen;     /* a->tabs_gen then */
@@ -405,6 +405,34 @@ static void draw_input(view *v, int top, int n_rows, int W) {
     move(top + 1 + (int)(row - first), 2 + (col < width ? col : width));
 }
 
+/* The start-up warnings above the input box: each wrapped, in the error
+ * colour, and a last line saying how to dismiss them; at most a quarter of
+ * the screen (the first warnings are kept). Returns the rows they take. */
+static const char WARN_HINT[] = "(Esc dismisses these warnings)";
+
+static int warning_rows(view *v, int W, int H) {
+    const char *w = v->a->warnings;
+    if (!w) return 0;
+    tw_wrap(w, strlen(w), W - 2 > 1 ? W - 2 : 1, &v->warn_wrap);
+    int max = H / 4 > 2 ? H / 4 : 2;
+    int n = (int)v->warn_wrap.n + 1;
+    return n < max ? n : max;
+}
+
+static void draw_warnings(view *v, int top, int n_rows, int W) {
+    const char *w = v->a->warnings;
+    for (int y = 0; y < n_rows; y++) {
+        move(top + y, 0);
+        clrtoeol();
+        bool hint = y == n_rows - 1;
+        style(v, hint ? C_DIM : C_ERROR, hint ? A_DIM : A_NORMAL);
+        if (hint) put(top + y, 2, WARN_HINT, sizeof WARN_HINT - 1, W - 2);
+        else put(top + y, 2, w + v->warn_wrap.v[y].off, v->warn_wrap.v[y].len, W - 2);
+        if (!hint && (y == 0 || w[v->warn_wrap.v[y].off - 1] == '\n')) mvaddstr(top + y, 0, "!");
+        attrset(A_NORMAL);
+    }
+}
+
 static void draw(view *v) {
     int H, W;
     getmaxyx(stdscr, H, W);
@@ -414,11 +442,12 @@ static void draw(view *v) {
         refresh();
         return;
     }
-    int n_in = input_rows(v, W, H);
+    int n_in = input_rows(v, W, H), n_warn = warning_rows(v, W, H);
     int top = 1, status = H - 1, in_top = status - 1 - n_in;
-    int height = in_top - top;
+    int height = in_top - n_warn - top;
     draw_tabs(v, W);
     if (height > 0) draw_transcript(v, top, height, W);
+    if (height > 0 && n_warn) draw_warnings(v, in_top - n_warn, n_warn, W);
     draw_status(v, status, W);
     draw_input(v, in_top > 0 ? in_top : 0, n_in, W);
     refresh();
@@ -699,6 +728,7 @@ int ui_run(ui_app *a, llc_err *err) {
     tw_lines_free(&v.panel_wrap);
     tw_lines_free(&v.input_wrap);
     tw_lines_free(&v.queued_wrap);
+    tw_lines_free(&v.warn_wrap);
     llc_set_abort_hook(NULL);
     return 0;
 }
