@@ -1,6 +1,6 @@
 # cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
 # readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
-# and the tab keys moved off them; an input box per tab; start-up warnings that
+# and the tab keys moved off them; an input box per tab; /file; start-up warnings that
 # stay until Esc (a second chat while a model loads, a corrupt database beside
 # another warning); against a remote server (tests/tools/fake_openai): a speed
 # that is tokens over time, /beam refused when typed, Ctrl-C stopping an answer
@@ -71,6 +71,21 @@ line "/tab 1"
 check "/tab 1 shows the first tab's draft" "^> draft one *$"
 keys M-2
 check "the command that switched is not left in the second tab's box" "^> *$"
+
+# /file PATH: a text file into the input, to ask about
+printf 'first line\nsecond line\n' >"$TMP/notes.txt"
+line "/file $TMP/notes.txt"
+check "/file puts the file into the input as a fenced block" "^> \`\`\`notes.txt"
+check "... all of it" "^  second line"
+keys -l "what is this?"
+keys Enter
+check "Enter sends the file and the question as a message" "^You$"
+check "... and empties the input" "^> *$"
+if screen | grep -A6 "^You$" | grep -q "^  what is this?"; then ok "the message ends with the question"
+else bad "the message ends with the question" "$(screen)"; fi
+line "/file $TMP/nothing.txt"
+check "a missing file is refused with the reason" "/file: cannot read .*nothing.txt: No such file or directory"
+keys C-u
 keys C-q
 check "quits" "EXITED 0"
 

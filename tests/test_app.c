@@ -716,6 +716,49 @@ static void test_export_says_where_and_why(void) {
     ui_app_free(a);
 }
 
+/* Writes n bytes of s to g_dir/name; returns the path (static). */
+static const char *put_file(const char *name, const char *s, size_t n) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(s, 1, n, f) == n && fclose(f) == 0);
+    return path;
+}
+
+/* /file PATH puts a text file into the input as a fenced block; a missing,
+ * binary, too big file or a directory is refused with a reason. */
+static void test_file_goes_into_the_input(void) {
+    ui_app *a = open_app();
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "/file %s", put_file("notes.txt", "line one\nline two", 17));
+    CHECK(input(a, cmd));
+    CHECKF(a->edit_text && !strcmp(a->edit_text, "```notes.txt\nline one\nline two\n```\n"), "%s",
+           a->edit_text ? a->edit_text : "none");
+    CHECK(strstr(a->notice, "notes.txt (17 bytes) is in the input"));
+    snprintf(cmd, sizeof cmd, "/file %s", put_file("fenced.md", "```c\nx\n```\n", 11));
+    CHECK(input(a, cmd) && a->edit_text && !strncmp(a->edit_text, "~~~~fenced.md\n```c\n", 19));
+    struct { const char *cmd, *why; } bad[] = {
+        {"/file /no/such/file.txt", "/file: cannot read /no/such/file.txt: No such file or directory"},
+        {"/file /tmp", "/file: /tmp is a directory"},
+        {NULL, "is not a text file (a binary byte at offset 3)"},
+        {NULL, "is 0.3 MB: a message takes at most 256 KB of a file"},
+    };
+    char *big = malloc(300 * 1024);
+    memset(big, 'x', 300 * 1024);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (i == 2) snprintf(cmd, sizeof cmd, "/file %s", put_file("a.bin", "abc\0def", 7));
+        if (i == 3) snprintf(cmd, sizeof cmd, "/file %s", put_file("big.txt", big, 300 * 1024));
+        free(a->edit_text);
+        a->edit_text = NULL;
+        CHECK(!input(a, bad[i].cmd ? bad[i].cmd : cmd));
+        CHECKF(strstr(a->notice, bad[i].why) && !a->edit_text, "%s", a->notice);
+    }
+    free(big);
+    snprintf(cmd, sizeof cmd, "/file %s", put_file("latin1.txt", "caf\xe9", 4));
+    CHECK(!input(a, cmd) && strstr(a->notice, "not a text file (a binary byte at offset 3)"));
+    ui_app_free(a);
+}
+
 /* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
 static void test_set_alone_shows_the_values(void) {
     ui_app *a = open_app();
@@ -774,6 +817,7 @@ int main(void) {
     RUN(test_set_alone_shows_the_values);
     RUN(test_search_hit_opens_on_its_branch);
     RUN(test_export_says_where_and_why);
+    RUN(test_file_goes_into_the_input);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];

@@ -94,6 +94,7 @@ static void test_errors(void) {
         {"/regen now", "takes no argument"},
         {"/rename", "needs some text"},
         {"/search   ", "needs some text"},
+        {"/file", "needs some text"},
         {"/a-very-long-command-name-that-goes-on", "unknown command"},
         {"/branch sideways", "next|prev"},
         {"/sessions all", "--all"},

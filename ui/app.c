@@ -818,6 +818,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
         break;
     case UI_CMD_SEARCH: app_cmd_search(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_EXPORT: app_cmd_export(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_FILE: app_cmd_file(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len, cmd.ivalue); break;
     case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;

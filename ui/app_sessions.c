@@ -4,7 +4,6 @@
  * twice), /export. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,51 +221,15 @@ void app_cmd_delete(ui_app *a, long long k, int64_t pending) {
     ui_app_notice(a, false, "deleted '%s'", title);
 }
 
-/* The file /export writes: arg with a leading ~ or ~user expanded as a shell
- * does, else llmchat-ID.md in the current directory; always made absolute so
- * the notice says where it went. -1 with why in path when it cannot be named. */
-static int export_path(const char *arg, size_t len, int64_t session_id, char *path, size_t n) {
-    char name[1024], rest[1024] = "";
-    if (!len) snprintf(name, sizeof name, "llmchat-%lld.md", (long long)session_id);
-    else snprintf(name, sizeof name, "%.*s", (int)len, arg);
-    const char *home = NULL;
-    if (name[0] == '~') {
-        size_t ul = strcspn(name + 1, "/");
-        char user[256];
-        snprintf(user, sizeof user, "%.*s", (int)(ul < sizeof user ? ul : sizeof user - 1), name + 1);
-        snprintf(rest, sizeof rest, "%s", name + 1 + ul);
-        home = ul ? NULL : getenv("HOME");
-        if (!home || !home[0]) {
-            struct passwd *pw = ul ? getpwnam(user) : getpwuid(getuid());
-            home = pw ? pw->pw_dir : NULL;
-        }
-        if (!home || !home[0]) {
-            snprintf(path, n, "no home directory for %s", ul ? user : "~ (set HOME)");
-            return -1;
-        }
-    }
-    char cwd[1024] = "";
-    if (!home && name[0] != '/' && !getcwd(cwd, sizeof cwd)) {
-        snprintf(path, n, "cannot tell the current directory: %s", strerror(errno));
-        return -1;
-    }
-    int w = home ? snprintf(path, n, "%s%s", home, rest) : cwd[0] ? snprintf(path, n, "%s/%s", cwd, name)
-                                                                  : snprintf(path, n, "%s", name);
-    if (w < 0 || (size_t)w >= n) {
-        snprintf(path, n, "the path is too long");
-        return -1;
-    }
-    return 0;
-}
-
 void app_cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     app_save_conv(a, c, true, 0);
     if (!a->db || !c->session_id) {
         app_reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
         return;
     }
-    char path[2048];
-    if (export_path(arg, len, c->session_id, path, sizeof path)) {
+    char name[64], path[2048];
+    snprintf(name, sizeof name, "llmchat-%lld.md", (long long)c->session_id);
+    if (app_full_path(len ? arg : name, len ? len : strlen(name), path, sizeof path)) {
         app_reject(a, "/export: %s", path);
         return;
     }

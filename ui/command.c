@@ -37,6 +37,7 @@ static const cmd_def g_cmds[] = {
     {"tab", UI_CMD_TAB, ARG_INT, 1, 999},
     {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
     {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
+    {"file", UI_CMD_FILE, ARG_TEXT_REQUIRED, 0, 0},
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
     {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
     {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
@@ -248,6 +249,7 @@ const char *ui_help_text(void) {
            "  /delete N          delete session N for good (asks first)\n"
            "  /search TEXT       search every session; /open N opens a hit at its message\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
+           "  /file PATH         a text file into the input (to ask about it), up to 256 KB\n"
            "  /copy [code]       the last answer (or code block) to the clipboard\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
            "  /think on|off      a thinking model thinks first, or answers at once (this tab)\n"

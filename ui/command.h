@@ -26,6 +26,7 @@ typedef enum ui_cmd_kind {
     UI_CMD_OPEN,    /* /open N: reopen session N of the list (or by id) */
     UI_CMD_SEARCH,  /* /search TEXT */
     UI_CMD_EXPORT,  /* /export [FILE.md] */
+    UI_CMD_FILE,    /* /file PATH: a text file into the input box */
     UI_CMD_STATS,   /* /stats */
     UI_CMD_MODEL,   /* /model [PATH]: show the tab's model and the list, or switch it;
                        /model N (ivalue N, 1..999): entry N of that list */
