@@ -1,6 +1,6 @@
 # cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
 # readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
-# and the tab keys moved off them; an input box per tab; /file; start-up warnings that
+# and the tab keys moved off them; an input box per tab; /file; Ctrl-X Ctrl-E; start-up warnings that
 # stay until Esc (a second chat while a model loads, a corrupt database beside
 # another warning); against a remote server (tests/tools/fake_openai): a speed
 # that is tokens over time, /beam refused when typed, Ctrl-C stopping an answer
@@ -83,6 +83,30 @@ check "Enter sends the file and the question as a message" "^You$"
 check "... and empties the input" "^> *$"
 if screen | grep -A6 "^You$" | grep -q "^  what is this?"; then ok "the message ends with the question"
 else bad "the message ends with the question" "$(screen)"; fi
+# Ctrl-X Ctrl-E: the input in $EDITOR (here a script that adds a line)
+printf '#!/bin/sh\nprintf "\\nfrom the editor\\n" >>"$1"\n' >"$TMP/ed.sh"
+printf '#!/bin/sh\nexit 3\n' >"$TMP/ed_fail.sh"
+chmod +x "$TMP/ed.sh" "$TMP/ed_fail.sh"
+line "/quit"
+check "quits" "EXITED 0"
+start_cmd 100 30 "env TERM=xterm-256color EDITOR=$TMP/ed.sh XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/drafts.db --no-socket"
+check "opens with an editor" "stories260K"
+keys -l "typed here"
+keys C-x C-e
+check "Ctrl-X Ctrl-E brings back what the editor wrote" "^  from the editor *$"
+check "... after what was typed" "^> typed here *$"
+keys -l " and more"
+check "the chat takes keys again after the editor" "^  from the editor and more *$"
+keys C-u C-h C-u
+line "/quit"
+check "quits" "EXITED 0"
+start_cmd 100 30 "env TERM=xterm-256color EDITOR=$TMP/ed_fail.sh XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/drafts.db --no-socket"
+check "opens with a failing editor" "stories260K"
+keys -l "keep me"
+keys C-x C-e
+check "an editor that fails says so" "the editor exited with status 3: the input is as it was"
+check "... and the input is kept" "^> keep me *$"
+keys C-u
 line "/file $TMP/nothing.txt"
 check "a missing file is refused with the reason" "/file: cannot read .*nothing.txt: No such file or directory"
 keys C-u

@@ -234,6 +234,7 @@ const char *ui_help_text(void) {
            "  Ctrl-D  on an empty input: close the tab (the last one quits)  Up/Down  input history\n"
            "  Esc     close the panel and the warnings; leave /edit (your message stays as it was)\n"
            "  Ctrl-A/E line start/end, Ctrl-K/U kill, Ctrl-W or Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
+           "  Ctrl-X Ctrl-E  edit the input in $VISUAL / $EDITOR (vi)\n"
            "  Alt-C   copy the last answer     Alt-K  copy the last code block (OSC 52)\n"
            "Commands\n"
            "  /system [TEXT]     show / set the system prompt of this session; /system --clear\n"

@@ -9,6 +9,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <ctype.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,7 @@ typedef struct view {
     size_t paste_len, paste_cap;
     tw_lines panel_wrap, input_wrap, queued_wrap, warn_wrap;
     double last_draw;
+    bool ctrl_x;           /* Ctrl-X was pressed: Ctrl-E may follow */
     const conv *tab;       /* the tab whose draft the input box holds */
     unsigned tabs_gen;     /* a->tabs_gen then */
 } view;
@@ -525,6 +528,78 @@ static void on_alt_key(view *v, wint_t ch) {
     else if (ch == 127 || ch == 8) le_kill_word_back(v->le); /* Alt-Backspace: ESC DEL or ESC ^H */
 }
 
+/* A whole file, NUL-terminated (NULL when it cannot be read). */
+static char *read_whole(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, r = 1;
+    while (f && r > 0) {
+        if (len + 4097 > cap) {
+            char *b = realloc(buf, cap = cap ? cap * 2 : 8192);
+            if (!b) break;
+            buf = b;
+        }
+        len += r = fread(buf + len, 1, cap - len - 1, f);
+    }
+    bool ok = f && r == 0 && !ferror(f) && buf;
+    if (f) fclose(f);
+    if (!ok) return free(buf), NULL;
+    buf[len] = 0;
+    *n = len;
+    return buf;
+}
+
+/* Runs $VISUAL, else $EDITOR, else vi on path with curses put aside; the
+ * exit status, or -1 when it could not be run. */
+static int run_editor(const char *path) {
+    printf("\033[?2004l"); /* (bracketed paste off for the editor) */
+    fflush(stdout);
+    def_prog_mode();
+    endwin();
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        execl("/bin/sh", "sh", "-c", "exec ${VISUAL:-${EDITOR:-vi}} \"$1\"", "sh", path, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    reset_prog_mode();
+    printf("\033[?2004h");
+    fflush(stdout);
+    clearok(stdscr, TRUE);
+    return pid < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Ctrl-X Ctrl-E: the input goes to a file the editor opens, and what is in
+ * it when the editor exits (less one final newline) comes back; an editor
+ * that fails leaves the input as it was. */
+static void compose_in_editor(view *v) {
+    const char *tmp = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/llmchat-input-XXXXXX.md", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemps(path, 3); /* (0600: a draft is private) */
+    size_t len;
+    const char *text = le_text(v->le, &len);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+        ui_app_notice(v->a, true, "cannot write the input to a file for the editor: %s", strerror(errno));
+        if (fd >= 0) close(fd), unlink(path);
+        return;
+    }
+    close(fd);
+    int st = run_editor(path);
+    size_t n = 0;
+    char *back = st == 0 ? read_whole(path, &n) : NULL;
+    unlink(path);
+    if (st == 127 || st < 0) ui_app_notice(v->a, true, "no editor could be run (set $VISUAL or $EDITOR)");
+    else if (st) ui_app_notice(v->a, true, "the editor exited with status %d: the input is as it was", st);
+    else if (!back) ui_app_notice(v->a, true, "cannot read back the editor's file");
+    if (!back) return;
+    if (n && back[n - 1] == '\n') n--;
+    le_set_text(v->le, back, n);
+    free(back);
+}
+
 /* Ctrl-D: on an empty input closes the tab (the last one quits), as a shell
  * ends at EOF; otherwise deletes the character under the cursor. */
 static void ctrl_d(view *v) {
@@ -558,6 +633,13 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
             if (n != (size_t)-1) paste_add(v, buf, n);
         }
         return;
+    }
+    if (v->ctrl_x) { /* readline's Ctrl-X prefix: Ctrl-X Ctrl-E edits the input in $EDITOR */
+        v->ctrl_x = false;
+        if (!is_key && !alt && ch == 5) {
+            compose_in_editor(v);
+            return;
+        }
     }
     if (alt && (!is_key || ch == KEY_BACKSPACE)) { /* (keypad mode may turn the DEL of ESC DEL into KEY_BACKSPACE) */
         on_alt_key(v, is_key ? 127 : ch);
@@ -604,6 +686,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     case 25: le_yank(v->le); return;            /* Ctrl-Y */
     case 4: ctrl_d(v); return;                  /* Ctrl-D */
     case 12: clearok(stdscr, TRUE); return;     /* Ctrl-L */
+    case 24: v->ctrl_x = true; return;          /* Ctrl-X (a prefix) */
     case 8: case 127: le_backspace(v->le); return;
     case 27: /* a lone Esc: close the panel, leave /edit */
         if (ui_app_escape(a)) le_clear(v->le);
