@@ -759,6 +759,21 @@ static void test_file_goes_into_the_input(void) {
     ui_app_free(a);
 }
 
+/* /copy N copies message N of those shown (1: the first), yours or an answer. */
+static void test_copy_message_n(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "first question"));
+    answer(a, "first answer");
+    CHECK(input(a, "second question"));
+    answer(a, "second answer");
+    CHECK(input(a, "/copy 3") && a->clipboard && !strcmp(a->clipboard, "second question"));
+    CHECK(strstr(a->notice, "copied message 3 (yours, 15 bytes)"));
+    CHECK(input(a, "/copy 2") && !strcmp(a->clipboard, "first answer") && a->clipboard_len == 12);
+    CHECK(!input(a, "/copy 5") && strstr(a->notice, "/copy 5: this conversation shows 4 messages"));
+    CHECK(!strcmp(a->clipboard, "first answer")); /* (a refused copy leaves the clipboard) */
+    ui_app_free(a);
+}
+
 /* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
 static void test_set_alone_shows_the_values(void) {
     ui_app *a = open_app();
@@ -818,6 +833,7 @@ int main(void) {
     RUN(test_search_hit_opens_on_its_branch);
     RUN(test_export_says_where_and_why);
     RUN(test_file_goes_into_the_input);
+    RUN(test_copy_message_n);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];

@@ -40,7 +40,8 @@ static void test_commands_with_values(void) {
     CHECK(parse("/search red ball", &c, err) == 0 && c.kind == UI_CMD_SEARCH && c.arg_len == 8);
     CHECK(parse("/open 12", &c, err) == 0 && c.kind == UI_CMD_OPEN && c.ivalue == 12);
     CHECK(parse("/copy", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 0);
-    CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4);
+    CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4 && c.ivalue == 0);
+    CHECK(parse("/copy 3", &c, err) == 0 && c.kind == UI_CMD_COPY && c.ivalue == 3);
     CHECK(parse("/reasoning", &c, err) == 0 && c.kind == UI_CMD_REASONING);
     CHECK(parse("/think off", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 0);
     CHECK(parse("/think on", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 1);
@@ -77,6 +78,8 @@ static void test_errors(void) {
         {"/model 1000", "not an entry of the list"},
         {"/model 99999999999999999999999", "not an entry of the list"},
         {"/copy everything", "/copy code"},
+        {"/copy 0", "/copy N message N"},
+        {"/copy 99999999999999999999", "/copy N message N"},
         {"/think maybe", "/think on|off"},
         {"/think", "/think"},
         {"/set temp hot", "not a number"},

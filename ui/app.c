@@ -651,6 +651,31 @@ static void cmd_reasoning(ui_app *a, conv *c) {
     m->reasoning_shown = !m->reasoning_shown;
 }
 
+/* /copy N: message N of those shown (1: the first). */
+static void cmd_copy_message(ui_app *a, conv *c, long long k) {
+    int n = conv_n_shown(c);
+    if (k > n) {
+        app_reject(a, "/copy %lld: this conversation shows %d message%s", k, n, n == 1 ? "" : "s");
+        return;
+    }
+    const conv_msg *m = conv_shown(c, (int)k - 1);
+    if (!m->len) {
+        app_reject(a, "/copy %lld: that message has no text yet", k);
+        return;
+    }
+    char *text = malloc(m->len + 1);
+    if (!text) {
+        app_reject(a, "out of memory");
+        return;
+    }
+    memcpy(text, m->text, m->len + 1);
+    free(a->clipboard);
+    a->clipboard = text;
+    a->clipboard_len = m->len;
+    ui_app_notice(a, false, "copied message %lld (%s, %zu bytes) to the clipboard", k,
+                  m->role == DB_ROLE_USER ? "yours" : "an answer", m->len);
+}
+
 /* /copy: the last answer shown, or (code) the last code block of the answers. */
 static void cmd_copy(ui_app *a, conv *c, bool code) {
     char *text = NULL;
@@ -821,7 +846,10 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_FILE: app_cmd_file(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len, cmd.ivalue); break;
-    case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
+    case UI_CMD_COPY:
+        if (cmd.ivalue) cmd_copy_message(a, c, cmd.ivalue);
+        else cmd_copy(a, c, cmd.arg_len > 0);
+        break;
     case UI_CMD_REASONING: cmd_reasoning(a, c); break;
     case UI_CMD_THINK:
         c->set.no_think = cmd.ivalue == 0;

@@ -93,10 +93,16 @@ static bool arg_is(const char *p, size_t n, const char *word) { return n == strl
 /* The words some text commands take instead of free text. */
 static int parse_flag_arg(ui_cmd *out, const char *p, size_t n, char *err, size_t err_size) {
     switch (out->kind) {
-    case UI_CMD_COPY:
-        if (n && !arg_is(p, n, "code"))
-            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block");
+    case UI_CMD_COPY: { /* "code", or N: message N from the top */
+        char word[8];
+        if (!n || arg_is(p, n, "code")) break;
+        if (n >= sizeof word || (memcpy(word, p, n), word[n] = 0, !parse_ll(word, &out->ivalue)) || out->ivalue < 1) {
+            out->ivalue = 0;
+            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block; /copy N "
+                        "message N (1: the first shown)");
+        }
         break;
+    }
     case UI_CMD_SYSTEM:
         out->ivalue = arg_is(p, n, "--clear");
         break;
@@ -251,7 +257,7 @@ const char *ui_help_text(void) {
            "  /search TEXT       search every session; /open N opens a hit at its message\n"
            "  /export [FILE.md]  the conversation as Markdown\n"
            "  /file PATH         a text file into the input (to ask about it), up to 256 KB\n"
-           "  /copy [code]       the last answer (or code block) to the clipboard\n"
+           "  /copy [code|N]     the last answer (its last code block; message N from the top) to the clipboard\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
            "  /think on|off      a thinking model thinks first, or answers at once (this tab)\n"
            "  /model [N|PATH]    list models (open, recent, configured); N or PATH switches this tab\n"

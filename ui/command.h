@@ -30,7 +30,8 @@ typedef enum ui_cmd_kind {
     UI_CMD_STATS,   /* /stats */
     UI_CMD_MODEL,   /* /model [PATH]: show the tab's model and the list, or switch it;
                        /model N (ivalue N, 1..999): entry N of that list */
-    UI_CMD_COPY,    /* /copy [code]: the last answer (or its last code block) to the clipboard */
+    UI_CMD_COPY,    /* /copy [code|N]: the last answer (its last code block; ivalue N: message N,
+                       1 the first shown) to the clipboard */
     UI_CMD_REASONING, /* /reasoning: unfold (or fold again) the last answer's reasoning */
     UI_CMD_THINK,   /* /think on|off: a thinking model thinks (ivalue 1) or not (0), per tab */
     UI_CMD_NEW,     /* /new: new tab */
