@@ -700,14 +700,14 @@ static void cmd_copy(ui_app *a, conv *c, bool code) {
 
 static void cmd_stats(ui_app *a) { app_set_panel(a, prov_stats(app_tab_prov(a, ui_app_tab(a)))); }
 
-/* The tab's settings, on the notice line. */
+/* The tab's settings, on the notice line (max_tokens "default": not set, so
+ * CONV_MAX_TOKENS locally and a server's own choice). */
 static void show_settings(ui_app *a, const conv_settings *s) {
-    char max[48];
+    char max[16];
     if (s->max_tokens > 0) snprintf(max, sizeof max, "%d", s->max_tokens);
-    else snprintf(max, sizeof max, "not set (%d here; a server's own)", CONV_MAX_TOKENS);
-    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %s  seed %s  (/set KEY VALUE)",
-                  s->temperature, s->top_p, s->top_k, s->min_p, max,
-                  s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+    else snprintf(max, sizeof max, "default");
+    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %s  seed %s", s->temperature,
+                  s->top_p, s->top_k, s->min_p, max, s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
 }
 
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {

@@ -1,5 +1,7 @@
 /* view.c — the curses main loop (see view.h): layout, drawing with cached word
- * wrap, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed paste), redraw throttling. */
+ * wrap, the start-up warnings, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed
+ * paste, readline's keys), an input box per tab (drafts), Ctrl-X Ctrl-E in
+ * $EDITOR, redraw throttling. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "ui/view.h"
 
@@ -9,7 +11,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <ctype.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
