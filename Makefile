@@ -135,7 +135,7 @@ TSAN_APP_OBJ := $(APP_SRC:%.c=$(BUILD)/tsan/%.o)
 TSAN_TESTS := test_engine test_engine_beam test_engine_spec test_model test_matmul \
               test_attention test_elementwise test_pool
 TSAN_TEST_BIN := $(TSAN_TESTS:%=$(BUILD)/tsan/tests/%)
-TSAN_SCRIPTS := tests/cli_model.sh tests/cli_server.sh tests/cli_spec.sh tests/cli_ui.sh
+TSAN_SCRIPTS := tests/cli_model.sh tests/cli_server.sh tests/cli_spec.sh tests/cli_ui.sh tests/cli_ui_edges.sh
 
 $(BUILD)/tsan/%.o: %.c
 	@mkdir -p $(dir $@)

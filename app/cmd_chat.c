@@ -125,23 +125,17 @@ static void loading_clear(void) {
     g_loading_shown = false;
 }
 
-/* Runs the UI on a provider; 0 when it ended normally. */
-static int run_ui(ui_app_config *ac, const char *notice1, const char *notice2) {
+/* Runs the UI on a provider, with the start-up notes (no GPU, the draft
+ * model, the template, the socket; NULL or "" for none) among its warnings,
+ * after what the app found itself (the database, a second chat); 0 when it
+ * ended normally. */
+static int run_ui(ui_app_config *ac, const char *const *notes, int n_notes) {
     ui_app *app;
     llc_err err;
     int status = 1;
     if (ui_app_create(ac, &app, &err) == 0) {
-        /* one notice line: what the app said while opening (the database, a
-         * second chat) first, then the start-up notes (no GPU, the template) */
-        char joined[1200];
-        snprintf(joined, sizeof joined, "%s", app->notice);
-        const char *more[] = {notice1, notice2};
-        for (int i = 0; i < 2; i++)
-            if (more[i] && more[i][0])
-                snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", joined[0] ? "; " : "",
-                         more[i]);
-        if (joined[0]) ui_app_notice(app, app->notice_error || (notice1 && notice1[0]) || (notice2 && notice2[0]),
-                                     "%s", joined);
+        for (int i = 0; i < n_notes; i++)
+            if (notes[i] && notes[i][0]) ui_app_warn(app, "%s", notes[i]);
         if (ui_run(app, &err) == 0) status = 0;
         else fprintf(stderr, "llmchat: %s\n", err.msg);
         ui_app_free(app);
@@ -221,7 +215,8 @@ static int chat_remote(const cli_common *common, const char *url) {
     g_common = *common;
     ui_app_config ac = {.prov = p, .model_path = "", .open_model = open_model,
                         .db_path = database_path(common, db_buf, sizeof db_buf)};
-    int status = run_ui(&ac, g_listen ? "--listen is not served with --remote" : NULL, NULL);
+    const char *notes[] = {g_listen ? "--listen is not served with --remote" : NULL};
+    int status = run_ui(&ac, notes, 1);
     prov_free(p);
     return status;
 }
@@ -296,15 +291,11 @@ int cmd_chat(int argc, char **argv) {
             snprintf(srv_error, sizeof srv_error, "not serving editors: %.300s", serr.msg);
         }
     }
-    char draft_note[1100] = "";
+    char draft_note[400] = "";
     if (L.draft_error[0]) snprintf(draft_note, sizeof draft_note, "%.300s; going on without speculation", L.draft_error);
-    const char *more[] = {L.device_note, template_note}; /* (one notice line: all of them) */
-    for (int i = 0; i < 2; i++)
-        if (more[i][0])
-            snprintf(draft_note + strlen(draft_note), sizeof draft_note - strlen(draft_note), "%s%s",
-                     draft_note[0] ? "; " : "", more[i]);
     loading_clear(); /* the model, its engine and the server are ready: the UI takes the screen */
-    int status = run_ui(&ac, srv_error, draft_note);
+    const char *notes[] = {L.device_note, draft_note, template_note, srv_error};
+    int status = run_ui(&ac, notes, 4);
     srv_stop(server); /* before the engine goes */
     prov_free(p);
     free(model_abs);

@@ -12,9 +12,11 @@
 conv_settings conv_default_settings(void) {
     sampler_params d = sampler_params_default();
     return (conv_settings){.temperature = d.temperature, .top_p = d.top_p, .min_p = d.min_p,
-                           .top_k = d.top_k, .max_tokens = 512, .seed = SAMPLER_SEED_RANDOM,
+                           .top_k = d.top_k, .max_tokens = 0, .seed = SAMPLER_SEED_RANDOM,
                            .n = 1, .beam = 0};
 }
+
+int conv_max_tokens(const conv_settings *s) { return s->max_tokens > 0 ? s->max_tokens : CONV_MAX_TOKENS; }
 
 static void msg_free(conv_msg *m) {
     if (!m) return;
@@ -89,6 +91,8 @@ void conv_free(conv *c) {
     free(c->system);
     free(c->queued);
     free(c->model);
+    free(c->model_prev);
+    free(c->draft);
     free(c);
 }
 
@@ -99,7 +103,7 @@ char *conv_settings_to_json(const conv_settings *s) {
     cJSON_AddNumberToObject(j, "top_p", s->top_p);
     cJSON_AddNumberToObject(j, "top_k", s->top_k);
     cJSON_AddNumberToObject(j, "min_p", s->min_p);
-    cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens);
+    if (s->max_tokens > 0) cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens);
     if (s->seed != SAMPLER_SEED_RANDOM) cJSON_AddNumberToObject(j, "seed", (double)s->seed);
     cJSON_AddNumberToObject(j, "n", s->n);
     cJSON_AddNumberToObject(j, "beam", s->beam);
@@ -405,15 +409,64 @@ int conv_write_markdown(const conv *c, FILE *f) {
     return fflush(f) || ferror(f) ? LLC_ERR_IO : 0;
 }
 
-int conv_chat_msgs(const conv *c, chat_msg **out, int *n) {
-    int total = conv_n_shown(c) + 1;
-    chat_msg *m = malloc((size_t)total * sizeof *m);
-    if (!m) return LLC_ERR_NOMEM;
-    int k = 0;
-    if (c->system[0]) m[k++] = (chat_msg){CHAT_SYSTEM, c->system};
+/* The prompt's turns, built into one allocation: the array, then the text of
+ * user turns that had to be joined. */
+typedef struct turns {
+    chat_msg *m;
+    int k;
+    char *buf;   /* where joined text goes next */
+    char *last;  /* the joined text being grown (m[k-1].content), or NULL */
+} turns;
+
+/* A failed or empty answer is no turn (a server would read it as the model
+ * saying nothing, and answer that); a user turn after a user turn (the
+ * answer between them left out) joins it, so that the roles still alternate. */
+static void add_turn(turns *t, int role, int state, const char *text, size_t len) {
+    if (role == DB_ROLE_ASSISTANT && (state == DB_STATE_ERROR || len == 0)) return;
+    bool user = role == DB_ROLE_USER;
+    if (!user || t->k == 0 || t->m[t->k - 1].role != CHAT_USER) {
+        t->m[t->k++] = (chat_msg){user ? CHAT_USER : CHAT_ASSISTANT, text};
+        t->last = NULL;
+        return;
+    }
+    if (!t->last) { /* the first join: copy the earlier turn first */
+        size_t n = strlen(t->m[t->k - 1].content);
+        t->last = t->buf;
+        memcpy(t->buf, t->m[t->k - 1].content, n);
+        t->buf += n;
+    } else {
+        t->buf--; /* over the NUL */
+    }
+    memcpy(t->buf, "\n\n", 2);
+    memcpy(t->buf + 2, text, len);
+    t->buf += 2 + len;
+    *t->buf++ = 0;
+    t->m[t->k - 1].content = t->last;
+}
+
+/* The turns of the path (the last user message left out when /edit replaces
+ * it), the answer shown (when next follows it) and next (NULL: none). */
+static int build_turns(const conv *c, const char *next, chat_msg **out, int *n) {
+    size_t bytes = 1 + (next ? strlen(next) + 2 : 0);
     for (int i = 0; i < c->n_msgs; i++)
-        m[k++] = (chat_msg){c->msgs[i]->role == DB_ROLE_USER ? CHAT_USER : CHAT_ASSISTANT, c->msgs[i]->text};
-    *out = m;
-    *n = k;
+        if (c->msgs[i]->role == DB_ROLE_USER) bytes += c->msgs[i]->len + 2;
+    turns t = {.m = malloc((size_t)(c->n_msgs + 3) * sizeof(chat_msg) + bytes)};
+    if (!t.m) return LLC_ERR_NOMEM;
+    t.buf = (char *)(t.m + c->n_msgs + 3);
+    if (c->system[0]) t.m[t.k++] = (chat_msg){CHAT_SYSTEM, c->system};
+    int path = c->n_msgs;
+    if (next && c->editing && path > 0 && c->msgs[path - 1]->role == DB_ROLE_USER) path--;
+    for (int i = 0; i < path; i++) add_turn(&t, c->msgs[i]->role, c->msgs[i]->state, c->msgs[i]->text, c->msgs[i]->len);
+    const conv_msg *shown = c->n_alts ? c->alts[c->alt_cur] : NULL;
+    if (next && !c->editing && shown) add_turn(&t, shown->role, shown->state, shown->text, shown->len);
+    if (next) add_turn(&t, DB_ROLE_USER, DB_STATE_DONE, next, strlen(next));
+    *out = t.m;
+    *n = t.k;
     return 0;
+}
+
+int conv_chat_msgs(const conv *c, chat_msg **out, int *n) { return build_turns(c, NULL, out, n); }
+
+int conv_chat_msgs_next(const conv *c, const char *next, chat_msg **out, int *n) {
+    return build_turns(c, next, out, n);
 }

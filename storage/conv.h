@@ -51,7 +51,7 @@ typedef struct conv_msg {
 
 typedef struct conv_settings {
     float temperature, top_p, min_p;
-    int top_k, max_tokens;
+    int top_k, max_tokens; /* max_tokens 0: not set (a server chooses; locally CONV_MAX_TOKENS) */
     uint64_t seed;       /* SAMPLER_SEED_RANDOM: a new one each answer */
     int n, beam;         /* parallel answers; beam width (0: sample) */
     bool no_think;       /* /think off: the template renders with enable_thinking false */
@@ -77,9 +77,13 @@ typedef struct conv {
     char save_error[320];/* why the last save failed ("" when saved) */
     char *model;         /* the model file this session answers with ("" : the default) */
     struct provider *prov; /* the provider answering it now (NULL: the app's default) */
+    char *model_prev;    /* while /model opens another model: the tab's model before (NULL: none),
+                            which it keeps if that one cannot be opened */
     char *queued;        /* a message sent while the answer streams: it goes when the answer ends */
     size_t queued_len;
     /* view state */
+    char *draft;         /* what is typed in the input box while another tab is shown (NULL: nothing) */
+    int64_t focus_id;    /* a message the view scrolls to at its next draw (0: none) */
     int scroll;          /* lines up from the bottom */
     int scroll_rows;     /* the transcript's rows at the last draw (holds a scrolled view still) */
     bool titled;         /* /rename named it: the first message does not replace the title */
@@ -87,6 +91,10 @@ typedef struct conv {
 } conv;
 
 conv_settings conv_default_settings(void);
+/* The answer length used when /set max_tokens did not set one (the local
+ * engine's; a remote server is left to choose its own). */
+#define CONV_MAX_TOKENS 512
+int conv_max_tokens(const conv_settings *s); /* max_tokens, or CONV_MAX_TOKENS when not set */
 
 /* A new, empty conversation (not stored until it has a message). */
 int conv_create(const char *title, conv **out);
@@ -136,7 +144,12 @@ bool conv_unsaved(const conv *c);
 int conv_write_markdown(const conv *c, FILE *f);
 
 /* The messages for the prompt: system (if any) then the path and the current
- * alternative, up to and including the last user message. *out malloc'd. */
+ * alternative, up to and including the last user message. A failed or empty
+ * answer is left out, and the user's messages around it become one turn (the
+ * roles still alternate). *out is one allocation: free(*out) frees it all. */
 int conv_chat_msgs(const conv *c, chat_msg **out, int *n);
+/* The same for the conversation once next is sent after the answer shown
+ * (with /edit: instead of the last user message). */
+int conv_chat_msgs_next(const conv *c, const char *next, chat_msg **out, int *n);
 
 #endif

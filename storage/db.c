@@ -296,11 +296,10 @@ static int validate(db *d, bool existing, int64_t *version, llc_err *err) {
         char res[200];
         rc = query1(d, "PRAGMA quick_check(1)", NULL, res, sizeof res, err);
         if (rc) return rc;
-        if (strcmp(res, "ok") != 0)
+        if (strcmp(res, "ok") != 0) /* (res is SQLite's own report: "btreeInitPage() returns error code 11") */
             return dbi_fail(d, err, DB_ERR_CORRUPT,
-                            "not an llmchat database or it is corrupt (file left untouched; "
-                            "%s)",
-                            res);
+                            "not an llmchat database or it is corrupt (file left untouched; its pages are "
+                            "damaged: move it aside and llmchat starts a new one there)");
     }
     if ((app_id != 0 && app_id != DB_APP_ID) || (*version > 0 && app_id != DB_APP_ID) ||
         (*version == 0 && n_schema > 0))

@@ -12,8 +12,11 @@
  *   length        streams two pieces, then finish_reason "length"
  *   nostream      one chat.completion JSON object instead of a stream
  *   markdown      streams a Markdown answer (heading, list, code block)
- * A last message that starts with "mode:NAME " picks NAME the same way (so
- * one chat can try them all).
+ *   burst         five pieces in one write, then 100 ms later the end (usage:
+ *                 5 tokens), as a server that flushes tokens in bunches
+ * A last message whose last paragraph starts with "mode:NAME " picks NAME the
+ * same way (so one chat can try them all; the chat joins a message to the one
+ * before when the answer between them failed).
  * With a key, a request without "Authorization: Bearer KEY" gets 401.
  * GET /v1/models lists "ok". */
 #ifndef LLC_TESTS_FAKE_OPENAI_H
@@ -129,9 +132,10 @@ static void fo_chat(fake_openai *f, int fd, const char *body) {
     const char *model = cJSON_IsString(m) ? m->valuestring : "ok";
     char mode[32];
     char *last0 = fo_last_content(req);
-    if (last0 && !strncmp(last0, "mode:", 5)) {
-        size_t k = strcspn(last0 + 5, " ");
-        snprintf(mode, sizeof mode, "%.*s", (int)(k < 31 ? k : 31), last0 + 5);
+    const char *para = last0 && strstr(last0, "\n\n") ? strrchr(last0, '\n') + 1 : last0;
+    if (para && !strncmp(para, "mode:", 5)) {
+        size_t k = strcspn(para + 5, " ");
+        snprintf(mode, sizeof mode, "%.*s", (int)(k < 31 ? k : 31), para + 5);
         model = mode;
     }
     free(last0);
@@ -173,6 +177,16 @@ static void fo_chat(fake_openai *f, int fd, const char *body) {
         fo_chunk(fd, "Hello.", NULL);
         fo_chunk(fd, NULL, "stop");
         fo_stream_end(fd, 3);
+    } else if (!strcmp(model, "burst")) {
+        fo_stream_head(fd);
+        static const char five[] = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a \"}}]}\n\n";
+        char all[5 * sizeof five];
+        size_t n = 0;
+        for (int i = 0; i < 5; i++, n += sizeof five - 1) memcpy(all + n, five, sizeof five - 1);
+        fo_send(fd, all, n);
+        fo_sleep_ms(100);
+        fo_chunk(fd, NULL, "stop");
+        fo_stream_end(fd, 5);
     } else if (!strcmp(model, "length")) {
         fo_stream_head(fd);
         fo_chunk(fd, "cut ", NULL);

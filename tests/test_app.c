@@ -62,7 +62,7 @@ static char *f_text(provider *p) { return strdup("fake"); }
 static const char *f_name(const provider *p) { return "fake-model"; }
 static void f_destroy(provider *p) {}
 static const provider_ops f_ops = {f_check, f_submit, f_cancel, f_next, f_fd, f_status,
-                                   f_text, f_text, f_name, f_destroy};
+                                   f_text, f_text, f_name, f_destroy, NULL};
 
 static fake g_fake, g_other;
 static int g_opens;
@@ -261,11 +261,21 @@ static void test_model_switch_in_the_background(void) {
     CHECK(db_session_get(a->db, sid, &s, NULL) == 0);
     CHECK(strstr(s.model, "/other.gguf") != NULL); /* the session remembers its model */
     db_session_clear(&s);
-    /* a model that cannot be opened: the tab stays on the default */
+    /* a model that cannot be opened: the tab stays on the model it had, in the database too */
     snprintf(cmd, sizeof cmd, "/model %s", broken);
+    CHECK(input(a, cmd));
+    CHECK(c->prov == NULL && c->model_prev != NULL); /* loading */
+    wait_loaded(a);
+    CHECKF(strstr(a->notice, "cannot open broken.gguf: not a GGUF file (the tab answers with other.gguf)"), "%s",
+           a->notice);
+    CHECK(c->prov == &g_other.base && strstr(c->model, "/other.gguf") && c->model_prev == NULL);
+    CHECK(db_session_get(a->db, sid, &s, NULL) == 0);
+    CHECK(strstr(s.model, "/other.gguf") != NULL);
+    db_session_clear(&s);
+    /* ... and a tab on the default stays on the default */
     CHECK(input(a, "/new") && input(a, cmd));
     wait_loaded(a);
-    CHECK(strstr(a->notice, "cannot open broken.gguf: not a GGUF file") != NULL);
+    CHECKF(strstr(a->notice, "(the tab answers with fake-model)"), "%s", a->notice);
     CHECK(ui_app_tab(a)->prov == NULL && ui_app_tab(a)->model[0] == 0);
     ui_app_free(a);
     /* restarting: the tab of that session loads its model by itself */
@@ -648,20 +658,156 @@ static void test_quit_keeps_unsaved_messages(void) {
     ui_app_free(a);
 }
 
+/* /open N after /search opens the session on the branch of the message that
+ * matched (here a version the user edited away), scrolled to it. */
+static void test_search_hit_opens_on_its_branch(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "apple pie recipe"));
+    answer(a, "Bake it.");
+    CHECK(input(a, "/edit") && input(a, "banana bread recipe"));
+    answer(a, "Bake that.");
+    conv *c = ui_app_tab(a);
+    CHECK(c->n_msgs == 1 && !strcmp(c->msgs[0]->text, "banana bread recipe"));
+    CHECK(input(a, "/close") && input(a, "/search apple") && a->n_listed == 1 && a->listed_msgs);
+    CHECK(input(a, "/open 1"));
+    c = ui_app_tab(a);
+    CHECKF(c->n_msgs == 1 && !strcmp(c->msgs[0]->text, "apple pie recipe"), "%s", c->n_msgs ? c->msgs[0]->text : "");
+    CHECK(c->n_alts == 1 && !strcmp(c->alts[0]->text, "Bake it."));
+    CHECK(a->listed_msgs && c->focus_id == a->listed_msgs[0] && c->focus_id == c->msgs[0]->id);
+    /* the same from a tab that shows the session on the other branch */
+    CHECK(input(a, "/branch next"));
+    c = ui_app_tab(a);
+    CHECK(!strcmp(c->msgs[0]->text, "banana bread recipe"));
+    CHECK(input(a, "/search apple") && input(a, "/open 1"));
+    c = ui_app_tab(a);
+    CHECK(!strcmp(c->msgs[0]->text, "apple pie recipe") && c->focus_id == c->msgs[0]->id);
+    ui_app_free(a);
+}
+
+/* /export expands ~ and says where the file went (a full path) or why not. */
+static void test_export_says_where_and_why(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "export me"));
+    answer(a, "Exported.");
+    const char *home = getenv("HOME");
+    char *saved_home = home ? strdup(home) : NULL;
+    setenv("HOME", g_dir, 1);
+    char want[300];
+    CHECK(input(a, "/export ~/chat.md"));
+    snprintf(want, sizeof want, "exported to %s/chat.md", g_dir);
+    CHECKF(!strcmp(a->notice, want), "%s", a->notice);
+    snprintf(want, sizeof want, "%s/chat.md", g_dir);
+    CHECK(access(want, R_OK) == 0);
+    /* a bare /export: into the current directory, named in full */
+    char cwd[PATH_MAX];
+    CHECK(getcwd(cwd, sizeof cwd) && chdir(g_dir) == 0);
+    CHECK(input(a, "/export"));
+    snprintf(want, sizeof want, "exported to %s/llmchat-%lld.md", g_dir, (long long)ui_app_tab(a)->session_id);
+    CHECKF(!strcmp(a->notice, want), "%s", a->notice);
+    CHECK(chdir(cwd) == 0);
+    /* a directory that is not there: the full path and the reason */
+    CHECK(!input(a, "/export ~/no/such/dir/x.md"));
+    snprintf(want, sizeof want, "/export: cannot write %s/no/such/dir/x.md: No such file or directory", g_dir);
+    CHECKF(!strcmp(a->notice, want), "%s", a->notice);
+    CHECK(!input(a, "/export ~nosuchuser_llc/x.md") && strstr(a->notice, "no home directory for nosuchuser_llc"));
+    if (saved_home) setenv("HOME", saved_home, 1);
+    else unsetenv("HOME");
+    free(saved_home);
+    ui_app_free(a);
+}
+
+/* Writes n bytes of s to g_dir/name; returns the path (static). */
+static const char *put_file(const char *name, const char *s, size_t n) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(s, 1, n, f) == n && fclose(f) == 0);
+    return path;
+}
+
+/* /file PATH puts a text file into the input as a fenced block; a missing,
+ * binary, too big file or a directory is refused with a reason. */
+static void test_file_goes_into_the_input(void) {
+    ui_app *a = open_app();
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "/file %s", put_file("notes.txt", "line one\nline two", 17));
+    CHECK(input(a, cmd));
+    CHECKF(a->edit_text && !strcmp(a->edit_text, "```notes.txt\nline one\nline two\n```\n"), "%s",
+           a->edit_text ? a->edit_text : "none");
+    CHECK(strstr(a->notice, "notes.txt (17 bytes) is in the input"));
+    snprintf(cmd, sizeof cmd, "/file %s", put_file("fenced.md", "```c\nx\n```\n", 11));
+    CHECK(input(a, cmd) && a->edit_text && !strncmp(a->edit_text, "~~~~fenced.md\n```c\n", 19));
+    struct { const char *cmd, *why; } bad[] = {
+        {"/file /no/such/file.txt", "/file: cannot read /no/such/file.txt: No such file or directory"},
+        {"/file /tmp", "/file: /tmp is a directory"},
+        {NULL, "is not a text file (a binary byte at offset 3)"},
+        {NULL, "is 0.3 MB: a message takes at most 256 KB of a file"},
+    };
+    char *big = malloc(300 * 1024);
+    memset(big, 'x', 300 * 1024);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (i == 2) snprintf(cmd, sizeof cmd, "/file %s", put_file("a.bin", "abc\0def", 7));
+        if (i == 3) snprintf(cmd, sizeof cmd, "/file %s", put_file("big.txt", big, 300 * 1024));
+        free(a->edit_text);
+        a->edit_text = NULL;
+        CHECK(!input(a, bad[i].cmd ? bad[i].cmd : cmd));
+        CHECKF(strstr(a->notice, bad[i].why) && !a->edit_text, "%s", a->notice);
+    }
+    free(big);
+    snprintf(cmd, sizeof cmd, "/file %s", put_file("latin1.txt", "caf\xe9", 4));
+    CHECK(!input(a, cmd) && strstr(a->notice, "not a text file (a binary byte at offset 3)"));
+    ui_app_free(a);
+}
+
+/* /copy N copies message N of those shown (1: the first), yours or an answer. */
+static void test_copy_message_n(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "first question"));
+    answer(a, "first answer");
+    CHECK(input(a, "second question"));
+    answer(a, "second answer");
+    CHECK(input(a, "/copy 3") && a->clipboard && !strcmp(a->clipboard, "second question"));
+    CHECK(strstr(a->notice, "copied message 3 (yours, 15 bytes)"));
+    CHECK(input(a, "/copy 2") && !strcmp(a->clipboard, "first answer") && a->clipboard_len == 12);
+    CHECK(!input(a, "/copy 5") && strstr(a->notice, "/copy 5: this conversation shows 4 messages"));
+    CHECK(!strcmp(a->clipboard, "first answer")); /* (a refused copy leaves the clipboard) */
+    ui_app_free(a);
+}
+
+/* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
+static void test_set_alone_shows_the_values(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "/set"));
+    CHECKF(strstr(a->notice, "temp ") && strstr(a->notice, "max_tokens default") && !a->notice_error, "%s",
+           a->notice);
+    CHECK(input(a, "/set max_tokens 64") && input(a, "/set"));
+    CHECKF(strstr(a->notice, "max_tokens 64 ") && strlen(a->notice) < 80, "%s", a->notice); /* (fits a line) */
+    ui_app_free(a);
+}
+
+/* The warning stays, a line of its own, through the notices that follow (a
+ * model loading, a command) until Esc dismisses it. */
 static void test_second_ui_on_a_database_is_warned(void) {
     ui_app *a = open_app();
-    CHECK(!strstr(a->notice, "another llmchat chat"));
+    CHECK(!a->warnings);
     fake keep = g_fake;
     ui_app *b = NULL;
     ui_app_config cfg = {.prov = &keep.base, .db_path = g_db};
     CHECK(ui_app_create(&cfg, &b, NULL) == 0);
     char want[64];
     snprintf(want, sizeof want, "another llmchat chat (pid %ld)", (long)getpid());
-    CHECKF(strstr(b->notice, want) != NULL, "notice: %s", b->notice);
+    CHECKF(b->warnings && strstr(b->warnings, want), "warnings: %s", b->warnings ? b->warnings : "none");
+    ui_app_warn(b, "no usable CUDA GPU:\nrunning on the CPU");
+    ui_app_notice(b, false, "other.gguf is ready");
+    CHECK(input(b, "/set"));
+    CHECKF(b->warnings && strstr(b->warnings, want) && strstr(b->warnings, "\nno usable CUDA GPU: running on the CPU"),
+           "%s", b->warnings ? b->warnings : "none");
+    ui_app_escape(b);
+    CHECK(b->warnings == NULL);
     ui_app_free(b);
     ui_app_free(a);
     a = open_app(); /* the first one is gone: no warning */
-    CHECK(!strstr(a->notice, "another llmchat chat"));
+    CHECK(!a->warnings);
     ui_app_free(a);
 }
 
@@ -683,6 +829,11 @@ int main(void) {
     RUN(test_notices_and_panels_do_not_outstay);
     RUN(test_tabs_past_nine_and_rename);
     RUN(test_second_ui_on_a_database_is_warned);
+    RUN(test_set_alone_shows_the_values);
+    RUN(test_search_hit_opens_on_its_branch);
+    RUN(test_export_says_where_and_why);
+    RUN(test_file_goes_into_the_input);
+    RUN(test_copy_message_n);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];

@@ -26,6 +26,8 @@ static void test_commands_with_values(void) {
     CHECK(parse("/set seed 7", &c, err) == 0 && c.key == UI_SET_SEED && c.ivalue == 7);
     CHECK(parse("/set min_p 0.05", &c, err) == 0 && c.key == UI_SET_MIN_P);
     CHECK(parse("/set top_p 1", &c, err) == 0 && c.key == UI_SET_TOP_P);
+    CHECK(parse("/set", &c, err) == 0 && c.kind == UI_CMD_SET && c.key == UI_SET_SHOW);
+    CHECK(parse("/set  ", &c, err) == 0 && c.key == UI_SET_SHOW);
     CHECK(parse("/n 3", &c, err) == 0 && c.kind == UI_CMD_N && c.ivalue == 3);
     CHECK(parse("/beam 4", &c, err) == 0 && c.kind == UI_CMD_BEAM && c.ivalue == 4);
     CHECK(parse("/alt", &c, err) == 0 && c.kind == UI_CMD_ALT && c.ivalue == 0);
@@ -38,7 +40,8 @@ static void test_commands_with_values(void) {
     CHECK(parse("/search red ball", &c, err) == 0 && c.kind == UI_CMD_SEARCH && c.arg_len == 8);
     CHECK(parse("/open 12", &c, err) == 0 && c.kind == UI_CMD_OPEN && c.ivalue == 12);
     CHECK(parse("/copy", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 0);
-    CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4);
+    CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4 && c.ivalue == 0);
+    CHECK(parse("/copy 3", &c, err) == 0 && c.kind == UI_CMD_COPY && c.ivalue == 3);
     CHECK(parse("/reasoning", &c, err) == 0 && c.kind == UI_CMD_REASONING);
     CHECK(parse("/think off", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 0);
     CHECK(parse("/think on", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 1);
@@ -75,6 +78,8 @@ static void test_errors(void) {
         {"/model 1000", "not an entry of the list"},
         {"/model 99999999999999999999999", "not an entry of the list"},
         {"/copy everything", "/copy code"},
+        {"/copy 0", "/copy N message N"},
+        {"/copy 99999999999999999999", "/copy N message N"},
         {"/think maybe", "/think on|off"},
         {"/think", "/think"},
         {"/set temp hot", "not a number"},
@@ -92,16 +97,20 @@ static void test_errors(void) {
         {"/regen now", "takes no argument"},
         {"/rename", "needs some text"},
         {"/search   ", "needs some text"},
+        {"/file", "needs some text"},
         {"/a-very-long-command-name-that-goes-on", "unknown command"},
         {"/branch sideways", "next|prev"},
         {"/sessions all", "--all"},
         {"/delete", "needs a number"},
-        {"/archive x", "whole number"},
+        {"/archive x", "a session's number in the last /sessions or /search list"},
+        {"/delete 0", "/delete N: '0' is not an entry (N: a session's number"},
+        {"/open -3", "/open N: '-3' is not an entry"},
         {"/tab 0", "whole number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         CHECKF(parse(bad[i].in, &c, err) == -1 && strstr(err, bad[i].want), "%s -> %s", bad[i].in, err);
+        CHECKF(!strstr(err, "4611686018427387904"), "%s -> %s", bad[i].in, err); /* (the list's limit) */
         CHECK(strchr(err, '\n') == NULL);
     }
     CHECK(strstr(ui_help_text(), "/regen") && strstr(ui_help_text(), "Ctrl-T"));

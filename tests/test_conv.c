@@ -116,6 +116,46 @@ static void test_no_database(void) {
     conv_free(c);
 }
 
+/* Answers the conversation's last message with text, ending in state. */
+static void answer_as(conv *c, const char *text, int state) {
+    CHECK(conv_open_answers(c, 1) >= 0);
+    if (text[0]) conv_append(c, c->n_alts - 1, text, strlen(text));
+    conv_finish(c, c->n_alts - 1, state, state == DB_STATE_ERROR ? "error" : "stop", NULL);
+}
+
+/* A failed or empty answer is never sent back as the assistant's turn; the
+ * user's messages around it become one turn, and a stopped answer with text
+ * stays. */
+static void test_failed_answers_are_left_out_of_the_prompt(void) {
+    conv *c;
+    CHECK(conv_create("t", &c) == 0);
+    CHECK(conv_add_user(c, "one", 3) == 0);
+    answer_as(c, "", DB_STATE_ERROR);                 /* nothing came */
+    CHECK(conv_add_user(c, "two", 3) == 0);
+    answer_as(c, "half an ans", DB_STATE_ERROR);      /* broke off mid-answer */
+    CHECK(conv_add_user(c, "three", 5) == 0);
+    answer_as(c, "", DB_STATE_CANCELLED);             /* stopped before any text */
+    chat_msg *m;
+    int n;
+    CHECK(conv_chat_msgs_next(c, "four", &m, &n) == 0);
+    CHECKF(n == 1 && m[0].role == CHAT_USER && !strcmp(m[0].content, "one\n\ntwo\n\nthree\n\nfour"), "n %d: %s", n,
+           n ? m[0].content : "");
+    free(m);
+    CHECK(conv_add_user(c, "four", 4) == 0);
+    CHECK(conv_chat_msgs(c, &m, &n) == 0 && n == 1 && !strcmp(m[0].content, "one\n\ntwo\n\nthree\n\nfour"));
+    free(m);
+    answer_as(c, "Stopped here", DB_STATE_CANCELLED); /* stopped with text: a real turn */
+    CHECK(conv_add_user(c, "five", 4) == 0);
+    CHECK(conv_chat_msgs(c, &m, &n) == 0 && n == 3);
+    CHECK(n == 3 && m[1].role == CHAT_ASSISTANT && !strcmp(m[1].content, "Stopped here") &&
+          m[2].role == CHAT_USER && !strcmp(m[2].content, "five"));
+    free(m);
+    c->editing = true; /* /edit: the next message replaces "five" */
+    CHECK(conv_chat_msgs_next(c, "FIVE", &m, &n) == 0 && n == 3 && !strcmp(m[2].content, "FIVE"));
+    free(m);
+    conv_free(c);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/llc_conv_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -123,6 +163,7 @@ int main(void) {
     RUN(test_save_and_load_with_alternatives);
     RUN(test_locked_database_keeps_everything);
     RUN(test_no_database);
+    RUN(test_failed_answers_are_left_out_of_the_prompt);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd)) {}

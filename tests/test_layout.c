@@ -22,6 +22,17 @@ static void test_tab_bar_follows_the_current_tab(void) {
     CHECK(layout_first_tab(wide, 3, 2, 40, 1) == 2); /* wider than the bar: it starts there */
 }
 
+/* A search hit opened: its message starts the screen, or shows at the bottom
+ * when it is among the last rows. */
+static void test_scroll_to_a_row(void) {
+    for (int row = 0; row < 100; row += 7) {
+        int prev = 0, shown, scroll = layout_scroll_to(100, 20, row);
+        int first = layout_transcript(100, 20, &scroll, &prev, &shown);
+        if (row <= 80) CHECKF(first == row, "row %d: first %d", row, first);
+        else CHECKF(scroll == 0 && first == 80, "row %d: first %d, scroll %d", row, first, scroll);
+    }
+}
+
 static void test_scrolled_view_holds_still(void) {
     int scroll = 0, prev = 0, shown;
     int first = layout_transcript(100, 20, &scroll, &prev, &shown);
@@ -64,6 +75,7 @@ static void test_status_cut_between_fields(void) {
 int main(void) {
     RUN(test_tab_bar_follows_the_current_tab);
     RUN(test_scrolled_view_holds_still);
+    RUN(test_scroll_to_a_row);
     RUN(test_status_cut_between_fields);
     return t_summary();
 }

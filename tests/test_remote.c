@@ -329,6 +329,35 @@ static void test_length_and_non_streaming(void) {
     prov_free(p);
 }
 
+/* The status line's speed is tokens over the time from the first to the end,
+ * not pieces over the microseconds between two that came in one read; a
+ * length the user did not set is the server's to choose; beam search is
+ * refused as a setting, before anything is sent. */
+static void test_speed_length_and_beam(void) {
+    provider *p = open_remote("burst", "sekrit");
+    conv_settings s = conv_default_settings();
+    answer a[1];
+    int64_t id = ask(p, NULL, "hello", &s);
+    wait_answers(p, id, a, 1, -1);
+    CHECK(!strcmp(a[0].text, "a a a a a ") && a[0].state == DB_STATE_DONE);
+    char status[320];
+    prov_status(p, status, sizeof status);
+    double tps = -1;
+    const char *bar = strstr(status, "| ");
+    while (bar && sscanf(bar, "| %lf tok/s", &tps) != 1) bar = strstr(bar + 1, "| ");
+    CHECKF(tps > 5 && tps < 100, "4 tokens after the first in ~100 ms: %s", status); /* (was ~1e5) */
+    pthread_mutex_lock(&g_srv.mu);
+    cJSON *j = cJSON_Parse(g_srv.last_body);
+    pthread_mutex_unlock(&g_srv.mu);
+    CHECK(j && !cJSON_GetObjectItemCaseSensitive(j, "max_tokens"));
+    cJSON_Delete(j);
+    llc_err err;
+    CHECK(prov_check_settings(p, &s, &err) == 0);
+    s.beam = 2;
+    CHECK(prov_check_settings(p, &s, &err) == LLC_ERR_UNSUPPORTED && strstr(err.msg, "beam search needs"));
+    prov_free(p);
+}
+
 static void test_bad_url(void) {
     remote_config rc = {.url = "not a url"};
     provider *p = NULL;
@@ -354,6 +383,7 @@ int main(void) {
     RUN(test_connection_refused);
     RUN(test_server_dies_mid_answer);
     RUN(test_length_and_non_streaming);
+    RUN(test_speed_length_and_beam);
     fake_openai_stop(&g_srv);
     fo_sleep_ms(100); /* connection threads finish */
     return t_summary();

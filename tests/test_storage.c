@@ -289,6 +289,7 @@ static void expect_refused(const char *p, int want, const char *what) {
         CHECKF(strstr(e.msg, p) &&
                    strstr(e.msg, "not an llmchat database or it is corrupt (file left untouched"),
                "%s: %s", what, e.msg);
+    CHECKF(!strstr(e.msg, "btree") && !strstr(e.msg, "error code"), "%s: SQLite's words: %s", what, e.msg);
     CHECKF(before && same_bytes(p, before, n), "%s: file changed", what);
     CHECKF(side_files_absent(p), "%s: side files left", what);
     free(before);
@@ -344,6 +345,10 @@ static void test_bad_files_refused_untouched(void) {
     memset(bad + 2 * (size_t)page, 0xa5, 8); /* one page's header */
     write_file(tpath("page3.db"), bad, n);
     expect_refused(tpath("page3.db"), DB_ERR_CORRUPT, "one damaged page");
+    llc_err e3 = {{0}};
+    db *d3 = NULL;
+    CHECK(db_open(tpath("page3.db"), &d3, &e3) == DB_ERR_CORRUPT);
+    CHECKF(strstr(e3.msg, "its pages are damaged: move it aside"), "%s", e3.msg);
     free(bad);
     free(img);
 

@@ -27,6 +27,21 @@ void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     a->changed = true;
 }
 
+void ui_app_warn(ui_app *a, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = NULL;
+    int n = vasprintf(&line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    for (char *p = line; *p; p++) /* one line each */
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    size_t len = a->warnings ? strlen(a->warnings) : 0;
+    app_cat(&a->warnings, &len, "%s%s", len ? "\n" : "", line);
+    free(line);
+    a->changed = true;
+}
+
 /* Refuses a line of input: the notice says why and the view keeps the text in
  * the input box (ui_app_input returns false). */
 void app_reject(ui_app *a, const char *fmt, ...) {
@@ -67,6 +82,7 @@ int app_add_tab(ui_app *a, conv *c) {
     if (!t) return LLC_ERR_NOMEM;
     a->tabs = t;
     a->tabs[a->n_tabs++] = c;
+    a->tabs_gen++;
     a->cur = a->n_tabs - 1;
     a->changed = true;
     return 0;
@@ -87,6 +103,7 @@ void app_drop_tab(ui_app *a, int i) {
     conv_free(c);
     memmove(&a->tabs[i], &a->tabs[i + 1], (size_t)(a->n_tabs - i - 1) * sizeof *a->tabs);
     a->n_tabs--;
+    a->tabs_gen++;
     if (a->cur > i || a->cur >= a->n_tabs) a->cur = a->cur > 0 ? a->cur - 1 : 0;
     if (a->n_tabs == 0) ui_app_new_tab(a);
     a->changed = true;
@@ -181,8 +198,8 @@ static void take_ui_lock(ui_app *a) {
     pid[n > 0 ? n : 0] = 0;
     pid[strcspn(pid, "\n")] = 0;
     close(fd);
-    ui_app_notice(a, true, "another llmchat chat%s%s%s uses this database: the open tabs and input history are "
-                  "saved by whichever quits last", pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+    ui_app_warn(a, "another llmchat chat%s%s%s uses this database: the open tabs and input history are "
+                "saved by whichever quits last", pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
 }
 
 int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
@@ -212,11 +229,11 @@ int ui_app_create(const ui_app_config *cfg, ui_app **out, llc_err *err) {
         history_load(a);
         int interrupted = db_interrupted_at_open(a->db);
         if (interrupted > 0)
-            ui_app_notice(a, false, "%d answer%s cut short last time (marked interrupted)",
-                          interrupted, interrupted == 1 ? " was" : "s were");
+            ui_app_warn(a, "%d answer%s cut short last time (marked interrupted)", interrupted,
+                        interrupted == 1 ? " was" : "s were");
         if (!db_is_readonly(a->db)) take_ui_lock(a);
     } else {
-        ui_app_notice(a, true, "%s", a->db_error);
+        ui_app_warn(a, "%s", a->db_error);
     }
     if (a->n_tabs == 0) ui_app_new_tab(a);
     if (a->n_tabs == 0) {
@@ -307,7 +324,9 @@ void ui_app_free(ui_app *a) {
     db_close(a->db);
     if (a->lock_fd >= 0) close(a->lock_fd);
     free(a->panel);
+    free(a->warnings);
     free(a->listed);
+    free(a->listed_msgs);
     free(a->edit_text);
     free(a->clipboard);
     for (int i = 0; i < a->n_history; i++) free(a->history[i]);
@@ -349,13 +368,14 @@ void ui_app_close_tab(ui_app *a) {
     app_save_conv(a, c, true, 0);
     if (conv_unsaved(c) && a->close_confirm != c) { /* closing would lose it: ask once more */
         a->close_confirm = c;
-        ui_app_notice(a, true, "this tab is not saved (%s): Ctrl-W again closes it and loses it",
+        ui_app_notice(a, true, "this tab is not saved (%s): closing it again (Alt-W, /close) loses it",
                       a->db ? c->save_error : a->db_error);
         return;
     }
     a->close_confirm = NULL;
     memmove(&a->tabs[a->cur], &a->tabs[a->cur + 1], (size_t)(a->n_tabs - a->cur - 1) * sizeof *a->tabs);
     a->n_tabs--;
+    a->tabs_gen++;
     conv_free(c);
     if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
     if (a->n_tabs == 0) ui_app_new_tab(a);
@@ -409,21 +429,12 @@ static int check_message(ui_app *a, conv *c, const char *text, size_t len, llc_e
     chat_msg *m;
     int n;
     char *t = strndup(text, len);
-    if (!t || conv_chat_msgs(c, &m, &n)) {
+    if (!t || conv_chat_msgs_next(c, t, &m, &n)) {
         free(t);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     }
-    chat_msg *mm = realloc(m, (size_t)(n + 2) * sizeof *mm);
-    if (!mm) {
-        free(m);
-        free(t);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    }
-    if (c->editing && n > 0 && mm[n - 1].role == CHAT_USER) n--; /* the edited message replaces it */
-    else if (!c->editing && c->n_alts > 0) mm[n++] = (chat_msg){CHAT_ASSISTANT, conv_last(c)->text};
-    mm[n++] = (chat_msg){CHAT_USER, t};
-    int rc = prov_check(app_tab_prov(a, c), mm, n, &c->set, err);
-    free(mm);
+    int rc = prov_check(app_tab_prov(a, c), m, n, &c->set, err);
+    free(m);
     free(t);
     return rc;
 }
@@ -490,11 +501,12 @@ static void send_queued(ui_app *a, conv *c) {
     free(q);
 }
 
-void ui_app_cancel(ui_app *a) {
+bool ui_app_cancel(ui_app *a) {
     conv *c = ui_app_tab(a);
-    if (!c || !c->req_id) return;
+    if (!c || !c->req_id) return false;
     prov_cancel(app_tab_prov(a, c), c->req_id);
     ui_app_notice(a, false, "stopping the answer (what came so far is kept)");
+    return true;
 }
 
 /* An answer ended (seq_index -1: the whole request failed). */
@@ -507,7 +519,7 @@ static void answer_done(ui_app *a, conv *c, const prov_event *ev, double now_ms)
         if (alt >= c->n_alts || c->alts[alt]->state != DB_STATE_STREAMING) continue;
         /* "length" before max_tokens: the context ran out (stored as "context") */
         bool context_end = !strcmp(ev->finish, "length") && ev->seq_index >= 0 && ev->usage.completion_tokens > 0 &&
-                           ev->usage.completion_tokens < c->set.max_tokens;
+                           ev->usage.completion_tokens < conv_max_tokens(&c->set);
         conv_finish(c, alt, ev->state, context_end ? "context" : ev->finish, ev->seq_index < 0 ? NULL : &ev->usage);
         snprintf(c->alts[alt]->error, sizeof c->alts[alt]->error, "%s",
                  ev->state == DB_STATE_ERROR ? ev->message : "");
@@ -585,6 +597,8 @@ void ui_app_session_changed(ui_app *a, int64_t session_id) {
         app_loaded_conv(a, fresh);
         fresh->scroll = c->scroll;
         fresh->scroll_rows = c->scroll_rows;
+        fresh->draft = c->draft, c->draft = NULL;
+        a->tabs_gen++;
         if (a->close_confirm == c) a->close_confirm = NULL;
         conv_free(c);
         a->tabs[i] = fresh;
@@ -637,6 +651,31 @@ static void cmd_reasoning(ui_app *a, conv *c) {
     m->reasoning_shown = !m->reasoning_shown;
 }
 
+/* /copy N: message N of those shown (1: the first). */
+static void cmd_copy_message(ui_app *a, conv *c, long long k) {
+    int n = conv_n_shown(c);
+    if (k > n) {
+        app_reject(a, "/copy %lld: this conversation shows %d message%s", k, n, n == 1 ? "" : "s");
+        return;
+    }
+    const conv_msg *m = conv_shown(c, (int)k - 1);
+    if (!m->len) {
+        app_reject(a, "/copy %lld: that message has no text yet", k);
+        return;
+    }
+    char *text = malloc(m->len + 1);
+    if (!text) {
+        app_reject(a, "out of memory");
+        return;
+    }
+    memcpy(text, m->text, m->len + 1);
+    free(a->clipboard);
+    a->clipboard = text;
+    a->clipboard_len = m->len;
+    ui_app_notice(a, false, "copied message %lld (%s, %zu bytes) to the clipboard", k,
+                  m->role == DB_ROLE_USER ? "yours" : "an answer", m->len);
+}
+
 /* /copy: the last answer shown, or (code) the last code block of the answers. */
 static void cmd_copy(ui_app *a, conv *c, bool code) {
     char *text = NULL;
@@ -661,9 +700,20 @@ static void cmd_copy(ui_app *a, conv *c, bool code) {
 
 static void cmd_stats(ui_app *a) { app_set_panel(a, prov_stats(app_tab_prov(a, ui_app_tab(a)))); }
 
+/* The tab's settings, on the notice line (max_tokens "default": not set, so
+ * CONV_MAX_TOKENS locally and a server's own choice). */
+static void show_settings(ui_app *a, const conv_settings *s) {
+    char max[16];
+    if (s->max_tokens > 0) snprintf(max, sizeof max, "%d", s->max_tokens);
+    else snprintf(max, sizeof max, "default");
+    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %s  seed %s", s->temperature,
+                  s->top_p, s->top_k, s->min_p, max, s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+}
+
 static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     conv_settings *s = &c->set;
     switch (cmd->key) {
+    case UI_SET_SHOW: show_settings(a, s); return;
     case UI_SET_TEMP: s->temperature = (float)cmd->value; break;
     case UI_SET_TOP_P:
         if (cmd->value <= 0) {
@@ -679,9 +729,17 @@ static void apply_set(ui_app *a, conv *c, const ui_cmd *cmd) {
     }
     c->meta_dirty = true;
     app_save_conv(a, c, true, 0);
-    ui_app_notice(a, false, "temp %.2f  top_p %.2f  top_k %d  min_p %.2f  max_tokens %d  seed %s",
-                  s->temperature, s->top_p, s->top_k, s->min_p, s->max_tokens,
-                  s->seed == SAMPLER_SEED_RANDOM ? "random" : "fixed");
+    show_settings(a, s);
+}
+
+/* /beam W the tab's provider cannot do (a remote server): refused at once. */
+static bool cmd_beam_refused(ui_app *a, conv *c, long long width) {
+    conv_settings s = c->set;
+    s.beam = width > 1 ? (int)width : 0;
+    llc_err err;
+    if (!prov_check_settings(app_tab_prov(a, c), &s, &err)) return false;
+    app_reject(a, "/beam: %s", err.msg);
+    return true;
 }
 
 /* /system: shows the system prompt (no text), sets it, or (--clear) removes it. */
@@ -736,6 +794,8 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     }
     a->notice[0] = 0;
     a->close_confirm = NULL;
+    free(c->draft); /* the input left the box (a refused one comes back to it) */
+    c->draft = NULL;
     int64_t delete_pending = a->delete_confirm;
     a->delete_confirm = 0;
     unsigned panel_gen = a->panel_gen;
@@ -753,6 +813,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
         ui_app_notice(a, false, "%d answer%s per message", c->set.n, c->set.n == 1 ? "" : "s");
         break;
     case UI_CMD_BEAM:
+        if (cmd_beam_refused(a, c, cmd.ivalue)) break;
         c->set.beam = cmd.ivalue > 1 ? (int)cmd.ivalue : 0;
         c->meta_dirty = true;
         app_save_conv(a, c, true, 0);
@@ -782,9 +843,13 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
         break;
     case UI_CMD_SEARCH: app_cmd_search(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_EXPORT: app_cmd_export(a, c, cmd.arg, cmd.arg_len); break;
+    case UI_CMD_FILE: app_cmd_file(a, cmd.arg, cmd.arg_len); break;
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len, cmd.ivalue); break;
-    case UI_CMD_COPY: cmd_copy(a, c, cmd.arg_len > 0); break;
+    case UI_CMD_COPY:
+        if (cmd.ivalue) cmd_copy_message(a, c, cmd.ivalue);
+        else cmd_copy(a, c, cmd.arg_len > 0);
+        break;
     case UI_CMD_REASONING: cmd_reasoning(a, c); break;
     case UI_CMD_THINK:
         c->set.no_think = cmd.ivalue == 0;

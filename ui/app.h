@@ -48,10 +48,13 @@ struct ui_app {
     char db_error[320];      /* why (shown until it works) */
     conv **tabs;
     int n_tabs, cur;
+    unsigned tabs_gen;       /* counts tabs opened, closed or reloaded (the view's input box follows) */
     char notice[320];        /* one line for the status area; "" none */
     bool notice_error;
+    char *warnings;          /* start-up warnings, one a line, shown until Esc (NULL: none) */
     char *panel;             /* help / sessions / search / stats text shown under the chat */
     int64_t *listed;         /* sessions numbered in the last /sessions or /search */
+    int64_t *listed_msgs;    /* /search: the message each matched in (NULL after /sessions) */
     int n_listed;
     bool listed_all;         /* the last /sessions had --all (a change lists them again so) */
     int64_t delete_confirm;  /* a session whose /delete was asked once (asking again deletes it) */
@@ -91,8 +94,9 @@ bool ui_app_input(ui_app *a, const char *text, size_t len);
 void ui_app_new_tab(ui_app *a);
 void ui_app_close_tab(ui_app *a);
 void ui_app_switch(ui_app *a, int index); /* clamps; wraps for -1 / n_tabs */
-void ui_app_cancel(ui_app *a);            /* Ctrl-C: stop the current tab's answer */
-/* Esc: closes the panel and the notice, and leaves /edit. Returns true when an
+/* Ctrl-C: stops the current tab's answer; false when none is coming. */
+bool ui_app_cancel(ui_app *a);
+/* Esc: closes the panel, the notice and the warnings, and leaves /edit. Returns true when an
  * edit was left (the view then empties the input box). */
 bool ui_app_escape(ui_app *a);
 /* Drains the provider's events into the tabs. */
@@ -117,5 +121,9 @@ const char *ui_app_history_get(const ui_app *a, int i);
 void ui_app_history_add(ui_app *a, const char *text);
 /* Sets the one-line notice. */
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Adds a start-up warning (the database, a second chat, the GPU, the chat
+ * template, the socket): each keeps a line of its own above the input until
+ * Esc dismisses them, whatever notices come after. */
+void ui_app_warn(ui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

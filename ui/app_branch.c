@@ -54,6 +54,8 @@ void app_count_versions(ui_app *a, conv *c) {
 bool ui_app_escape(ui_app *a) {
     app_set_panel(a, NULL);
     a->notice[0] = 0;
+    free(a->warnings);
+    a->warnings = NULL;
     a->close_confirm = NULL;
     a->delete_confirm = 0;
     conv *c = ui_app_tab(a);

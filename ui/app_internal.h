@@ -31,6 +31,15 @@ const char *app_base_name(const char *path);
 /* Appends to a growing text. */
 void app_cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ---- files (app_files.c) ---- */
+/* A path typed in a command as the full path a shell would make of it (~ and
+ * ~user expanded, a relative one under the current directory) into out; -1
+ * with the reason in out when it cannot. */
+int app_full_path(const char *arg, size_t len, char *out, size_t n);
+/* /file PATH: a text file into the input box as a fenced block (a missing,
+ * binary or too big file is refused, saying which). */
+void app_cmd_file(ui_app *a, const char *arg, size_t len);
+
 /* ---- sessions (app_sessions.c): /sessions, /open, /search, /archive, /delete, /export ---- */
 void app_cmd_sessions(ui_app *a, bool all);
 void app_cmd_search(ui_app *a, const char *q, size_t qlen);

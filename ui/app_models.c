@@ -93,6 +93,21 @@ static provider *loader_join(struct ui_loader *l, int *rc, llc_err *err) {
     return p;
 }
 
+/* A tab whose model could not be opened goes back to the one it had before
+ * /model (a session restored with it: to the default), in the database too. */
+static void tab_back(ui_app *a, conv *c) {
+    char *prev = c->model_prev ? c->model_prev : strdup("");
+    if (!prev) {
+        c->model[0] = 0;
+    } else {
+        free(c->model);
+        c->model = prev;
+        c->model_prev = NULL;
+    }
+    app_models_attach(a, c);
+    if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, app_model_name(a, c), NULL);
+}
+
 void app_models_poll(ui_app *a, double now_ms) {
     struct ui_loader *l = a->loader;
     if (!l) return;
@@ -118,18 +133,21 @@ void app_models_poll(ui_app *a, double now_ms) {
         for (int i = 0; i < a->n_tabs; i++)
             if (!strcmp(a->tabs[i]->model, path)) app_models_attach(a, a->tabs[i]);
         ui_app_notice(a, false, "%s is ready (%.1f s); its tabs answer with it", app_base_name(path), secs);
-    } else { /* the tabs that wanted it go back to the default model */
+    } else {
         prov_free(p);
+        char stays[300] = "";
         for (int i = 0; i < a->n_tabs; i++) {
             conv *c = a->tabs[i];
             if (!path || strcmp(c->model, path)) continue;
-            c->model[0] = 0;
-            if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, app_model_name(a, c), NULL);
+            tab_back(a, c);
+            if (!stays[0] || i == a->cur) snprintf(stays, sizeof stays, "%s", app_base_name(app_model_name(a, c)));
         }
-        ui_app_notice(a, true, "cannot open %s: %s (the tab stays on %s)", path ? app_base_name(path) : "the model",
-                      rc ? err.msg : "out of memory", prov_model_name(a->cfg.prov));
+        ui_app_notice(a, true, "cannot open %s: %s (%s%s)", path ? app_base_name(path) : "the model",
+                      rc ? err.msg : "out of memory", stays[0] ? "the tab answers with " : "no tab waits for it", stays);
         free(path);
     }
+    for (int i = 0; i < a->n_tabs; i++) /* (a tab whose model is open has nothing to go back to) */
+        if (a->tabs[i]->prov || !a->tabs[i]->model[0]) free(a->tabs[i]->model_prev), a->tabs[i]->model_prev = NULL;
     a->changed = true;
     app_models_load_next(a);
 }
@@ -263,9 +281,11 @@ void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len, long long pi
         app_reject(a, "out of memory");
         return;
     }
-    free(c->model);
+    if (!c->model_prev) c->model_prev = c->model; /* (a switch while one loads goes back to the first) */
+    else free(c->model);
     c->model = m;
     app_models_attach(a, c);
+    if (c->prov || !c->model[0]) free(c->model_prev), c->model_prev = NULL; /* open at once: nothing to go back to */
     if (c->session_id && a->db) db_session_set_model(a->db, c->session_id, app_model_name(a, c), NULL);
     app_set_panel(a, NULL);
     if (to_default) ui_app_notice(a, false, "this tab answers with %s again", prov_model_name(a->cfg.prov));

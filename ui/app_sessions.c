@@ -12,11 +12,15 @@
 
 #include "ui/app_internal.h"
 
-static void remember_listed(ui_app *a, const int64_t *ids, int n) {
+/* The sessions a list numbered (and, for /search, the message each matched in; msgs NULL: none). */
+static void remember_listed(ui_app *a, const int64_t *ids, const int64_t *msgs, int n) {
     free(a->listed);
+    free(a->listed_msgs);
     a->listed = n ? malloc((size_t)n * sizeof *ids) : NULL;
+    a->listed_msgs = n && msgs ? malloc((size_t)n * sizeof *msgs) : NULL;
     a->n_listed = a->listed ? n : 0;
     if (a->listed) memcpy(a->listed, ids, (size_t)n * sizeof *ids);
+    if (a->listed_msgs) memcpy(a->listed_msgs, msgs, (size_t)n * sizeof *msgs);
 }
 
 /* "2026-11-26 14:05" in local time (today: only the time). */
@@ -54,7 +58,7 @@ void app_cmd_sessions(ui_app *a, bool all) {
                 app_base_name(s[i].model), s[i].archived ? "  [archived]" : "");
     }
     if (n == 0) app_cat(&text, &len, "  (none yet)\n");
-    if (ids) remember_listed(a, ids, n);
+    if (ids) remember_listed(a, ids, NULL, n);
     a->listed_all = all;
     free(ids);
     db_sessions_free(s, n);
@@ -89,18 +93,20 @@ void app_cmd_search(ui_app *a, const char *q, size_t qlen) {
     }
     char *text = NULL;
     size_t len = 0;
-    int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    app_cat(&text, &len, "Search: %s (/open N opens the session)\n", query);
-    for (int i = 0; i < n && ids; i++) {
+    int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids), *msgs = malloc((size_t)(n ? n : 1) * sizeof *msgs);
+    app_cat(&text, &len, "Search: %s (/open N opens the session at the message)\n", query);
+    for (int i = 0; i < n && ids && msgs; i++) {
         ids[i] = h[i].session_id;
+        msgs[i] = h[i].message_id;
         char *title = one_line(h[i].title), *snippet = one_line(h[i].snippet);
         app_cat(&text, &len, "%3d  %s: %s\n", i + 1, title ? title : "", snippet ? snippet : "");
         free(title);
         free(snippet);
     }
     if (n == 0) app_cat(&text, &len, "  no message contains that\n");
-    if (ids) remember_listed(a, ids, n);
+    if (ids && msgs) remember_listed(a, ids, msgs, n);
     free(ids);
+    free(msgs);
     db_hits_free(h, n);
     free(query);
     app_set_panel(a, text);
@@ -113,9 +119,23 @@ static int64_t listed_session(ui_app *a, const char *cmd, long long k) {
     return id;
 }
 
+/* A search hit: the session's active branch becomes the one through the
+ * message (its newest answers under it), an open tab showing the session is
+ * reloaded on it (unless it is answering or not saved), and the view scrolls
+ * to the message. */
+static void open_at_message(ui_app *a, int64_t id, int64_t msg) {
+    int64_t leaf;
+    if (db_message_latest_leaf(a->db, msg, &leaf, NULL) == 0) db_session_set_active_leaf(a->db, id, leaf, NULL);
+    ui_app_session_changed(a, id);
+    for (int i = 0; i < a->n_tabs; i++)
+        if (a->tabs[i]->session_id == id) a->tabs[i]->focus_id = msg;
+}
+
 void app_cmd_open(ui_app *a, long long k) {
     int64_t id = listed_session(a, "open", k);
     if (!id) return;
+    int64_t msg = a->listed_msgs ? a->listed_msgs[k - 1] : 0;
+    if (msg && a->db) open_at_message(a, id, msg);
     for (int i = 0; i < a->n_tabs; i++)
         if (a->tabs[i]->session_id == id) {
             ui_app_switch(a, i);
@@ -128,6 +148,7 @@ void app_cmd_open(ui_app *a, long long k) {
         return;
     }
     app_loaded_conv(a, c);
+    c->focus_id = msg;
     if (app_add_tab(a, c)) {
         conv_free(c);
         return;
@@ -206,9 +227,12 @@ void app_cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
         app_reject(a, "nothing to export yet%s", a->db ? "" : " (no database)");
         return;
     }
-    char path[1024];
-    if (len) snprintf(path, sizeof path, "%.*s", (int)len, arg);
-    else snprintf(path, sizeof path, "llmchat-%lld.md", (long long)c->session_id);
+    char name[64], path[2048];
+    snprintf(name, sizeof name, "llmchat-%lld.md", (long long)c->session_id);
+    if (app_full_path(len ? arg : name, len ? len : strlen(name), path, sizeof path)) {
+        app_reject(a, "/export: %s", path);
+        return;
+    }
     /* (a conversation: readable by its owner only, as the database is) */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;

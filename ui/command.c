@@ -14,8 +14,10 @@ typedef struct cmd_def {
     const char *name;
     ui_cmd_kind kind;
     enum { ARG_NONE, ARG_TEXT, ARG_TEXT_REQUIRED, ARG_INT, ARG_INT_OPTIONAL, ARG_SET } arg;
-    long long min, max; /* ARG_INT */
+    long long min, max; /* ARG_INT (max LIST_N: a number of the last /sessions or /search list) */
 } cmd_def;
+
+#define LIST_N ((long long)1 << 62)
 
 static const cmd_def g_cmds[] = {
     {"system", UI_CMD_SYSTEM, ARG_TEXT, 0, 0},
@@ -28,13 +30,14 @@ static const cmd_def g_cmds[] = {
     {"branch", UI_CMD_BRANCH, ARG_TEXT, 0, 0},
     {"rename", UI_CMD_RENAME, ARG_TEXT_REQUIRED, 0, 0},
     {"sessions", UI_CMD_SESSIONS, ARG_TEXT, 0, 0},
-    {"open", UI_CMD_OPEN, ARG_INT, 1, (long long)1 << 62},
-    {"archive", UI_CMD_ARCHIVE, ARG_INT, 1, (long long)1 << 62},
-    {"unarchive", UI_CMD_UNARCHIVE, ARG_INT, 1, (long long)1 << 62},
-    {"delete", UI_CMD_DELETE, ARG_INT, 1, (long long)1 << 62},
+    {"open", UI_CMD_OPEN, ARG_INT, 1, LIST_N},
+    {"archive", UI_CMD_ARCHIVE, ARG_INT, 1, LIST_N},
+    {"unarchive", UI_CMD_UNARCHIVE, ARG_INT, 1, LIST_N},
+    {"delete", UI_CMD_DELETE, ARG_INT, 1, LIST_N},
     {"tab", UI_CMD_TAB, ARG_INT, 1, 999},
     {"search", UI_CMD_SEARCH, ARG_TEXT_REQUIRED, 0, 0},
     {"export", UI_CMD_EXPORT, ARG_TEXT, 0, 0},
+    {"file", UI_CMD_FILE, ARG_TEXT_REQUIRED, 0, 0},
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
     {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
     {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
@@ -90,10 +93,16 @@ static bool arg_is(const char *p, size_t n, const char *word) { return n == strl
 /* The words some text commands take instead of free text. */
 static int parse_flag_arg(ui_cmd *out, const char *p, size_t n, char *err, size_t err_size) {
     switch (out->kind) {
-    case UI_CMD_COPY:
-        if (n && !arg_is(p, n, "code"))
-            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block");
+    case UI_CMD_COPY: { /* "code", or N: message N from the top */
+        char word[8];
+        if (!n || arg_is(p, n, "code")) break;
+        if (n >= sizeof word || (memcpy(word, p, n), word[n] = 0, !parse_ll(word, &out->ivalue)) || out->ivalue < 1) {
+            out->ivalue = 0;
+            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block; /copy N "
+                        "message N (1: the first shown)");
+        }
         break;
+    }
     case UI_CMD_SYSTEM:
         out->ivalue = arg_is(p, n, "--clear");
         break;
@@ -139,8 +148,12 @@ static int parse_set(const char *p, const char *end, ui_cmd *out, char *err, siz
         {"seed", NULL, UI_SET_SEED, true, 0, 9.2e18},
     };
     char key[32], val[64], extra[8];
-    if (!next_word(&p, end, key, sizeof key) || !next_word(&p, end, val, sizeof val))
-        return fail(err, n, "usage: /set temp|top_p|top_k|min_p|max_tokens|seed VALUE");
+    if (!next_word(&p, end, key, sizeof key)) {
+        out->key = UI_SET_SHOW;
+        return 0;
+    }
+    if (!next_word(&p, end, val, sizeof val))
+        return fail(err, n, "usage: /set temp|top_p|top_k|min_p|max_tokens|seed VALUE (/set alone shows them)");
     if (next_word(&p, end, extra, sizeof extra)) return fail(err, n, "/set takes one value");
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcmp(key, keys[i].name) && (!keys[i].alias || strcmp(key, keys[i].alias))) continue;
@@ -206,8 +219,11 @@ int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t er
         if (!arg_len) return fail(err, err_size, "/%s needs a number", d->name);
         if (arg_len >= sizeof word || (memcpy(word, p, arg_len), word[arg_len] = 0, !parse_ll(word, &out->ivalue)) ||
             out->ivalue < d->min || out->ivalue > d->max)
-            return fail(err, err_size, "/%s: '%.*s' is not a whole number from %lld to %lld", d->name,
-                        (int)(arg_len > 20 ? 20 : arg_len), p, d->min, d->max);
+            return d->max == LIST_N
+                       ? fail(err, err_size, "/%s N: '%.*s' is not an entry (N: a session's number in the last "
+                              "/sessions or /search list)", d->name, (int)(arg_len > 20 ? 20 : arg_len), p)
+                       : fail(err, err_size, "/%s: '%.*s' is not a whole number from %lld to %lld", d->name,
+                              (int)(arg_len > 20 ? 20 : arg_len), p, d->min, d->max);
         return 0;
     case ARG_SET:
         return parse_set(p, arg_end, out, err, err_size);
@@ -218,15 +234,15 @@ int ui_cmd_parse(const char *text, size_t len, ui_cmd *out, char *err, size_t er
 const char *ui_help_text(void) {
     return "Keys\n"
            "  Enter              send          Alt-Enter, Ctrl-J   new line\n"
-           "  Ctrl-T  new tab    Ctrl-W  close tab (the session is kept)\n"
+           "  Ctrl-T  new tab   Alt-W  close tab (session kept)   Ctrl-D (empty input)  close; last tab: quit\n"
            "  Ctrl-PgUp/PgDn, Alt-1..9, Alt-0 (10th)   switch tabs      PgUp/PgDn   scroll\n"
-           "  Ctrl-C  stop the answer    Ctrl-Q  quit     Up/Down     input history\n"
-           "  Esc     close the panel; leave /edit (your message stays as it was)\n"
-           "  Ctrl-A/E line start/end, Ctrl-K/U kill, Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
-           "  Alt-C   copy the last answer     Alt-K  copy the last code block (OSC 52)\n"
+           "  Ctrl-C  stop the answer (none coming: empty the input)   Ctrl-Q quit   Up/Down history\n"
+           "  Esc     close the panel and the warnings; leave /edit (your message stays as it was)\n"
+           "  Ctrl-A/E line start/end, Ctrl-K/U kill, Ctrl-W or Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
+           "  Ctrl-X Ctrl-E  edit the input in $EDITOR    Alt-C/Alt-K  copy the last answer/code block\n"
            "Commands\n"
            "  /system [TEXT]     show / set the system prompt of this session; /system --clear\n"
-           "  /set temp|top_p|top_k|min_p|max_tokens|seed VALUE\n"
+           "  /set [temp|top_p|top_k|min_p|max_tokens|seed VALUE]   alone: the values now\n"
            "  /n K               K parallel answers; /alt [K] shows the next (or K-th)\n"
            "  /beam W            beam search of width W (0: sample)\n"
            "  /regen             another answer to the last message (a branch)\n"
@@ -236,9 +252,9 @@ const char *ui_help_text(void) {
            "  /rename TITLE      /sessions [--all]  list    /open N  reopen one    /tab N\n"
            "  /archive N         hide session N from /sessions (/unarchive N lists it again)\n"
            "  /delete N          delete session N for good (asks first)\n"
-           "  /search TEXT       search every session\n"
-           "  /export [FILE.md]  the conversation as Markdown\n"
-           "  /copy [code]       the last answer (or code block) to the clipboard\n"
+           "  /search TEXT       search every session; /open N opens a hit at its message\n"
+           "  /export [FILE.md]  the conversation as Markdown    /file PATH  a text file into the input\n"
+           "  /copy [code|N]     the last answer, its last code block, or message N (from the top)\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
            "  /think on|off      a thinking model thinks first, or answers at once (this tab)\n"
            "  /model [N|PATH]    list models (open, recent, configured); N or PATH switches this tab\n"

@@ -9,7 +9,7 @@
 typedef enum ui_cmd_kind {
     UI_CMD_MESSAGE, /* not a command: text to send ("//x" sends "/x") */
     UI_CMD_SYSTEM,  /* /system [TEXT]: set it; none: show it; ivalue 1: --clear */
-    UI_CMD_SET,     /* /set KEY VALUE */
+    UI_CMD_SET,     /* /set KEY VALUE; /set alone shows the values (key UI_SET_SHOW) */
     UI_CMD_N,       /* /n K: K parallel answers */
     UI_CMD_ALT,     /* /alt [K]: next alternative answer, or the K-th */
     UI_CMD_BEAM,    /* /beam W (0 or 1 turns beam search off) */
@@ -26,10 +26,12 @@ typedef enum ui_cmd_kind {
     UI_CMD_OPEN,    /* /open N: reopen session N of the list (or by id) */
     UI_CMD_SEARCH,  /* /search TEXT */
     UI_CMD_EXPORT,  /* /export [FILE.md] */
+    UI_CMD_FILE,    /* /file PATH: a text file into the input box */
     UI_CMD_STATS,   /* /stats */
     UI_CMD_MODEL,   /* /model [PATH]: show the tab's model and the list, or switch it;
                        /model N (ivalue N, 1..999): entry N of that list */
-    UI_CMD_COPY,    /* /copy [code]: the last answer (or its last code block) to the clipboard */
+    UI_CMD_COPY,    /* /copy [code|N]: the last answer (its last code block; ivalue N: message N,
+                       1 the first shown) to the clipboard */
     UI_CMD_REASONING, /* /reasoning: unfold (or fold again) the last answer's reasoning */
     UI_CMD_THINK,   /* /think on|off: a thinking model thinks (ivalue 1) or not (0), per tab */
     UI_CMD_NEW,     /* /new: new tab */
@@ -40,6 +42,7 @@ typedef enum ui_cmd_kind {
 
 typedef enum ui_set_key {
     UI_SET_TEMP, UI_SET_TOP_P, UI_SET_TOP_K, UI_SET_MIN_P, UI_SET_MAX_TOKENS, UI_SET_SEED,
+    UI_SET_SHOW, /* /set alone: show the values */
 } ui_set_key;
 
 typedef struct ui_cmd {

@@ -32,6 +32,11 @@ int layout_transcript(int total, int height, int *scroll, int *prev_total, int *
     return first < 0 ? 0 : first;
 }
 
+int layout_scroll_to(int total, int height, int row) {
+    int scroll = total - row - (height > 1 ? height - 1 : height); /* (scrolled: the last row is the marker) */
+    return scroll > 0 ? scroll : 0;
+}
+
 /* Drops trailing spaces and a trailing "|". */
 static size_t trim_end(const char *s, size_t n) {
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '|')) n--;

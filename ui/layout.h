@@ -19,6 +19,10 @@ int layout_first_tab(const int *widths, int n, int cur, int width, int marker);
  * Returns the first row to draw. */
 int layout_transcript(int total, int height, int *scroll, int *prev_total, int *shown);
 
+/* The scroll (rows up from the bottom) that makes row the first one drawn, as
+ * far as the transcript allows (0 when the row shows at the bottom anyway). */
+int layout_scroll_to(int total, int height, int row);
+
 /* The longest prefix of a status line (fields separated by " | ") that fits in
  * width cells, cut after a whole field, else after a whole word, else anywhere;
  * the trailing separator or spaces are left off. Returns its length in bytes. */

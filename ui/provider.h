@@ -71,6 +71,9 @@ typedef struct provider_ops {
     char *(*about)(provider *p);
     const char *(*model_name)(const provider *p); /* stored with sessions */
     void (*destroy)(provider *p);
+    /* Refuses settings it cannot honour (a remote server: beam search), with
+     * err saying why, so /beam is refused when typed. NULL: it takes them all. */
+    int (*check_settings)(provider *p, const conv_settings *s, llc_err *err);
 } provider_ops;
 
 /* Implementations put this first in their own struct. */
@@ -85,6 +88,9 @@ static inline int prov_check(provider *p, const chat_msg *msgs, int n, const con
 static inline int64_t prov_submit(provider *p, const chat_msg *msgs, int n, const conv_settings *s,
                                   prov_started *out, llc_err *err) {
     return p->ops->submit(p, msgs, n, s, out, err);
+}
+static inline int prov_check_settings(provider *p, const conv_settings *s, llc_err *err) {
+    return p->ops->check_settings ? p->ops->check_settings(p, s, err) : 0;
 }
 static inline void prov_cancel(provider *p, int64_t id) { p->ops->cancel(p, id); }
 static inline prov_event *prov_next(provider *p) { return p->ops->next(p); }

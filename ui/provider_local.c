@@ -40,7 +40,7 @@ typedef struct prov_local {
 static int local_check(provider *p, const chat_msg *msgs, int n, const conv_settings *s, llc_err *err) {
     prov_local *l = (prov_local *)p;
     prompt pr;
-    int rc = prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, prompt_budget(l->cfg.n_ctx, s->max_tokens),
+    int rc = prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, prompt_budget(l->cfg.n_ctx, conv_max_tokens(s)),
                           &pr, err);
     if (rc == 0) free(pr.ids);
     return rc;
@@ -129,7 +129,7 @@ static void end_parser(prov_local *l, int i) {
  * enable_thinking false. */
 static int build_prompt(prov_local *l, const chat_msg *msgs, int n, const conv_settings *s, prompt *pr,
                         llc_err *err) {
-    const int budget = prompt_budget(l->cfg.n_ctx, s->max_tokens);
+    const int budget = prompt_budget(l->cfg.n_ctx, conv_max_tokens(s));
     if (!s->no_think || !chat_tmpl_is_jinja(l->cfg.tmpl)) return prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, budget, pr, err);
     cJSON *arr = chat_msgs_to_json(msgs, n), *vars = cJSON_CreateObject();
     bool ok = arr && vars && cJSON_AddFalseToObject(vars, "enable_thinking");
@@ -148,7 +148,7 @@ static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv
     if (rc) return rc;
     int k = s->beam > 0 ? 1 : s->n;
     gen_request r = {.prompt = pr.ids, .n_prompt = pr.n_ids, .n = k, .beam_width = s->beam,
-                     .max_tokens = s->max_tokens};
+                     .max_tokens = conv_max_tokens(s)};
     r.sampling = sampler_params_default();
     r.sampling.temperature = s->temperature;
     r.sampling.top_p = s->top_p;

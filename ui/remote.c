@@ -41,7 +41,7 @@ typedef struct xfer {
     char finish[16];       /* the server's finish_reason */
     char err[256];         /* an error object inside the stream */
     int chunks;            /* pieces of text */
-    double t_start, t_first, t_last;
+    double t_start, t_first;
     db_usage usage;
     struct xfer *next;
 } xfer;
@@ -156,9 +156,7 @@ static int raw_add(xfer *x, const char *p, size_t n, size_t cap) {
 
 static void got_text(xfer *x, const char *text, size_t len, bool reasoning) {
     if (!len) return;
-    double now = llc_now_ms();
-    if (x->chunks == 0) x->t_first = now;
-    x->t_last = now;
+    if (x->chunks == 0) x->t_first = llc_now_ms();
     x->chunks++;
     push_event(x->r, reasoning ? prov_event_reasoning(x->id, x->seq, text, len) : prov_event_text(x->id, x->seq, text, len));
 }
@@ -258,7 +256,7 @@ static void unlink_xfer(remote *r, xfer *x) {
         }
 }
 
-static void count_end(remote *r, xfer *x, bool failed, const char *why) {
+static void count_end(remote *r, xfer *x, bool failed, const char *why, double tps) {
     pthread_mutex_lock(&r->mu);
     r->running--;
     r->answers++;
@@ -267,23 +265,25 @@ static void count_end(remote *r, xfer *x, bool failed, const char *why) {
         r->failed++;
         snprintf(r->last_error, sizeof r->last_error, "%s", why);
     }
-    if (x->chunks > 0) {
-        r->last_ttft = x->t_first - x->t_start;
-        if (x->chunks > 1 && x->t_last > x->t_first)
-            r->last_tps = (x->chunks - 1) * 1000.0 / (x->t_last - x->t_first);
-    }
+    if (x->chunks > 0) r->last_ttft = x->t_first - x->t_start;
+    if (tps > 0) r->last_tps = tps;
     pthread_mutex_unlock(&r->mu);
 }
 
-/* Ends an answer with an event and frees its transfer. */
+/* Ends an answer with an event and frees its transfer. Its speed: the tokens
+ * after the first (the server's count, else the pieces of text) over the wall
+ * time from the first to the end (pieces that arrive together in one read
+ * would otherwise make it look thousands of times faster); none below 1 ms. */
 static void end_xfer(remote *r, xfer *x, int state, const char *finish, const char *why) {
     db_usage u = x->usage;
     if (!u.completion_tokens) u.completion_tokens = x->chunks;
+    double tps = 0, ms = llc_now_ms() - x->t_first;
     if (x->chunks > 0) {
         u.ttft_ms = x->t_first - x->t_start;
-        if (x->chunks > 1) u.tpot_ms = (x->t_last - x->t_first) / (x->chunks - 1);
+        if (u.completion_tokens > 1) u.tpot_ms = ms / (double)(u.completion_tokens - 1);
+        if (u.completion_tokens > 1 && ms >= 1) tps = (double)(u.completion_tokens - 1) * 1000.0 / ms;
     }
-    count_end(r, x, state == DB_STATE_ERROR, why ? why : "");
+    count_end(r, x, state == DB_STATE_ERROR, why ? why : "", tps);
     push_event(r, prov_event_done(x->id, x->seq, state, finish, &u, why));
     unlink_xfer(r, x);
     xfer_free(r, x);
@@ -505,10 +505,14 @@ static void *worker(void *arg) {
 
 /* ---- the provider (UI thread) ---- */
 
-static int remote_check(provider *p, const chat_msg *msgs, int n, const conv_settings *s, llc_err *err) {
+static int remote_check_settings(provider *p, const conv_settings *s, llc_err *err) {
     if (s->beam > 0)
         return llc_fail(err, LLC_ERR_UNSUPPORTED, "beam search needs the local engine (/beam 0 turns it off)");
-    return 0; /* the server knows its context; it refuses what does not fit */
+    return 0;
+}
+
+static int remote_check(provider *p, const chat_msg *msgs, int n, const conv_settings *s, llc_err *err) {
+    return remote_check_settings(p, s, err); /* the server knows its context; it refuses what does not fit */
 }
 
 static void send_inbox(remote *r, inbox_msg *m) {
@@ -523,8 +527,7 @@ static void send_inbox(remote *r, inbox_msg *m) {
 static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const conv_settings *s,
                              prov_started *out, llc_err *err) {
     remote *r = (remote *)p;
-    if (s->beam > 0)
-        return llc_fail(err, LLC_ERR_UNSUPPORTED, "beam search needs the local engine (/beam 0 turns it off)");
+    if (remote_check_settings(p, s, err)) return LLC_ERR_UNSUPPORTED;
     cJSON *j = cJSON_CreateObject();
     cJSON *arr = j ? cJSON_AddArrayToObject(j, "messages") : NULL;
     for (int i = 0; arr && i < n; i++) {
@@ -539,7 +542,7 @@ static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const con
         cJSON_AddBoolToObject(j, "stream", true);
         cJSON *so = cJSON_AddObjectToObject(j, "stream_options");
         if (so) cJSON_AddBoolToObject(so, "include_usage", true);
-        cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens);
+        if (s->max_tokens > 0) cJSON_AddNumberToObject(j, "max_tokens", s->max_tokens); /* else the server's own */
         cJSON_AddNumberToObject(j, "temperature", s->temperature);
         cJSON_AddNumberToObject(j, "top_p", s->top_p);
         if (s->no_think) { /* llama-server's, vLLM's and llmchat's way to switch thinking off */
@@ -622,7 +625,7 @@ static char *remote_stats(provider *p) {
                  "Remote server\n"
                  "  %s\n"
                  "  answers: %lld finished, %lld failed, %d streaming now; %lld pieces of text\n"
-                 "  last answer: TTFT %.0f ms, %.1f pieces/s\n"
+                 "  last answer: TTFT %.0f ms, %.1f tokens/s\n"
                  "  last error: %s",
                  r->chat_url, (long long)r->answers, (long long)r->failed, r->running,
                  (long long)r->chunks_total, r->last_ttft, r->last_tps,
@@ -675,6 +678,7 @@ static const provider_ops remote_ops = {
     .about = remote_about,
     .model_name = remote_model_name,
     .destroy = remote_destroy,
+    .check_settings = remote_check_settings,
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;

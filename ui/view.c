@@ -1,5 +1,7 @@
 /* view.c — the curses main loop (see view.h): layout, drawing with cached word
- * wrap, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed paste), redraw throttling. */
+ * wrap, the start-up warnings, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed
+ * paste, readline's keys), an input box per tab (drafts), Ctrl-X Ctrl-E in
+ * $EDITOR, redraw throttling. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "ui/view.h"
 
@@ -9,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <ctype.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +40,11 @@ typedef struct view {
     bool in_paste;
     char *paste;           /* bytes of a bracketed paste, inserted at its end */
     size_t paste_len, paste_cap;
-    tw_lines panel_wrap, input_wrap, queued_wrap;
+    tw_lines panel_wrap, input_wrap, queued_wrap, warn_wrap;
     double last_draw;
+    bool ctrl_x;           /* Ctrl-X was pressed: Ctrl-E may follow */
+    const conv *tab;       /* the tab whose draft the input box holds */
+    unsigned tabs_gen;     /* a->tabs_gen then */
 } view;
 
 static volatile sig_atomic_t g_stop;
@@ -253,10 +259,12 @@ static void draw_transcript(view *v, int top, int height, int W) {
         static const char *hello = "Type a message and press Enter. F1 or /help shows keys and commands.";
         rows_push(&r, hello, strlen(hello), C_DIM, A_DIM, 0);
     }
+    int focus_row = -1; /* the row of c->focus_id's header */
     for (int i = 0; i < n; i++) {
         conv_msg *m = conv_shown(c, i);
         bool user = m->role == DB_ROLE_USER;
         const char *h = header_of(m);
+        if (c->focus_id && m->id == c->focus_id) focus_row = (int)r.n;
         if (!user && i == n - 1 && c->n_alts > 1) {
             snprintf(alt_header, sizeof alt_header, "%s  (answer %d of %d, /alt for the next)", h,
                      c->alt_cur + 1, c->n_alts);
@@ -315,6 +323,13 @@ static void draw_transcript(view *v, int top, int height, int W) {
                      k == 0 ? A_BOLD : A_NORMAL, 0);
     }
     int total = (int)r.n, shown;
+    if (c->focus_id) { /* (a search hit opened): scroll so that the message starts the screen */
+        if (focus_row >= 0) {
+            c->scroll = layout_scroll_to(total, height, focus_row);
+            c->scroll_rows = total;
+        }
+        c->focus_id = 0;
+    }
     int first = layout_transcript(total, height, &c->scroll, &c->scroll_rows, &shown);
     for (int y = 0; y < height; y++) {
         move(top + y, 0);
@@ -394,6 +409,34 @@ static void draw_input(view *v, int top, int n_rows, int W) {
     move(top + 1 + (int)(row - first), 2 + (col < width ? col : width));
 }
 
+/* The start-up warnings above the input box: each wrapped, in the error
+ * colour, and a last line saying how to dismiss them; at most a quarter of
+ * the screen (the first warnings are kept). Returns the rows they take. */
+static const char WARN_HINT[] = "(Esc dismisses these warnings)";
+
+static int warning_rows(view *v, int W, int H) {
+    const char *w = v->a->warnings;
+    if (!w) return 0;
+    tw_wrap(w, strlen(w), W - 2 > 1 ? W - 2 : 1, &v->warn_wrap);
+    int max = H / 4 > 2 ? H / 4 : 2;
+    int n = (int)v->warn_wrap.n + 1;
+    return n < max ? n : max;
+}
+
+static void draw_warnings(view *v, int top, int n_rows, int W) {
+    const char *w = v->a->warnings;
+    for (int y = 0; y < n_rows; y++) {
+        move(top + y, 0);
+        clrtoeol();
+        bool hint = y == n_rows - 1;
+        style(v, hint ? C_DIM : C_ERROR, hint ? A_DIM : A_NORMAL);
+        if (hint) put(top + y, 2, WARN_HINT, sizeof WARN_HINT - 1, W - 2);
+        else put(top + y, 2, w + v->warn_wrap.v[y].off, v->warn_wrap.v[y].len, W - 2);
+        if (!hint && (y == 0 || w[v->warn_wrap.v[y].off - 1] == '\n')) mvaddstr(top + y, 0, "!");
+        attrset(A_NORMAL);
+    }
+}
+
 static void draw(view *v) {
     int H, W;
     getmaxyx(stdscr, H, W);
@@ -403,11 +446,12 @@ static void draw(view *v) {
         refresh();
         return;
     }
-    int n_in = input_rows(v, W, H);
+    int n_in = input_rows(v, W, H), n_warn = warning_rows(v, W, H);
     int top = 1, status = H - 1, in_top = status - 1 - n_in;
-    int height = in_top - top;
+    int height = in_top - n_warn - top;
     draw_tabs(v, W);
     if (height > 0) draw_transcript(v, top, height, W);
+    if (height > 0 && n_warn) draw_warnings(v, in_top - n_warn, n_warn, W);
     draw_status(v, status, W);
     draw_input(v, in_top > 0 ? in_top : 0, n_in, W);
     refresh();
@@ -416,6 +460,26 @@ static void draw(view *v) {
 }
 
 /* ---- keys ---- */
+
+/* Each tab has its own input: while the tab stays, the box's text is its
+ * draft; when another tab is shown (or tabs opened, closed, reloaded), the box
+ * takes that tab's draft. */
+static void sync_draft(view *v) {
+    conv *c = ui_app_tab(v->a);
+    if (c != v->tab || v->a->tabs_gen != v->tabs_gen) {
+        le_set_text(v->le, c->draft ? c->draft : "", c->draft ? strlen(c->draft) : 0);
+        v->tab = c;
+        v->tabs_gen = v->a->tabs_gen;
+        return;
+    }
+    size_t len;
+    const char *text = le_text(v->le, &len);
+    if (len == 0 && !c->draft) return;
+    char *d = strndup(text, len);
+    if (!d) return;
+    free(c->draft);
+    c->draft = d;
+}
 
 static void paste_add(view *v, const char *s, size_t n) {
     if (v->paste_len + n > v->paste_cap) {
@@ -461,7 +525,95 @@ static void on_alt_key(view *v, wint_t ch) {
     else if (ch == 'k') ui_app_input(a, "/copy code", 10);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
-    else if (ch == 127 || ch == KEY_BACKSPACE || ch == 8) le_kill_word_back(v->le);
+    else if (ch == 'w') ui_app_close_tab(a);
+    else if (ch == 127 || ch == 8) le_kill_word_back(v->le); /* Alt-Backspace: ESC DEL or ESC ^H */
+}
+
+/* A whole file, NUL-terminated (NULL when it cannot be read). */
+static char *read_whole(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, r = 1;
+    while (f && r > 0) {
+        if (len + 4097 > cap) {
+            char *b = realloc(buf, cap = cap ? cap * 2 : 8192);
+            if (!b) break;
+            buf = b;
+        }
+        len += r = fread(buf + len, 1, cap - len - 1, f);
+    }
+    bool ok = f && r == 0 && !ferror(f) && buf;
+    if (f) fclose(f);
+    if (!ok) return free(buf), NULL;
+    buf[len] = 0;
+    *n = len;
+    return buf;
+}
+
+/* Runs $VISUAL, else $EDITOR, else vi on path with curses put aside; the
+ * exit status, or -1 when it could not be run. */
+static int run_editor(const char *path) {
+    printf("\033[?2004l"); /* (bracketed paste off for the editor) */
+    fflush(stdout);
+    def_prog_mode();
+    endwin();
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        execl("/bin/sh", "sh", "-c", "exec ${VISUAL:-${EDITOR:-vi}} \"$1\"", "sh", path, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    reset_prog_mode();
+    printf("\033[?2004h");
+    fflush(stdout);
+    clearok(stdscr, TRUE);
+    return pid < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Ctrl-X Ctrl-E: the input goes to a file the editor opens, and what is in
+ * it when the editor exits (less one final newline) comes back; an editor
+ * that fails leaves the input as it was. */
+static void compose_in_editor(view *v) {
+    const char *tmp = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/llmchat-input-XXXXXX.md", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemps(path, 3); /* (0600: a draft is private) */
+    size_t len;
+    const char *text = le_text(v->le, &len);
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+        ui_app_notice(v->a, true, "cannot write the input to a file for the editor: %s", strerror(errno));
+        if (fd >= 0) close(fd), unlink(path);
+        return;
+    }
+    close(fd);
+    int st = run_editor(path);
+    size_t n = 0;
+    char *back = st == 0 ? read_whole(path, &n) : NULL;
+    unlink(path);
+    if (st == 127 || st < 0) ui_app_notice(v->a, true, "no editor could be run (set $VISUAL or $EDITOR)");
+    else if (st) ui_app_notice(v->a, true, "the editor exited with status %d: the input is as it was", st);
+    else if (!back) ui_app_notice(v->a, true, "cannot read back the editor's file");
+    if (!back) return;
+    if (n && back[n - 1] == '\n') n--;
+    le_set_text(v->le, back, n);
+    free(back);
+}
+
+/* Ctrl-D: on an empty input closes the tab (the last one quits), as a shell
+ * ends at EOF; otherwise deletes the character under the cursor. */
+static void ctrl_d(view *v) {
+    size_t len;
+    le_text(v->le, &len);
+    if (len) le_delete(v->le);
+    else if (v->a->n_tabs > 1) ui_app_close_tab(v->a);
+    else ui_app_quit(v->a);
+}
+
+/* Ctrl-C: stops the tab's answer; with none coming, empties the input. */
+static void ctrl_c(view *v) {
+    if (!ui_app_cancel(v->a)) le_clear(v->le);
 }
 
 static void on_key(view *v, int is_key, wint_t ch, bool alt) {
@@ -483,8 +635,15 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
         }
         return;
     }
-    if (alt && !is_key) {
-        on_alt_key(v, ch);
+    if (v->ctrl_x) { /* readline's Ctrl-X prefix: Ctrl-X Ctrl-E edits the input in $EDITOR */
+        v->ctrl_x = false;
+        if (!is_key && !alt && ch == 5) {
+            compose_in_editor(v);
+            return;
+        }
+    }
+    if (alt && (!is_key || ch == KEY_BACKSPACE)) { /* (keypad mode may turn the DEL of ESC DEL into KEY_BACKSPACE) */
+        on_alt_key(v, is_key ? 127 : ch);
         return;
     }
     if (is_key) {
@@ -515,10 +674,10 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     switch (ch) {
     case '\r': submit(v); return;
     case '\n': le_newline(v->le); return;       /* Ctrl-J */
-    case 3: ui_app_cancel(a); return;           /* Ctrl-C */
+    case 3: ctrl_c(v); return;                  /* Ctrl-C */
     case 17: ui_app_quit(a); return;            /* Ctrl-Q */
     case 20: ui_app_new_tab(a); return;         /* Ctrl-T */
-    case 23: ui_app_close_tab(a); return;       /* Ctrl-W */
+    case 23: le_kill_word_back(v->le); return;  /* Ctrl-W (readline's; Alt-W closes the tab) */
     case 1: le_home(v->le); return;             /* Ctrl-A */
     case 5: le_end(v->le); return;              /* Ctrl-E */
     case 2: le_left(v->le); return;             /* Ctrl-B */
@@ -526,8 +685,9 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     case 11: le_kill_to_end(v->le); return;     /* Ctrl-K */
     case 21: le_kill_to_start(v->le); return;   /* Ctrl-U */
     case 25: le_yank(v->le); return;            /* Ctrl-Y */
-    case 4: le_delete(v->le); return;           /* Ctrl-D */
+    case 4: ctrl_d(v); return;                  /* Ctrl-D */
     case 12: clearok(stdscr, TRUE); return;     /* Ctrl-L */
+    case 24: v->ctrl_x = true; return;          /* Ctrl-X (a prefix) */
     case 8: case 127: le_backspace(v->le); return;
     case 27: /* a lone Esc: close the panel, leave /edit */
         if (ui_app_escape(a)) le_clear(v->le);
@@ -552,9 +712,10 @@ static void read_keys(view *v) {
             continue;
         }
         on_key(v, r == KEY_CODE_YES, ch, esc);
+        sync_draft(v);
         esc = false;
     }
-    if (esc) on_key(v, 0, 27, false);
+    if (esc) on_key(v, 0, 27, false), sync_draft(v);
 }
 
 static void setup_terminal(view *v) {
@@ -603,12 +764,15 @@ int ui_run(ui_app *a, llc_err *err) {
     signal(SIGPIPE, SIG_IGN);
     for (int i = 0; i < ui_app_history_count(a); i++) le_history_add(v.le, ui_app_history_get(a, i));
     setup_terminal(&v);
+    sync_draft(&v);
     draw(&v);
     while (!a->quit && !g_stop) {
+        sync_draft(&v); /* (the socket server may have reloaded a tab) */
         if (a->edit_text) { /* /edit: the last message comes back into the input */
             le_set_text(v.le, a->edit_text, strlen(a->edit_text));
             free(a->edit_text);
             a->edit_text = NULL;
+            sync_draft(&v);
             a->changed = true; /* (the frame drawn for the command had the input box empty) */
         }
         if (a->clipboard) { /* /copy: OSC 52 straight to the terminal, around curses */
@@ -648,6 +812,7 @@ int ui_run(ui_app *a, llc_err *err) {
     tw_lines_free(&v.panel_wrap);
     tw_lines_free(&v.input_wrap);
     tw_lines_free(&v.queued_wrap);
+    tw_lines_free(&v.warn_wrap);
     llc_set_abort_hook(NULL);
     return 0;
 }

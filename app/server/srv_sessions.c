@@ -294,7 +294,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
     g.req.sampling.top_k = cv->set.top_k;
     g.req.sampling.min_p = cv->set.min_p;
     g.req.sampling.seed = cv->set.seed;
-    g.req.max_tokens = cv->set.max_tokens;
+    g.req.max_tokens = conv_max_tokens(&cv->set);
     g.req.beam_width = cv->set.beam;
     g.req.n = cv->set.beam > 0 ? 1 : cv->set.n;
     rc = srv_gen_params(&s->m, SRV_NDJSON, j, &g, &err);
