@@ -100,15 +100,24 @@ typedef struct http_gen_report {
     double t_first_ms;      /* when the first token came (0: none) */
     const toolcall_parser *calls; /* end only, a chat with tools: the calls read (text is then
                                      the content outside them); NULL without tools */
+    bool stop_text;         /* end only: a stop string ended it (finish stop, no end-of-text
+                               token: the request's stop strings or the template's) */
 } http_gen_report;
 
 typedef struct http_format {
     const char *stream_type; /* Content-Type of a streamed answer */
-    /* Appends what a stream sends for a piece of text (len > 0). */
-    void (*piece)(const void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends what a stream sends before its first piece (NULL: nothing); r
+     * holds no text yet, prompt_tokens is the prompt's length. */
+    void (*begin)(void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends what a stream sends for a piece of text (len > 0) or of reasoning. */
+    void (*piece)(void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends what a stream sends as a tool call is read (NULL: the calls come
+     * whole in the end's report): call k's start when name is set (args ""),
+     * else a piece of its arguments. */
+    void (*call)(void *ctx, int k, const char *name, const char *args, size_t len, sbuf *out);
     /* Appends the end of a stream, or the whole one-piece answer (stream
      * false); returns the HTTP status of a one-piece answer. */
-    unsigned (*end)(const void *ctx, const http_gen_report *r, bool stream, sbuf *out);
+    unsigned (*end)(void *ctx, const http_gen_report *r, bool stream, sbuf *out);
     /* Queues an error answer (a request the engine refused). */
     enum MHD_Result (*error)(struct MHD_Connection *mc, unsigned status, const char *msg);
     void (*free_ctx)(void *ctx);

@@ -102,6 +102,10 @@ int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err);
 /* The template variable reasoning_effort (gpt-oss's "Reasoning: high"): "low",
  * "medium" or "high", else LLC_ERR_TYPE; chat_template_kwargs that set it win. */
 int srv_gen_reasoning_effort(const char *effort, srv_gen *g, llc_err *err);
+/* The template variable enable_thinking false: a thinking template renders
+ * the prompt that skips the reasoning (Ollama's "think": false, Anthropic's
+ * "thinking": {"type": "disabled"}). */
+int srv_gen_thinking_off(srv_gen *g, llc_err *err);
 /* How a chat answer's reasoning is read out (after srv_gen_chat: the prompt
  * tells whether the template opened the block): the model's format, or none
  * when request j's "reasoning_format" is "none" (auto, deepseek and
