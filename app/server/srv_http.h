@@ -81,7 +81,8 @@ typedef struct http_prep {
 extern const http_prep srv_http_gen_prep;
 enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending);
 
-/* ---- endpoints with their own answer format (Ollama's, srv_ollama.c) ----
+/* ---- endpoints with their own answer format (Ollama's, srv_ollama.c; the
+ * Responses API, srv_responses.c; Anthropic's Messages API, srv_anthropic.c) ----
  * The endpoint reads its request into a srv_gen itself; srv_http_gen.c runs it
  * (engine client, suspend/resume, hang-ups, shutdown) and asks the format for
  * the bytes of each piece and of the end. */
@@ -138,6 +139,15 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
                                  const char *body, size_t len);
 /* /api/chat and /api/generate (POST): read on a worker; NULL for other requests. */
 const http_prep *srv_ollama_prep(const char *url, const char *method, int *which);
+
+/* srv_anthropic.c: Anthropic's Messages API, POST /v1/messages and
+ * /v1/messages/count_tokens (`which`: srv_anthropic_which of the path). */
+extern const http_prep srv_anthropic_prep;
+bool srv_anthropic_path(const char *url);
+int srv_anthropic_which(const char *url);
+/* Queues Anthropic's {"type":"error","error":{"type":..,"message":msg}}, the
+ * type following the status (invalid_request_error, authentication_error...). */
+enum MHD_Result srv_anthropic_error(struct MHD_Connection *mc, unsigned status, const char *msg);
 
 /* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
 void srv_http_gen_free(http_gen *g);
