@@ -131,8 +131,103 @@ check "anthropic: a wrong x-api-key is 401 in Anthropic's shape" \
 check "x-api-key is Anthropic's header only: not a key on OpenAI's paths" ' 401$' \
     "$($T/v1/models -w ' %{http_code}' -H 'x-api-key: sekrit')"
 
+# ---- OpenAI's Responses API: /v1/responses ----
+out=$($U/v1/responses -d '{"model":"x","input":"Hi","instructions":"Be brief","max_output_tokens":4}')
+verdict=$(printf '%s' "$out" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+m = r["output"][0]; u = r["usage"]
+ok = (r["id"].startswith("resp_") and r["object"] == "response" and r["status"] == "incomplete" and
+      r["incomplete_details"] == {"reason": "max_output_tokens"} and r["instructions"] == "Be brief" and
+      m["type"] == "message" and m["role"] == "assistant" and m["content"][0]["type"] == "output_text" and
+      u["output_tokens"] == 4 and u["total_tokens"] == u["input_tokens"] + 4)
+print("valid" if ok else "invalid")' 2>&1)
+check "responses: a Response object (status incomplete at max_output_tokens, a message item, usage)" '^valid$' "$verdict" "$out"
+
+# streaming: Responses' events in order, sequence numbers counting up
+$U/v1/responses -d '{"model":"x","input":"Hi","max_output_tokens":3,"stream":true}' >"$TMP/r.sse"
+order=$(python3 -c '
+import json, sys
+names, ev, seq = [], None, 0
+for l in open(sys.argv[1]):
+    l = l.rstrip("\n")
+    if l.startswith("event: "): ev = l[7:]
+    elif l.startswith("data: "):
+        d = json.loads(l[6:]); assert d["type"] == ev and d["sequence_number"] == seq, (ev, seq, d)
+        seq += 1
+        if not names or names[-1] != ev: names.append(ev)
+print(" ".join(n.replace("response.", "") for n in names))' "$TMP/r.sse" 2>&1)
+same "responses: streamed events in order, numbered" \
+    "created in_progress output_item.added content_part.added output_text.delta output_text.done content_part.done output_item.done incomplete" "$order"
+
+# previous_response_id: the remembered conversation is the prompt's start
+first=$($U/v1/responses -d '{"model":"x","input":"Hi","instructions":"Be brief","max_output_tokens":3,"temperature":0}')
+id=$(printf '%s' "$first" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+said=$(printf '%s' "$first" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["output"][0]["content"][0]["text"]))')
+cont=$($U/v1/responses -d "{\"model\":\"x\",\"input\":\"More\",\"previous_response_id\":\"$id\",\"max_output_tokens\":1}" | grep -oE '"input_tokens":[0-9]+')
+full=$($U/v1/responses -d "{\"model\":\"x\",\"input\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":$said},{\"role\":\"user\",\"content\":\"More\"}],\"max_output_tokens\":1}" | grep -oE '"input_tokens":[0-9]+')
+same "responses: previous_response_id continues the conversation (instructions not carried over)" "$full" "$cont"
+nostore=$($U/v1/responses -d '{"model":"x","input":"Hi","max_output_tokens":1,"store":false}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "responses: store false is not remembered" '"code":404.*not_found|404' \
+    "$($U/v1/responses -w ' %{http_code}' -d "{\"model\":\"x\",\"input\":\"x\",\"previous_response_id\":\"$nostore\",\"max_output_tokens\":1}")"
+# the memory keeps the 64 most recently used: A, 63 more, then A used again; the oldest other goes
+ida=$($U/v1/responses -d '{"model":"x","input":"A","max_output_tokens":1}' | grep -oE '"id":"resp_[0-9a-f]+"' | head -n 1 | cut -d'"' -f4)
+i=0
+while [ $i -lt 63 ]; do
+    idn=$($U/v1/responses -d '{"model":"x","input":"B","max_output_tokens":1}' | grep -oE '"id":"resp_[0-9a-f]+"' | head -n 1 | cut -d'"' -f4)
+    [ $i -eq 0 ] && idb=$idn
+    i=$((i + 1))
+done
+code_of() { $U/v1/responses -o /dev/null -w '%{http_code}' -d "{\"model\":\"x\",\"input\":\"C\",\"previous_response_id\":\"$1\",\"max_output_tokens\":1}"; }
+c1=$(code_of "$ida")
+c2=$(code_of "$idb")
+same "responses: the memory is bounded, least recently used out first" "200 404" "$c1 $c2"
+
+# tools: a forced call is a function_call item; streamed as argument deltas
+RTOOL='{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","enum":["Paris","Oslo"]}},"required":["city"]}}'
+out=$($U/v1/responses -d "{\"model\":\"x\",\"input\":\"Hi\",\"tools\":[$RTOOL],\"tool_choice\":{\"type\":\"function\",\"name\":\"get_weather\"},\"max_output_tokens\":200}")
+call=$(printf '%s' "$out" | python3 -c '
+import json, sys
+r = json.load(sys.stdin); c = [o for o in r["output"] if o["type"] == "function_call"][0]
+print(c["name"], c["call_id"][:5], json.dumps(json.loads(c["arguments"])), r["status"])' 2>&1)
+check "responses: a named tool_choice: a function_call item whose arguments parse" '^get_weather call_ \{"city": "(Paris|Oslo)"\} completed$' "$call"
+$U/v1/responses -d "{\"model\":\"x\",\"input\":\"Hi\",\"tools\":[$RTOOL],\"tool_choice\":\"required\",\"max_output_tokens\":200,\"stream\":true}" >"$TMP/c.sse"
+streamed=$(python3 -c '
+import json, sys
+args, done = "", None
+for l in open(sys.argv[1]):
+    if not l.startswith("data: "): continue
+    d = json.loads(l[6:])
+    if d["type"] == "response.function_call_arguments.delta": args += d["delta"]
+    if d["type"] == "response.function_call_arguments.done": done = d["arguments"]
+print(args == done, json.dumps(json.loads(args)))' "$TMP/c.sse" 2>&1)
+check "responses: a streamed call: argument deltas, then .done with the same arguments" '^True \{"city": "(Paris|Oslo)"\}$' "$streamed"
+
+# errors: 4xx in OpenAI's shape, naming what is wrong
+rrefused() { # NAME BODY STATUS PATTERN
+    out=$($U/v1/responses -w ' %{http_code}' -d "$2")
+    check "responses refuse: $1" "^\\{\"error\":\\{\"code\":$3,\"message\":\".*$4.*\",\"type\":\"invalid_request_error\"\\}\\} $3\$" "$out"
+}
+rrefused "no input" '{"model":"x"}' 400 "'input' is required"
+rrefused "input of no shape" '{"model":"x","input":5}' 400 "'input' must be a string or a non-empty array"
+rrefused "an image part" '{"model":"x","input":[{"role":"user","content":[{"type":"input_image","image_url":"x"}]}]}' 400 \
+    "input\\[0\\]\\.content\\[0\\]: parts of type 'input_image' are not supported"
+rrefused "an unknown item" '{"model":"x","input":[{"type":"item_reference","id":"x"}]}' 400 "input\\[0\\]: items of type 'item_reference'"
+rrefused "a bad role" '{"model":"x","input":[{"role":"robot","content":"x"}]}' 400 "input\\[0\\]\\.role"
+rrefused "a function_call without call_id" '{"model":"x","input":[{"type":"function_call","name":"f","arguments":"{}"}]}' 400 "input\\[0\\]: a function_call is"
+rrefused "a built-in tool" '{"model":"x","input":"x","tools":[{"type":"web_search"}]}' 400 "tools\\[0\\]: only function tools are supported, not 'web_search'"
+rrefused "a tool without name" '{"model":"x","input":"x","tools":[{"type":"function"}]}' 400 "tools\\[0\\]\\.name"
+rrefused "tool_choice naming no tool" "{\"model\":\"x\",\"input\":\"x\",\"tools\":[$RTOOL],\"tool_choice\":{\"type\":\"function\",\"name\":\"x\"}}" 400 "not one of 'tools'"
+rrefused "text.format of no type" '{"model":"x","input":"x","text":{"format":{"type":"xml"}}}' 400 "'text.format.type' must be"
+rrefused "a schema that cannot be enforced" '{"model":"x","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"integer","multipleOf":3}}}}' 400 "text.format.schema"
+rrefused "max_output_tokens 0" '{"model":"x","input":"x","max_output_tokens":0}' 400 "'max_output_tokens' must be a positive integer"
+rrefused "top_p out of range" '{"model":"x","input":"x","top_p":2}' 400 "'top_p' is 2"
+rrefused "an unknown previous_response_id" '{"model":"x","input":"x","previous_response_id":"resp_nope"}' 404 "no response 'resp_nope'"
+check "responses: GET is 405" '"code":405.* 405$' "$($U/v1/responses -w ' %{http_code}')"
+check "responses: the API key is asked on TCP" '"code":401.* 401$' "$($T/v1/responses -w ' %{http_code}' -d '{"input":"x"}')"
+
 # ---- the official clients ----
-for js in anthropic.mjs; do
+for js in anthropic.mjs openai_responses.mjs; do
     out=$(timeout 120 node tests/js/$js "$PORT" sekrit 2>&1)
     printf '%s\n' "$out" | sed 's/^/  js: /'
     if printf '%s\n' "$out" | grep -q '^FAIL' || ! printf '%s\n' "$out" | grep -q '^ok'; then bad "$js: every check passes"

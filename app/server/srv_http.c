@@ -203,6 +203,12 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         if (atomic_load(&s->stopping)) return srv_ollama_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
         return prep_begin(s, mc, q, ollama_gen, which);
     }
+    if (!strcmp(url, "/v1/responses") || !strcmp(url, "/responses")) { /* OpenAI's Responses API: srv_responses.c */
+        if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
+        if (atomic_load(&s->stopping))
+            return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
+        return prep_begin(s, mc, q, &srv_responses_prep, 0);
+    }
     if (srv_anthropic_path(url)) { /* Anthropic's Messages API: srv_anthropic.c */
         if (!post) return srv_anthropic_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
         if (atomic_load(&s->stopping)) return srv_anthropic_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");

@@ -140,6 +140,9 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
 /* /api/chat and /api/generate (POST): read on a worker; NULL for other requests. */
 const http_prep *srv_ollama_prep(const char *url, const char *method, int *which);
 
+/* srv_responses.c: OpenAI's Responses API, POST /v1/responses (also /responses). */
+extern const http_prep srv_responses_prep;
+
 /* srv_anthropic.c: Anthropic's Messages API, POST /v1/messages and
  * /v1/messages/count_tokens (`which`: srv_anthropic_which of the path). */
 extern const http_prep srv_anthropic_prep;
