@@ -510,6 +510,7 @@ static void srv_free(srv *s) {
     free(s->api_key);
     free(s->model_name_copy);
     free(s->model_path);
+    srv_memo_free(s->m.memo);
     free(s->cors_origins);
     free(s);
 }
@@ -573,7 +574,7 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     s->m.loaded_at = (long long)time(NULL);
     s->cfg.model_name = s->m.name;
     s->chat_src = t && t == l->chat ? l->chat_src : NULL;
-    if ((cfg->model_path && !(s->model_path = strdup(cfg->model_path))) ||
+    if (!(s->m.memo = srv_memo_new()) || (cfg->model_path && !(s->model_path = strdup(cfg->model_path))) ||
         (cfg->cors_origins && !(s->cors_origins = strdup(cfg->cors_origins)))) {
         srv_free(s);
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");

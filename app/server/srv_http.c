@@ -6,7 +6,8 @@
  * with their per-listener count, request deadlines and eviction; routing, the
  * API key on TCP, size limits on headers and bodies, and the small endpoints
  * (/health, /v1/models). Generation endpoints are in srv_http_gen.c, Ollama's
- * API in srv_ollama.c, the embeddings endpoints in srv_embed.c, the small
+ * API in srv_ollama.c, OpenAI's Responses API in srv_responses.c, Anthropic's
+ * Messages API in srv_anthropic.c, the embeddings endpoints in srv_embed.c, the small
  * llama-server extras (/tokenize, /props, /metrics, ...) in srv_http_extra.c;
  * the answers themselves (JSON, errors, CORS headers) in srv_http_reply.c,
  * which every endpoint calls and which calls none of them back.
@@ -76,9 +77,12 @@ static bool over_unix(struct MHD_Connection *mc) {
     return ci && ci->client_addr && ci->client_addr->sa_family == AF_UNIX;
 }
 
-/* "Authorization: Bearer KEY" on TCP when the server has a key. */
-static bool authorized(srv *s, struct MHD_Connection *mc) {
+/* "Authorization: Bearer KEY" on TCP when the server has a key; on
+ * Anthropic's paths "x-api-key: KEY" too (what Anthropic's clients send). */
+static bool authorized(srv *s, struct MHD_Connection *mc, const char *url) {
     if (!s->api_key || over_unix(mc)) return true;
+    const char *x = srv_anthropic_path(url) ? MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "x-api-key") : NULL;
+    if (x && srv_secret_eq(x, s->api_key)) return true;
     const char *h = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h || strncasecmp(h, "Bearer ", 7)) return false;
     h += 7;
@@ -199,6 +203,17 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         if (atomic_load(&s->stopping)) return srv_ollama_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
         return prep_begin(s, mc, q, ollama_gen, which);
     }
+    if (!strcmp(url, "/v1/responses") || !strcmp(url, "/responses")) { /* OpenAI's Responses API: srv_responses.c */
+        if (!post) return srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
+        if (atomic_load(&s->stopping))
+            return srv_http_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable_error", "shutting down");
+        return prep_begin(s, mc, q, &srv_responses_prep, 0);
+    }
+    if (srv_anthropic_path(url)) { /* Anthropic's Messages API: srv_anthropic.c */
+        if (!post) return srv_anthropic_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
+        if (atomic_load(&s->stopping)) return srv_anthropic_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
+        return prep_begin(s, mc, q, &srv_anthropic_prep, srv_anthropic_which(url));
+    }
     if (srv_ollama_path(url)) /* the rest of Ollama's API: srv_ollama.c */
         return srv_ollama_route(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len);
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++) {
@@ -285,10 +300,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             return srv_http_preflight(s, mc);
         }
         bool health = !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/"); /* "/": Ollama's probe */
-        if (!health && !authorized(s, mc)) {
+        if (!health && !authorized(s, mc, url)) {
             q->too_large = q->answered = true; /* ignore any body */
             if (srv_ollama_path(url) || !strncmp(url, "/api/", 5)) /* Ollama's error shape */
                 return srv_ollama_error(mc, MHD_HTTP_UNAUTHORIZED, "Invalid API Key");
+            if (srv_anthropic_path(url))
+                return srv_anthropic_error(mc, MHD_HTTP_UNAUTHORIZED, "invalid x-api-key");
             return srv_http_error(mc, MHD_HTTP_UNAUTHORIZED, "authentication_error", "Invalid API Key");
         }
         if (conflicting_lengths(mc)) { /* which body is meant? (request smuggling past a proxy) */

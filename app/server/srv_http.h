@@ -81,7 +81,8 @@ typedef struct http_prep {
 extern const http_prep srv_http_gen_prep;
 enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending);
 
-/* ---- endpoints with their own answer format (Ollama's, srv_ollama.c) ----
+/* ---- endpoints with their own answer format (Ollama's, srv_ollama.c; the
+ * Responses API, srv_responses.c; Anthropic's Messages API, srv_anthropic.c) ----
  * The endpoint reads its request into a srv_gen itself; srv_http_gen.c runs it
  * (engine client, suspend/resume, hang-ups, shutdown) and asks the format for
  * the bytes of each piece and of the end. */
@@ -100,15 +101,24 @@ typedef struct http_gen_report {
     double t_first_ms;      /* when the first token came (0: none) */
     const toolcall_parser *calls; /* end only, a chat with tools: the calls read (text is then
                                      the content outside them); NULL without tools */
+    bool stop_text;         /* end only: a stop string ended it (finish stop, no end-of-text
+                               token: the request's stop strings or the template's) */
 } http_gen_report;
 
 typedef struct http_format {
     const char *stream_type; /* Content-Type of a streamed answer */
-    /* Appends what a stream sends for a piece of text (len > 0). */
-    void (*piece)(const void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends what a stream sends before its first piece (NULL: nothing); r
+     * holds no text yet, prompt_tokens is the prompt's length. */
+    void (*begin)(void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends what a stream sends for a piece of text (len > 0) or of reasoning. */
+    void (*piece)(void *ctx, const http_gen_report *r, sbuf *out);
+    /* Appends what a stream sends as a tool call is read (NULL: the calls come
+     * whole in the end's report): call k's start when name is set (args ""),
+     * else a piece of its arguments. */
+    void (*call)(void *ctx, int k, const char *name, const char *args, size_t len, sbuf *out);
     /* Appends the end of a stream, or the whole one-piece answer (stream
      * false); returns the HTTP status of a one-piece answer. */
-    unsigned (*end)(const void *ctx, const http_gen_report *r, bool stream, sbuf *out);
+    unsigned (*end)(void *ctx, const http_gen_report *r, bool stream, sbuf *out);
     /* Queues an error answer (a request the engine refused). */
     enum MHD_Result (*error)(struct MHD_Connection *mc, unsigned status, const char *msg);
     void (*free_ctx)(void *ctx);
@@ -129,6 +139,18 @@ enum MHD_Result srv_ollama_route(srv *s, struct MHD_Connection *mc, const char *
                                  const char *body, size_t len);
 /* /api/chat and /api/generate (POST): read on a worker; NULL for other requests. */
 const http_prep *srv_ollama_prep(const char *url, const char *method, int *which);
+
+/* srv_responses.c: OpenAI's Responses API, POST /v1/responses (also /responses). */
+extern const http_prep srv_responses_prep;
+
+/* srv_anthropic.c: Anthropic's Messages API, POST /v1/messages and
+ * /v1/messages/count_tokens (`which`: srv_anthropic_which of the path). */
+extern const http_prep srv_anthropic_prep;
+bool srv_anthropic_path(const char *url);
+int srv_anthropic_which(const char *url);
+/* Queues Anthropic's {"type":"error","error":{"type":..,"message":msg}}, the
+ * type following the status (invalid_request_error, authentication_error...). */
+enum MHD_Result srv_anthropic_error(struct MHD_Connection *mc, unsigned status, const char *msg);
 
 /* Frees a generation (cancelling it when it still runs); NULL is a no-op. */
 void srv_http_gen_free(http_gen *g);

@@ -28,6 +28,7 @@ typedef struct gen_sample {
     cJSON *lp_all;        /* every logprob entry (non-streaming) */
     cJSON *lp_pend;       /* entries since the last chunk (streaming) */
     bool seen, done;      /* an event came; its done came */
+    int32_t end_token;    /* the end-of-text token that ended it (-1: none, e.g. a stop string) */
     toolcall_parser *tc;  /* chat with tools: reads the calls out of the text */
     reasoning_parser *rp; /* a thinking model's chat: reads the reasoning out of the text first */
     sbuf reasoning, answer; /* non-streaming: the reasoning, and the rest (when rp) */
@@ -423,7 +424,8 @@ static http_gen_report report_of(const gen_state *st, int idx, const char *text,
         .error = sm->finish == FINISH_ERROR && st->err_msg[0] ? st->err_msg : NULL,
         .prompt_tokens = st->prompt_tokens, .cached_tokens = st->cached_tokens,
         .queue_ms = st->queue_ms, .ttft_ms = st->ttft_ms, .tpot_ms = st->tpot_ms,
-        .t_start_ms = st->t_start, .t_first_ms = st->t_first};
+        .t_start_ms = st->t_start, .t_first_ms = st->t_first,
+        .stop_text = !text && sm->finish == FINISH_STOP && sm->end_token < 0};
 }
 
 /* ---- streaming ---- */
@@ -574,16 +576,23 @@ static void tc_content(void *ud, const char *text, size_t len) {
     if (sm->st->stream) chunk_token(sm->st, sm->idx, text, len);
 }
 
-/* A call's start and its arguments' pieces: OpenAI's deltas. A format of its
- * own (Ollama) writes the calls whole at the end (http_gen_report.calls). */
+/* A call's start and its arguments' pieces: OpenAI's deltas, or a format's
+ * own events; a format without a `call` (Ollama) writes the calls whole at the
+ * end (http_gen_report.calls). */
 static void tc_call(void *ud, int k, const char *name) {
     gen_sample *sm = ud;
-    if (sm->st->stream && !sm->st->fmt) chunk_tool(sm->st, sm->idx, k, name, "", 0);
+    gen_state *st = sm->st;
+    if (!st->stream) return;
+    if (!st->fmt) chunk_tool(st, sm->idx, k, name, "", 0);
+    else if (st->fmt->call) st->fmt->call(st->fmt_ctx, k, name, "", 0, &st->out);
 }
 
 static void tc_args(void *ud, int k, const char *piece, size_t len) {
     gen_sample *sm = ud;
-    if (sm->st->stream && !sm->st->fmt) chunk_tool(sm->st, sm->idx, k, NULL, piece, len);
+    gen_state *st = sm->st;
+    if (!st->stream) return;
+    if (!st->fmt) chunk_tool(st, sm->idx, k, NULL, piece, len);
+    else if (st->fmt->call) st->fmt->call(st->fmt_ctx, k, NULL, piece, len, &st->out);
 }
 
 /* A sample the engine ended with an error (out of memory in a step): a stream
@@ -676,6 +685,7 @@ static void on_event(gen_state *st, const engine_event *ev) {
     /* EV_DONE */
     sm->done = true;
     sm->finish = ev->finish;
+    sm->end_token = ev->end_token;
     if (sm->rp) reasoning_finish(sm->rp); /* held text */
     if (sm->tc) toolcall_finish(sm->tc); /* held text, an unfinished call */
     if (!st->parts[part].counted) { /* the samples of one prompt share it */
@@ -926,7 +936,7 @@ enum MHD_Result srv_http_generate_as(srv *s, struct MHD_Connection *mc, const ht
     }
     st->fmt = f;
     st->fmt_ctx = ctx;
-    st->d = SRV_OLLAMA; /* the only endpoints with a format of their own so far */
+    st->d = SRV_OLLAMA; /* none of OpenAI's or llama-server's paths: the format writes every byte */
     st->stream = stream;
     st->g = *g;
     memset(g, 0, sizeof *g);
@@ -1018,6 +1028,11 @@ static enum MHD_Result gen_run(gen_state *st, struct MHD_Connection *mc, http_ge
     st->created = (long long)time(NULL);
     snprintf(st->id, sizeof st->id, "%s-%llx%05x", st->d == SRV_OPENAI_CHAT ? "chatcmpl" : "cmpl",
              st->created, g_counter++ & 0xFFFFF);
+    if (st->stream && f && f->begin) { /* a format's opening events */
+        http_gen_report r = report_of(st, 0, "", 0);
+        r.prompt_tokens = st->g.req.n_prompt;
+        f->begin(st->fmt_ctx, &r, &st->out);
+    }
     if (st->g.warm_only) { /* answered now; the cache fills in the background */
         for (int i = 0; i < st->n_parts; i++) {
             srv_gen one = st->g; /* (a shallow copy: the same parameters, prompt i) */

@@ -28,6 +28,8 @@
 #define SRV_SHUTDOWN_MS 3000   /* how long srv_stop lets clients receive their finish */
 #define SRV_MAX_INFLIGHT 256   /* generation requests running on one NDJSON connection */
 #define SRV_WORKERS 2          /* threads reading requests (srv_work.c) */
+#define SRV_MEMO_ENTRIES 64    /* responses the Responses API remembers (previous_response_id) */
+#define SRV_MEMO_BYTES (32u << 20) /* ... and their conversations' bytes, at most */
 
 /* ---- JSON into a growable buffer (kernels/sbuf.h) ---- */
 
@@ -37,6 +39,18 @@ void sb_json_str(sbuf *b, const char *s, size_t n);
 void sb_json_num(sbuf *b, double v);
 /* Constant-time comparison of two NUL-terminated strings (API keys). */
 bool srv_secret_eq(const char *a, const char *b);
+
+/* srv_memo.c: the Responses API's memory of recent answers, by response id:
+ * the conversation each one ended (JSON text), at most SRV_MEMO_ENTRIES of them
+ * and SRV_MEMO_BYTES, the least recently used dropped first. Locks itself (the
+ * workers read it, the server thread writes it). */
+typedef struct srv_memo srv_memo;
+srv_memo *srv_memo_new(void);
+void srv_memo_free(srv_memo *m);
+/* Remembers text (copied) under id; false when out of memory or too big. */
+bool srv_memo_put(srv_memo *m, const char *id, const char *text);
+/* A copy of what id holds (malloc'd; it becomes the most recently used), or NULL. */
+char *srv_memo_get(srv_memo *m, const char *id);
 
 /* ---- the model as the server describes it (read-only, shared by all threads) ---- */
 
@@ -53,6 +67,7 @@ typedef struct srv_model {
     const gguf *file;   /* the model file (metadata for Ollama's /api/show) */
     bool gpu;           /* the weights are on a GPU backend */
     long long loaded_at; /* unix seconds: when the server started */
+    srv_memo *memo;     /* the Responses API's memory (the pointer is read-only; the memory locks itself) */
 } srv_model;
 
 /* ---- a generation request read from JSON ---- */
@@ -102,6 +117,10 @@ int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err);
 /* The template variable reasoning_effort (gpt-oss's "Reasoning: high"): "low",
  * "medium" or "high", else LLC_ERR_TYPE; chat_template_kwargs that set it win. */
 int srv_gen_reasoning_effort(const char *effort, srv_gen *g, llc_err *err);
+/* The template variable enable_thinking false: a thinking template renders
+ * the prompt that skips the reasoning (Ollama's "think": false, Anthropic's
+ * "thinking": {"type": "disabled"}). */
+int srv_gen_thinking_off(srv_gen *g, llc_err *err);
 /* How a chat answer's reasoning is read out (after srv_gen_chat: the prompt
  * tells whether the template opened the block): the model's format, or none
  * when request j's "reasoning_format" is "none" (auto, deepseek and

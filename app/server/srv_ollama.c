@@ -333,14 +333,14 @@ static void head(const o_gen *o, sbuf *out, const char *text, size_t len, const 
     if (o->chat) sb_str(out, "}");
 }
 
-static void on_piece(const void *ctx, const http_gen_report *r, sbuf *out) {
+static void on_piece(void *ctx, const http_gen_report *r, sbuf *out) {
     head(ctx, out, r->text, r->len, r->thinking, r->thinking_len, NULL);
     sb_str(out, ",\"done\":false}\n");
 }
 
 static long long ns(double ms) { return ms > 0 ? (long long)llround(ms * 1e6) : 0; }
 
-static unsigned on_end(const void *ctx, const http_gen_report *r, bool stream, sbuf *out) {
+static unsigned on_end(void *ctx, const http_gen_report *r, bool stream, sbuf *out) {
     if (r->finish == FINISH_ERROR) {
         const char *msg = r->error ? r->error : "the generation failed";
         sb_str(out, "{\"error\":");
@@ -444,14 +444,7 @@ static int think_param(const cJSON *j, srv_gen *g, llc_err *err) {
     if (cJSON_IsString(think)) return srv_gen_reasoning_effort(think->valuestring, g, err); /* gpt-oss's levels */
     if (!think || cJSON_IsNull(think) || cJSON_IsTrue(think)) return 0;
     if (!cJSON_IsFalse(think)) return llc_fail(err, LLC_ERR_TYPE, "'think' must be true, false or a level");
-    cJSON *vars = cJSON_CreateObject();
-    if (!vars || !cJSON_AddFalseToObject(vars, "enable_thinking")) {
-        cJSON_Delete(vars);
-        return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
-    }
-    cJSON_Delete(g->template_vars);
-    g->template_vars = vars;
-    return 0;
+    return srv_gen_thinking_off(g, err);
 }
 
 /* Ollama's "format": "json" (any JSON object) or a JSON schema, enforced by
