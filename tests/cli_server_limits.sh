@@ -232,6 +232,24 @@ check "... and the chat ends as cancelled" '"id":1,"event":"done".*"finish_reaso
 stop_server $SRV
 check "serve exits 0 on SIGTERM" '^0$' "$RC"
 
+# ---- issue 30's heavy requests all at once: /health keeps answering ----
+# A grammar nested 20000 deep, a schema of 400 optional properties, a chat of
+# 3000 messages and a 7 MB prompt in flight together (scripts/measure-health-
+# under-load, which docs/PERFORMANCE.md quotes): every /health probe answers in
+# 250 ms (times LLC_TEST_SLOW under a sanitizer), each request within 30 s with
+# an answer or a 4xx.
+sh scripts/measure-health-under-load "$LLMCHAT" "$MODEL" >"$TMP/hul.out" 2>&1
+slow=${LLC_TEST_SLOW:-1}
+for name in grammar schema chat prompt; do
+    line=$(grep "^heavy $name " "$TMP/hul.out")
+    check "under load: the $name request ends with an answer or a 4xx" "^heavy $name (200|4[0-9][0-9]) " "$line"
+    secs=$(echo "$line" | awk '{ printf "%d", $4 * 1000 }')
+    under "... within 30 s" $((30000 * slow)) "$secs"
+done
+check "under load: /health was probed while they ran" '^health [1-9][0-9]* probes' "$(grep '^health' "$TMP/hul.out")"
+under "... and answered each time in < $((250 * slow)) ms" $((250 * slow)) \
+    "$(sed -n 's/^health .* max \([0-9]*\) ms.*/\1/p' "$TMP/hul.out")"
+
 # ---- SIGTERM with idle and streaming clients ----
 # a random-weight model with a long context, so the streams are still running
 $LLMCHAT gen-model -o "$TMP/slow.gguf" --vocab "$MODEL" --dim 256 --layers 4 --heads 4 --kv-heads 4 \
