@@ -124,8 +124,14 @@ static void prep_done(srv *s, void *ctx) {
     free(p);
 }
 
-/* Hands q's body to a worker for ops and suspends the connection. */
+/* Hands q's body to a worker for ops and suspends the connection; a small body
+ * is read here at once (SRV_INLINE_BODY). */
 static enum MHD_Result prep_begin(srv *s, struct MHD_Connection *mc, http_req *q, const http_prep *ops, int which) {
+    if (q->body.len <= SRV_INLINE_BODY) {
+        void *ready = ops->prepare(&s->m, which, q->body.p ? q->body.p : "", q->body.len);
+        sb_free(&q->body);
+        return ops->start(s, mc, ready, &q->pend);
+    }
     prep_job *p = calloc(1, sizeof *p);
     if (!p) return MHD_NO;
     *p = (prep_job){.s = s, .q = q, .mc = mc, .ops = ops, .which = which, .body = q->body};

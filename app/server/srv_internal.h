@@ -28,6 +28,10 @@
 #define SRV_SHUTDOWN_MS 3000   /* how long srv_stop lets clients receive their finish */
 #define SRV_MAX_INFLIGHT 256   /* generation requests running on one NDJSON connection */
 #define SRV_WORKERS 2          /* threads reading requests (srv_work.c) */
+#define SRV_INLINE_BODY 16384  /* a request body up to this size is read on the server thread:
+                                  its work is bounded to milliseconds, and the hop to a worker
+                                  and back cost a loaded 2-core machine 10-30% of its
+                                  throughput (docs/PERFORMANCE.md) */
 #define SRV_MEMO_ENTRIES 64    /* responses the Responses API remembers (previous_response_id) */
 #define SRV_MEMO_BYTES (32u << 20) /* ... and their conversations' bytes, at most */
 

@@ -268,13 +268,20 @@ static void prep_submit(srv *s, void *ctx) {
     prep_free(p);
 }
 
-/* Takes *jp (the request line) to be read on a worker. */
-static void do_generate(srv *s, conn *c, cJSON **jp, const char *id_json, gen_kind kind) {
+/* Takes *jp (the request line, len bytes) to be read on a worker, or at once
+ * when it is small (SRV_INLINE_BODY). */
+static void do_generate(srv *s, conn *c, cJSON **jp, size_t len, const char *id_json, gen_kind kind) {
     if (srv_req_full(s, c, id_json)) return;
     proto_prep *p = calloc(1, sizeof *p);
     if (p) {
         *p = (proto_prep){.c = c, .m = &s->m, .j = *jp, .kind = kind, .id_json = strdup(id_json)};
         srv_gen_init(&p->g);
+    }
+    if (p && p->id_json && len <= SRV_INLINE_BODY) {
+        *jp = NULL;
+        prep_read(p);
+        prep_submit(s, p); /* (not on the connection's list) */
+        return;
     }
     if (!p || !p->id_json || !srv_work_submit(s->work, prep_read, prep_submit, p)) {
         if (p) p->j = NULL; /* (still the caller's) */
@@ -425,11 +432,11 @@ void srv_proto_line(srv *s, conn *c, const char *line, size_t len) {
     }
     if (!strcmp(m, "chat")) {
         if (field(j, "session")) srv_session_chat(s, c, j, id_json);
-        else do_generate(s, c, &j, id_json, GEN_CHAT);
+        else do_generate(s, c, &j, len, id_json, GEN_CHAT);
     } else if (!strcmp(m, "complete")) {
-        do_generate(s, c, &j, id_json, GEN_COMPLETE);
+        do_generate(s, c, &j, len, id_json, GEN_COMPLETE);
     } else if (!strcmp(m, "infill")) {
-        do_generate(s, c, &j, id_json, GEN_INFILL);
+        do_generate(s, c, &j, len, id_json, GEN_INFILL);
     } else if (!strcmp(m, "cancel")) {
         do_cancel(s, c, j, id_json);
     } else if (!strcmp(m, "models")) {
