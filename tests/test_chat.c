@@ -891,6 +891,131 @@ static void test_apply_json(void) {
     chat_template_free(t);
 }
 
+/* ---- real templates that exercise llama.cpp's per-template rules ----
+ * tests/data/templates/ holds three real templates (see its README) that the
+ * reference set in ../shared lacks. There is no llama.cpp rendering of them
+ * here: each expected text below is worked out by hand from the template's
+ * source and from what llama.cpp puts into the render (common/chat.cpp,
+ * common/jinja/caps.cpp), as each comment says. */
+
+#define TPL_DIR "tests/data/templates/"
+
+/* user, an assistant tool call (arguments as a JSON string, content null), the
+ * tool's JSON answer; after a system message. */
+static const char *const TOOL_CONV =
+    "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"Weather in Paris?\"},"
+    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call12345\",\"type\":\"function\","
+    "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"location\\\": \\\"Paris\\\", \\\"unit\\\": "
+    "\\\"celsius\\\"}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call12345\",\"content\":"
+    "\"{\\\"temperature\\\": 18, \\\"condition\\\": \\\"sunny\\\"}\"}]";
+static const char *const TOOL_DEFS =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Get the current "
+    "weather in a given city.\",\"parameters\":{\"type\":\"object\",\"properties\":{\"location\":"
+    "{\"type\":\"string\",\"description\":\"City name\"},\"unit\":{\"type\":\"string\",\"enum\":"
+    "[\"celsius\",\"fahrenheit\"]}},\"required\":[\"location\"]}}}]";
+
+/* Renders TOOL_CONV with TOOL_DEFS through tests/data/templates/NAME.jinja
+ * (its own errors returned, no fallback); NULL on failure. */
+static char *render_tool_conv(const char *name, const char *vars_json) {
+    char path[256];
+    snprintf(path, sizeof path, TPL_DIR "%s.jinja", name);
+    FILE *f = fopen(path, "rb");
+    CHECKF(f != NULL, "cannot open %s", path);
+    if (!f) return NULL;
+    static char src[65536];
+    size_t n = fread(src, 1, sizeof src - 1, f);
+    fclose(f);
+    src[n] = 0;
+    chat_template *t = jinja_ok(src, "<s>", true);
+    if (!t) return NULL;
+    cJSON *msgs = cJSON_Parse(TOOL_CONV), *tools = cJSON_Parse(TOOL_DEFS);
+    cJSON *vars = vars_json ? cJSON_Parse(vars_json) : NULL;
+    char *out = NULL;
+    llc_err err = {{0}};
+    int rc = chat_apply_json_vars(t, msgs, tools, true, vars, &out, &err);
+    CHECKF(rc == 0, "%s: %s", name, err.msg);
+    cJSON_Delete(vars);
+    cJSON_Delete(tools);
+    cJSON_Delete(msgs);
+    chat_template_free(t);
+    return out;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t a = s ? strlen(s) : 0, b = strlen(tail);
+    return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+static bool starts_with(const char *s, const char *head) { return s && strncmp(s, head, strlen(head)) == 0; }
+
+static void check_tail(const char *name, const char *got, const char *tail) {
+    CHECKF(ends_with(got, tail), "%s rendered differently", name);
+    if (got && !ends_with(got, tail)) {
+        print_escaped("want tail", tail);
+        print_escaped("got", got);
+    }
+}
+
+/* meetkai functionary v3.2 writes '>>>' + name + '\n' + arguments: string +
+ * dict fails, so llama.cpp's probe (object arguments {"arg": ...}) never uses
+ * arguments.arg and the arguments stay the JSON string they came as. The
+ * assistant's content is "" (null becomes ""), so no ">>>all"; the
+ * generation prompt ends with ">>>". */
+static void test_functionary_v32_string_arguments(void) {
+    char *got = render_tool_conv("meetkai-functionary-medium-v3.2", NULL);
+    check_tail("functionary v3.2", got,
+               "<|start_header_id|>user<|end_header_id|>\n\nWeather in Paris?<|eot_id|>"
+               "<|start_header_id|>assistant<|end_header_id|>\n\n"
+               ">>>get_weather\n{\"location\": \"Paris\", \"unit\": \"celsius\"}<|eot_id|>"
+               "<|start_header_id|>tool<|end_header_id|>\n\n{\"temperature\": 18, \"condition\": \"sunny\"}<|eot_id|>"
+               "<|start_header_id|>assistant<|end_header_id|>\n\n>>>");
+    free(got);
+}
+
+/* Google's Gemma 4 template has the "{#- OpenAI Chat Completions:" branch that
+ * reads role "tool" messages itself, so llama.cpp leaves them alone (it builds
+ * message.tool_responses only for older Gemma 4 templates without it, like
+ * the reference set's -interleaved one): the answer stays a string and the
+ * template writes it as {value:<|"|>TEXT<|"|>}. Its arguments are read as a
+ * mapping (`is mapping`, dictsort), so they are the parsed object. After a
+ * tool response the generation prompt adds nothing, and enable_thinking is
+ * on (no empty thought channel). */
+static void test_gemma4_tool_result_stays_string(void) {
+    char *got = render_tool_conv("google-gemma-4-31B-it", NULL);
+    check_tail("gemma 4", got,
+               "<|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n"
+               "<|tool_call>call:get_weather{location:<|\"|>Paris<|\"|>,unit:<|\"|>celsius<|\"|>}<tool_call|>"
+               "<|tool_response>response:get_weather{value:<|\"|>{\"temperature\": 18, \"condition\": "
+               "\"sunny\"}<|\"|>}<tool_response|>");
+    CHECK(starts_with(got, "<|turn>system\n<|think|>\nBe brief.<|tool>declaration:get_weather{"));
+    free(got);
+}
+
+/* ByteDance Seed-OSS needs dict literals with int keys (its thinking-budget
+ * table, read with dictsort and `thinking_budget <= k`). It reads arguments
+ * with `| items`, so they are an object: one <parameter=...> per key. The tool
+ * answer goes through the template's generic branch as the string it is.
+ * ("\n\n\nFunction:" after a for tag loses its first newline: llama.cpp
+ * renders with trim_blocks, as the reference set shows.)
+ * With thinking_budget 1000 the first step at or above it is 1024, which
+ * reflects every 256 tokens. */
+static void test_seed_oss(void) {
+    char *got = render_tool_conv("ByteDance-Seed-OSS", NULL);
+    check_tail("seed-oss", got,
+               "<seed:bos>user\nWeather in Paris?<seed:eos><seed:bos>assistant\n<seed:tool_call>\n"
+               "<function=get_weather>\n<parameter=location>Paris</parameter>\n<parameter=unit>celsius</parameter>\n"
+               "</function>\n</seed:tool_call><seed:eos><seed:bos>tool\n{\"temperature\": 18, \"condition\": "
+               "\"sunny\"}<seed:eos><seed:bos>assistant\n");
+    CHECK(starts_with(got, "<seed:bos>system\nBe brief.\n\nFunction:\ndef get_weather(location: str,unit: str):"));
+    free(got);
+    got = render_tool_conv("ByteDance-Seed-OSS", "{\"thinking_budget\": 1000}");
+    CHECKF(got && strstr(got, "which is 1000. That is, you need to complete your thinking within 1000 tokens "
+                              "and start answering the user's questions. You will reflect on your thinking "
+                              "process every 256 tokens"),
+           "seed-oss budget: %s", got ? got : "(none)");
+    free(got);
+}
+
 /* The templates that ship in the vocabulary GGUFs compile and render; the
  * Qwen2 one (chatml) agrees with the built-in format for a conversation with
  * a system message. */
@@ -966,6 +1091,9 @@ int main(void) {
     RUN(test_jinja_refused);
     RUN(test_jinja_continue);
     RUN(test_apply_json);
+    RUN(test_functionary_v32_string_arguments);
+    RUN(test_gemma4_tool_result_stays_string);
+    RUN(test_seed_oss);
     RUN(test_vocab_templates);
     return t_summary();
 }

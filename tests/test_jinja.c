@@ -138,6 +138,26 @@ static void test_errors_are_one_line(void) {
     CHECK(expect_error("{{ 'a' + 1 }}", NULL, "cannot add"));
 }
 
+/* Dict literals keep non-string keys as they are (Python's dicts do): ByteDance
+ * Seed-OSS looks its thinking budget up in {0: 0, 512: 128, ...} with
+ * `thinking_budget <= k` over `| dictsort`. Lookups still go by the key's
+ * text, so d[512] finds the int key. */
+static void test_int_dict_keys(void) {
+    const char *d = "{% set d = {512: 'b', 0: 'a'} %}";
+    char src[256];
+    snprintf(src, sizeof src, "%s{%% for k, v in d | dictsort %%}{{ k + 1 }}{{ v }}{%% endfor %%}", d);
+    CHECK(expect(src, NULL, "1a513b"));
+    snprintf(src, sizeof src, "%s{%% for k, v in d | dictsort %%}{{ 100 <= k }} {%% endfor %%}", d);
+    CHECK(expect(src, NULL, "False True "));
+    snprintf(src, sizeof src, "%s{{ d[512] }} {{ d }} {{ d | tojson }}", d);
+    CHECK(expect(src, NULL, "b {512: 'b', 0: 'a'} {\"512\": \"b\", \"0\": \"a\"}"));
+    snprintf(src, sizeof src, "%s{{ d.keys() | list }} {{ d.items() | list }}", d);
+    CHECK(expect(src, NULL, "[512, 0] [(512, 'b'), (0, 'a')]"));
+    snprintf(src, sizeof src, "%s{%% set e = d.copy() %%}{%% set _ = e.pop(512) %%}{{ e }} {{ dict(d) }}", d);
+    CHECK(expect(src, NULL, "{0: 'a'} {512: 'b', 0: 'a'}"));
+    CHECK(expect("{% set d = {1.5: 'x', true: 'y', none: 'z'} %}{{ d }}", NULL, "{1.5: 'x', True: 'y', None: 'z'}"));
+}
+
 static void test_limits(void) {
     /* deep nesting: refused at parse time, not a stack overflow */
     size_t n = 5000;
@@ -375,6 +395,7 @@ int main(void) {
     RUN(test_statements);
     RUN(test_filters_tests_methods);
     RUN(test_errors_are_one_line);
+    RUN(test_int_dict_keys);
     RUN(test_limits);
     RUN(test_mutated_templates);
     RUN(test_reference_templates);

@@ -12,13 +12,15 @@ struct chat_jinja {
     jinja_tpl *tpl;
     char *bos, *eos;
     bool system_role;  /* the template shows a system message's text */
-    bool tool_responses; /* reads message.tool_responses: tool answers go on the assistant turn */
+    bool object_args;    /* the template reads tool-call arguments as a mapping (probed) */
+    bool tool_responses; /* an older Gemma 4 template: tool answers go on the assistant turn */
     bool thinking_off;   /* Apertus: llama.cpp renders it with enable_thinking = false */
     bool keep_thinking;  /* DeepSeek V4: llama.cpp keeps earlier reasoning (drop_thinking = false) */
 };
 
 static const char *SYS_NEEDLE = "<System Needle>";
 static const char *USER_NEEDLE = "<User Needle>";
+static const char *ARG_NEEDLE = "argument_needle_value";
 
 static cJSON *msg(const char *role, const char *content) {
     cJSON *m = cJSON_CreateObject();
@@ -54,12 +56,59 @@ static bool render_contains(const chat_jinja *cj, cJSON *messages, const char *n
     return yes;
 }
 
-static void probe(chat_jinja *cj) {
+/* Whether the template shows a system message's text (llama.cpp's
+ * supports_system_role). */
+static bool probe_system_role(const chat_jinja *cj) {
     cJSON *m = cJSON_CreateArray();
     cJSON_AddItemToArray(m, msg("system", SYS_NEEDLE));
     cJSON_AddItemToArray(m, msg("user", USER_NEEDLE));
-    cj->system_role = render_contains(cj, m, SYS_NEEDLE, NULL);
+    bool yes = render_contains(cj, m, SYS_NEEDLE, NULL);
     cJSON_Delete(m);
+    return yes;
+}
+
+/* llama.cpp's probe conversation for tool calls (common/jinja/caps.cpp): a
+ * user turn, an assistant turn calling tool1 with object arguments
+ * {"arg": ARG_NEEDLE}, the tool's answer, an assistant answer, a user turn. */
+static cJSON *tool_probe_messages(void) {
+    cJSON *m = cJSON_CreateArray();
+    cJSON_AddItemToArray(m, msg("user", "User message"));
+    cJSON *a = msg("assistant", "");
+    cJSON *call = cJSON_CreateObject();
+    cJSON_AddStringToObject(call, "id", "call00001");
+    cJSON_AddStringToObject(call, "type", "function");
+    cJSON *fn = cJSON_AddObjectToObject(call, "function");
+    cJSON_AddStringToObject(fn, "name", "tool1");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(fn, "arguments"), "arg", ARG_NEEDLE);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(a, "tool_calls"), call);
+    cJSON_AddItemToArray(m, a);
+    cJSON *t = msg("tool", "Tool response");
+    cJSON_AddStringToObject(t, "tool_call_id", "call00001");
+    cJSON_AddItemToArray(m, t);
+    cJSON_AddItemToArray(m, msg("assistant", "The tool response was 'tool response'"));
+    cJSON_AddItemToArray(m, msg("user", "User message"));
+    return m;
+}
+
+static const char *const TOOL_PROBE_TOOLS =
+    "[{\"name\":\"tool\",\"type\":\"function\",\"function\":{\"name\":\"tool1\","
+    "\"description\":\"Tool description\",\"parameters\":{\"type\":\"object\",\"properties\":"
+    "{\"arg\":{\"type\":\"string\",\"description\":\"Arg description\"}},\"required\":[\"arg\"]}}}]";
+
+/* Whether the template reads tool-call arguments as a mapping (llama.cpp's
+ * supports_object_arguments): llama.cpp renders the probe conversation with
+ * object arguments and asks whether arguments.arg was used. Here: whether the
+ * value reaches the output, which it does through arguments.arg, a loop over
+ * arguments.items() or arguments|tojson — the ways llama.cpp counts as a use.
+ * A template that fails on object arguments (string + dict) wants strings. */
+static bool probe_object_args(const chat_jinja *cj) {
+    cJSON *m = tool_probe_messages(), *tools = cJSON_Parse(TOOL_PROBE_TOOLS);
+    char *out = raw_render(cj, m, tools, true);
+    bool yes = out && strstr(out, ARG_NEEDLE);
+    free(out);
+    cJSON_Delete(tools);
+    cJSON_Delete(m);
+    return yes;
 }
 
 int chat_jinja_create(const char *src, size_t len, const char *bos, const char *eos,
@@ -78,10 +127,15 @@ int chat_jinja_create(const char *src, size_t len, const char *bos, const char *
         chat_jinja_free(cj);
         return rc;
     }
-    probe(cj);
-    cj->tool_responses = memmem(src, len, "tool_responses']", 16) || memmem(src, len, ".tool_responses", 15);
-    /* Families llama.cpp renders with their own variables (its per-format
-     * handlers), recognised by their markers as llama.cpp recognises them. */
+    cj->system_role = probe_system_role(cj);
+    cj->object_args = probe_object_args(cj);
+    /* Families llama.cpp renders with their own variables or message
+     * rewrites (its per-format handlers), recognised by their markers as
+     * llama.cpp recognises them. Gemma 4 templates without Google's "OpenAI
+     * Chat Completions" branch read tool answers only from
+     * message.tool_responses, which llama.cpp builds for them. */
+    cj->tool_responses = memmem(src, len, "'<|tool_call>call:'", 19) &&
+                         !memmem(src, len, "{#- OpenAI Chat Completions:", 28);
     cj->thinking_off = memmem(src, len, "<|developer_start|>", 19) && memmem(src, len, "Deliberation: ", 14);
     cj->keep_thinking = memmem(src, len, "drop_thinking", 13) && memmem(src, len, "DSML", 4);
     *out = cj;
@@ -135,12 +189,13 @@ static cJSON *normalize(const chat_jinja *cj, const cJSON *m, int i, llc_err *er
             cJSON_AddStringToObject(nc, "type", cJSON_IsString(type) ? type->valuestring : "function");
             cJSON *nf = cJSON_AddObjectToObject(nc, "function");
             cJSON_AddItemToObject(nf, "name", dup_or_null(cJSON_GetObjectItemCaseSensitive(f, "name")));
-            /* Arguments in a JSON string become the object (as llama.cpp does for
-             * templates that read them as a mapping), remembering their text:
-             * printed as a whole they are that string again (see jinja.h). */
+            /* Arguments in a JSON string become the object for templates that
+             * read them as a mapping (as llama.cpp does), remembering their
+             * text: printed as a whole they are that string again (see
+             * jinja.h). Other templates get the string. */
             const cJSON *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
             cJSON *na = NULL;
-            if (cJSON_IsString(args) && (na = cJSON_Parse(args->valuestring)) != NULL) {
+            if (cj->object_args && cJSON_IsString(args) && (na = cJSON_Parse(args->valuestring)) != NULL) {
                 if (cJSON_IsObject(na)) {
                     na->valuestring = strdup(args->valuestring);
                 } else {
@@ -156,7 +211,7 @@ static cJSON *normalize(const chat_jinja *cj, const cJSON *m, int i, llc_err *er
     return o;
 }
 
-/* For templates that read `message.tool_responses` (Gemma 4): each run of tool
+/* For older Gemma 4 templates (see chat_jinja_create): each run of tool
  * messages after an assistant turn with tool_calls moves onto that turn as
  * tool_responses [{name, response}], the response parsed when it is JSON. */
 static void fold_tool_responses(cJSON *msgs) {

@@ -218,7 +218,7 @@ static jlist *iter_list(jctx *x, jv v, const char *what) {
     case JV_LIST: return v.u.l;
     case JV_DICT: {
         jlist *l = jl_new(x, v.u.d->n);
-        for (int i = 0; i < v.u.d->n; i++) jl_push(x, l, jv_str(v.u.d->k[i]));
+        for (int i = 0; i < v.u.d->n; i++) jl_push(x, l, jd_key(v.u.d, i));
         return l;
     }
     case JV_STR: {
@@ -242,7 +242,7 @@ static jv items_of(jctx *x, jv v) {
         for (int i = 0; i < v.u.d->n; i++) {
             jlist *t = jl_new(x, 2);
             t->tuple = true;
-            jl_push(x, t, jv_str(v.u.d->k[i]));
+            jl_push(x, t, jd_key(v.u.d, i));
             jl_push(x, t, v.u.d->v[i]);
             jl_push(x, l, mk_list(t));
         }
@@ -1226,7 +1226,7 @@ static bool call_method(jctx *x, jv obj, const char *name, const jargs *a, jv *o
             *out = mk_list(l);
         } else if (IS("update")) {
             if (a0 && a0->t == JV_DICT)
-                for (int i = 0; i < a0->u.d->n; i++) jd_set(x, d, a0->u.d->k[i], a0->u.d->v[i]);
+                for (int i = 0; i < a0->u.d->n; i++) jd_set_key(x, d, jd_key(a0->u.d, i), a0->u.d->v[i]);
             for (int i = 0; i < a->nkw; i++) jd_set(x, d, a->kwn[i], a->kwv[i]);
             *out = JV_NONE_V;
         } else if (IS("pop")) {
@@ -1242,6 +1242,7 @@ static bool call_method(jctx *x, jv obj, const char *name, const jargs *a, jv *o
             int i = (int)(v - d->v);
             memmove(&d->k[i], &d->k[i + 1], (size_t)(d->n - i - 1) * sizeof *d->k);
             memmove(&d->v[i], &d->v[i + 1], (size_t)(d->n - i - 1) * sizeof *d->v);
+            if (d->kt) memmove(&d->kt[i], &d->kt[i + 1], (size_t)(d->n - i - 1) * sizeof *d->kt);
             d->n--;
         } else if (IS("setdefault")) {
             if (!a0) jx_fail(x, LLC_ERR_FORMAT, "setdefault needs a key");
@@ -1251,7 +1252,7 @@ static bool call_method(jctx *x, jv obj, const char *name, const jargs *a, jv *o
             *out = v ? *v : a1 ? *a1 : JV_NONE_V;
         } else if (IS("copy")) {
             jdict *c = jd_new(x);
-            for (int i = 0; i < d->n; i++) jd_set(x, c, d->k[i], d->v[i]);
+            for (int i = 0; i < d->n; i++) jd_set_key(x, c, jd_key(d, i), d->v[i]);
             *out = mk_dict(c);
         } else {
             return false;
@@ -1366,7 +1367,7 @@ static jv call_global(jctx *x, const char *name, const jargs *a) {
         d->ns = IS("namespace");
         for (int i = 0; i < a->npos; i++)
             if (a->pos[i].t == JV_DICT)
-                for (int k = 0; k < a->pos[i].u.d->n; k++) jd_set(x, d, a->pos[i].u.d->k[k], a->pos[i].u.d->v[k]);
+                for (int k = 0; k < a->pos[i].u.d->n; k++) jd_set_key(x, d, jd_key(a->pos[i].u.d, k), a->pos[i].u.d->v[k]);
         for (int i = 0; i < a->nkw; i++) jd_set(x, d, a->kwn[i], a->kwv[i]);
         return mk_dict(d);
     }
@@ -1529,7 +1530,7 @@ static jv eval(jctx *x, const jnode *n) {
         jdict *d = jd_new(x);
         for (int i = 0; i < n->list.n; i++) {
             jv k = eval(x, n->list.v[i]);
-            jd_set(x, d, jv_as_jstr(x, k), eval(x, n->list2.v[i]));
+            jd_set_key(x, d, k, eval(x, n->list2.v[i]));
         }
         r = mk_dict(d);
         break;

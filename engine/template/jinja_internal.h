@@ -105,8 +105,9 @@ struct jlist {
 };
 
 struct jdict {
-    const jstr **k;
+    const jstr **k; /* every key as a string: lookups go by it */
     jv *v;
+    jv *kt; /* the key itself where it is not a string ({0: 'a'}), else JV_UNDEF; NULL when none is */
     int n, cap;
     bool ns; /* a namespace() object: attributes may be set */
     const jstr *text; /* the JSON text it was parsed from, printed by str(); or NULL */
@@ -139,6 +140,10 @@ void jl_push(jctx *x, jlist *l, jv v);
 jdict *jd_new(jctx *x);
 jv *jd_get(const jdict *d, const char *k, size_t n);
 void jd_set(jctx *x, jdict *d, const jstr *k, jv v);
+/* d[key] = v for a key of any type: looked up by str(key), listed as key. */
+void jd_set_key(jctx *x, jdict *d, jv key, jv v);
+/* The i-th key as the template wrote it (an int key stays an int). */
+jv jd_key(const jdict *d, int i);
 jv jv_from_json(jctx *x, const cJSON *j);
 bool jv_truthy(jv v);
 bool jv_equal(jv a, jv b);

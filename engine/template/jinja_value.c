@@ -64,17 +64,33 @@ void jd_set(jctx *x, jdict *d, const jstr *k, jv v) {
         int cap = d->cap ? d->cap * 2 : 8;
         const jstr **nk = jx_alloc(x, (size_t)cap * sizeof *nk);
         jv *nv = jx_alloc(x, (size_t)cap * sizeof *nv);
+        jv *nt = d->kt ? jx_alloc(x, (size_t)cap * sizeof *nt) : NULL;
         if (d->n) {
             memcpy(nk, d->k, (size_t)d->n * sizeof *nk);
             memcpy(nv, d->v, (size_t)d->n * sizeof *nv);
+            if (nt) memcpy(nt, d->kt, (size_t)d->n * sizeof *nt);
         }
         d->k = nk;
         d->v = nv;
+        d->kt = nt;
         d->cap = cap;
     }
     d->k[d->n] = k;
     d->v[d->n] = v;
+    if (d->kt) d->kt[d->n] = JV_UNDEF_V;
     d->n++;
+}
+
+void jd_set_key(jctx *x, jdict *d, jv key, jv v) {
+    const jstr *k = jv_as_jstr(x, key);
+    jd_set(x, d, k, v);
+    if (key.t == JV_STR) return;
+    if (!d->kt) d->kt = jx_alloc(x, (size_t)d->cap * sizeof *d->kt); /* zeroed: JV_UNDEF */
+    d->kt[jd_get(d, k->p, k->n) - d->v] = key;
+}
+
+jv jd_key(const jdict *d, int i) {
+    return d->kt && d->kt[i].t != JV_UNDEF ? d->kt[i] : jv_str(d->k[i]);
 }
 
 jv jv_from_json(jctx *x, const cJSON *j) {
@@ -271,7 +287,7 @@ void jv_repr(jctx *x, jbuf *b, jv v) {
         jb_putc(x, b, '{');
         for (int i = 0; i < v.u.d->n; i++) {
             if (i) jb_puts(x, b, ", ");
-            put_repr_str(x, b, v.u.d->k[i]);
+            jv_repr(x, b, jd_key(v.u.d, i));
             jb_puts(x, b, ": ");
             jv_repr(x, b, v.u.d->v[i]);
         }
