@@ -45,6 +45,7 @@ typedef struct view {
     bool ctrl_x;           /* Ctrl-X was pressed: Ctrl-E may follow */
     const conv *tab;       /* the tab whose draft the input box holds */
     unsigned tabs_gen;     /* a->tabs_gen then */
+    const char *panel_seen; /* the panel last drawn: a new one is scrolled to its first line */
 } view;
 
 static volatile sig_atomic_t g_stop;
@@ -316,6 +317,9 @@ static void draw_transcript(view *v, int top, int height, int W) {
             rows_push(&r, c->queued + v->queued_wrap.v[k].off, v->queued_wrap.v[k].len, 0, A_DIM, 2);
         rows_push(&r, "", 0, 0, A_NORMAL, 0);
     }
+    int panel_row = -1; /* a panel just opened: its first line starts the screen (F1's keys come first) */
+    if (a->panel && a->panel != v->panel_seen) panel_row = (int)r.n;
+    v->panel_seen = a->panel;
     if (a->panel) {
         tw_wrap(a->panel, strlen(a->panel), W > 1 ? W - 1 : 1, &v->panel_wrap);
         for (size_t k = 0; k < v->panel_wrap.n; k++)
@@ -323,6 +327,10 @@ static void draw_transcript(view *v, int top, int height, int W) {
                      k == 0 ? A_BOLD : A_NORMAL, 0);
     }
     int total = (int)r.n, shown;
+    if (panel_row >= 0) {
+        c->scroll = layout_scroll_to(total, height, panel_row);
+        c->scroll_rows = total;
+    }
     if (c->focus_id) { /* (a search hit opened): scroll so that the message starts the screen */
         if (focus_row >= 0) {
             c->scroll = layout_scroll_to(total, height, focus_row);
