@@ -209,6 +209,16 @@ check "a 7 MB prompt is refused: longer than the context" '"code":400.*the conte
 check "/health answered while it was being read" '"status":"ok"' "$(cat "$TMP/health.out")"
 check "... before the big request's answer" '^health big$' "$(cat "$TMP/order" | tr '\n' ' ' | sed 's/ $//')"
 
+# /tokenize and /detokenize of bodies over 16 KiB are read on a worker too:
+# a 34 KB text goes there and back unchanged.
+python3 -c 'import json; print(json.dumps({"content": "Once upon a time " * 2000}))' >"$TMP/tok.json"
+$T/tokenize --max-time 60 -H 'Content-Type: application/json' --data-binary @"$TMP/tok.json" >"$TMP/tok.out"
+python3 -c 'import json, sys; print(json.dumps({"tokens": json.load(open(sys.argv[1]))["tokens"]}))' "$TMP/tok.out" \
+    >"$TMP/detok.json" 2>/dev/null
+got=$($T/detokenize --max-time 60 -H 'Content-Type: application/json' --data-binary @"$TMP/detok.json" |
+    python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["content"]), d["content"] == "Once upon a time " * 2000)' 2>&1)
+check "a 34 KB text through /tokenize and /detokenize (on a worker) comes back the same" '^34000 True$' "$got"
+
 # The same on the NDJSON socket: a 1 MB prompt line, then `status` on the same
 # connection; the status comes back while the prompt is still being read.
 awk 'BEGIN { printf "{\"id\":1,\"method\":\"complete\",\"max_tokens\":1,\"prompt\":\""

@@ -201,9 +201,11 @@ static enum MHD_Result route(srv *s, struct MHD_Connection *mc, const char *url,
         {"/v1/completions", HTTP_OPENAI_TEXT},      {"/completion", HTTP_LLAMA_COMPLETION},
         {"/completions", HTTP_LLAMA_COMPLETION},    {"/infill", HTTP_LLAMA_INFILL},
     };
-    enum MHD_Result extra;
-    if (srv_http_extra(s, mc, url, method, q->body.p ? q->body.p : "", q->body.len, &extra)) return extra;
     int which;
+    const http_prep *extra_post = srv_http_extra_prep(url, method, &which);
+    if (extra_post) return prep_begin(s, mc, q, extra_post, which); /* /tokenize, /detokenize, /apply-template */
+    enum MHD_Result extra;
+    if (srv_http_extra(s, mc, url, method, &extra)) return extra;
     const http_prep *ollama_gen = srv_ollama_prep(url, method, &which);
     if (ollama_gen) { /* Ollama's /api/chat, /api/generate */
         if (atomic_load(&s->stopping)) return srv_ollama_error(mc, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");

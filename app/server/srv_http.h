@@ -44,11 +44,11 @@ enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const
 
 /* ---- the endpoints ---- */
 
-/* srv_http_extra.c: /tokenize, /detokenize, /apply-template, /props,
- * /metrics, /slots, /v1/models/{id}. True when url is one of them; *ret is
- * then the answer. */
-bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method,
-                    const char *body, size_t len, enum MHD_Result *ret);
+/* srv_http_extra.c: POST /tokenize, /detokenize and /apply-template (through an
+ * http_prep: srv_http_extra_prep; NULL for any other request), and GET /props,
+ * /metrics, /slots, /v1/models/{id} (srv_http_extra: true when url is one of
+ * them or another method on the POST paths; *ret is then the answer). */
+bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method, enum MHD_Result *ret);
 /* The model as /v1/models lists it (OpenAI's model object). */
 cJSON *srv_http_model_object(const srv *s);
 
@@ -79,6 +79,8 @@ typedef struct http_prep {
  * leaves *pending set: srv_http_generate_resume is then called each time it is
  * resumed, until it queues the answer. Never blocks. */
 extern const http_prep srv_http_gen_prep;
+/* srv_http_extra.c's POSTs (see srv_http_extra above). */
+const http_prep *srv_http_extra_prep(const char *url, const char *method, int *which);
 enum MHD_Result srv_http_generate_resume(srv *s, struct MHD_Connection *mc, http_gen **pending);
 
 /* ---- endpoints with their own answer format (Ollama's, srv_ollama.c; the

@@ -6,8 +6,10 @@
  *   GET /metrics                       Prometheus text (engine_metrics)
  *   GET /slots                         the live sequences (engine_get_slots)
  *   GET /v1/models/{id}                one model object, or 404
- * None of them waits for the engine: each is answered at once on the server
- * thread (metrics and slots are the engine's last published snapshot). */
+ * None of them waits for the engine. The POSTs read only the model and are
+ * answered through an http_prep (a big body is read on a worker); the GETs at
+ * once on the server thread (metrics and slots are the engine's last published
+ * snapshot). */
 #include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,39 +18,48 @@
 
 #include "app/server/srv_http.h"
 
-/* ---- helpers ---- */
+/* ---- /tokenize, /detokenize, /apply-template: answers made on a worker ---- */
 
-static enum MHD_Result send_sbuf(struct MHD_Connection *mc, sbuf *b) {
-    enum MHD_Result ret = b->oom ? MHD_NO : srv_http_json(mc, MHD_HTTP_OK, b->p, b->len);
-    sb_free(b);
-    return ret;
+/* What one of them answers: a 200 with a JSON body, or an error. They read
+ * only the model (read-only), so big bodies are read off the server thread
+ * (srv_http_extra_prep). */
+typedef enum { X_TOKENIZE, X_DETOKENIZE, X_APPLY_TEMPLATE } x_kind;
+typedef struct x_answer {
+    unsigned status;      /* 200, or the error's */
+    const char *type;     /* the error's type (NULL for a 200) */
+    char msg[512];        /* the error's message */
+    sbuf body;            /* a 200's JSON */
+} x_answer;
+
+static void x_fail(x_answer *a, unsigned status, const char *type, const char *msg) {
+    a->status = status;
+    a->type = type;
+    snprintf(a->msg, sizeof a->msg, "%s", msg);
 }
 
-static enum MHD_Result bad(struct MHD_Connection *mc, const char *msg) {
-    return srv_http_error(mc, MHD_HTTP_BAD_REQUEST, "invalid_request_error", msg);
-}
+static void bad(x_answer *a, const char *msg) { x_fail(a, MHD_HTTP_BAD_REQUEST, "invalid_request_error", msg); }
 
-/* The body as a JSON object, or NULL after a 400 was queued into *ret. */
-static cJSON *parse_body(struct MHD_Connection *mc, const char *body, size_t len, enum MHD_Result *ret) {
+/* The body as a JSON object, or NULL after a 400 in a. */
+static cJSON *parse_body(x_answer *a, const char *body, size_t len) {
     if (!srv_utf8_valid(body, len)) {
-        *ret = bad(mc, "the body is not valid UTF-8");
+        bad(a, "the body is not valid UTF-8");
         return NULL;
     }
     if (srv_json_has_nul(body, len)) {
-        *ret = bad(mc, NUL_REFUSED);
+        bad(a, NUL_REFUSED);
         return NULL;
     }
     cJSON *j = cJSON_ParseWithLength(body, len);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        *ret = bad(mc, "the body must be a JSON object");
+        bad(a, "the body must be a JSON object");
         return NULL;
     }
     return j;
 }
 
-/* An optional boolean field: 0, or -1 after a 400 was queued. */
-static int opt_bool(struct MHD_Connection *mc, const cJSON *j, const char *name, bool *dst, enum MHD_Result *ret) {
+/* An optional boolean field: 0, or -1 after a 400 in a. */
+static int opt_bool(x_answer *a, const cJSON *j, const char *name, bool *dst) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, name);
     if (!f || cJSON_IsNull(f)) return 0;
     if (cJSON_IsBool(f)) {
@@ -57,16 +68,9 @@ static int opt_bool(struct MHD_Connection *mc, const cJSON *j, const char *name,
     }
     char msg[96];
     snprintf(msg, sizeof msg, "'%s' must be true or false", name);
-    *ret = bad(mc, msg);
+    bad(a, msg);
     return -1;
 }
-
-static const char *token_text(const tokenizer *tok, int32_t id) {
-    const char *t = id >= 0 ? tok_text(tok, id) : NULL;
-    return t ? t : "";
-}
-
-/* ---- /tokenize, /detokenize ---- */
 
 /* {"id": ID, "piece": "text"} or, when the piece is not valid UTF-8 on its own
  * (part of a multi-byte character), {"id": ID, "piece": [bytes]}, as llama-server. */
@@ -88,93 +92,129 @@ static void piece_entry(sbuf *b, const tokenizer *tok, int32_t id) {
     if (buf != small) free(buf);
 }
 
-static enum MHD_Result tokenize(srv *s, struct MHD_Connection *mc, const cJSON *j) {
-    enum MHD_Result ret;
+static void tokenize(const srv_model *m, const cJSON *j, x_answer *a) {
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(j, "content");
-    if (!cJSON_IsString(content)) return bad(mc, "'content' must be a string");
+    if (!cJSON_IsString(content)) return bad(a, "'content' must be a string");
     bool add_special = false, parse_special = true, with_pieces = false;
-    if (opt_bool(mc, j, "add_special", &add_special, &ret) || opt_bool(mc, j, "parse_special", &parse_special, &ret) ||
-        opt_bool(mc, j, "with_pieces", &with_pieces, &ret))
-        return ret;
-    const tokenizer *tok = s->m.tok;
+    if (opt_bool(a, j, "add_special", &add_special) || opt_bool(a, j, "parse_special", &parse_special) ||
+        opt_bool(a, j, "with_pieces", &with_pieces))
+        return;
+    const tokenizer *tok = m->tok;
     int32_t *ids = NULL;
     int n = llm_tokenize(tok, content->valuestring, strlen(content->valuestring), add_special && tok_add_bos(tok),
                          parse_special, &ids);
-    if (n < 0) return bad(mc, "'content' cannot be tokenized");
+    if (n < 0) return bad(a, "'content' cannot be tokenized");
     int32_t eos = tok_eos(tok);
     bool add_eos = add_special && tok_add_eos(tok) && eos >= 0;
-    sbuf b = {0};
-    sb_str(&b, "{\"tokens\":[");
+    sb_str(&a->body, "{\"tokens\":[");
     for (int i = 0; i < n + add_eos; i++) {
         int32_t id = i < n ? ids[i] : eos;
-        if (i) sb_str(&b, ",");
-        if (with_pieces) piece_entry(&b, tok, id);
-        else sb_printf(&b, "%d", id);
+        if (i) sb_str(&a->body, ",");
+        if (with_pieces) piece_entry(&a->body, tok, id);
+        else sb_printf(&a->body, "%d", id);
     }
-    sb_str(&b, "]}");
+    sb_str(&a->body, "]}");
     free(ids);
-    return send_sbuf(mc, &b);
 }
 
-static enum MHD_Result detokenize(srv *s, struct MHD_Connection *mc, const cJSON *j) {
+static void detokenize(const srv_model *m, const cJSON *j, x_answer *a) {
     const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(j, "tokens");
-    if (!cJSON_IsArray(tokens)) return bad(mc, "'tokens' must be an array of token ids");
+    if (!cJSON_IsArray(tokens)) return bad(a, "'tokens' must be an array of token ids");
     int n = cJSON_GetArraySize(tokens), i = 0;
     int32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    if (!ids) return MHD_NO;
+    if (!ids) return x_fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "server_error", "out of memory");
     const cJSON *e;
     cJSON_ArrayForEach(e, tokens) {
         if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
-            e->valuedouble >= s->m.n_vocab) {
+            e->valuedouble >= m->n_vocab) {
             free(ids);
             char msg[128];
-            snprintf(msg, sizeof msg, "tokens[%d] is not a token id of this model (0..%d)", i, s->m.n_vocab - 1);
-            return bad(mc, msg);
+            snprintf(msg, sizeof msg, "tokens[%d] is not a token id of this model (0..%d)", i, m->n_vocab - 1);
+            return bad(a, msg);
         }
         ids[i++] = (int32_t)e->valuedouble;
     }
     char *text = NULL;
     size_t len = 0;
-    int rc = tok_decode(s->m.tok, ids, n, true, &text, &len);
+    int rc = tok_decode(m->tok, ids, n, true, &text, &len);
     free(ids);
-    if (rc < 0) return bad(mc, "the tokens cannot be decoded");
-    sbuf b = {0};
-    sb_str(&b, "{\"content\":");
-    sb_json_str(&b, text, len); /* a cut multi-byte character becomes U+FFFD */
-    sb_str(&b, "}");
+    if (rc < 0) return bad(a, "the tokens cannot be decoded");
+    sb_str(&a->body, "{\"content\":");
+    sb_json_str(&a->body, text, len); /* a cut multi-byte character becomes U+FFFD */
+    sb_str(&a->body, "}");
     free(text);
-    return send_sbuf(mc, &b);
 }
 
-/* ---- /apply-template ---- */
-
-static enum MHD_Result apply_template(srv *s, struct MHD_Connection *mc, const cJSON *j) {
-    enum MHD_Result ret;
+static void apply_template(const srv_model *m, const cJSON *j, x_answer *a) {
     const cJSON *messages = cJSON_GetObjectItemCaseSensitive(j, "messages");
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(j, "tools");
-    if (!cJSON_IsArray(messages)) return bad(mc, "'messages' must be an array of {role, content}");
+    if (!cJSON_IsArray(messages)) return bad(a, "'messages' must be an array of {role, content}");
     if (cJSON_IsNull(tools)) tools = NULL;
-    if (tools && !cJSON_IsArray(tools)) return bad(mc, "'tools' must be an array");
+    if (tools && !cJSON_IsArray(tools)) return bad(a, "'tools' must be an array");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
     if (cJSON_IsNull(kw)) kw = NULL;
-    if (kw && !cJSON_IsObject(kw)) return bad(mc, "'chat_template_kwargs' must be an object");
+    if (kw && !cJSON_IsObject(kw)) return bad(a, "'chat_template_kwargs' must be an object");
     bool add = true;
-    if (opt_bool(mc, j, "add_generation_prompt", &add, &ret)) return ret;
+    if (opt_bool(a, j, "add_generation_prompt", &add)) return;
     char *prompt = NULL;
     llc_err err = {{0}};
-    int rc = chat_apply_json_vars(s->m.tmpl, messages, tools, add, kw, &prompt, &err);
-    if (rc == LLC_ERR_NOMEM) return srv_http_error(mc, MHD_HTTP_INTERNAL_SERVER_ERROR, "server_error", err.msg);
-    if (rc == LLC_ERR_UNSUPPORTED) return srv_http_error(mc, MHD_HTTP_NOT_IMPLEMENTED, "not_supported_error", err.msg);
-    if (rc) return bad(mc, err.msg);
-    sbuf b = {0};
-    sb_str(&b, "{\"prompt\":");
-    sb_json_str(&b, prompt, strlen(prompt));
-    sb_str(&b, "}");
+    int rc = chat_apply_json_vars(m->tmpl, messages, tools, add, kw, &prompt, &err);
+    if (rc == LLC_ERR_NOMEM) return x_fail(a, MHD_HTTP_INTERNAL_SERVER_ERROR, "server_error", err.msg);
+    if (rc == LLC_ERR_UNSUPPORTED) return x_fail(a, MHD_HTTP_NOT_IMPLEMENTED, "not_supported_error", err.msg);
+    if (rc) return bad(a, err.msg);
+    sb_str(&a->body, "{\"prompt\":");
+    sb_json_str(&a->body, prompt, strlen(prompt));
+    sb_str(&a->body, "}");
     free(prompt);
-    return send_sbuf(mc, &b);
+}
+
+static void *x_prepare(const srv_model *m, int which, const char *body, size_t len) {
+    x_answer *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->status = MHD_HTTP_OK;
+    cJSON *j = parse_body(a, body, len);
+    if (j && which == X_TOKENIZE) tokenize(m, j, a);
+    else if (j && which == X_DETOKENIZE) detokenize(m, j, a);
+    else if (j) apply_template(m, j, a);
+    cJSON_Delete(j);
+    return a;
+}
+
+static void x_discard(void *ready) {
+    x_answer *a = ready;
+    sb_free(&a->body);
+    free(a);
+}
+
+static enum MHD_Result x_start(srv *s, struct MHD_Connection *mc, void *ready, http_pending *pending) {
+    x_answer *a = ready;
+    if (!a) return MHD_NO;
+    enum MHD_Result ret = a->type       ? srv_http_error(mc, a->status, a->type, a->msg)
+                          : a->body.oom ? MHD_NO
+                                        : srv_http_json(mc, MHD_HTTP_OK, a->body.p, a->body.len);
+    x_discard(a);
+    return ret;
+}
+
+static const http_prep x_prep = {x_prepare, x_start, x_discard};
+static const char *const x_paths[] = {"/tokenize", "/detokenize", "/apply-template"};
+
+const http_prep *srv_http_extra_prep(const char *url, const char *method, int *which) {
+    if (strcmp(method, "POST")) return NULL;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(url, x_paths[i])) {
+            *which = i;
+            return &x_prep;
+        }
+    return NULL;
 }
 
 /* ---- /props, /slots ---- */
+
+static const char *token_text(const tokenizer *tok, int32_t id) {
+    const char *t = id >= 0 ? tok_text(tok, id) : NULL;
+    return t ? t : "";
+}
 
 /* A float as its shortest decimal (0.8, not 0.800000011920929). */
 static double dec(float v) {
@@ -349,22 +389,13 @@ static enum MHD_Result model_by_id(srv *s, struct MHD_Connection *mc, const char
 
 /* ---- routing ---- */
 
-bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method, const char *body,
-                    size_t len, enum MHD_Result *ret) {
-    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
-    static const char *const posts[] = {"/tokenize", "/detokenize", "/apply-template"};
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(url, posts[i])) continue;
-        if (!post) {
+bool srv_http_extra(srv *s, struct MHD_Connection *mc, const char *url, const char *method, enum MHD_Result *ret) {
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(url, x_paths[i])) { /* (a POST went to srv_http_extra_prep) */
             *ret = srv_http_error(mc, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "use POST");
             return true;
         }
-        cJSON *j = parse_body(mc, body, len, ret);
-        if (!j) return true;
-        *ret = i == 0 ? tokenize(s, mc, j) : i == 1 ? detokenize(s, mc, j) : apply_template(s, mc, j);
-        cJSON_Delete(j);
-        return true;
-    }
     const char *id = !strncmp(url, "/v1/models/", 11) ? url + 11 : !strncmp(url, "/models/", 8) ? url + 8 : NULL;
     bool is_props = !strcmp(url, "/props"), is_metrics = !strcmp(url, "/metrics"), is_slots = !strcmp(url, "/slots");
     if (!id && !is_props && !is_metrics && !is_slots) return false;
