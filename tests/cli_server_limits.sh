@@ -308,7 +308,9 @@ S4=$TMP/s4.sock
 if serve "$TMP/serve4.log" -m "$TMP/slow.gguf" --kv-mem 128M --socket "$S4" --db "" --stall-timeout 1; then
     out=$(python3 - "$S4" <<'PY'
 import json, socket, sys, time
-body = json.dumps({"prompt": "Once upon a time", "max_tokens": 3000, "n": 8, "stream": True}).encode()
+# (a grammar that never completes: no sample may end on its own before the stall)
+body = json.dumps({"prompt": "Once upon a time", "max_tokens": 3000, "n": 8, "stream": True,
+                   "grammar": "root ::= [a-z ] root"}).encode()
 s = socket.socket(socket.AF_UNIX)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.connect(sys.argv[1])
