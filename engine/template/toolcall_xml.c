@@ -23,16 +23,7 @@
 
 #include "kernels/sbuf.h"
 
-typedef struct xml_spec {
-    const char *open, *close;  /* the block around the calls */
-    const char *call_open;     /* before a name; NULL: the name follows `open` */
-    const char *name_end;      /* after a name; NULL: it ends at whitespace or '<' */
-    const char *call_close;    /* after a call's pairs; NULL: `close` ends the call */
-    const char *key_open, *key_close;
-    const char *value_open;    /* NULL: the value follows key_close */
-    const char *value_close;
-    bool trim_nl;              /* one newline each side of a value is markup */
-} xml_spec;
+typedef toolcall_xml_markup xml_spec;
 
 static const xml_spec QWEN3_CODER = {"<tool_call>", "</tool_call>", "<function=", ">", "</function>",
                                      "<parameter=", ">", NULL, "</parameter>", true};
@@ -75,15 +66,23 @@ struct xml_reader {
     char *key;
 };
 
-bool toolcall_xml_format(toolcall_format f) {
-    return f == TOOLCALL_QWEN3_CODER || f == TOOLCALL_GLM || f == TOOLCALL_MINIMAX;
+const toolcall_xml_markup *toolcall_xml_markup_of(toolcall_format f) {
+    switch (f) {
+    case TOOLCALL_QWEN3_CODER: return &QWEN3_CODER;
+    case TOOLCALL_GLM: return &GLM;
+    case TOOLCALL_MINIMAX: return &MINIMAX;
+    default: return NULL;
+    }
 }
+
+bool toolcall_xml_format(toolcall_format f) { return toolcall_xml_markup_of(f) != NULL; }
 
 int xml_reader_create(toolcall_format f, const cJSON *tools, const toolcall_sink *sink, xml_reader **out) {
     *out = NULL;
     xml_reader *r = calloc(1, sizeof *r);
     if (!r) return LLC_ERR_NOMEM;
-    r->sp = f == TOOLCALL_GLM ? &GLM : f == TOOLCALL_MINIMAX ? &MINIMAX : &QWEN3_CODER;
+    r->sp = toolcall_xml_markup_of(f);
+    if (!r->sp) r->sp = &QWEN3_CODER;
     if (sink) r->sink = *sink;
     if (tools && !(r->tools = cJSON_Duplicate(tools, true))) {
         free(r);
@@ -182,9 +181,7 @@ static const cJSON *tool_props(const cJSON *tools, const char *name) {
     return NULL;
 }
 
-/* Whether the schema types a property as a string only ("string", or an
- * array of "string" and "null"). */
-static bool is_string_schema(const cJSON *prop) {
+bool toolcall_xml_is_string(const cJSON *prop) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
     if (cJSON_IsString(type)) return strcmp(type->valuestring, "string") == 0;
     bool str = false;
@@ -226,7 +223,7 @@ static bool begin_key(xml_reader *r, size_t from, size_t to) {
         r->oom = true;
         return false;
     }
-    r->raw = is_string_schema(cJSON_GetObjectItemCaseSensitive(r->props, r->key));
+    r->raw = toolcall_xml_is_string(cJSON_GetObjectItemCaseSensitive(r->props, r->key));
     return true;
 }
 
