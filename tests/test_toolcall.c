@@ -193,6 +193,9 @@ static const sample SAMPLES[] = {
      "Done.",
      {{"now", "{}"}, {"get_weather", "{\"location\": \"\\nOslo\\n\", \"metric\": false}"}}},
     {TOOLCALL_GLM, "<tool_call></tool_call> x", "<tool_call></tool_call> x", {{0}}},
+    /* as GLM-4.5-Air was seen to write it: spaces for newlines; a tool not offered: values untyped */
+    {TOOLCALL_GLM, "See: <tool_call>ls <arg_key>dir</arg_key> <arg_value>backend</arg_value> </tool_call>", "See:",
+     {{"ls", "{\"dir\": \"backend\"}"}}},
     /* MiniMax-M2: several invokes in one block */
     {TOOLCALL_MINIMAX,
      "Sure.<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"location\">Rome</parameter>\n"

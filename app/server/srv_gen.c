@@ -645,9 +645,12 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     bool native = chat_tmpl_is_jinja(m->tmpl) &&
                   (m->tool_format != TOOLCALL_GENERIC || (g->template_vars && !uses_tools && !g->tools));
     g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
-    /* the markers of these formats are control tokens: the answer must show them */
-    g->req.special_text =
-        native && g->tools && (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3);
+    /* the markers of these formats are control tokens: the answer must show them
+     * (GLM's <tool_call>/<arg_key> and MiniMax's <minimax:tool_call> may be, by
+     * tokenizer: llama.cpp preserves them; Qwen3-Coder's are plain added tokens) */
+    g->req.special_text = native && g->tools &&
+                          (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3 ||
+                           m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;
