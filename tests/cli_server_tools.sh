@@ -8,7 +8,9 @@
 # tool_calls, streamed as deltas; zod's integer bounds in tool parameters
 # compile, what cannot be enforced is a 400; Ollama's /api/chat takes tools and
 # answers message.tool_calls; the AI SDK (with zod) and ollama-js tool calling
-# work unchanged (tests/js/ai_sdk.mjs, ollama_tools.mjs). Reading free-form
+# work unchanged (tests/js/ai_sdk.mjs, ollama_tools.mjs). With the Qwen3-Coder,
+# GLM 4.6 and MiniMax-M2 templates, a forced call is written in their XML markup and read
+# back with typed arguments (plain and streamed). Reading free-form
 # answers is tested in tests/test_toolcall.c.
 # The model is a random-weight one with the stories260K vocabulary and a 4096
 # context: the tool prompts do not fit stories260K's 512 tokens.
@@ -182,6 +184,56 @@ for js in ai_sdk.mjs ollama_tools.mjs; do
     else ok "$js: every check passes"; fi
 done
 stop_server "$SP"
+
+# ---- XML-style tool formats: tool_choice "required" writes the template's own
+# markup (a grammar), read back as tool_calls with typed arguments ----
+# xml_call NAME TEMPLATE_FILE: serves it, forces a call of get_weather plain and streamed
+# ("NAME ARGS FINISH CONTENT" of each), and asks for what cannot be enforced
+xml_call() {
+    if ! serve "$TMP/xml.log" -m "$M" --socket "$S" --db "" --chat-template-file "$2"; then
+        bad "serve ($1) starts" "$(cat "$TMP/xml.log")"
+        return
+    fi
+    REQ="{\"messages\":$MSGS,\"tools\":[$TOOL,$WEATHER],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"max_tokens\":300,\"seed\":7"
+    one=$($H http://x/v1/chat/completions -d "$REQ}" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["choices"][0]; f = c["message"]["tool_calls"][0]["function"]
+print(f["name"], json.dumps(json.loads(f["arguments"]), sort_keys=True), c["finish_reason"], c["message"]["content"])' 2>&1)
+    check "$1: a forced call in its markup, read back as tool_calls" \
+        '^get_weather \{"city": "(Paris|Oslo)", "days": [1-7]\} tool_calls None$' "$one"
+    streamed=$($H http://x/v1/chat/completions -d "$REQ,\"stream\":true}" | python3 -c '
+import json, sys
+name, args, finish, content = "", "", None, ""
+for l in sys.stdin:
+    if l.startswith("data: {"):
+        for c in json.loads(l[6:])["choices"]:
+            for tc in c["delta"].get("tool_calls") or []:
+                name += tc.get("function", {}).get("name") or ""
+                args += tc.get("function", {}).get("arguments") or ""
+            content += c["delta"].get("content") or ""
+            finish = c.get("finish_reason") or finish
+print(name, json.dumps(json.loads(args), sort_keys=True), finish, content or None)' 2>&1)
+    same "$1: the same call streamed in deltas" "$one" "$streamed"
+    # (only the XML grammar refuses this: JSON-valued formats enforce patterns)
+    PAT='{"type":"function","function":{"name":"look","parameters":{"type":"object","properties":{"q":{"type":"string","pattern":"^a+$"}}}}}'
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "{\"messages\":$MSGS,\"tools\":[$PAT],\"tool_choice\":\"required\"}")
+    check "$1: a string's pattern cannot be enforced on raw text: 400 naming it" "tool 'look': parameter 'q': 'pattern'.* 400$" "$out"
+    stop_server "$SP"
+}
+xml_call Qwen3-Coder "$SHARED/reference/templates/Qwen3-Coder.jinja"
+xml_call GLM-4.6 "$SHARED/reference/templates/GLM-4.6.jinja"
+# MiniMax-M2's template is not among the references: a small one with its markup
+cat >"$TMP/minimax.jinja" <<'EOF'
+{%- for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>
+{% endfor %}{%- if tools %}<tools>{% for t in tools %}{{ t | tojson }}{% endfor %}</tools>
+Call tools as <minimax:tool_call>
+<invoke name="NAME">
+<parameter name="KEY">VALUE</parameter>
+</invoke>
+</minimax:tool_call>
+{% endif %}<assistant>
+EOF
+xml_call MiniMax-M2 "$TMP/minimax.jinja"
 
 # ---- a built-in template: the generic tools prompt ----
 if ! serve "$TMP/raw.log" -m "$M" --socket "$S" --db ""; then

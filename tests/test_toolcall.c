@@ -68,7 +68,8 @@ typedef struct sample {
 
 static cJSON *tools_json(void) {
     return cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":"
-                       "{\"type\":\"object\",\"properties\":{\"location\":{\"type\":\"string\"}}}}},"
+                       "{\"type\":\"object\",\"properties\":{\"location\":{\"type\":\"string\"},\"days\":{\"type\":"
+                       "\"integer\"},\"metric\":{\"type\":\"boolean\"}}}}},"
                        "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]");
 }
 
@@ -165,6 +166,44 @@ static const sample SAMPLES[] = {
      "Checking.to=functions.a <|constrain|>json<|message|>{\"x\": 1}<|call|>to=functions.b<|message|>{}<|call|>",
      "Checking.", {{"a", "{\"x\": 1}"}, {"b", "{}"}}},
     {TOOLCALL_HARMONY, "set x to=functions of y", "set x to=functions of y", {{0}}},
+    /* Qwen3-Coder: raw values, typed by the schema (location: string, days: integer) */
+    {TOOLCALL_QWEN3_CODER,
+     "Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=location>\nParis, \"FR\"\n</parameter>\n"
+     "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+     "Let me check.",
+     {{"get_weather", "{\"location\": \"Paris, \\\"FR\\\"\", \"days\": 3}"}}},
+    {TOOLCALL_QWEN3_CODER,
+     "<tool_call>\n<function=now>\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n"
+     "<parameter=location>\na\n</para\n\nb <x>\n</parameter>\n<parameter=days>\nsoon\n</parameter>\n"
+     "<parameter=opts>\n{\"k\": [1, true]}\n</parameter>\n</function>\n</tool_call>\n\nDone.",
+     "Done.",
+     {{"now", "{}"}, {"get_weather", "{\"location\": \"a\\n</para\\n\\nb <x>\", \"days\": \"soon\", \"opts\": {\"k\":[1,true]}}"}}},
+    {TOOLCALL_QWEN3_CODER, "a <tool_call> b <function=x", "a <tool_call> b <function=x", {{0}}},
+    {TOOLCALL_QWEN3_CODER, "<tool_call>\n<function=get_weather>\n<parameter=location>\nPar", "",
+     {{"get_weather", "{\"location\": \"Par\"}"}}},
+    /* GLM 4.5 / 4.6 */
+    {TOOLCALL_GLM,
+     "I'll look.\n<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Paris</arg_value>\n"
+     "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+     "I'll look.",
+     {{"get_weather", "{\"location\": \"Paris\", \"days\": 3}"}}},
+    {TOOLCALL_GLM,
+     "<tool_call>now\n</tool_call>\n<tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>\nOslo\n"
+     "</arg_value>\n<arg_key>metric</arg_key>\n<arg_value>false</arg_value>\n</tool_call>\nDone.",
+     "Done.",
+     {{"now", "{}"}, {"get_weather", "{\"location\": \"\\nOslo\\n\", \"metric\": false}"}}},
+    {TOOLCALL_GLM, "<tool_call></tool_call> x", "<tool_call></tool_call> x", {{0}}},
+    /* as GLM-4.5-Air was seen to write it: spaces for newlines; a tool not offered: values untyped */
+    {TOOLCALL_GLM, "See: <tool_call>ls <arg_key>dir</arg_key> <arg_value>backend</arg_value> </tool_call>", "See:",
+     {{"ls", "{\"dir\": \"backend\"}"}}},
+    /* MiniMax-M2: several invokes in one block */
+    {TOOLCALL_MINIMAX,
+     "Sure.<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"location\">Rome</parameter>\n"
+     "<parameter name=\"metric\">true</parameter>\n</invoke>\n<invoke name=\"now\">\n</invoke>\n"
+     "</minimax:tool_call>",
+     "Sure.",
+     {{"get_weather", "{\"location\": \"Rome\", \"metric\": true}"}, {"now", "{}"}}},
+    {TOOLCALL_MINIMAX, "x <minimax:tool_call> <invoke nam", "x <minimax:tool_call> <invoke nam", {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -242,8 +281,10 @@ static void test_detect_real_templates(void) {
         {"mistralai-Mistral-Nemo-Instruct-2407", TOOLCALL_MISTRAL},
         {"mistralai-Ministral-3-14B-Reasoning-2512", TOOLCALL_MISTRAL},
         {"openai-gpt-oss-120b", TOOLCALL_HARMONY},
-        {"Qwen3-Coder", TOOLCALL_GENERIC},   /* XML-style arguments */
-        {"GLM-4.6", TOOLCALL_GENERIC},
+        {"Qwen3-Coder", TOOLCALL_QWEN3_CODER},
+        {"GLM-4.6", TOOLCALL_GLM},
+        {"MiniMax-M1", TOOLCALL_GENERIC}, /* JSON lines in <tool_calls> */
+        {"MiniMax-M3", TOOLCALL_GENERIC}, /* markup namespaced by a token string */
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},
         {"google-gemma-2-2b-it", TOOLCALL_GENERIC}, /* no tools at all */
     };
@@ -256,6 +297,22 @@ static void test_detect_real_templates(void) {
         free(src);
     }
     CHECK(toolcall_detect(NULL) == TOOLCALL_GENERIC);
+    /* MiniMax-M2's markup (its template is not among the references) */
+    CHECK(toolcall_detect("{% if tools %}<minimax:tool_call>\n<invoke name=\"{{ name }}\">{% endif %}") ==
+          TOOLCALL_MINIMAX);
+}
+
+static void test_xml_string_values_stream(void) {
+    /* a string value goes out as it comes, never a byte of its closing markup */
+    static const char text[] = "<tool_call>\n<function=get_weather>\n<parameter=location>\n"
+                               "The quick brown fox jumps over the lazy dog\n</parameter>\n</function>\n</tool_call>";
+    const sample s = {TOOLCALL_QWEN3_CODER, text, "",
+                      {{"get_weather", "{\"location\": \"The quick brown fox jumps over the lazy dog\"}"}}};
+    size_t len = strlen(text), cuts[256];
+    for (size_t i = 0; i + 1 < len; i++) cuts[i] = i + 1;
+    rec r;
+    CHECK(run_sample(&s, cuts, (int)len - 1, &r));
+    CHECKF(r.n_arg_pieces > 30, "%d pieces", r.n_arg_pieces);
 }
 
 static void test_generic_messages(void) {
@@ -318,6 +375,7 @@ int main(void) {
     RUN(test_every_split_point);
     RUN(test_byte_at_a_time_streams_arguments);
     RUN(test_held_text_is_released);
+    RUN(test_xml_string_values_stream);
     RUN(test_detect_real_templates);
     RUN(test_generic_messages);
     RUN(test_generic_markup_reads_back);

@@ -11,6 +11,7 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/template/prompt.h"
+#include "engine/template/toolcall_xml.h"
 
 void srv_gen_init(srv_gen *g) {
     memset(g, 0, sizeof *g);
@@ -567,13 +568,19 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
  * arguments valid against its parameters schema; a schema the converter
  * cannot enforce is a 400 naming the tool (never a looser grammar). HERMES and
  * GENERIC answers are <tool_call>{"name", "arguments"}</tool_call>, LLAMA3 a
- * bare {"name", "parameters"}; MISTRAL's markers are control tokens: only the
- * prompt asks. */
+ * bare {"name", "parameters"}; the XML formats (Qwen3-Coder, GLM, MiniMax)
+ * their own markup (srv_tools_xml.c); MISTRAL's markers are control tokens:
+ * only the prompt asks. */
 static int tools_grammar(srv_gen *g, llc_err *err) {
     if (g->tool_format == TOOLCALL_MISTRAL) return 0;
     if (g->grammar)
         return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' \"required\" (or a named function) cannot be combined "
                                             "with 'response_format', 'grammar' or 'json_schema'");
+    if (toolcall_xml_format(g->tool_format)) {
+        char *gbnf = NULL;
+        int rc = srv_xml_tools_grammar(g->tool_format, g->tools, &gbnf, err);
+        return rc ? rc : use_grammar(g, gbnf, "the tools' grammar", err);
+    }
     const char *args_key = g->tool_format == TOOLCALL_LLAMA3 ? "parameters" : "arguments";
     cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
     const cJSON *t;
@@ -638,9 +645,12 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     bool native = chat_tmpl_is_jinja(m->tmpl) &&
                   (m->tool_format != TOOLCALL_GENERIC || (g->template_vars && !uses_tools && !g->tools));
     g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
-    /* the markers of these formats are control tokens: the answer must show them */
-    g->req.special_text =
-        native && g->tools && (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3);
+    /* the markers of these formats are control tokens: the answer must show them
+     * (GLM's <tool_call>/<arg_key> and MiniMax's <minimax:tool_call> may be, by
+     * tokenizer: llama.cpp preserves them; Qwen3-Coder's are plain added tokens) */
+    g->req.special_text = native && g->tools &&
+                          (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3 ||
+                           m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;

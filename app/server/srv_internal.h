@@ -138,6 +138,9 @@ int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *e
  * a bad grammar or schema is LLC_ERR_FORMAT naming the field. Called by
  * srv_gen_params. */
 int srv_gen_grammar(const cJSON *j, srv_gen *g, llc_err *err);
+/* GBNF (malloc'd) forcing one call of one of tools in XML format f's markup
+ * (srv_tools_xml.c); an error naming the tool and parameter it cannot enforce. */
+int srv_xml_tools_grammar(toolcall_format f, const cJSON *tools, char **out, llc_err *err);
 /* g's grammar (replacing any) for JSON documents valid against schema, or for
  * any JSON object when schema is NULL; field names where the schema came from
  * in an error ("'format': schema.properties.age: ..."). */

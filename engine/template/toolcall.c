@@ -6,8 +6,11 @@
  * it has decided; each feed runs the state machine from there as far as the
  * text allows. Values are re-scanned from their start while incomplete (an
  * answer is at most a few thousand tokens, so this stays cheap) and only the
- * bytes not yet reported are handed to the sink. */
+ * bytes not yet reported are handed to the sink. The XML-style formats
+ * (Qwen3-Coder, GLM, MiniMax) are read by engine/template/toolcall_xml.c; this
+ * file records what that reader emits, as for its own formats. */
 #include "engine/template/toolcall.h"
+#include "engine/template/toolcall_xml.h"
 #include "kernels/sbuf.h"
 
 #include <stdlib.h>
@@ -46,8 +49,12 @@ toolcall_format toolcall_detect(const char *src) {
     if (!src || !strstr(src, "tools")) return TOOLCALL_GENERIC;
     if (strstr(src, "<|channel|>") && strstr(src, " to=") && strstr(src, "functions.")) return TOOLCALL_HARMONY;
     if (strstr(src, "[TOOL_CALLS]")) return TOOLCALL_MISTRAL;
+    /* XML-style arguments: MiniMax-M2's own block; M3's, namespaced by a token
+       string (]<]minimax[>[<invoke ...), is not read here */
+    if (strstr(src, "<minimax:tool_call>") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX;
     if (strstr(src, "<tool_call>")) {
-        /* XML-style arguments (Qwen3-Coder, GLM, MiniMax) are not read here */
+        if (strstr(src, "<function=") && strstr(src, "<parameter=")) return TOOLCALL_QWEN3_CODER;
+        if (strstr(src, "<arg_key>") && strstr(src, "<arg_value>")) return TOOLCALL_GLM;
         if (strstr(src, "<function=") || strstr(src, "<arg_key>") || strstr(src, "<invoke")) return TOOLCALL_GENERIC;
         return TOOLCALL_HERMES;
     }
@@ -63,6 +70,9 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_LLAMA3: return "llama3";
     case TOOLCALL_MISTRAL: return "mistral";
     case TOOLCALL_HARMONY: return "harmony";
+    case TOOLCALL_QWEN3_CODER: return "qwen3_coder";
+    case TOOLCALL_GLM: return "glm";
+    case TOOLCALL_MINIMAX: return "minimax";
     default: return "generic";
     }
 }
@@ -178,6 +188,7 @@ struct toolcall_parser {
     call *calls;
     int n_calls, cap_calls;
     bool oom;
+    xml_reader *xml;    /* the XML formats' reader, or NULL */
     /* the markup being read */
     size_t ws_from;     /* whitespace before it began here (given back if it is no call) */
     size_t mark_end;    /* just past its marker (P_OBJ from a bare JSON answer: just past '{') */
@@ -198,6 +209,10 @@ static const char *const PYTHON_TAG = "<|python_tag|>";
 static const char *const HARMONY_TO = "to=functions.";
 static const char *const HARMONY_MESSAGE = "<|message|>";
 static const char *const HARMONY_CALL = "<|call|>";
+
+static void xml_content(void *ud, const char *text, size_t len);
+static void xml_call(void *ud, int index, const char *name);
+static void xml_args(void *ud, int index, const char *piece, size_t len);
 
 static const char *marker_of(toolcall_format f) {
     switch (f) {
@@ -232,6 +247,13 @@ int toolcall_parser_create(toolcall_format f, const cJSON *tools, const toolcall
         }
     }
     sb_add(&p->content, "", 0);
+    if (toolcall_xml_format(f)) {
+        toolcall_sink rec = {p, xml_content, xml_call, xml_args};
+        if (xml_reader_create(f, tools, &rec, &p->xml)) {
+            toolcall_parser_free(p);
+            return LLC_ERR_NOMEM;
+        }
+    }
     *out = p;
     return p->content.oom ? (toolcall_parser_free(p), *out = NULL, LLC_ERR_NOMEM) : 0;
 }
@@ -245,6 +267,7 @@ void toolcall_parser_free(toolcall_parser *p) {
         free(p->calls[i].args.p);
     }
     free(p->calls);
+    xml_reader_free(p->xml);
     free(p->buf.p);
     free(p->content.p);
     free(p);
@@ -252,10 +275,14 @@ void toolcall_parser_free(toolcall_parser *p) {
 
 /* ---- output ---- */
 
+static void out_text(toolcall_parser *p, const char *s, size_t n) {
+    if (n == 0) return;
+    sb_add(&p->content, s, n);
+    if (p->sink.content) p->sink.content(p->sink.ud, s, n);
+}
+
 static void out_content(toolcall_parser *p, size_t from, size_t to) {
-    if (to <= from) return;
-    sb_add(&p->content, p->buf.p + from, to - from);
-    if (p->sink.content) p->sink.content(p->sink.ud, p->buf.p + from, to - from);
+    if (to > from) out_text(p, p->buf.p + from, to - from);
 }
 
 static void out_call(toolcall_parser *p, const char *name) {
@@ -284,6 +311,17 @@ static void out_args(toolcall_parser *p, const char *s, size_t n) {
     if (p->cur < 0 || n == 0) return;
     sb_add(&p->calls[p->cur].args, s, n);
     if (p->sink.args) p->sink.args(p->sink.ud, p->cur, s, n);
+}
+
+/* The XML reader's output, recorded as this parser's own. */
+static void xml_content(void *ud, const char *text, size_t len) { out_text(ud, text, len); }
+static void xml_call(void *ud, int index, const char *name) {
+    (void)index;
+    out_call(ud, name);
+}
+static void xml_args(void *ud, int index, const char *piece, size_t len) {
+    (void)index;
+    out_args(ud, piece, len);
 }
 
 /* ---- the markup being read ---- */
@@ -664,10 +702,17 @@ static bool step(toolcall_parser *p, bool at_end) {
     return false;
 }
 
+static int recorded(const toolcall_parser *p);
+
 static int run(toolcall_parser *p, bool at_end) {
     int guard = 0;
     while (!p->oom && step(p, at_end))
         if (++guard > 1000000) break; /* every step moves on; this is only a backstop */
+    return recorded(p);
+}
+
+/* 0, or LLC_ERR_NOMEM when something could not be recorded. */
+static int recorded(const toolcall_parser *p) {
     if (p->oom || p->buf.oom || p->content.oom) return LLC_ERR_NOMEM;
     for (int i = 0; i < p->n_calls; i++)
         if (p->calls[i].args.oom) return LLC_ERR_NOMEM;
@@ -676,6 +721,7 @@ static int run(toolcall_parser *p, bool at_end) {
 
 int toolcall_feed(toolcall_parser *p, const char *text, size_t len) {
     if (p->finished || len == 0) return 0;
+    if (p->xml) return xml_reader_feed(p->xml, text, len, false) ? LLC_ERR_NOMEM : recorded(p);
     sb_add(&p->buf, text, len);
     if (p->buf.oom) return LLC_ERR_NOMEM;
     return run(p, false);
@@ -684,6 +730,7 @@ int toolcall_feed(toolcall_parser *p, const char *text, size_t len) {
 int toolcall_finish(toolcall_parser *p) {
     if (p->finished) return 0;
     p->finished = true;
+    if (p->xml) return xml_reader_feed(p->xml, NULL, 0, true) ? LLC_ERR_NOMEM : recorded(p);
     if (!p->buf.p) sb_add(&p->buf, "", 0);
     return run(p, true);
 }

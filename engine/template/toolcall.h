@@ -18,6 +18,17 @@
  *          to=functions.N ... <|message|>{...}<|call|> — the reasoning parser
  *          (engine/template/reasoning) strips the rest of the harmony markup
  *          and hands this part on from "to=" (its markers are control tokens)
+ * QWEN3_CODER <tool_call>\n<function=N>\n<parameter=K>\nVALUE\n</parameter>\n...
+ *          </function>\n</tool_call> (Qwen3-Coder, Qwen3.5 ...)
+ * GLM      <tool_call>N\n<arg_key>K</arg_key>\n<arg_value>VALUE</arg_value>\n...
+ *          </tool_call> (GLM 4.5 / 4.6)
+ * MINIMAX  <minimax:tool_call>\n<invoke name="N">\n<parameter name="K">VALUE
+ *          </parameter>\n...</invoke>\n...</minimax:tool_call> (MiniMax-M2)
+ *          These three write raw-text values (engine/template/toolcall_xml.c):
+ *          the arguments are built as a JSON object {"K": VALUE, ...}, a value
+ *          typed by its parameter's schema in the offered tools: "string" as
+ *          a string (streamed), anything else (or no schema) parsed as JSON
+ *          once complete, a string when it is not JSON.
  * GENERIC  templates whose own tool format is not one of these (or that have
  *          none: the built-in formats): the conversation gets a system message
  *          describing the tools (toolcall_generic_messages) that asks for
@@ -54,14 +65,20 @@ typedef enum toolcall_format {
     TOOLCALL_LLAMA3,
     TOOLCALL_MISTRAL,
     TOOLCALL_HARMONY,
+    TOOLCALL_QWEN3_CODER,
+    TOOLCALL_GLM,
+    TOOLCALL_MINIMAX,
+    TOOLCALL_N_FORMATS /* (a count, not a format) */
 } toolcall_format;
 
 /* The tool-call format a Jinja chat template uses, by its markers (as
- * llama.cpp recognises them): HERMES, LLAMA3, MISTRAL, or GENERIC for NULL, a
- * template with no tools, or one whose format is not read here (XML-style
- * <function=...> / <arg_key>, command-r, functionary v3.2, DeepSeek ...). */
+ * llama.cpp recognises them, by markup, never by name): one of the formats
+ * above, or GENERIC for NULL, a template with no tools, or one whose format is
+ * not read here (command-r, functionary v3.1 / v3.2, DeepSeek, MiniMax-M1's
+ * <tool_calls> and M3's namespaced markup ...). */
 toolcall_format toolcall_detect(const char *jinja_src);
-/* "generic", "hermes", "llama3", "mistral", "harmony". */
+/* "generic", "hermes", "llama3", "mistral", "harmony", "qwen3_coder", "glm",
+ * "minimax". */
 const char *toolcall_format_name(toolcall_format f);
 
 /* Where a parser's output goes as it is decided (each callback may be NULL;
@@ -76,7 +93,8 @@ typedef struct toolcall_sink {
 typedef struct toolcall_parser toolcall_parser;
 
 /* A parser for one answer. tools: the offered tools (OpenAI's array) or NULL;
- * LLAMA3's bare JSON calls must name one of them. sink may be NULL. */
+ * LLAMA3's bare JSON calls must name one of them, the XML formats type values
+ * by their parameters. sink may be NULL. */
 int toolcall_parser_create(toolcall_format f, const cJSON *tools, const toolcall_sink *sink,
                            toolcall_parser **out);
 void toolcall_parser_free(toolcall_parser *p);

@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     const reasoning_format rf = (reasoning_format)(data[0] % 3);
     const bool opened = data[0] & 4, tools = data[0] & 8;
-    const toolcall_format tf = (toolcall_format)((data[0] >> 4) % 5);
+    const toolcall_format tf = (toolcall_format)((data[0] >> 4) % TOOLCALL_N_FORMATS);
     const size_t step = 1 + data[1] % 16;
     const char *text = (const char *)data + 2;
     const size_t len = size - 2;

@@ -254,6 +254,11 @@ static void answer_seeds(void) {
         {0x02, "<|channel|>final<|message|>Hi<|return|>"},
         {0x39, "[TOOL_CALLS]f[ARGS]{\"a\": 1}"},
         {0x29, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}"},
+        {0x58, "Hi\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nx <y>\n</parameter>\n"
+               "</function>\n</tool_call>"},
+        {0x68, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>{\"k\": [1]}</arg_value>\n</tool_call>"},
+        {0x78, "<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">v</parameter>\n</invoke>\n"
+               "</minimax:tool_call>"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         char name[32], buf[512];

@@ -1,0 +1,483 @@
+/* toolcall_xml.c — reading XML-style tool calls out of a streamed answer
+ * (see toolcall_xml.h). The three formats differ only in their markers, so one
+ * state machine reads them all from a table (xml_spec):
+ *
+ *   QWEN3_CODER  <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n
+ *                ... </function>\n</tool_call>   (one newline around a value is markup)
+ *   GLM          <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n
+ *                ... </tool_call>
+ *   MINIMAX      <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="KEY">VALUE
+ *                </parameter>\n ... </invoke>\n<invoke ...>...</invoke>\n</minimax:tool_call>
+ *
+ * Values are raw text. The arguments handed on are a JSON object built from
+ * the pairs, {"KEY": VALUE, ...}: a value whose parameter the tool's schema
+ * types "string" is a JSON string (streamed as it comes); any other value (or
+ * one with no schema) is parsed as JSON once complete, and is a string when it
+ * is not JSON. As in toolcall.c, the reader keeps the whole answer and a
+ * position up to which it has decided; a marker cut by a piece boundary waits
+ * for the next piece, so where the answer is cut never changes what is read. */
+#include "engine/template/toolcall_xml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/sbuf.h"
+
+typedef toolcall_xml_markup xml_spec;
+
+static const xml_spec QWEN3_CODER = {"<tool_call>", "</tool_call>", "<function=", ">", "</function>",
+                                     "<parameter=", ">", NULL, "</parameter>", true};
+static const xml_spec GLM = {"<tool_call>", "</tool_call>", NULL, NULL, NULL,
+                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false};
+static const xml_spec MINIMAX = {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=\"", "\">",
+                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false};
+
+enum { NAME_MAX_LEN = 128 };
+
+typedef enum xstate {
+    X_TEXT,  /* outside calls */
+    X_BLOCK, /* inside the block, before a call (call_open) or the block's end */
+    X_NAME,  /* a call's name */
+    X_PAIRS, /* inside a call: the next key, or the call's end */
+    X_KEY,   /* a key */
+    X_VOPEN, /* after a key: value_open */
+    X_VALUE, /* a value, up to value_close */
+    X_AFTER, /* whitespace after a block */
+} xstate;
+
+struct xml_reader {
+    const xml_spec *sp;
+    cJSON *tools;
+    toolcall_sink sink;
+    sbuf buf;
+    size_t pos; /* decided up to here */
+    xstate st;
+    bool oom;
+    int n_calls;        /* calls in the whole answer */
+    int block_calls;    /* calls in the current block */
+    size_t ws_from;     /* the whitespace before the block began here (given back if it is no call) */
+    size_t mark_end;    /* just past the block's opening */
+    bool in_call;       /* a call was announced and its object is open */
+    int n_pairs;        /* pairs of the current call */
+    const cJSON *props; /* the current tool's parameters' properties, or NULL */
+    bool raw;           /* the current value is a string: streamed */
+    bool lead_done;     /* trim_nl: the value's leading newline was looked at */
+    size_t vstart, vsent, vscan; /* the value's start, sent up to, no close marker before */
+    char *key;
+};
+
+const toolcall_xml_markup *toolcall_xml_markup_of(toolcall_format f) {
+    switch (f) {
+    case TOOLCALL_QWEN3_CODER: return &QWEN3_CODER;
+    case TOOLCALL_GLM: return &GLM;
+    case TOOLCALL_MINIMAX: return &MINIMAX;
+    default: return NULL;
+    }
+}
+
+bool toolcall_xml_format(toolcall_format f) { return toolcall_xml_markup_of(f) != NULL; }
+
+int xml_reader_create(toolcall_format f, const cJSON *tools, const toolcall_sink *sink, xml_reader **out) {
+    *out = NULL;
+    xml_reader *r = calloc(1, sizeof *r);
+    if (!r) return LLC_ERR_NOMEM;
+    r->sp = toolcall_xml_markup_of(f);
+    if (!r->sp) r->sp = &QWEN3_CODER;
+    if (sink) r->sink = *sink;
+    if (tools && !(r->tools = cJSON_Duplicate(tools, true))) {
+        free(r);
+        return LLC_ERR_NOMEM;
+    }
+    *out = r;
+    return 0;
+}
+
+void xml_reader_free(xml_reader *r) {
+    if (!r) return;
+    cJSON_Delete(r->tools);
+    free(r->key);
+    free(r->buf.p);
+    free(r);
+}
+
+/* ---- text helpers ---- */
+
+static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+static size_t skip_ws(const char *s, size_t i, size_t n) {
+    while (i < n && is_ws(s[i])) i++;
+    return i;
+}
+
+enum { M_NO = -1, M_MORE = 0, M_YES = 1 };
+
+/* Whether s[i..n) starts with m: M_YES, M_MORE (a proper prefix of m: more
+ * text decides), M_NO. A NULL m never matches. */
+static int match(const char *s, size_t i, size_t n, const char *m) {
+    if (!m) return M_NO;
+    size_t ml = strlen(m), have = n - i;
+    if (have >= ml) return memcmp(s + i, m, ml) == 0 ? M_YES : M_NO;
+    return memcmp(s + i, m, have) == 0 ? M_MORE : M_NO;
+}
+
+/* The longest suffix of s[from..n) that is a proper prefix of m. */
+static size_t partial_suffix(const char *s, size_t from, size_t n, const char *m) {
+    for (size_t k = strlen(m) - 1; k > 0; k--)
+        if (n - from >= k && memcmp(s + n - k, m, k) == 0) return k;
+    return 0;
+}
+
+/* s as the inside of a JSON string literal. */
+static void json_escape(sbuf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            sb_putc(b, '\\');
+            sb_putc(b, (char)c);
+        } else if (c == '\n') {
+            sb_str(b, "\\n");
+        } else if (c == '\t') {
+            sb_str(b, "\\t");
+        } else if (c == '\r') {
+            sb_str(b, "\\r");
+        } else if (c < 0x20) {
+            char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+            sb_str(b, esc);
+        } else {
+            sb_putc(b, (char)c);
+        }
+    }
+}
+
+/* ---- output ---- */
+
+static void out_content(xml_reader *r, size_t from, size_t to) {
+    if (to > from && r->sink.content) r->sink.content(r->sink.ud, r->buf.p + from, to - from);
+}
+
+static void out_args(xml_reader *r, const char *s, size_t n) {
+    if (n && r->sink.args) r->sink.args(r->sink.ud, r->n_calls - 1, s, n);
+}
+
+static void out_escaped(xml_reader *r, const char *s, size_t n) {
+    sbuf e = {0};
+    json_escape(&e, s, n);
+    if (e.oom) r->oom = true;
+    else out_args(r, e.p, e.len);
+    sb_free(&e);
+}
+
+/* The schema of the named tool's parameters' properties, or NULL. */
+static const cJSON *tool_props(const cJSON *tools, const char *name) {
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name"));
+        if (n && strcmp(n, name) == 0)
+            return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fn, "parameters"),
+                                                    "properties");
+    }
+    return NULL;
+}
+
+bool toolcall_xml_is_string(const cJSON *prop) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(prop, "type");
+    if (cJSON_IsString(type)) return strcmp(type->valuestring, "string") == 0;
+    bool str = false;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, type) {
+        const char *v = cJSON_GetStringValue(t);
+        if (!v || (strcmp(v, "string") && strcmp(v, "null"))) return false;
+        str = str || !strcmp(v, "string");
+    }
+    return str;
+}
+
+static bool begin_call(xml_reader *r, size_t from, size_t to) {
+    char *name = strndup(r->buf.p + from, to - from);
+    if (!name) {
+        r->oom = true;
+        return false;
+    }
+    r->n_calls++;
+    r->block_calls++;
+    if (r->sink.call) r->sink.call(r->sink.ud, r->n_calls - 1, name);
+    r->props = tool_props(r->tools, name);
+    free(name);
+    r->in_call = true;
+    r->n_pairs = 0;
+    out_args(r, "{", 1);
+    return true;
+}
+
+static void end_call(xml_reader *r) {
+    if (r->in_call) out_args(r, "}", 1);
+    r->in_call = false;
+}
+
+/* A key is read: its value comes next (after value_open, if the format has it). */
+static bool begin_key(xml_reader *r, size_t from, size_t to) {
+    free(r->key);
+    if (!(r->key = strndup(r->buf.p + from, to - from))) {
+        r->oom = true;
+        return false;
+    }
+    r->raw = toolcall_xml_is_string(cJSON_GetObjectItemCaseSensitive(r->props, r->key));
+    return true;
+}
+
+/* The value begins at `at`: its key goes out (and a string's opening quote). */
+static void begin_value(xml_reader *r, size_t at) {
+    sbuf k = {0};
+    if (r->n_pairs++) sb_str(&k, ", ");
+    sb_putc(&k, '"');
+    json_escape(&k, r->key, strlen(r->key));
+    sb_str(&k, r->raw ? "\": \"" : "\": ");
+    if (k.oom) r->oom = true;
+    else out_args(r, k.p, k.len);
+    sb_free(&k);
+    r->vstart = r->vsent = r->vscan = at;
+    r->lead_done = !r->sp->trim_nl;
+    r->st = X_VALUE;
+}
+
+/* The value is buf[vstart..end): the rest of a string, or the whole typed value. */
+static void end_value(xml_reader *r, size_t end) {
+    const char *s = r->buf.p;
+    if (r->sp->trim_nl && end > r->vstart && s[end - 1] == '\n') end--;
+    if (r->raw) {
+        if (end > r->vsent) out_escaped(r, s + r->vsent, end - r->vsent);
+        out_args(r, "\"", 1);
+        return;
+    }
+    char *text = strndup(s + r->vstart, end - r->vstart);
+    cJSON *v = text ? cJSON_ParseWithOpts(text, NULL, true) : NULL;
+    char *json = v ? cJSON_PrintUnformatted(v) : NULL;
+    if (!text || (v && !json)) {
+        r->oom = true;
+    } else if (json) {
+        out_args(r, json, strlen(json));
+    } else { /* not JSON: the text as a string */
+        out_args(r, "\"", 1);
+        out_escaped(r, text, strlen(text));
+        out_args(r, "\"", 1);
+    }
+    free(json);
+    cJSON_Delete(v);
+    free(text);
+}
+
+/* ---- the states ---- */
+
+/* The markup was not a call: the block's opening (and the whitespace before
+ * it) is content, reading goes on after it. */
+static bool not_a_call(xml_reader *r) {
+    out_content(r, r->ws_from, r->mark_end);
+    r->pos = r->mark_end;
+    r->st = X_TEXT;
+    return true;
+}
+
+/* Something unexpected at i: before the block's first call, the block is
+ * text; after it, the calls stand and the rest is text. */
+static bool malformed(xml_reader *r, size_t i) {
+    if (r->block_calls == 0) return not_a_call(r);
+    end_call(r);
+    r->pos = i;
+    r->st = X_TEXT;
+    return true;
+}
+
+/* The answer ended inside a call: it keeps what it had. */
+static bool cut_off(xml_reader *r) {
+    if (r->block_calls == 0) return not_a_call(r);
+    end_call(r);
+    r->pos = r->buf.len;
+    r->st = X_TEXT;
+    return true;
+}
+
+static bool step_text(xml_reader *r, bool at_end) {
+    const char *s = r->buf.p, *m = r->sp->open;
+    size_t n = r->buf.len, ml = strlen(m);
+    const char *hit = n > r->pos ? memmem(s + r->pos, n - r->pos, m, ml) : NULL;
+    if (hit) {
+        size_t k = (size_t)(hit - s), e = k;
+        while (e > r->pos && is_ws(s[e - 1])) e--;
+        out_content(r, r->pos, e);
+        r->ws_from = e;
+        r->pos = r->mark_end = k + ml;
+        r->block_calls = 0;
+        r->st = X_BLOCK;
+        return true;
+    }
+    size_t e = n;
+    if (!at_end) e -= partial_suffix(s, r->pos, n, m);
+    if (!at_end || r->n_calls > 0)
+        while (e > r->pos && is_ws(s[e - 1])) e--;
+    out_content(r, r->pos, e);
+    r->pos = e;
+    return false;
+}
+
+/* Reads a name or key from r->pos up to `end` (NULL: whitespace or '<'):
+ * M_YES with *to (its end) and *next (past `end`), M_MORE, or M_NO. */
+static int read_word(xml_reader *r, const char *end, bool at_end, size_t *to, size_t *next) {
+    const char *s = r->buf.p;
+    size_t n = r->buf.len, k = r->pos;
+    while (k < n && k - r->pos <= NAME_MAX_LEN && s[k] != '\n' && s[k] != '<' && (end ? s[k] != end[0] : !is_ws(s[k])))
+        k++;
+    if (k - r->pos > NAME_MAX_LEN) return M_NO;
+    if (k == n) return at_end ? M_NO : M_MORE;
+    int m = end ? match(s, k, n, end) : M_YES;
+    if (m == M_MORE && at_end) m = M_NO;
+    if (m != M_YES) return m;
+    if (k == r->pos) return M_NO;
+    *to = k;
+    *next = k + (end ? strlen(end) : 0);
+    return M_YES;
+}
+
+static bool step_block(xml_reader *r, bool at_end) {
+    const char *s = r->buf.p;
+    size_t n = r->buf.len, i = skip_ws(s, r->pos, n);
+    if (i >= n) return at_end ? cut_off(r) : false;
+    int close = match(s, i, n, r->sp->close);
+    if (close == M_YES && r->block_calls > 0) {
+        r->pos = i + strlen(r->sp->close);
+        r->st = X_AFTER;
+        return true;
+    }
+    if (!r->sp->call_open) { /* the name follows the opening, once */
+        if (r->block_calls > 0) return malformed(r, i);
+        r->pos = i;
+        r->st = X_NAME;
+        return true;
+    }
+    int call = match(s, i, n, r->sp->call_open);
+    if (call == M_YES) {
+        r->pos = i + strlen(r->sp->call_open);
+        r->st = X_NAME;
+        return true;
+    }
+    if ((call == M_MORE || close == M_MORE) && !at_end) return false;
+    return malformed(r, i);
+}
+
+static bool step_name(xml_reader *r, bool at_end) {
+    size_t to, next;
+    int m = read_word(r, r->sp->name_end, at_end, &to, &next);
+    if (m == M_MORE) return false;
+    if (m == M_NO) return malformed(r, r->pos);
+    if (!begin_call(r, r->pos, to)) return false;
+    r->pos = next;
+    r->st = X_PAIRS;
+    return true;
+}
+
+static bool step_pairs(xml_reader *r, bool at_end) {
+    const char *s = r->buf.p;
+    size_t n = r->buf.len, i = skip_ws(s, r->pos, n);
+    if (i >= n) return at_end ? cut_off(r) : false;
+    int key = match(s, i, n, r->sp->key_open), call = match(s, i, n, r->sp->call_close);
+    int close = match(s, i, n, r->sp->close);
+    if (key == M_YES) {
+        r->pos = i + strlen(r->sp->key_open);
+        r->st = X_KEY;
+    } else if (call == M_YES || close == M_YES) { /* (a missing </function> is forgiven) */
+        end_call(r);
+        r->pos = i + strlen(call == M_YES ? r->sp->call_close : r->sp->close);
+        r->st = call == M_YES ? X_BLOCK : X_AFTER;
+    } else if (key == M_MORE || call == M_MORE || close == M_MORE) {
+        return at_end ? cut_off(r) : false;
+    } else {
+        return malformed(r, i);
+    }
+    return true;
+}
+
+static bool step_key(xml_reader *r, bool at_end) {
+    size_t to, next;
+    int m = read_word(r, r->sp->key_close, at_end, &to, &next);
+    if (m == M_MORE) return false;
+    if (m == M_NO) return at_end ? cut_off(r) : malformed(r, r->pos);
+    if (!begin_key(r, r->pos, to)) return false;
+    r->pos = next;
+    if (r->sp->value_open) r->st = X_VOPEN;
+    else begin_value(r, next);
+    return true;
+}
+
+static bool step_vopen(xml_reader *r, bool at_end) {
+    const char *s = r->buf.p;
+    size_t n = r->buf.len, i = skip_ws(s, r->pos, n);
+    int m = i < n ? match(s, i, n, r->sp->value_open) : M_MORE;
+    if (m == M_YES) {
+        begin_value(r, i + strlen(r->sp->value_open));
+        return true;
+    }
+    if (m == M_MORE) return at_end ? cut_off(r) : false;
+    return malformed(r, i);
+}
+
+static bool step_value(xml_reader *r, bool at_end) {
+    const char *s = r->buf.p, *m = r->sp->value_close;
+    size_t n = r->buf.len, ml = strlen(m);
+    if (!r->lead_done) { /* trim_nl: a newline first is markup */
+        if (r->vstart >= n && !at_end) return false;
+        if (r->vstart < n && s[r->vstart] == '\n') r->vstart++;
+        r->vsent = r->vscan = r->vstart;
+        r->lead_done = true;
+    }
+    const char *hit = n > r->vscan ? memmem(s + r->vscan, n - r->vscan, m, ml) : NULL;
+    if (hit || at_end) {
+        size_t end = hit ? (size_t)(hit - s) : n - partial_suffix(s, r->vstart, n, m);
+        end_value(r, end);
+        if (!hit) return cut_off(r);
+        r->pos = end + ml;
+        r->st = X_PAIRS;
+        return true;
+    }
+    r->vscan = n + 1 > ml + r->vstart ? n + 1 - ml : r->vstart;
+    if (r->raw) { /* stream what cannot be the closing markup (or the newline before it) */
+        size_t hold = partial_suffix(s, r->vsent, n, m);
+        if (r->sp->trim_nl && hold == 0 && n > r->vsent && s[n - 1] == '\n') hold = 1;
+        if (r->sp->trim_nl && hold > 0 && n - hold > r->vsent && s[n - hold - 1] == '\n') hold++;
+        if (n - hold > r->vsent) out_escaped(r, s + r->vsent, n - hold - r->vsent);
+        if (n - hold > r->vsent) r->vsent = n - hold;
+    }
+    return false;
+}
+
+static bool step_after(xml_reader *r, bool at_end) {
+    size_t i = skip_ws(r->buf.p, r->pos, r->buf.len);
+    if (i >= r->buf.len && !at_end) return false;
+    r->pos = i;
+    r->st = X_TEXT;
+    return true;
+}
+
+static bool step(xml_reader *r, bool at_end) {
+    switch (r->st) {
+    case X_TEXT: return step_text(r, at_end);
+    case X_BLOCK: return step_block(r, at_end);
+    case X_NAME: return step_name(r, at_end);
+    case X_PAIRS: return step_pairs(r, at_end);
+    case X_KEY: return step_key(r, at_end);
+    case X_VOPEN: return step_vopen(r, at_end);
+    case X_VALUE: return step_value(r, at_end);
+    case X_AFTER: return step_after(r, at_end);
+    }
+    return false;
+}
+
+int xml_reader_feed(xml_reader *r, const char *text, size_t len, bool at_end) {
+    if (len) sb_add(&r->buf, text, len);
+    if (!r->buf.p) sb_add(&r->buf, "", 0);
+    if (r->buf.oom) return LLC_ERR_NOMEM;
+    int guard = 0;
+    while (!r->oom && step(r, at_end))
+        if (++guard > 1000000) break; /* every step moves on; this is only a backstop */
+    return r->oom ? LLC_ERR_NOMEM : 0;
+}
