@@ -1,6 +1,7 @@
 # cli_ui_edges.sh — the chat's rough edges (issue 33), driven through tmux:
 # readline keys (Alt-Backspace as ESC DEL and ESC ^H, Ctrl-W, Ctrl-C, Ctrl-D)
-# and the tab keys moved off them; an input box per tab; /file; Ctrl-X Ctrl-E; start-up warnings that
+# and the tab keys moved off them; an input box per tab; /file; Ctrl-X Ctrl-E;
+# /model listing what Ollama and Hugging Face downloaded; start-up warnings that
 # stay until Esc (a second chat while a model loads, a corrupt database beside
 # another warning); against a remote server (tests/tools/fake_openai): a speed
 # that is tokens over time, /beam refused when typed, Ctrl-C stopping an answer
@@ -110,6 +111,28 @@ keys C-u
 line "/file $TMP/nothing.txt"
 check "a missing file is refused with the reason" "/file: cannot read .*nothing.txt: No such file or directory"
 keys C-u
+keys C-q
+check "quits" "EXITED 0"
+
+# /model lists the models other tools downloaded, by readable names: here an
+# Ollama store and a Hugging Face snapshot in a made-up home (llama2xs.gguf
+# linked in); /model N opens one
+H=$TMP/home
+XS=$(cd "$SHARED/models" && pwd)/llama2xs.gguf # (absolute: the links live elsewhere)
+mkdir -p "$H/.ollama/models/blobs" "$H/.ollama/models/manifests/registry.ollama.ai/library/tiny" \
+    "$H/.cache/huggingface/hub/models--someone--Tiny-GGUF/snapshots/r1"
+ln -s "$XS" "$H/.ollama/models/blobs/sha256-0123abcd"
+printf '{"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:0123abcd"}]}' \
+    >"$H/.ollama/models/manifests/registry.ollama.ai/library/tiny/latest"
+ln -s "$XS" "$H/.cache/huggingface/hub/models--someone--Tiny-GGUF/snapshots/r1/tiny-q8.gguf"
+start_cmd 100 30 "env TERM=xterm-256color HOME=$H XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/found.db --no-socket"
+check "opens" "1:New chat"
+line "/model"
+check "/model lists an Ollama model by its name and tag" "^ +[0-9]+  ollama tiny:latest"
+check "... and a Hugging Face download by repository and file" "^ +[0-9]+  someone/Tiny-GGUF tiny-q8.gguf"
+n=$($T capture-pane -t ui -p | sed -n 's/^ *\([0-9]*\)  ollama tiny:latest.*/\1/p' | head -n 1)
+line "/model $n"
+check "/model N opens the Ollama model (the blob links to llama2xs.gguf here)" "llama2xs.gguf is ready"
 keys C-q
 check "quits" "EXITED 0"
 

@@ -43,6 +43,7 @@ struct ui_app {
     int n_models;
     struct ui_loader *loader; /* the model being opened in the background, or NULL */
     char **picks;            /* the model files numbered by the last /model ("" : the default) */
+    char **pick_names;       /* [n_picks]: a found model's readable name (ui/model_find.h), or NULL */
     int n_picks;
     db *db;                  /* NULL when it could not be opened */
     char db_error[320];      /* why (shown until it works) */

@@ -1,6 +1,6 @@
 /* app_models.c — models other than the default (see app_internal.h): /model
  * PATH, /model's numbered list (open, recently used by sessions, named in the
- * config file) and /model N, opening a model on a thread of its own with the
+ * config file, found where other tools keep their downloads) and /model N, opening a model on a thread of its own with the
  * time so far shown, and the tabs that wait for one (also sessions that
  * remember a model at start). */
 #include <limits.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ui/app_internal.h"
+#include "ui/model_find.h"
 
 struct ui_loader {
     pthread_t thread;
@@ -154,9 +155,11 @@ void app_models_poll(ui_app *a, double now_ms) {
 
 /* The numbered list of the last /model (see picks_build). */
 static void picks_clear(ui_app *a) {
-    for (int i = 0; i < a->n_picks; i++) free(a->picks[i]);
+    for (int i = 0; i < a->n_picks; i++) free(a->picks[i]), free(a->pick_names[i]);
     free(a->picks);
+    free(a->pick_names);
     a->picks = NULL;
+    a->pick_names = NULL;
     a->n_picks = 0;
 }
 
@@ -180,38 +183,49 @@ void app_models_free(ui_app *a) {
 /* ---- /model: the numbered list, and switching ---- */
 
 /* Adds a model file to the list unless it is there already ("" is the default;
- * the default's own file is the default too). */
-static void pick_add(ui_app *a, const char *path) {
+ * the default's own file is the default too); name: how to show it (NULL: by
+ * its file name). */
+static void pick_add(ui_app *a, const char *path, const char *name) {
     if (a->cfg.model_path && a->cfg.model_path[0] && !strcmp(path, a->cfg.model_path)) path = "";
     for (int i = 0; i < a->n_picks; i++)
         if (!strcmp(a->picks[i], path)) return;
     char **p = realloc(a->picks, (size_t)(a->n_picks + 1) * sizeof *p);
-    if (!p) return;
-    a->picks = p;
+    if (p) a->picks = p;
+    char **nm = p ? realloc(a->pick_names, (size_t)(a->n_picks + 1) * sizeof *nm) : NULL;
+    if (!nm) return;
+    a->pick_names = nm;
+    nm[a->n_picks] = name ? strdup(name) : NULL;
     if ((p[a->n_picks] = strdup(path))) a->n_picks++;
+    else free(nm[a->n_picks]);
 }
 
 enum { RECENT_MAX = 10 }; /* models of stored sessions listed at most */
 
 /* The models /model numbers: the default, those open or loading, those stored
- * sessions used (most recently active first), those the config file names. */
+ * sessions used (most recently active first), those the config file names,
+ * then those other tools downloaded (Hugging Face, Ollama, llama.cpp, LM Studio). */
 static void picks_build(ui_app *a) {
     picks_clear(a);
-    pick_add(a, "");
-    for (int i = 0; i < a->n_models; i++) pick_add(a, a->models[i].path);
-    if (a->loader) pick_add(a, a->loader->path);
+    pick_add(a, "", NULL);
+    for (int i = 0; i < a->n_models; i++) pick_add(a, a->models[i].path, NULL);
+    if (a->loader) pick_add(a, a->loader->path, NULL);
     db_session *s = NULL;
     int n = 0;
     if (a->db && db_session_list(a->db, true, &s, &n, NULL) == 0) {
         int base = a->n_picks;
         for (int i = 0; i < n && a->n_picks - base < RECENT_MAX; i++)
-            if (s[i].model[0] == '/') pick_add(a, s[i].model); /* (other names are the default's, or a server's) */
+            if (s[i].model[0] == '/') pick_add(a, s[i].model, NULL); /* (other names are the default's, or a server's) */
         db_sessions_free(s, n);
     }
     for (int i = 0; i < a->cfg.n_config_models; i++) {
         char abs[PATH_MAX];
-        pick_add(a, realpath(a->cfg.config_models[i], abs) ? abs : a->cfg.config_models[i]);
+        pick_add(a, realpath(a->cfg.config_models[i], abs) ? abs : a->cfg.config_models[i], NULL);
     }
+    found_model *found = NULL;
+    int n_found = 0;
+    model_find(&found, &n_found); /* (out of memory: what was found) */
+    for (int i = 0; i < n_found; i++) pick_add(a, found[i].path, found[i].name);
+    model_find_free(found, n_found);
 }
 
 static void show_picks(ui_app *a, conv *c, char **text, size_t *tl) {
@@ -221,7 +235,8 @@ static void show_picks(ui_app *a, conv *c, char **text, size_t *tl) {
         const char *p = a->picks[i];
         bool is_default = !p[0], here = !strcmp(c->model, p);
         bool open = is_default || find_model(a, p), loading = a->loader && !strcmp(a->loader->path, p);
-        app_cat(text, tl, "%3d  %s%s%s%s%s%s\n", i + 1, is_default ? prov_model_name(a->cfg.prov) : app_base_name(p),
+        const char *name = is_default ? prov_model_name(a->cfg.prov) : a->pick_names[i] ? a->pick_names[i] : app_base_name(p);
+        app_cat(text, tl, "%3d  %s%s%s%s%s%s\n", i + 1, name,
                 is_default ? "  (default)" : "", here ? "  (this tab)" : "", open && !is_default ? "  (open)" : "",
                 loading ? "  (loading)" : "", !is_default && access(p, R_OK) ? "  (missing)" : "");
         if (!is_default) app_cat(text, tl, "       %s\n", p);
