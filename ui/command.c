@@ -257,7 +257,7 @@ const char *ui_help_text(void) {
            "  /copy [code|N]     the last answer, its last code block, or message N (from the top)\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
            "  /think on|off      a thinking model thinks first, or answers at once (this tab)\n"
-           "  /model [N|PATH]    list models (open, recent, configured); N or PATH switches this tab\n"
+           "  /model [N|PATH]    list models (open, recent, configured, downloaded); N or PATH switches\n"
            "  /stats  /new  /close  /help  /quit\n"
            "  //text             send a message that starts with '/'";
 }
