@@ -75,6 +75,7 @@ check "the command that switched is not left in the second tab's box" "^> *$"
 
 # /file PATH: a text file into the input, to ask about
 printf 'first line\nsecond line\n' >"$TMP/notes.txt"
+line "/set max_tokens 8" # (a short answer: a long one scrolls the message off the screen)
 line "/file $TMP/notes.txt"
 check "/file puts the file into the input as a fenced block" "^> \`\`\`notes.txt"
 check "... all of it" "^  second line"
