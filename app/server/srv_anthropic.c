@@ -284,7 +284,7 @@ typedef struct a_read {
 
 static void a_fail(a_read *r, int rc, const char *msg) {
     snprintf(r->error, sizeof r->error, "%s", msg);
-    r->status = rc == LLC_ERR_NOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_BAD_REQUEST;
+    r->status = srv_http_status_of(rc);
 }
 
 /* On a worker: request j into r. */
@@ -534,17 +534,13 @@ static unsigned on_end(void *ctx, const http_gen_report *r, bool stream, sbuf *o
     return MHD_HTTP_OK;
 }
 
-static enum MHD_Result format_error(struct MHD_Connection *mc, unsigned status, const char *msg) {
-    return srv_anthropic_error(mc, status, msg);
-}
-
 static const http_format anthropic_format = {
     .stream_type = "text/event-stream",
     .begin = on_begin,
     .piece = on_piece,
     .call = on_call,
     .end = on_end,
-    .error = format_error,
+    .error = srv_anthropic_error,
     .free_ctx = free,
 };
 

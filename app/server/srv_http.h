@@ -39,6 +39,9 @@ enum MHD_Result srv_http_json(struct MHD_Connection *mc, unsigned status, const 
 enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o);
 /* Queues {"error":{"code":status,"message":msg,"type":type}} (OpenAI's and
  * llama-server's error shape). */
+/* The status of a request refused for result code rc where the API has no
+ * finer one: 500 when the server ran out of memory, 400 (the request) else. */
+unsigned srv_http_status_of(int rc);
 enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type,
                                const char *msg);
 

@@ -48,6 +48,10 @@ enum MHD_Result srv_http_send_json(struct MHD_Connection *mc, cJSON *o) {
     return ret;
 }
 
+unsigned srv_http_status_of(int rc) {
+    return rc == LLC_ERR_NOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_BAD_REQUEST;
+}
+
 enum MHD_Result srv_http_error(struct MHD_Connection *mc, unsigned status, const char *type, const char *msg) {
     sbuf b = {0};
     sb_printf(&b, "{\"error\":{\"code\":%u,\"message\":", status);

@@ -410,10 +410,6 @@ static bool has_images(const cJSON *o) {
     return im && (!cJSON_IsArray(im) || cJSON_GetArraySize(im) > 0);
 }
 
-static unsigned status_of(int rc) {
-    return rc == LLC_ERR_NOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_BAD_REQUEST;
-}
-
 /* The prompt of /api/generate: raw text, fill-in-the-middle with a suffix, or
  * the prompt (and system) through the chat template. */
 static int generate_prompt(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *err) {
@@ -545,7 +541,7 @@ static void read_generation(const srv_model *m, const cJSON *j, o_read *r) {
     if (!rc && chat) rc = srv_gen_tools(j, g, &err); /* OpenAI's tools; tool_choice too (an llmchat extension) */
     if (!rc && chat && !(rc = srv_gen_chat(m, field(j, "messages"), g, &err))) rc = srv_gen_reasoning(m, j, g, &err);
     else if (!rc && !chat) rc = generate_prompt(m, j, g, &err);
-    if (rc) return o_fail(r, status_of(rc), "%s%s", params_done ? "" : "options: ", err.msg);
+    if (rc) return o_fail(r, srv_http_status_of(rc), "%s%s", params_done ? "" : "options: ", err.msg);
     r->stream = !stream || cJSON_IsTrue(stream);
 }
 

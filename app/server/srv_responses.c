@@ -230,7 +230,7 @@ typedef struct r_read {
 
 static void r_fail(r_read *r, int rc, unsigned status, const char *msg) {
     snprintf(r->error, sizeof r->error, "%s", msg);
-    r->status = status ? status : rc == LLC_ERR_NOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_BAD_REQUEST;
+    r->status = status ? status : srv_http_status_of(rc);
 }
 
 /* The conversation so far: what previous_response_id remembers (or []). */
