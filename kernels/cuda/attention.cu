@@ -1,7 +1,10 @@
 /* attention.cu — the paged KV cache on the GPU: storing each step's K and V rows
  * (f32, f16 or q8_0, as kernels/quant.h lays them out) at the batch's slots, and
  * causal attention of each row over its sequence's keys read through the block
- * table (sliding windows and soft-capping included). */
+ * table (sliding windows and soft-capping included). Steps of a few rows
+ * (decode) split each row's keys into chunks taken by separate blocks, merged
+ * by a second kernel in chunk order (flash-decoding), so a step of one row and
+ * eight KV heads still fills the GPU. */
 #include <string.h>
 
 #include "kernels/cuda/cuda_internal.h"
@@ -199,22 +202,39 @@ static constexpr int attg_warps(int HB, int D) {
     return attg_smem(HB, D, 16) <= 48 * 1024 ? 16 : attg_smem(HB, D, 8) <= 48 * 1024 ? 8 : 4;
 }
 
-template <int KT, int HB, int DPL, int DFIX, int W = attg_warps(HB, DFIX ? DFIX : 256)>
+/* Split keys (SPLIT, the few rows of a decode step): blockIdx.z also names a
+ * chunk of `chunk` keys; the block takes that chunk only, with W_SPLIT warps, and
+ * writes its unnormalised partial (max, sum of weights, weighted values) to
+ * part_md / part_num for k_attention_merge. Enough blocks then share one row's
+ * keys to keep the GPU busy when a step has one row and a few KV heads. */
+struct attn_split {
+    int chunk, n_chunks;  /* keys per chunk; chunks per row (gridDim.z / head groups) */
+    float *part_md;       /* [T][n_heads][n_chunks][2]: max, sum of weights */
+    float *part_num;      /* [T][n_heads][n_chunks][D] */
+};
+#define W_SPLIT 4
+
+template <int KT, int HB, int DPL, int DFIX, int W = attg_warps(HB, DFIX ? DFIX : 256), bool SPLIT = false>
 __global__ void __launch_bounds__(32 * W)
     k_attention_group(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out,
                       const int *pos, const int *row_seq, const int *kv_len, const int *table, int max_blocks,
                       int n_heads, int n_kv_heads, int D_arg, int block_size, float scale, int window, float softcap,
-                      const float *sinks) {
+                      const float *sinks, attn_split sp) {
     extern __shared__ float smem[];
     const int D = DFIX ? DFIX : D_arg;
     float *qs = smem;
     const int r = blockIdx.x, kvh = blockIdx.y, G = n_heads / n_kv_heads;
-    const int h0 = kvh * G + blockIdx.z * HB; /* first query head of this block */
+    const int n_hz = G / HB, hz = SPLIT ? (int)blockIdx.z % n_hz : (int)blockIdx.z, chunk_i = SPLIT ? (int)blockIdx.z / n_hz : 0;
+    const int h0 = kvh * G + hz * HB; /* first query head of this block */
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int s = row_seq[r];
     const int n_end = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
     const int lo = window > 0 && pos[r] - window + 1 > 0 ? pos[r] - window + 1 : 0;
     const int n_kv = n_end > lo ? n_end - lo : 0;
+    /* this block's keys: kb .. ke-1 (as t = lo + index) */
+    const int kb = SPLIT ? chunk_i * sp.chunk : 0;
+    const int ke = SPLIT ? min(n_kv, kb + sp.chunk) : n_kv;
+    if (SPLIT && kb >= ke) return; /* past the row's keys: k_attention_merge reads no partial of it */
     const int e0 = kvh * D;
     const int *blocks = table + (size_t)s * max_blocks;
     for (int i = threadIdx.x; i < HB * D; i += blockDim.x) qs[i] = q[((size_t)r * n_heads + h0) * D + i];
@@ -227,13 +247,13 @@ __global__ void __launch_bounds__(32 * W)
 #pragma unroll
         for (int i = 0; i < DPL; i++) acc[h][i] = 0;
     }
-    for (int t0 = warp * 32; t0 < n_kv; t0 += 32 * W) {
+    for (int t0 = kb + warp * 32; t0 < ke; t0 += 32 * W) {
         const int t = t0 + lane;
         float sc[HB];
 #pragma unroll
         for (int h = 0; h < HB; h++) sc[h] = -INFINITY;
         unsigned long long my_slot = 0;
-        if (t < n_kv) {
+        if (t < ke) {
             const int key = lo + t;
             my_slot = (unsigned long long)blocks[key / block_size] * block_size + key % block_size;
             const uint8_t *krow = kc + my_slot * row_bytes;
@@ -257,14 +277,14 @@ __global__ void __launch_bounds__(32 * W)
                 sc[h] = v;
             }
         }
-        const int n_tile = n_kv - t0 < 32 ? n_kv - t0 : 32;
+        const int n_tile = ke - t0 < 32 ? ke - t0 : 32;
         float p[HB];
 #pragma unroll
         for (int h = 0; h < HB; h++) {
             float tm = sc[h];
             for (int o = 16; o > 0; o >>= 1) tm = fmaxf(tm, __shfl_xor_sync(0xffffffffu, tm, o));
             const float new_m = fmaxf(m[h], tm);
-            p[h] = t < n_kv ? __expf(sc[h] - new_m) : 0.0f;
+            p[h] = t < ke ? __expf(sc[h] - new_m) : 0.0f;
             float ts = p[h];
             for (int o = 16; o > 0; o >>= 1) ts += __shfl_xor_sync(0xffffffffu, ts, o);
             const float corr = __expf(m[h] - new_m); /* (m = -inf at first: 0) */
@@ -310,9 +330,11 @@ __global__ void __launch_bounds__(32 * W)
     }
     __syncthreads();
     const float *base = smem + HB * D;
+    /* a split block leaves the sink to the merge, which adds it once */
+    const bool use_sinks = sinks && !SPLIT;
     for (int k = threadIdx.x; k < HB * D; k += blockDim.x) {
         const int h = k / D;
-        const float sink = sinks ? sinks[h0 + h] : -INFINITY; /* joins the denominator only */
+        const float sink = use_sinks ? sinks[h0 + h] : -INFINITY; /* joins the denominator only */
         float M = sink;
         for (int w = 0; w < W; w++) M = fmaxf(M, base[w * stride + h]);
         float num = 0, den = 0;
@@ -322,9 +344,45 @@ __global__ void __launch_bounds__(32 * W)
                 num += base[w * stride + 2 * HB + k] * f;
                 den += base[w * stride + HB + h] * f;
             }
+            if (use_sinks) den += __expf(sink - M);
+        }
+        if (SPLIT) { /* the chunk's unnormalised partial */
+            const int d = k % D;
+            const size_t pi = ((size_t)r * n_heads + h0 + h) * sp.n_chunks + chunk_i;
+            sp.part_num[pi * D + d] = num;
+            if (d == 0) sp.part_md[2 * pi] = M, sp.part_md[2 * pi + 1] = den;
+        } else {
+            out[((size_t)r * n_heads + h0) * D + k] = den > 0 ? num / den : 0.0f;
+        }
+    }
+}
+
+/* One block per (row, head): the row's chunk partials folded in chunk order, the
+ * sink joining the denominator, out = Σ weighted values / Σ weights. */
+__global__ void k_attention_merge(float *out, const int *pos, const int *row_seq, const int *kv_len, int n_heads, int D,
+                                  int window, const float *sinks, attn_split sp) {
+    const int r = blockIdx.x, h = blockIdx.y, s = row_seq[r];
+    const int n_end = pos[r] + 1 < kv_len[s] ? pos[r] + 1 : kv_len[s];
+    const int lo = window > 0 && pos[r] - window + 1 > 0 ? pos[r] - window + 1 : 0;
+    const int n_kv = n_end > lo ? n_end - lo : 0;
+    const int nc = (n_kv + sp.chunk - 1) / sp.chunk;
+    const size_t p0 = ((size_t)r * n_heads + h) * sp.n_chunks;
+    const float *md = sp.part_md + 2 * p0, *pn = sp.part_num + p0 * D;
+    const float sink = sinks ? sinks[h] : -INFINITY;
+    float M = sink;
+    for (int c = 0; c < nc; c++) M = fmaxf(M, md[2 * c]);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float num = 0, den = 0;
+        if (M > -INFINITY) {
+            for (int c = 0; c < nc; c++) {
+                if (md[2 * c] == -INFINITY) continue;
+                const float f = __expf(md[2 * c] - M);
+                num += pn[(size_t)c * D + d] * f;
+                den += md[2 * c + 1] * f;
+            }
             if (sinks) den += __expf(sink - M);
         }
-        out[((size_t)r * n_heads + h0) * D + k] = den > 0 ? num / den : 0.0f;
+        out[((size_t)r * n_heads + h) * D + d] = den > 0 ? num / den : 0.0f;
     }
 }
 
@@ -347,16 +405,56 @@ void cuda_kv_store(cuda_ctx *c, void *kc, void *vc, const float *k, const float 
     LAUNCHED(c);
 }
 
+/* The split for this step, or chunk 0 when the step is not split: steps of up
+ * to ATT_SPLIT_MAX_ROWS rows (decode), whose partials fit in scratch. The chunk
+ * depends only on the engine's table width (max_blocks), so a row's result is
+ * the same whatever else is in such a step; at most 64 chunks a row. */
+#define ATT_SPLIT_MAX_ROWS 32
+#define ATT_SPLIT_MAX_CHUNKS 64
+static attn_split plan_split(cuda_ctx *c, const bk_attn *a) {
+    attn_split sp = {0, 0, NULL, NULL};
+    if (c->T > ATT_SPLIT_MAX_ROWS || c->attn_no_split) return sp;
+    const int base = 32 * W_SPLIT, cap = c->max_blocks * a->block_size;
+    const int per = (cap + base * ATT_SPLIT_MAX_CHUNKS - 1) / (base * ATT_SPLIT_MAX_CHUNKS);
+    sp.chunk = base * (per > 0 ? per : 1);
+    sp.n_chunks = (cap + sp.chunk - 1) / sp.chunk;
+    if (sp.n_chunks <= 1) return sp.chunk = 0, sp; /* one chunk: the plain kernel does the same work */
+    const size_t n_part = (size_t)c->T * a->n_heads * sp.n_chunks;
+    float *s = (float *)cuda_scratch(c, n_part * (2 + (size_t)a->head_dim) * sizeof(float));
+    if (!s) return sp.chunk = 0, sp;
+    sp.part_md = s, sp.part_num = s + 2 * n_part;
+    return sp;
+}
+
 template <int KT, int HB>
 static void launch_group(cuda_ctx *c, const float *q, const uint8_t *k8, const uint8_t *v8, size_t rb, float *out,
                          const bk_attn *a) {
     const int G = a->n_heads / a->n_kv_heads, D = a->head_dim;
+    const attn_split sp = plan_split(c, a);
+    if (c->failed) return;
+    if (sp.chunk) {
+        dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB * sp.n_chunks));
+#define ATTS(DPL, DFIX)                                                                                              \
+    k_attention_group<KT, HB, DPL, DFIX, W_SPLIT, true><<<grid, 32 * W_SPLIT, attg_smem(HB, D, W_SPLIT), c->stream>>>( \
+        q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, a->n_kv_heads, D,   \
+        a->block_size, a->scale, a->window, a->softcap, a->sinks, sp)
+        if (D == 64) ATTS(2, 64);
+        else if (D == 128) ATTS(4, 128);
+        else if (D == 256) ATTS(8, 256);
+        else if (D <= 32) ATTS(1, 0);
+        else ATTS(8, 0);
+#undef ATTS
+        LAUNCHED(c);
+        k_attention_merge<<<dim3((unsigned)c->T, (unsigned)a->n_heads), D < 128 ? 64 : 128, 0, c->stream>>>(
+            out, c->pos, c->row_seq, c->kv_len, a->n_heads, D, a->window, a->sinks, sp);
+        return;
+    }
     dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB));
 #define ATTG(DPL, DFIX, DW)                                                                                        \
     k_attention_group<KT, HB, DPL, DFIX><<<grid, 32 * attg_warps(HB, DW), attg_smem(HB, D, attg_warps(HB, DW)),   \
                                           c->stream>>>(q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, \
                                                        c->max_blocks, a->n_heads, a->n_kv_heads, D, a->block_size,   \
-                                                       a->scale, a->window, a->softcap, a->sinks)
+                                                       a->scale, a->window, a->softcap, a->sinks, sp)
     if (D == 64) ATTG(2, 64, 64);
     else if (D == 128) ATTG(4, 128, 128);
     else if (D == 256) ATTG(8, 256, 256);

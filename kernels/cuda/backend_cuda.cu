@@ -248,6 +248,7 @@ static void cu_destroy(void *p) {
     cudaFree(c->batch.dev);
     cudaFreeHost(c->batch.host);
     if (c->batch_copied) cudaEventDestroy(c->batch_copied);
+    cuda_f16_copies_free(c);
     cudaFree(c->scratch), cudaFree(c->d_freq), cudaFree(c->d_scale), cudaFree(c->blas_workspace);
     for (int i = 0; i < c->n_weights; i++) cudaFree(c->weights[i]);
     free(c->weights);
@@ -326,6 +327,9 @@ static void cu_free(void *p, void *d) {
     for (int i = 0; d && i < c->n_weights; i++)
         if (c->weights[i] == d) {
             c->weights[i] = c->weights[--c->n_weights];
+            /* a weight's F16 copies go with it (and its experts' views'): an address
+             * used again must not find an old copy; the rest are made again */
+            cuda_f16_copies_free(c);
             break;
         }
     cudaFree(d);
@@ -460,6 +464,14 @@ static int cu_matmul(void *p, const bk_weight *w, const float *x, int rows, floa
     return cu_status(p);
 }
 
+static int cu_matmul_multi(void *p, const bk_weight *const *w, int n, const float *x, int rows, float *const *y) {
+    cuda_ctx *c = C(p);
+    double bytes = 0;
+    for (int i = 0; i < n; i++) bytes += (double)cuda_row_bytes(w[i]->type, w[i]->n_in) * (double)w[i]->n_out;
+    PROFILED(c, matmul_kind(w[0]->type, rows), bytes, cuda_matmul_multi(c, w, n, x, rows, y));
+    return cu_status(p);
+}
+
 static int cu_add_bias(void *p, float *y, const bk_weight *b, int rows) {
     cuda_ctx *c = C(p);
     PROFILED(c, PK_ADD_BIAS, 0, cuda_add_bias(c, y, (const float *)b->data, b->n_in, rows));
@@ -561,8 +573,7 @@ static int cu_scatter_add_rows(void *p, float *x, int dim, const int32_t *rows, 
     return cu_status(p);
 }
 
-/* The op table, filled by field name (C++17 has no designated initializers);
- * matmul_multi stays NULL: model.c makes one matmul call per matrix. */
+/* The op table, filled by field name (C++17 has no designated initializers). */
 static backend_ops cuda_ops(void) {
     backend_ops o = {};
     o.destroy = cu_destroy;
@@ -575,6 +586,7 @@ static backend_ops cuda_ops(void) {
     o.embed = cu_embed;
     o.rmsnorm = cu_rmsnorm;
     o.matmul = cu_matmul;
+    o.matmul_multi = cu_matmul_multi;
     o.add_bias = cu_add_bias;
     o.rope = cu_rope;
     o.kv_store = cu_kv_store;
@@ -683,6 +695,9 @@ extern "C" int backend_cuda_create(int device, backend **out, llc_err *err) {
         for (int i = 0; c->prof && i < 2 * PROF_PENDING; i++) cudaEventCreate(&c->prof->ev[i]);
     }
     c->attn_by_rows = env_is("LLC_CUDA_ATTN", "rows");
+    c->attn_no_split = env_is("LLC_CUDA_ATTN", "nosplit");
+    c->no_multi = env_is("LLC_CUDA_MULTI", "0");
+    c->f16_off = env_is("LLC_CUDA_F16_CACHE", "0");
     c->float_act = env_is("LLC_CUDA_INT8", "0");
     if (!env_is("LLC_CUDA_GRAPHS", "0") && !c->prof) c->graphs = (cuda_graphs *)calloc(1, sizeof *c->graphs);
     b->name = "cuda";

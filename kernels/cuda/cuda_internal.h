@@ -72,7 +72,15 @@ struct cuda_ctx {
     int n_weights, cap_weights;
     dints rows, mix;  /* gather/scatter rows and their mixing weights (floats as their bits) */
     bool attn_by_rows; /* LLC_CUDA_ATTN=rows: the first attention kernel (one block per row and head) */
+    bool attn_no_split; /* LLC_CUDA_ATTN=nosplit: decode rows' keys not split across blocks (for comparison) */
+    bool no_multi;     /* LLC_CUDA_MULTI=0: one launch (and one activation quantization) per matrix */
     bool float_act;    /* LLC_CUDA_INT8=0: Q8_0/Q4_0 GEMVs in F32 activations too (for comparison) */
+    /* F16 copies of quantized weights for the tensor-core path (matmul.cu), kept
+     * while the GPU has room: keyed by the weight's device address */
+    struct f16_copy *f16;
+    int n_f16, cap_f16;
+    bool f16_full;     /* a copy did not fit: no more are tried */
+    bool f16_off;      /* LLC_CUDA_F16_CACHE=0: dequantize at every call (for comparison) */
     cuda_profile *prof;
     cuda_graphs *graphs;
 };
@@ -116,6 +124,9 @@ void cuda_dequant_f16(cuda_ctx *c, const bk_weight *w, __half *out);
 
 /* matmul.cu */
 void cuda_matmul(cuda_ctx *c, const bk_weight *w, const float *x, int rows, float *y);
+/* the F16 copies, all freed (a weight was freed; destroy) */
+void cuda_f16_copies_free(cuda_ctx *c);
+void cuda_matmul_multi(cuda_ctx *c, const bk_weight *const *w, int n, const float *x, int rows, float *const *y);
 
 /* attention.cu */
 void cuda_kv_store(cuda_ctx *c, void *kc, void *vc, const float *k, const float *v, int kv_dim, uint32_t kv_type);

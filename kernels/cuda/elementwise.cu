@@ -31,8 +31,51 @@ __global__ void k_rmsnorm(const float *x, const float *w, float *out, int dim, f
     for (int i = threadIdx.x; i < dim; i += blockDim.x) o[i] = xr[i] * scale * w[i];
 }
 
+/* Rows of whole float4s up to 4·NV·blockDim wide: each thread loads its NV
+ * vectors once (all in flight together), keeps them in registers for the second
+ * pass, and the row is read from memory once. At decode a row is one block, so
+ * the op's time is its latency: two round trips instead of one per 256 elements. */
+template <int NV>
+__global__ void k_rmsnorm_vec(const float4 *x, const float4 *w, float4 *out, int dim, float eps) {
+    __shared__ float sh[32];
+    const int nv = dim / 4;
+    const float4 *xr = x + (size_t)blockIdx.x * nv;
+    float4 *o = out + (size_t)blockIdx.x * nv;
+    float4 v[NV];
+    float ss = 0;
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        v[k] = i < nv ? xr[i] : make_float4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int k = 0; k < NV; k++) ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+    ss = block_sum(ss, sh);
+    const float scale = rsqrtf(ss / dim + eps);
+#pragma unroll
+    for (int k = 0; k < NV; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i >= nv) break;
+        const float4 g = __ldg(w + i);
+        o[i] = make_float4(v[k].x * scale * g.x, v[k].y * scale * g.y, v[k].z * scale * g.z, v[k].w * scale * g.w);
+    }
+}
+
 void cuda_rmsnorm(cuda_ctx *c, const float *x, const float *w, float *out, int rows, int dim, float eps) {
     if (rows <= 0) return;
+    const bool aligned = dim % 4 == 0 && (uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (uintptr_t)out % 16 == 0;
+    if (aligned && dim <= 4 * 4 * 1024) { /* up to 16384 wide: 1..4 vectors per thread */
+        const int nv = dim / 4;
+        int threads = nv <= 1024 ? (nv + 31) / 32 * 32 : 1024;
+        if (threads < 64) threads = 64;
+        const float4 *x4 = (const float4 *)x, *w4 = (const float4 *)w;
+        float4 *o4 = (float4 *)out;
+        if (nv <= threads) k_rmsnorm_vec<1><<<rows, threads, 0, c->stream>>>(x4, w4, o4, dim, eps);
+        else if (nv <= 2 * threads) k_rmsnorm_vec<2><<<rows, threads, 0, c->stream>>>(x4, w4, o4, dim, eps);
+        else k_rmsnorm_vec<4><<<rows, threads, 0, c->stream>>>(x4, w4, o4, dim, eps);
+        LAUNCHED(c);
+        return;
+    }
     /* (a warp per row would do for head-sized rows; one block of up to 256 keeps it simple) */
     const int threads = dim >= 256 ? 256 : dim >= 128 ? 128 : 64;
     k_rmsnorm<<<rows, threads, 0, c->stream>>>(x, w, out, dim, eps);

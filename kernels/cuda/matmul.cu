@@ -14,7 +14,9 @@
  *                               so nothing overflows) or BF16, cublasGemmEx with
  *                               F32 accumulation
  * Decode is bound by reading the weights once: the GEMV's chunks keep every
- * lane's loads 16 bytes wide and aligned. */
+ * lane's loads 16 bytes wide and aligned. Several K-quant matrices of one input
+ * (matmul_multi: Q, K and V; gate and up) share one quantization of x and one
+ * launch at decode, where each launch costs as much as a small matrix's reading. */
 #include "kernels/cuda/layouts.cuh"
 
 #define GEMV_WARPS 4
@@ -217,17 +219,11 @@ __global__ void k_quantize_q8k(const float *x, int64_t n_spans, int8_t *xq, floa
 /* Q4_K: chunk c = 4b + r is quant run r of block b (32 bytes): its low nibbles are
  * 32-block 2r, its high nibbles 32-block 2r+1 */
 template <int TMAX>
-__global__ void __launch_bounds__(32 * GEMV_WARPS)
-    k_gemv_q4k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
-                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ af, int T,
-                  float *__restrict__ y) {
-    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
-    if (o >= n_out) return;
+__device__ __forceinline__ void q4k_row_i8(const uint8_t *__restrict__ row, int64_t n_in, const int8_t *__restrict__ xq,
+                                           const float *__restrict__ xd, const float *__restrict__ af, int T, int t0,
+                                           int lane, float (&acc)[TMAX]) {
     xq += (size_t)t0 * n_in;
-    const uint8_t *row = W + (size_t)o * stride;
     const int64_t n_chunks = n_in / 64, nb32 = n_in / 32;
-    float acc[TMAX];
 #pragma unroll
     for (int t = 0; t < TMAX; t++) acc[t] = 0;
     for (int64_t c = lane; c < n_chunks; c += 32) {
@@ -268,24 +264,30 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
             acc[t] = __fadd_rn(__fadd_rn(acc[t], term0), term1);
         }
     }
+}
+
+template <int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_q4k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
+                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ af, int T,
+                  float *__restrict__ y) {
+    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
+    if (o >= n_out) return;
+    float acc[TMAX];
+    q4k_row_i8<TMAX>(W + (size_t)o * stride, n_in, xq, xd, af, T, t0, lane, acc);
     store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
 }
 
 /* Q6_K (planes): chunk c = 8b + 4h + u as in layouts.cuh; its two runs of 16 are
  * the 16-groups glo and glo + 4 */
 template <int TMAX>
-__global__ void __launch_bounds__(32 * GEMV_WARPS)
-    k_gemv_q6k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
-                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const int *__restrict__ ai16, int T,
-                  float *__restrict__ y) {
-    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
-    if (o >= n_out) return;
+__device__ __forceinline__ void q6k_row_i8(const uint8_t *__restrict__ row, int64_t n_in, const int8_t *__restrict__ xq,
+                                           const float *__restrict__ xd, const int *__restrict__ ai16, int T, int t0,
+                                           int lane, float (&acc)[TMAX]) {
     xq += (size_t)t0 * n_in;
-    const uint8_t *row = W + (size_t)o * stride;
     const uint8_t *QH = row + n_in / 2, *SC = QH + n_in / 4, *D = SC + n_in / 16;
     const int64_t n_chunks = n_in / 32, nb32 = n_in / 32, ng = n_in / 16;
-    float acc[TMAX];
 #pragma unroll
     for (int t = 0; t < TMAX; t++) acc[t] = 0;
     for (int64_t c = lane; c < n_chunks; c += 32) {
@@ -320,20 +322,78 @@ __global__ void __launch_bounds__(32 * GEMV_WARPS)
             acc[t] = __fadd_rn(__fadd_rn(acc[t], term0), term1);
         }
     }
+}
+
+template <int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_q6k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
+                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const int *__restrict__ ai16, int T,
+                  float *__restrict__ y) {
+    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
+    if (o >= n_out) return;
+    float acc[TMAX];
+    q6k_row_i8<TMAX>(W + (size_t)o * stride, n_in, xq, xd, ai16, T, t0, lane, acc);
     store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
+}
+
+/* Several K-quant matrices of one input in one launch (Q, K and V; gate and up):
+ * blocks 0 .. end[0]-1 take matrix 0, end[0] .. end[1]-1 matrix 1, and so on;
+ * each row's sums made exactly as the one-matrix kernels make them. */
+struct kgemv_multi {
+    const uint8_t *W[BK_MATMUL_MULTI_MAX];
+    float *y[BK_MATMUL_MULTI_MAX];
+    size_t stride[BK_MATMUL_MULTI_MAX];
+    int64_t n_out[BK_MATMUL_MULTI_MAX];
+    unsigned end[BK_MATMUL_MULTI_MAX]; /* blocks of matrices 0..i */
+    int q6k[BK_MATMUL_MULTI_MAX];      /* 1: Q6_K, 0: Q4_K */
+    int n;
+};
+
+template <int TMAX>
+__global__ void __launch_bounds__(32 * GEMV_WARPS)
+    k_gemv_k_multi(const kgemv_multi mm, int64_t n_in, const int8_t *__restrict__ xq, const float *__restrict__ xd,
+                   const float *__restrict__ af, const int *__restrict__ ai16, int T) {
+    int i = 0;
+    while (i + 1 < mm.n && blockIdx.x >= mm.end[i]) i++;
+    const unsigned first = i ? mm.end[i - 1] : 0;
+    const int64_t o = (int64_t)(blockIdx.x - first) * GEMV_WARPS + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX;
+    if (o >= mm.n_out[i]) return;
+    const uint8_t *row = mm.W[i] + (size_t)o * mm.stride[i];
+    float acc[TMAX];
+    if (mm.q6k[i]) q6k_row_i8<TMAX>(row, n_in, xq, xd, ai16, T, t0, lane, acc);
+    else q4k_row_i8<TMAX>(row, n_in, xq, xd, af, T, t0, lane, acc);
+    store_row_sums<TMAX>(acc, lane, t0, T, mm.y[i], mm.n_out[i], o);
+}
+
+/* x (rows of n_in) quantized Q8_K-style into scratch, for the K-quant GEMVs. */
+struct q8k_act {
+    int8_t *xq;
+    float *xd, *af;
+    int *ai;
+};
+static bool quantize_q8k(cuda_ctx *c, const float *x, int64_t n_in, int rows, q8k_act *a) {
+    const size_t n = (size_t)rows * n_in, nb32 = n / 32, ng = n / 16;
+    const size_t off_d = (n + 15) & ~(size_t)15, off_af = off_d + 4 * nb32, off_ai = off_af + 4 * nb32;
+    uint8_t *s = (uint8_t *)cuda_scratch(c, off_ai + 4 * ng);
+    if (!s) return false;
+    a->xq = (int8_t *)s;
+    a->xd = (float *)(s + off_d), a->af = (float *)(s + off_af);
+    a->ai = (int *)(s + off_ai);
+    const int64_t n_spans = (int64_t)(n / 256);
+    k_quantize_q8k<<<(unsigned)((n_spans * 32 + 255) / 256), 256, 0, c->stream>>>(x, n_spans, a->xq, a->xd, a->af, a->ai);
+    LAUNCHED(c);
+    return true;
 }
 
 /* Quantizes x (Q8_K-style) into scratch and runs the K-quant int8 GEMV. */
 static bool gemv_k_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows, float *y) {
-    const size_t n = (size_t)rows * w->n_in, nb32 = n / 32, ng = n / 16;
-    const size_t off_d = (n + 15) & ~(size_t)15, off_af = off_d + 4 * nb32, off_ai = off_af + 4 * nb32;
-    uint8_t *s = (uint8_t *)cuda_scratch(c, off_ai + 4 * ng);
-    if (!s) return false;
-    int8_t *xq = (int8_t *)s;
-    float *xd = (float *)(s + off_d), *af = (float *)(s + off_af);
-    int *ai = (int *)(s + off_ai);
-    const int64_t n_spans = (int64_t)(n / 256);
-    k_quantize_q8k<<<(unsigned)((n_spans * 32 + 255) / 256), 256, 0, c->stream>>>(x, n_spans, xq, xd, af, ai);
+    q8k_act a;
+    if (!quantize_q8k(c, x, w->n_in, rows, &a)) return false;
+    int8_t *xq = a.xq;
+    float *xd = a.xd, *af = a.af;
+    int *ai = a.ai;
     const dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
     const size_t stride = cuda_row_bytes(w->type, w->n_in);
     const uint8_t *W = (const uint8_t *)w->data;
@@ -386,6 +446,53 @@ static void launch_gemv(cuda_ctx *c, const bk_weight *w, int64_t chunks, const f
     else GEMV(8);
 #undef GEMV
     LAUNCHED(c);
+}
+
+/* ---- F16 copies of quantized weights (prefill and big batches) ----
+ * Above 32 rows a quantized matrix is multiplied on the tensor cores as F16. Its
+ * F16 form is kept after the first such call while the GPU keeps a quarter of
+ * its memory (and 2 GiB) free beside it: a step of 64 sequences on an 8B model
+ * otherwise dequantizes 16 GB of weights per step. The product is the same,
+ * bit for bit: the same dequantization, done once. */
+struct f16_copy {
+    const void *weight; /* (with its shape: an expert's view may start where its stack does) */
+    int64_t n_in, n_out;
+    __half *f16;
+};
+
+void cuda_f16_copies_free(cuda_ctx *c) {
+    if (c->n_f16) c->layout_epoch++; /* recorded steps that read a copy are stale */
+    for (int i = 0; i < c->n_f16; i++) cudaFree(c->f16[i].f16);
+    free(c->f16);
+    c->f16 = NULL, c->n_f16 = c->cap_f16 = 0;
+    c->f16_full = false;
+}
+
+/* The weight's F16 copy, made now if there is room; NULL: dequantize into scratch. */
+static const __half *weight_f16(cuda_ctx *c, const bk_weight *w) {
+    for (int i = 0; i < c->n_f16; i++)
+        if (c->f16[i].weight == w->data && c->f16[i].n_in == w->n_in && c->f16[i].n_out == w->n_out)
+            return c->f16[i].f16;
+    if (c->f16_off || c->f16_full) return NULL;
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(c->stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone)
+        return NULL; /* (no allocation inside a recording; the step's first run made the copies) */
+    const size_t bytes = (size_t)w->n_out * (size_t)w->n_in * 2;
+    size_t free_b = 0, total = 0;
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return cudaGetLastError(), c->f16_full = true, nullptr;
+    const size_t keep = total / 4 > ((size_t)2 << 30) ? total / 4 : ((size_t)2 << 30);
+    if (free_b < bytes || free_b - bytes < keep) return c->f16_full = true, nullptr;
+    if (c->n_f16 == c->cap_f16) {
+        const int cap_n = c->cap_f16 ? 2 * c->cap_f16 : 64;
+        struct f16_copy *grown = (struct f16_copy *)realloc(c->f16, (size_t)cap_n * sizeof *grown);
+        if (!grown) return c->f16_full = true, nullptr;
+        c->f16 = grown, c->cap_f16 = cap_n;
+    }
+    __half *h = NULL;
+    if (cudaMalloc((void **)&h, bytes) != cudaSuccess) return cudaGetLastError(), c->f16_full = true, nullptr;
+    cuda_dequant_f16(c, w, h);
+    c->f16[c->n_f16++] = {w->data, w->n_in, w->n_out, h};
+    return h;
 }
 
 /* F16 overflows above 65504, and activations of real models can get there. Before
@@ -450,10 +557,12 @@ void cuda_matmul(cuda_ctx *c, const bk_weight *w, const float *x, int rows, floa
     }
     /* tensor cores: activations (and quantized weights) as F16/BF16 in scratch */
     const bool bf = w->type == QT_BF16, as_is = w->type == QT_F16 || bf;
-    const size_t wbytes = as_is ? 0 : (size_t)m * k * 2, xbytes = (size_t)n * k * 2;
+    const __half *copy = as_is ? NULL : weight_f16(c, w);
+    if (c->failed) return;
+    const size_t wbytes = as_is || copy ? 0 : (size_t)m * k * 2, xbytes = (size_t)n * k * 2;
     uint8_t *s = (uint8_t *)cuda_scratch(c, wbytes + xbytes);
     if (!s) return;
-    const void *A = w->data;
+    const void *A = copy ? (const void *)copy : w->data;
     if (wbytes) {
         cuda_dequant_f16(c, w, (__half *)s);
         A = s;
@@ -479,4 +588,41 @@ void cuda_matmul(cuda_ctx *c, const bk_weight *w, const float *x, int rows, floa
     CB(c, cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, c->d_scale + 1, A, ty, k, B, ty, k, c->d_scale + 2, y,
                        CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     CB(c, cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_HOST));
+}
+
+/* y[i] = x · w[i]ᵀ for i < n. K-quant matrices (Q4_K, Q6_K) of a decode step:
+ * x quantized once and one launch for all of them; anything else one matmul each. */
+void cuda_matmul_multi(cuda_ctx *c, const bk_weight *const *w, int n, const float *x, int rows, float *const *y) {
+    if (rows <= 0 || c->failed) return;
+    bool fused = n >= 1 && n <= BK_MATMUL_MULTI_MAX && rows <= GEMV_INT8_MAX_ROWS && (uintptr_t)x % 16 == 0 &&
+                 !c->float_act && !c->no_multi;
+    for (int i = 0; i < n && fused; i++)
+        fused = (w[i]->type == QT_Q4_K || w[i]->type == QT_Q6_K) && w[i]->n_in == w[0]->n_in &&
+                layout_chunks(w[i]->type, w[i]->n_in);
+    if (!fused) {
+        for (int i = 0; i < n; i++) cuda_matmul(c, w[i], x, rows, y[i]);
+        return;
+    }
+    q8k_act a;
+    if (!quantize_q8k(c, x, w[0]->n_in, rows, &a)) return;
+    kgemv_multi mm = {};
+    unsigned blocks = 0;
+    for (int i = 0; i < n; i++) {
+        mm.W[i] = (const uint8_t *)w[i]->data;
+        mm.y[i] = y[i];
+        mm.stride[i] = cuda_row_bytes(w[i]->type, w[i]->n_in);
+        mm.n_out[i] = w[i]->n_out;
+        mm.q6k[i] = w[i]->type == QT_Q6_K;
+        blocks += (unsigned)((w[i]->n_out + GEMV_WARPS - 1) / GEMV_WARPS);
+        mm.end[i] = blocks;
+    }
+    mm.n = n;
+    const dim3 grid(blocks, (unsigned)((rows + 7) / 8));
+#define KMULTI(TM) k_gemv_k_multi<TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(mm, w[0]->n_in, a.xq, a.xd, a.af, a.ai, rows)
+    if (rows == 1) KMULTI(1);
+    else if (rows == 2) KMULTI(2);
+    else if (rows <= 4) KMULTI(4);
+    else KMULTI(8);
+#undef KMULTI
+    LAUNCHED(c);
 }

@@ -197,6 +197,107 @@ static void test_matmul_every_type(void) {
         }
 }
 
+/* matmul_multi (Q, K and V; gate and up in one call): each output exactly what
+ * matmul of its matrix alone gives, bit for bit, for K-quant sets (one
+ * quantization of x and one launch at decode) and for a set with another type
+ * (one matmul each), at row counts on both sides of the int8 GEMV's 32. */
+static void test_matmul_multi(void) {
+    static const uint32_t sets[][3] = {{QT_Q4_K, QT_Q6_K, QT_Q4_K}, {QT_Q4_K, QT_Q8_0, QT_F16}};
+    static const int64_t n_outs[3] = {200, 75, 33};
+    const int64_t n_in = 512;
+    const int rows_list[] = {1, 2, 3, 8, 9, 20, 40};
+    step st;
+    make_step(&st, 100);
+    CHECK(g_gpu->ops->matmul_multi != NULL);
+    if (!g_gpu->ops->matmul_multi) return;
+    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+        bk_weight wg[3];
+        const bk_weight *wp[3];
+        for (int i = 0; i < 3; i++) {
+            const size_t rb = qtype_row_bytes(sets[si][i], n_in);
+            uint8_t *wdata = malloc(rb * n_outs[i]);
+            float row[512];
+            for (int64_t o = 0; o < n_outs[i]; o++) {
+                for (int64_t k = 0; k < n_in; k++) row[k] = frand();
+                quantize_row(sets[si][i], row, wdata + o * rb, n_in);
+            }
+            bk_tensor t = {.name = "w", .type = sets[si][i], .n_in = n_in, .n_out = n_outs[i],
+                           .n_bytes = rb * n_outs[i], .data = wdata};
+            CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &t, &wg[i], NULL) == 0);
+            wp[i] = &wg[i];
+            free(wdata);
+        }
+        for (size_t ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+            const int rows = rows_list[ri];
+            const size_t nx = (size_t)rows * n_in;
+            float *x = malloc(nx * sizeof(float));
+            for (size_t i = 0; i < nx; i++) x[i] = frand();
+            float *dx = gpu_floats(x, nx), *dy[3], *dy1[3];
+            for (int i = 0; i < 3; i++)
+                dy[i] = gpu_floats(NULL, (size_t)rows * n_outs[i]), dy1[i] = gpu_floats(NULL, (size_t)rows * n_outs[i]);
+            llc_err err;
+            CHECKF(g_gpu->ops->begin(g_gpu->ctx, &st.b, &err) == 0, "%s", err.msg);
+            CHECK(g_gpu->ops->matmul_multi(g_gpu->ctx, wp, 3, dx, rows, dy) == 0);
+            for (int i = 0; i < 3; i++) CHECK(g_gpu->ops->matmul(g_gpu->ctx, wp[i], dx, rows, dy1[i]) == 0);
+            for (int i = 0; i < 3; i++) {
+                const size_t ny = (size_t)rows * n_outs[i];
+                float *a = malloc(ny * sizeof(float)), *b = malloc(ny * sizeof(float));
+                to_host(dy[i], a, ny);
+                to_host(dy1[i], b, ny);
+                size_t diff = 0;
+                for (size_t k = 0; k < ny; k++) diff += !(a[k] == b[k]); /* (NaN: unwritten) */
+                CHECKF(diff == 0, "set %zu, %s, %d rows: %zu of %zu outputs differ from matmul alone", si,
+                       qtype_name(sets[si][i]), rows, diff, ny);
+                free(a), free(b);
+                g_gpu->ops->free(g_gpu->ctx, dy[i]);
+                g_gpu->ops->free(g_gpu->ctx, dy1[i]);
+            }
+            g_gpu->ops->free(g_gpu->ctx, dx);
+            free(x);
+        }
+    }
+}
+
+/* Above 32 rows a quantized weight is multiplied as an F16 copy kept on the GPU.
+ * A weight freed and another loaded (most likely at the same address, with the
+ * same shape) must be multiplied as itself, not as the old copy. */
+static void test_f16_copy_follows_the_weight(void) {
+    const int64_t n_in = 512, n_out = 96;
+    const int rows = 40;
+    const size_t rb = qtype_row_bytes(QT_Q4_K, n_in), nx = (size_t)rows * n_in, ny = (size_t)rows * n_out;
+    step st;
+    make_step(&st, 100);
+    float *x = malloc(nx * sizeof(float)), *got = malloc(ny * sizeof(float)), row[512];
+    double *ref = malloc(ny * sizeof(double)), *mag = malloc(ny * sizeof(double));
+    uint8_t *wdata = malloc(rb * n_out);
+    for (size_t i = 0; i < nx; i++) x[i] = frand();
+    float *dx = gpu_floats(x, nx), *dy = gpu_floats(NULL, ny);
+    for (int round = 0; round < 2; round++) {
+        for (int64_t o = 0; o < n_out; o++) {
+            for (int64_t k = 0; k < n_in; k++) row[k] = frand();
+            quantize_row(QT_Q4_K, row, wdata + o * rb, n_in);
+        }
+        bk_tensor t = {.name = "w", .type = QT_Q4_K, .n_in = n_in, .n_out = n_out, .n_bytes = rb * n_out, .data = wdata};
+        bk_weight wg;
+        CHECK(g_gpu->ops->weight_load(g_gpu->ctx, &t, &wg, NULL) == 0);
+        matmul_reference(QT_Q4_K, wdata, n_in, n_out, x, rows, ref, mag);
+        llc_err err;
+        CHECKF(g_gpu->ops->begin(g_gpu->ctx, &st.b, &err) == 0, "%s", err.msg);
+        for (int rep = 0; rep < 2; rep++) { /* (the second call reads the copy the first made) */
+            CHECK(g_gpu->ops->matmul(g_gpu->ctx, &wg, dx, rows, dy) == 0);
+            to_host(dy, got, ny);
+            double worst;
+            const double c = gpu_bound(QT_Q4_K, n_in, rows);
+            const int bad = outside_bound(got, ref, mag, ny, c, &worst);
+            CHECKF(bad == 0, "weight %d, call %d: %d outputs outside %.3g·Σ|wx| (worst %.3g)", round, rep, bad, c, worst);
+        }
+        g_gpu->ops->free(g_gpu->ctx, (void *)wg.data);
+    }
+    g_gpu->ops->free(g_gpu->ctx, dx);
+    g_gpu->ops->free(g_gpu->ctx, dy);
+    free(x), free(got), free(ref), free(mag), free(wdata);
+}
+
 /* The embedding lookup of every type: each row exactly the CPU's dequantized row
  * (up to a fused multiply-add's rounding). */
 static void test_embed_every_type(void) {
@@ -541,6 +642,8 @@ int main(void) {
     }
     backend_cpu_create(2, &g_cpu, &err);
     RUN(test_matmul_every_type);
+    RUN(test_matmul_multi);
+    RUN(test_f16_copy_follows_the_weight);
     RUN(test_embed_every_type);
     RUN(test_attention_and_small_ops);
     RUN(test_long_attention);
