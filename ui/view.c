@@ -31,7 +31,8 @@ enum {
     K_CTRL_PGDN,
 };
 
-enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE };
+enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE,
+       C_KEYWORD, C_TYPE, C_STRING, C_COMMENT, C_NUMBER };
 
 typedef struct view {
     ui_app *a;
@@ -151,8 +152,14 @@ static attr_t md_attr(const view *v, unsigned st, int *pair) {
     if (st & MD_HEADING) *pair = C_HEADING;
     if (st & MD_CODE) *pair = C_CODE;
     if (st & MD_CODEBLOCK) *pair = C_CODEBLOCK;
+    /* syntax colours (on the code block's background); without colour: keywords bold, comments dim */
+    if (st & MD_KEYWORD) *pair = C_KEYWORD, a |= A_BOLD;
+    if (st & MD_TYPE) *pair = C_TYPE;
+    if (st & MD_STRING) *pair = C_STRING;
+    if (st & MD_NUMBER) *pair = C_NUMBER;
+    if (st & MD_COMMENT) *pair = C_COMMENT, a |= v->color ? A_NORMAL : A_DIM;
     if ((st & MD_MARK) && !(st & MD_CODEBLOCK)) a |= A_DIM;
-    if (!v->color && (st & (MD_CODE | MD_CODEBLOCK)) && !(st & MD_MARK)) a |= A_BOLD;
+    if (!v->color && (st & (MD_CODE | MD_CODEBLOCK)) && !(st & (MD_MARK | MD_COMMENT))) a |= A_BOLD;
     return a;
 }
 
@@ -750,6 +757,12 @@ static void setup_terminal(view *v) {
         init_pair(C_HEADING, COLOR_MAGENTA, -1);
         init_pair(C_LINK, COLOR_CYAN, -1);
         init_pair(C_QUOTE, COLOR_YELLOW, -1);
+        short code_bg = COLORS >= 256 ? 236 : COLOR_BLUE; /* the code block's background */
+        init_pair(C_KEYWORD, COLORS >= 256 ? 213 : COLOR_MAGENTA, code_bg);
+        init_pair(C_TYPE, COLORS >= 256 ? 81 : COLOR_CYAN, code_bg);
+        init_pair(C_STRING, COLORS >= 256 ? 150 : COLOR_GREEN, code_bg);
+        init_pair(C_COMMENT, COLORS >= 256 ? 245 : COLOR_WHITE, code_bg);
+        init_pair(C_NUMBER, COLORS >= 256 ? 215 : COLOR_YELLOW, code_bg);
     }
     define_key("\033[200~", K_PASTE_BEGIN);
     define_key("\033[201~", K_PASTE_END);
