@@ -1,7 +1,7 @@
 /* view.c — the curses main loop (see view.h): layout, drawing with cached word
  * wrap, the start-up warnings, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed
- * paste, readline's keys), an input box per tab (drafts), Ctrl-X Ctrl-E in
- * $EDITOR, redraw throttling. */
+ * paste, readline's keys), the mouse (wheel, clicks on the tab bar), an
+ * input box per tab (drafts), Ctrl-X Ctrl-E in $EDITOR, redraw throttling. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "ui/view.h"
 
@@ -181,6 +181,15 @@ static void draw_md_row(view *v, int y, int x, int W, const md_doc *d, size_t ri
     attrset(A_NORMAL);
 }
 
+/* Tab i's label on the bar into buf; returns its width in cells. */
+static int tab_label(const ui_app *a, int i, char *buf, size_t n) {
+    const conv *c = a->tabs[i];
+    char title[64];
+    tw_ellipsize(c->title, strlen(c->title), 18, title, sizeof title);
+    snprintf(buf, n, " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
+    return tw_str_width(buf, strlen(buf));
+}
+
 /* The tab bar: the tabs that fit, always the current one among them ("<" and
  * ">" say that tabs are cut off on that side). */
 static void draw_tabs(view *v, int W) {
@@ -195,13 +204,7 @@ static void draw_tabs(view *v, int W) {
         free(widths);
         return;
     }
-    for (int i = 0; i < a->n_tabs; i++) {
-        conv *c = a->tabs[i];
-        char title[64];
-        tw_ellipsize(c->title, strlen(c->title), 18, title, sizeof title);
-        snprintf(labels[i], sizeof labels[i], " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
-        widths[i] = tw_str_width(labels[i], strlen(labels[i]));
-    }
+    for (int i = 0; i < a->n_tabs; i++) widths[i] = tab_label(a, i, labels[i], sizeof labels[i]);
     int first = layout_first_tab(widths, a->n_tabs, a->cur, W, 1);
     int x = 0;
     if (first > 0) put(0, x++, "<", 1, W);
@@ -528,6 +531,44 @@ static void scroll_by(view *v, int d) {
     v->a->changed = true;
 }
 
+/* The mouse: the wheel scrolls the transcript, a click on the tab bar
+ * switches to the tab under it (ncurses decodes xterm's SGR 1006 reports
+ * where terminfo has them: xterm-256color's kmous). */
+enum { WHEEL_ROWS = 3 };
+
+static void on_mouse(view *v) {
+    MEVENT ev;
+    if (getmouse(&ev) != OK) return;
+    ui_app *a = v->a;
+    if (ev.bstate & BUTTON4_PRESSED) scroll_by(v, WHEEL_ROWS);
+#ifdef BUTTON5_PRESSED
+    else if (ev.bstate & BUTTON5_PRESSED) scroll_by(v, -WHEEL_ROWS);
+#endif
+    else if ((ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && ev.y == 0 && a->n_tabs > 0) {
+        int W = getmaxx(stdscr);
+        int *widths = malloc((size_t)a->n_tabs * sizeof *widths);
+        if (!widths) return;
+        char label[96];
+        for (int i = 0; i < a->n_tabs; i++) widths[i] = tab_label(a, i, label, sizeof label);
+        int t = layout_tab_at(widths, a->n_tabs, a->cur, W, 1, ev.x);
+        free(widths);
+        if (t >= 0) ui_app_switch(a, t);
+    }
+}
+
+/* Mouse reports on (the wheel and button 1; Shift-drag still selects text in
+ * xterm-like terminals), unless the config turned them off. */
+static void mouse_on(view *v) {
+    if (v->a->cfg.no_mouse) return;
+    mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED
+#ifdef BUTTON5_PRESSED
+                  | BUTTON5_PRESSED
+#endif
+              ,
+              NULL);
+    mouseinterval(0); /* presses at once, no wait for a click */
+}
+
 static void on_alt_key(view *v, wint_t ch) {
     ui_app *a = v->a;
     if (ch >= '0' && ch <= '9') { /* Alt-1..9, Alt-0 the tenth (/tab N any) */
@@ -567,7 +608,7 @@ static char *read_whole(const char *path, size_t *n) {
 
 /* Runs $VISUAL, else $EDITOR, else vi on path with curses put aside; the
  * exit status, or -1 when it could not be run. */
-static int run_editor(const char *path) {
+static int run_editor(view *v, const char *path) {
     printf("\033[?2004l"); /* (bracketed paste off for the editor) */
     fflush(stdout);
     def_prog_mode();
@@ -581,6 +622,7 @@ static int run_editor(const char *path) {
     int st = 0;
     while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     reset_prog_mode();
+    mouse_on(v); /* (endwin turned the reports off) */
     printf("\033[?2004h");
     fflush(stdout);
     clearok(stdscr, TRUE);
@@ -603,7 +645,7 @@ static void compose_in_editor(view *v) {
         return;
     }
     close(fd);
-    int st = run_editor(path);
+    int st = run_editor(v, path);
     size_t n = 0;
     char *back = st == 0 ? read_whole(path, &n) : NULL;
     unlink(path);
@@ -667,6 +709,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
         case K_CTRL_PGUP: ui_app_switch(a, a->cur - 1); return;
         case K_CTRL_PGDN: ui_app_switch(a, a->cur + 1); return;
         case KEY_RESIZE: return;
+        case KEY_MOUSE: on_mouse(v); return;
         case KEY_F(1): ui_app_input(a, "/help", 5); return;
         case KEY_ENTER: submit(v); return;
         case KEY_BACKSPACE: le_backspace(v->le); return;
@@ -768,6 +811,7 @@ static void setup_terminal(view *v) {
     define_key("\033[201~", K_PASTE_END);
     define_key("\033[5;5~", K_CTRL_PGUP);
     define_key("\033[6;5~", K_CTRL_PGDN);
+    mouse_on(v);
     printf("\033[?2004h"); /* bracketed paste */
     fflush(stdout);
     llc_set_abort_hook(restore_terminal);
