@@ -275,6 +275,8 @@ static void test_tables(void) {
     EXPECT_LAYOUT("| a | b |\n|---|---|\n| 1", 80, "┌───┬───┐\n│ a │ b │\n├───┼───┤\n│ 1 │   │\n└───┴───┘");
     /* not tables: no delimiter row, or a different number of cells */
     EXPECT_LAYOUT("a | b\nc | d", 80, "a | b\nc | d");
+    EXPECT_LAYOUT("a | b\n---", 80, "a | b\n────────────────────────────────────────────────────────────────────────────────");
+    EXPECT_LAYOUT("a | b\n---\n", 80, "a | b\n────────────────────────────────────────────────────────────────────────────────\n");
     EXPECT_LAYOUT("| a | b |\n|---|---|---|\n", 80, "| a | b |\n|---|---|---|\n");
     /* too narrow for a box: the lines as text */
     lay("| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |", 8);

@@ -84,7 +84,7 @@ static bool delimiter_row(const char *s, size_t n, bool partial, int n_cols, ali
         if (!strchr("|-: \t", s[i])) return false;
         dash = dash || s[i] == '-';
     }
-    if (!dash || (!partial && !has_pipe(s, n) && n_cols > 1)) return false;
+    if (!dash || (!has_pipe(s, n) && n_cols > 1)) return false; /* ("---" under "a | b" is a rule) */
     int k = split_cells(s, n, off, len, MAX_COLS);
     if (partial ? k > n_cols : k != n_cols) return false;
     for (int i = 0; i < n_cols; i++) {
