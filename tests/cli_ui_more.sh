@@ -85,6 +85,14 @@ line "/copy code 2"
 check "/copy code 2 copies the block numbered #2" "copied code block #2 \\(17 bytes\\) to the clipboard"
 if [ "$($T show-buffer 2>/dev/null)" = "echo second block" ]; then ok "... its code reaches the clipboard (OSC 52)"
 else bad "... its code reaches the clipboard (OSC 52)" "buffer: $($T show-buffer 2>&1)"; fi
+keys M-k
+check "Alt-K copies the last code block" "copied code block #2 \\(17 bytes\\)"
+keys M-k
+check "Alt-K again takes the block before it" "copied code block #1 \\(50 bytes\\)"
+if [ "$($T show-buffer 2>/dev/null | head -n 1)" = "def greet(name):" ]; then ok "... into the clipboard"
+else bad "... into the clipboard" "buffer: $($T show-buffer 2>&1)"; fi
+keys M-k
+check "... and round to the last again" "copied code block #2 \\(17 bytes\\)"
 line "/copy code 3"
 check "/copy code 3 says how many blocks there are" "/copy: the last answer with code has 2 code blocks \\(#1 to #2\\)"
 keys C-u

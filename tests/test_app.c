@@ -786,9 +786,9 @@ static void test_copy_code_block_k(void) {
     CHECK(input(a, "/new") && input(a, "mine:\n```\nmy code\n```\nwhy?"));
     answer(a, "First:\n```sh\nls -l\n```\nthen:\n```c\nint x;\n```\n");
     CHECK(input(a, "/copy code 1") && a->clipboard && !strcmp(a->clipboard, "ls -l"));
-    CHECKF(strstr(a->notice, "copied code block #1 (5 bytes)"), "%s", a->notice);
+    CHECKF(strstr(a->notice, "copied code block #1 (5 bytes)") && a->copied_block == 1, "%s", a->notice);
     CHECK(input(a, "/copy code") && !strcmp(a->clipboard, "int x;")); /* the last */
-    CHECKF(strstr(a->notice, "code block #2"), "%s", a->notice);
+    CHECKF(strstr(a->notice, "code block #2") && a->copied_block == 2, "%s", a->notice); /* (Alt-K goes on from it) */
     CHECK(!input(a, "/copy code 3"));
     CHECKF(strstr(a->notice, "the last answer with code has 2 code blocks (#1 to #2)"), "%s", a->notice);
     CHECK(!strcmp(a->clipboard, "int x;")); /* (refused: the clipboard stays) */
@@ -800,7 +800,7 @@ static void test_copy_code_block_k(void) {
     answer(a, "plain words");
     CHECK(input(a, "/copy code 2") && !strcmp(a->clipboard, "int x;")); /* the last answer that has code */
     CHECK(!input(a, "/copy 4 code") && strstr(a->notice, "message 4 has no code block"));
-    CHECK(input(a, "/copy") && !strcmp(a->clipboard, "plain words"));
+    CHECK(input(a, "/copy") && !strcmp(a->clipboard, "plain words") && a->copied_block == 0);
     ui_app_free(a);
 }
 

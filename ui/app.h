@@ -87,6 +87,7 @@ struct ui_app {
     int n_history;
     char *clipboard;         /* /copy: text the view sends to the terminal's clipboard */
     size_t clipboard_len;
+    int copied_block;        /* the number (#K) of the code block the last /copy took (0: not a block) */
     conv *close_confirm;     /* an unsaved tab whose close was asked once (ask again to lose it) */
 };
 

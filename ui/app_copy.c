@@ -13,6 +13,7 @@ static void clip_set(ui_app *a, char *text, size_t len) {
     free(a->clipboard);
     a->clipboard = text;
     a->clipboard_len = len;
+    a->copied_block = 0;
 }
 
 /* Code block k (0: the last) of message m (shown as number n, 0: "the last
@@ -30,6 +31,7 @@ static void copy_block(ui_app *a, const conv_msg *m, long long n, int k) {
     }
     clip_set(a, text, len);
     int shown = k ? k : md_code_blocks(m->text, m->len);
+    a->copied_block = shown;
     if (n) ui_app_notice(a, false, "copied code block #%d of message %lld (%zu bytes) to the clipboard", shown, n, len);
     else ui_app_notice(a, false, "copied code block #%d (%zu bytes) to the clipboard", shown, len);
 }

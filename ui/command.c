@@ -262,6 +262,7 @@ const char *ui_help_text(void) {
            "  Esc     close the panel and the warnings; leave /edit (your message stays as it was)\n"
            "  Ctrl-A/E line start/end, Ctrl-K/U kill, Ctrl-W or Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
            "  Ctrl-X Ctrl-E  edit the input in $EDITOR    Alt-C/Alt-K  copy the last answer/code block\n"
+           "          (Alt-K again: the code block before it, and so on)\n"
            "  Mouse   the wheel scrolls, a click on a tab switches to it (Shift-drag selects text;\n"
            "          mouse = off in the config leaves the mouse to the terminal)\n"
            "Commands\n"

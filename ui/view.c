@@ -44,6 +44,7 @@ typedef struct view {
     tw_lines panel_wrap, input_wrap, queued_wrap, warn_wrap;
     double last_draw;
     bool ctrl_x;           /* Ctrl-X was pressed: Ctrl-E may follow */
+    bool alt_k;            /* the last key was Alt-K: another takes the code block before */
     const conv *tab;       /* the tab whose draft the input box holds */
     unsigned tabs_gen;     /* a->tabs_gen then */
     const char *panel_seen; /* the panel last drawn: a new one is scrolled to its first line */
@@ -569,6 +570,18 @@ static void mouse_on(view *v) {
     mouseinterval(0); /* presses at once, no wait for a click */
 }
 
+/* Alt-K: the last code block of the last answer with code; pressed again
+ * at once, the block before it, and so on round (the notice names each #K). */
+static void pick_code_block(view *v) {
+    ui_app *a = v->a;
+    int k = v->alt_k && a->copied_block > 1 ? a->copied_block - 1 : 0;
+    char cmd[32];
+    if (k) snprintf(cmd, sizeof cmd, "/copy code %d", k);
+    else snprintf(cmd, sizeof cmd, "/copy code");
+    ui_app_input(a, cmd, strlen(cmd));
+    v->alt_k = true;
+}
+
 static void on_alt_key(view *v, wint_t ch) {
     ui_app *a = v->a;
     if (ch >= '0' && ch <= '9') { /* Alt-1..9, Alt-0 the tenth (/tab N any) */
@@ -578,7 +591,7 @@ static void on_alt_key(view *v, wint_t ch) {
     else if (ch == '\r' || ch == '\n') le_newline(v->le);
     else if (ch == 'c') ui_app_input(a, "/copy", 5);
     else if (ch == 'r') ui_app_input(a, "/reasoning", 10);
-    else if (ch == 'k') ui_app_input(a, "/copy code", 10);
+    else if (ch == 'k') pick_code_block(v);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
     else if (ch == 'w') ui_app_close_tab(a);
@@ -678,6 +691,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     int H, W;
     getmaxyx(stdscr, H, W);
     a->changed = true;
+    if (!(alt && !is_key && ch == 'k')) v->alt_k = false;
     if (v->in_paste) {
         if (is_key && ch == K_PASTE_END) {
             v->in_paste = false;
