@@ -1,7 +1,7 @@
 # cli_ui_more.sh — the conveniences of issue 33 that the best terminal chat
 # clients have, driven through tmux against a remote server
 # (tests/tools/fake_openai): the mouse (the wheel scrolls, a click on the tab
-# bar switches tabs; reports arrive as xterm's SGR 1006, which ncurses turns on
+# bar switches tabs, one on a code block's border copies it; reports arrive as xterm's SGR 1006, which ncurses turns on
 # for TERM=xterm-256color), syntax colours and tables in a streamed answer,
 # /copy code N, and the config file's defaults and roles.
 . tests/lib_cli.sh
@@ -101,6 +101,19 @@ check "/copy N code K takes a block of message N" "copied code block #1 of messa
 if [ "$($T show-buffer 2>/dev/null)" = "$(printf 'def greet(name):\n    return "hi " + name  # say hi')" ]; then
     ok "... with its indentation"
 else bad "... with its indentation" "buffer: $($T show-buffer 2>&1)"; fi
+y=$(screen | grep -n "┌─ sh #2" | head -n 1 | cut -d: -f1)
+mouse 0 5 "$y"
+mouse 0 5 "$y" m
+check "a click on a code block's border copies the block" "copied code block #2 of message 2 \\(17 bytes\\)"
+if [ "$($T show-buffer 2>/dev/null)" = "echo second block" ]; then ok "... into the clipboard"
+else bad "... into the clipboard" "buffer: $($T show-buffer 2>&1)"; fi
+$T set-buffer "unchanged"
+y=$(screen | grep -n "│ echo second block" | head -n 1 | cut -d: -f1)
+mouse 0 5 "$y"
+mouse 0 5 "$y" m
+sleep 0.5
+if [ "$($T show-buffer 2>/dev/null)" = "unchanged" ]; then ok "... a click on its code copies nothing"
+else bad "... a click on its code copies nothing" "buffer: $($T show-buffer 2>&1)"; fi
 keys C-q
 check "quits" "EXITED 0"
 

@@ -1,6 +1,7 @@
 /* view.c — the curses main loop (see view.h): layout, drawing with cached word
  * wrap, the start-up warnings, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed
- * paste, readline's keys), the mouse (wheel, clicks on the tab bar), an
+ * paste, readline's keys), the mouse (wheel, clicks on the tab bar and on a
+ * code block's border), an
  * input box per tab (drafts), Ctrl-X Ctrl-E in $EDITOR, redraw throttling. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "ui/view.h"
@@ -34,6 +35,12 @@ enum {
 enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE,
        C_KEYWORD, C_TYPE, C_STRING, C_COMMENT, C_NUMBER };
 
+/* A code block's top border on the screen: the shown message (-1: none) and its row in the message's layout. */
+typedef struct code_top {
+    int msg;
+    size_t md_row;
+} code_top;
+
 typedef struct view {
     ui_app *a;
     lineedit *le;
@@ -48,6 +55,10 @@ typedef struct view {
     const conv *tab;       /* the tab whose draft the input box holds */
     unsigned tabs_gen;     /* a->tabs_gen then */
     const char *panel_seen; /* the panel last drawn: a new one is scrolled to its first line */
+    code_top *tops;         /* [n_tops]: per transcript row drawn, the code block border on it */
+    int n_tops;
+    const conv *tops_tab;   /* the tab they were drawn for, the screen rows they start at and span */
+    int tops_top, tops_height;
 } view;
 
 static volatile sig_atomic_t g_stop;
@@ -94,6 +105,7 @@ typedef struct tline {
     int indent;
     const md_doc *md;    /* non-NULL: draw row md_row of it */
     size_t md_row;
+    int msg;             /* the shown message it belongs to (-1: none) */
 } tline;
 
 typedef struct rows {
@@ -109,13 +121,13 @@ static void rows_push(rows *r, const char *text, size_t len, int pair, attr_t at
         r->v = p;
         r->cap = cap;
     }
-    r->v[r->n++] = (tline){text, len, pair, attr, indent, NULL, 0};
+    r->v[r->n++] = (tline){text, len, pair, attr, indent, NULL, 0, -1};
 }
 
-static void rows_push_md(rows *r, const md_doc *d, size_t k, int indent) {
+static void rows_push_md(rows *r, const md_doc *d, size_t k, int indent, int msg) {
     size_t n = r->n;
     rows_push(r, "", 0, 0, A_NORMAL, indent);
-    if (r->n > n) r->v[n].md = d, r->v[n].md_row = k;
+    if (r->n > n) r->v[n].md = d, r->v[n].md_row = k, r->v[n].msg = msg;
 }
 
 static void md_free_cache(void *p) {
@@ -252,6 +264,17 @@ static size_t word_count(const conv_msg *m) {
     return n;
 }
 
+/* The code blocks' top borders on the screen, for a click to copy one. */
+static void code_tops_reset(view *v, const conv *c, int top, int height) {
+    if (height > v->n_tops) {
+        code_top *t = realloc(v->tops, (size_t)height * sizeof *t);
+        if (!t) height = v->n_tops;
+        else v->tops = t, v->n_tops = height;
+    }
+    for (int y = 0; y < v->n_tops; y++) v->tops[y] = (code_top){-1, 0};
+    v->tops_tab = c, v->tops_top = top, v->tops_height = height;
+}
+
 static void draw_transcript(view *v, int top, int height, int W) {
     ui_app *a = v->a;
     conv *c = ui_app_tab(a);
@@ -309,7 +332,7 @@ static void draw_transcript(view *v, int top, int height, int W) {
         }
         const md_doc *md = user ? NULL : markdown_of(m, width);
         if (md && (md->n_rows || !m->len)) {
-            for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2);
+            for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2, i);
         } else {
             rewrap(m, width);
             for (size_t k = 0; k < m->wrap.n; k++)
@@ -350,12 +373,15 @@ static void draw_transcript(view *v, int top, int height, int W) {
         c->focus_id = 0;
     }
     int first = layout_transcript(total, height, &c->scroll, &c->scroll_rows, &shown);
+    code_tops_reset(v, c, top, height);
     for (int y = 0; y < height; y++) {
         move(top + y, 0);
         clrtoeol();
         int idx = first + y;
         if (idx >= total || y >= shown) continue;
         tline *rw = &r.v[idx];
+        if (rw->md && rw->md->rows[rw->md_row].kind == MD_ROW_CODE_TOP && v->tops)
+            v->tops[y] = (code_top){rw->msg, rw->md_row};
         if (rw->md) {
             draw_md_row(v, top + y, rw->indent, W, rw->md, rw->md_row);
             continue;
@@ -459,6 +485,7 @@ static void draw_warnings(view *v, int top, int n_rows, int W) {
 static void draw(view *v) {
     int H, W;
     getmaxyx(stdscr, H, W);
+    v->tops_height = 0; /* (until the transcript is drawn: no code block border to click) */
     if (H < 4 || W < 10) {
         erase();
         mvaddstr(0, 0, "too small");
@@ -537,6 +564,24 @@ static void scroll_by(view *v, int d) {
  * where terminfo has them: xterm-256color's kmous). */
 enum { WHEEL_ROWS = 3 };
 
+/* A click on a code block's top border (┌─ lang #K) copies the block, as
+ * /copy N code K would. */
+static void click_code_block(view *v, int y) {
+    ui_app *a = v->a;
+    conv *c = ui_app_tab(a);
+    y -= v->tops_top;
+    if (c != v->tops_tab || y < 0 || y >= v->tops_height || y >= v->n_tops || v->tops[y].msg < 0) return;
+    const code_top *t = &v->tops[y];
+    if (t->msg >= conv_n_shown(c)) return;
+    const md_doc *d = conv_shown(c, t->msg)->view; /* (the layout drawn, cached on the message) */
+    if (!d || t->md_row >= d->n_rows) return;
+    int k = 0;
+    for (size_t i = 0; i <= t->md_row; i++) k += d->rows[i].kind == MD_ROW_CODE_TOP;
+    char cmd[48];
+    snprintf(cmd, sizeof cmd, "/copy %d code %d", t->msg + 1, k);
+    ui_app_input(a, cmd, strlen(cmd));
+}
+
 static void on_mouse(view *v) {
     MEVENT ev;
     if (getmouse(&ev) != OK) return;
@@ -545,6 +590,7 @@ static void on_mouse(view *v) {
 #ifdef BUTTON5_PRESSED
     else if (ev.bstate & BUTTON5_PRESSED) scroll_by(v, -WHEEL_ROWS);
 #endif
+    else if ((ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && ev.y > 0) click_code_block(v, ev.y);
     else if ((ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && ev.y == 0 && a->n_tabs > 0) {
         int W = getmaxx(stdscr);
         int *widths = malloc((size_t)a->n_tabs * sizeof *widths);
@@ -892,6 +938,7 @@ int ui_run(ui_app *a, llc_err *err) {
     tw_lines_free(&v.input_wrap);
     tw_lines_free(&v.queued_wrap);
     tw_lines_free(&v.warn_wrap);
+    free(v.tops);
     llc_set_abort_hook(NULL);
     return 0;
 }
