@@ -269,6 +269,8 @@ static void test_tables(void) {
     /* <br> breaks a cell's line; an escaped pipe and one in code stay in the cell */
     EXPECT_LAYOUT("|a|b|\n|-|-|\n|x<br>y|p \\| `q|r`|", 80,
                   "┌───┬─────────┐\n│ a │ b       │\n├───┼─────────┤\n│ x │ p | q|r │\n│ y │         │\n└───┴─────────┘");
+    /* a backslash last on a row stays in its cell */
+    EXPECT_LAYOUT("|a|b|\n|-|-|\n|x|y\\", 80, "┌───┬────┐\n│ a │ b  │\n├───┼────┤\n│ x │ y\\ │\n└───┴────┘");
     /* streaming: the header alone is text; from the delimiter row's first "|-" a table */
     EXPECT_LAYOUT("| a | b |\n", 80, "| a | b |\n");
     EXPECT_LAYOUT("| a | b |\n|-", 80, "┌───┬───┐\n│ a │ b │\n├───┼───┤\n└───┴───┘");

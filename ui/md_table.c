@@ -53,8 +53,11 @@ static int split_cells(const char *s, size_t n, size_t *off, size_t *len, int ma
     size_t start = a;
     for (size_t i = a; i <= b && k < max; i++) {
         if (i < b && s[i] == '\\') {
-            i++;
-            continue;
+            if (i + 1 < b) {
+                i++;
+                continue;
+            }
+            i = b; /* a backslash last on the row belongs to the last cell */
         }
         if (i < b && s[i] == '`') code = !code;
         if (i == b || (s[i] == '|' && !code)) {
