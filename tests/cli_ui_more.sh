@@ -148,7 +148,8 @@ check "F1 lists the roles" "^  reviewer poet *$"
 check "... and the config keys" "role NAME = TEXT \\(for /role\\), mouse = on\\|off"
 check "... and the mouse" "Mouse +the wheel scrolls, a click on a tab switches to it"
 keys Escape
-keys C-q
+i=0; while [ $i -lt $((50 * SLOW)) ] && screen | grep -q "^Keys"; do sleep 0.1; i=$((i + 1)); done
+keys C-q # (not right after Esc: the two would read as Alt-Ctrl-Q)
 check "quits" "EXITED 0"
 printf 'max-tokens = 5\ntemperature = hot\n' >"$TMP/cfg/llmchat/config"
 expect_fail "a bad value in the config is refused, naming the file and line" 1 \
