@@ -58,6 +58,10 @@ check "the keyboard still types after mouse reports" "^> keys still work *$"
 keys C-u
 keys C-q
 check "quits" "EXITED 0"
+if [ "$($T display -p -t ui '#{mouse_any_flag}#{mouse_standard_flag}#{mouse_sgr_flag}')" = 000 ]; then
+    ok "... and gives the mouse back to the terminal"
+else bad "... and gives the mouse back to the terminal" \
+    "$($T display -p -t ui 'any #{mouse_any_flag} standard #{mouse_standard_flag} sgr #{mouse_sgr_flag}')"; fi
 
 # a streamed answer with a table (split inside its rows) and two code blocks
 start "$TMP/rich.db"
