@@ -1,8 +1,8 @@
 /* view.c — the curses main loop (see view.h): layout, drawing with cached word
  * wrap, the start-up warnings, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed
  * paste, readline's keys), the mouse (wheel, clicks on the tab bar and on a
- * code block's border), an
- * input box per tab (drafts), Ctrl-X Ctrl-E in $EDITOR, redraw throttling. */
+ * code block's border), an input box per tab (drafts), Ctrl-X Ctrl-E in
+ * $EDITOR, redraw throttling. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "ui/view.h"
 
@@ -380,7 +380,7 @@ static void draw_transcript(view *v, int top, int height, int W) {
         int idx = first + y;
         if (idx >= total || y >= shown) continue;
         tline *rw = &r.v[idx];
-        if (rw->md && rw->md->rows[rw->md_row].kind == MD_ROW_CODE_TOP && v->tops)
+        if (rw->md && rw->md->rows[rw->md_row].kind == MD_ROW_CODE_TOP && y < v->n_tops)
             v->tops[y] = (code_top){rw->msg, rw->md_row};
         if (rw->md) {
             draw_md_row(v, top + y, rw->indent, W, rw->md, rw->md_row);
