@@ -4,7 +4,9 @@
  * line, heading, rule, list item, quote, paragraph, blank), its inline markup
  * becomes a run of styled text in a scratch line, and that line is wrapped
  * (ui/textwrap) after its prefix (bullet, number, quote bars, code border);
- * continuation rows get a prefix of spaces as wide, so text stays aligned. */
+ * continuation rows get a prefix of spaces as wide, so text stays aligned.
+ * A code line's spans take their colours from ui/highlight; a line that
+ * starts a pipe table hands the table to md_table.c. */
 #include "ui/markdown.h"
 #include "ui/highlight.h"
 #include "ui/markdown_internal.h"
@@ -86,7 +88,7 @@ void md_seg_add(md_ctx *c, md_row *r, const char *s, size_t n, uint16_t style) {
 
 /* Wraps the scratch line after prefix (first row) / cont (the others). */
 void md_flush_line(md_ctx *c, md_row_kind kind, int level, const char *prefix, const char *cont,
-                       uint16_t prefix_style) {
+                   uint16_t prefix_style) {
     md_line_buf *b = &c->lb;
     int pw = tw_str_width(prefix, strlen(prefix));
     int avail = c->width - pw > 1 ? c->width - pw : 1;
