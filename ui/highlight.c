@@ -1,9 +1,12 @@
 /* highlight.c — the syntax colours of code blocks (see highlight.h): one table
  * row per language (its names, words, comment and string markers, a few
- * flags), one scanner for all of them. */
+ * flags), one scanner for all of them; the words of all of them in one hash
+ * table built at the first use (pthread_once). */
 #include "ui/highlight.h"
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -104,6 +107,61 @@ static bool is_ident(unsigned char ch) {
 }
 static bool is_digit(unsigned char ch) { return ch >= '0' && ch <= '9'; }
 
+/* ---- the words of every language, in one hash table built once ---- */
+
+enum { N_LANGS = sizeof g_langs / sizeof *g_langs, KW_SLOTS = 4096, KW_MAX = 32 };
+typedef struct kw_slot {
+    const char *w; /* NULL: empty */
+    uint8_t len, lang, kind;
+} kw_slot;
+static kw_slot g_kw[KW_SLOTS];
+static pthread_once_t g_kw_once = PTHREAD_ONCE_INIT;
+
+static uint32_t kw_hash(const char *w, size_t n, int lang, bool nocase) {
+    uint32_t h = 2166136261u ^ (uint32_t)lang;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)w[i];
+        if (nocase && ch >= 'A' && ch <= 'Z') ch = (unsigned char)(ch - 'A' + 'a');
+        h = (h ^ ch) * 16777619u;
+    }
+    return h;
+}
+
+static kw_slot *kw_slot_of(const char *w, size_t n, int lang, bool nocase) {
+    for (uint32_t i = kw_hash(w, n, lang, nocase) % KW_SLOTS;; i = (i + 1) % KW_SLOTS) {
+        kw_slot *s = &g_kw[i];
+        if (!s->w || (s->lang == lang && s->len == n && (nocase ? !strncasecmp(s->w, w, n) : !memcmp(s->w, w, n))))
+            return s;
+    }
+}
+
+static void kw_add(int lang, const char *list, hl_kind kind) {
+    bool nocase = g_langs[lang].flags & F_NOCASE;
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        kw_slot *s = kw_slot_of(p, k, lang, nocase);
+        if (!s->w && k && k <= KW_MAX) *s = (kw_slot){p, (uint8_t)k, (uint8_t)lang, (uint8_t)kind}; /* (keywords first: they win) */
+        if (!e) break;
+        p = e + 1;
+    }
+}
+
+static void kw_build(void) {
+    for (int i = 0; i < (int)N_LANGS; i++) {
+        kw_add(i, g_langs[i].keywords, HL_KEYWORD);
+        kw_add(i, g_langs[i].types, HL_TYPE);
+    }
+}
+
+/* What the word is in language lang: HL_KEYWORD, HL_TYPE or HL_PLAIN. */
+static hl_kind kw_kind(const hl_lang *L, const char *w, size_t n) {
+    if (n > KW_MAX) return HL_PLAIN;
+    pthread_once(&g_kw_once, kw_build);
+    const kw_slot *s = kw_slot_of(w, n, (int)(L - g_langs), L->flags & F_NOCASE);
+    return s->w ? (hl_kind)s->kind : HL_PLAIN;
+}
+
 /* Whether word (n bytes) is one of list's space-separated words. */
 static bool in_list(const char *list, const char *w, size_t n, bool nocase) {
     for (const char *p = list; p && *p;) {
@@ -126,8 +184,9 @@ const hl_lang *hl_find(const char *name, size_t len) {
 const char *hl_name(const hl_lang *lang) { return lang ? lang->name : ""; }
 
 static bool starts(const char *s, size_t len, size_t i, const char *tok) {
-    size_t n = tok ? strlen(tok) : 0;
-    return n && i + n <= len && !memcmp(s + i, tok, n);
+    if (!tok || i >= len || s[i] != tok[0] || !tok[0]) return false; /* (most bytes stop here) */
+    size_t n = strlen(tok);
+    return i + n <= len && !memcmp(s + i, tok, n);
 }
 
 /* Where a string opened before i (delimiter close) ends: the index after its
@@ -173,7 +232,6 @@ int hl_line(const hl_lang *L, int state, const char *s, size_t len, hl_emit emit
         if (len) emit(ctx, 0, len, HL_PLAIN);
         return ST_PLAIN;
     }
-    bool nocase = L->flags & F_NOCASE;
     size_t i = 0;
     if (state == ST_COMMENT || (state >= ST_STRING && state < ST_STRING + 2 && L->ml[state - ST_STRING])) {
         const char *close = state == ST_COMMENT ? L->block_close : L->ml[state - ST_STRING];
@@ -288,9 +346,9 @@ int hl_line(const hl_lang *L, int state, const char *s, size_t len, hl_emit emit
         if (is_ident(ch)) {
             size_t e = i;
             while (e < len && is_ident((unsigned char)s[e])) e++;
-            if ((L->flags & F_KEY_COLON) && i == lead && e < len && s[e] == ':') span(&o, i, e, HL_KEYWORD);
-            else if (in_list(L->keywords, s + i, e - i, nocase)) span(&o, i, e, HL_KEYWORD);
-            else if (in_list(L->types, s + i, e - i, nocase)) span(&o, i, e, HL_TYPE);
+            hl_kind k = (L->flags & F_KEY_COLON) && i == lead && e < len && s[e] == ':' ? HL_KEYWORD
+                                                                                      : kw_kind(L, s + i, e - i);
+            if (k != HL_PLAIN) span(&o, i, e, k);
             i = e;
             continue;
         }
