@@ -4,7 +4,9 @@
  * the sessions on the local socket (so `llmchat ask` and editors share them;
  * what they do to an open session shows live), and runs the UI.
  * With --remote URL (or LLMCHAT_REMOTE) the answers come from an
- * OpenAI-compatible server instead: no model is loaded and nothing is served. */
+ * OpenAI-compatible server instead: no model is loaded and nothing is served.
+ * Both take the config file's chat defaults (temperature, max-tokens, system,
+ * roles, mouse). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +194,24 @@ static int open_model(void *ctx, const char *path, provider **out, llc_err *err)
 }
 
 /* --remote: the same chat, answered by an OpenAI-compatible server. */
-static int chat_remote(const cli_common *common, const char *url) {
+/* The config file's chat defaults into the app's config; *roles (malloc'd,
+ * pointing into cfg) must outlive the UI. */
+static void config_defaults(const config *cfg, ui_app_config *ac, ui_role **roles) {
+    ac->no_mouse = cfg->no_mouse;
+    ac->has_temperature = cfg->has_temperature;
+    ac->temperature = cfg->temperature;
+    ac->max_tokens = cfg->max_tokens;
+    ac->system = cfg->system;
+    ac->config_path = cfg->path;
+    ac->config_models = cfg->other_models;
+    ac->n_config_models = cfg->n_other_models;
+    *roles = cfg->n_roles ? malloc((size_t)cfg->n_roles * sizeof **roles) : NULL;
+    for (int i = 0; *roles && i < cfg->n_roles; i++) (*roles)[i] = (ui_role){cfg->roles[i].name, cfg->roles[i].prompt};
+    ac->roles = *roles;
+    ac->n_roles = *roles ? cfg->n_roles : 0;
+}
+
+static int chat_remote(const cli_common *common, const char *url, const config *cfg) {
     llc_err err;
     char *key_from_file = NULL;
     if (g_remote_key_file && !(key_from_file = file_read_secret(g_remote_key_file, &err))) {
@@ -215,9 +234,12 @@ static int chat_remote(const cli_common *common, const char *url) {
     g_common = *common;
     ui_app_config ac = {.prov = p, .model_path = "", .open_model = open_model,
                         .db_path = database_path(common, db_buf, sizeof db_buf)};
+    ui_role *roles;
+    config_defaults(cfg, &ac, &roles);
     const char *notes[] = {g_listen ? "--listen is not served with --remote" : NULL};
     int status = run_ui(&ac, notes, 1);
     prov_free(p);
+    free(roles);
     return status;
 }
 
@@ -225,12 +247,16 @@ int cmd_chat(int argc, char **argv) {
     cli_common common = {0};
     cli_parse(&cli_chat, &common, argc, argv, NULL, 0);
     const char *remote = g_remote ? g_remote : getenv("LLMCHAT_REMOTE");
-    if (remote && remote[0]) return chat_remote(&common, remote);
     config cfg;
     llc_err err;
     if (config_load(&cfg, &err)) {
         fprintf(stderr, "llmchat: %s\n", err.msg);
         return 1;
+    }
+    if (remote && remote[0]) {
+        int status = chat_remote(&common, remote, &cfg);
+        config_free(&cfg);
+        return status;
     }
     if (!common.model_given && cfg.model) common.model = cfg.model;
     if (!g_template && !g_template_file && cfg.chat_template) g_template = cfg.chat_template;
@@ -276,7 +302,9 @@ int cmd_chat(int argc, char **argv) {
     g_common = common;
     char *model_abs = realpath(common.model, NULL); /* how sessions name a model file */
     ui_app_config ac = {.prov = p, .model_path = model_abs ? model_abs : common.model, .open_model = open_model,
-                        .config_models = cfg.other_models, .n_config_models = cfg.n_other_models, .db_path = dbp};
+                        .db_path = dbp};
+    ui_role *roles;
+    config_defaults(&cfg, &ac, &roles);
     srv *server = NULL;
     char srv_error[400] = "";
     if (!g_no_socket) {
@@ -301,6 +329,7 @@ int cmd_chat(int argc, char **argv) {
     free(model_abs);
     engine_destroy(e);
     llm_close(&L);
+    free(roles);
     config_free(&cfg);
     return status;
 }

@@ -38,7 +38,7 @@ check "Markdown: emphasis markers are gone" "^  Some bold and code\.$"
 check_not "Markdown: no fence lines are shown" '```'
 idle
 keys M-k
-check "Alt-K copies the last code block" "copied the last code block"
+check "Alt-K copies the last code block (the notice names its number)" "copied code block #1 \\(32 bytes\\)"
 if [ "$($T show-buffer 2>/dev/null)" = "$(printf 'int main(void) {\n    return 0;\n}')" ]; then
     ok "the code reached the clipboard through OSC 52 (tmux buffer)"
 else bad "the code reached the clipboard through OSC 52 (tmux buffer)" "$($T show-buffer 2>&1)"; fi

@@ -12,6 +12,8 @@
  *   length        streams two pieces, then finish_reason "length"
  *   nostream      one chat.completion JSON object instead of a stream
  *   markdown      streams a Markdown answer (heading, list, code block)
+ *   rich          streams a table (split inside its rows) and two code blocks
+ *                 (python, sh), for syntax colours, tables and /copy code N
  *   burst         five pieces in one write, then 100 ms later the end (usage:
  *                 5 tokens), as a server that flushes tokens in bunches
  * A last message whose last paragraph starts with "mode:NAME " picks NAME the
@@ -193,6 +195,19 @@ static void fo_chat(fake_openai *f, int fd, const char *body) {
         fo_chunk(fd, "short", NULL);
         fo_chunk(fd, NULL, "length");
         fo_stream_end(fd, 2);
+    } else if (!strcmp(model, "rich")) {
+        static const char *pieces[] = {"Sizes:\n\n| name | size |\n|:--", "-|--:|\n| alpha | 1 |\n| be",
+                                       "ta | 22 |\n\n", "```python\ndef greet(name):\n",
+                                       "    return \"hi \" + name  # say hi\n```\n\nThen:\n\n",
+                                       "```sh\necho second block\n```\n", NULL};
+        fo_stream_head(fd);
+        int i = 0;
+        for (; pieces[i]; i++) {
+            fo_chunk(fd, pieces[i], NULL);
+            fo_sleep_ms(5);
+        }
+        fo_chunk(fd, NULL, "stop");
+        fo_stream_end(fd, i);
     } else if (!strcmp(model, "markdown")) {
         static const char *pieces[] = {"# Plan\n\n", "Some **bold** and `code`.\n\n", "- one\n- two\n\n",
                                        "```c\n", "int main(void) {\n", "    return 0;\n", "}\n```\n",

@@ -9,7 +9,9 @@
  * answers are marked, sessions are archived or deleted only when asked twice,
  * panels and notices do not outstay their command, two UIs on one database
  * are warned, and /model lists the models open, used by sessions and named in
- * the config file, each once, for /model N to pick. */
+ * the config file, each once, for /model N to pick. Issue 33: /copy code K
+ * takes a code block by its number, the config's defaults make a new tab's
+ * settings, and /role applies a named system prompt. */
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,6 +28,8 @@ typedef struct fake {
     int64_t next_id;
     int n_submits;
     char last_user[256];   /* the last message of the last submit */
+    char first[256];       /* its first message (the system prompt, when there is one) */
+    conv_settings set;     /* its settings */
     int n_msgs;
     prov_event *q[256];
     int nq;
@@ -45,6 +49,8 @@ static int64_t f_submit(provider *p, const chat_msg *m, int n, const conv_settin
     f->n_submits++;
     f->n_msgs = n;
     snprintf(f->last_user, sizeof f->last_user, "%s", m[n - 1].content);
+    snprintf(f->first, sizeof f->first, "%s", m[0].content);
+    f->set = *s;
     *out = (prov_started){.n_answers = s->n, .n_dropped = 0};
     return ++f->next_id;
 }
@@ -774,6 +780,74 @@ static void test_copy_message_n(void) {
     ui_app_free(a);
 }
 
+/* /copy code [K] and /copy N code [K]: a code block by the number its border shows. */
+static void test_copy_code_block_k(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new") && input(a, "mine:\n```\nmy code\n```\nwhy?"));
+    answer(a, "First:\n```sh\nls -l\n```\nthen:\n```c\nint x;\n```\n");
+    CHECK(input(a, "/copy code 1") && a->clipboard && !strcmp(a->clipboard, "ls -l"));
+    CHECKF(strstr(a->notice, "copied code block #1 (5 bytes)") && a->copied_block == 1, "%s", a->notice);
+    CHECK(input(a, "/copy code") && !strcmp(a->clipboard, "int x;")); /* the last */
+    CHECKF(strstr(a->notice, "code block #2") && a->copied_block == 2, "%s", a->notice); /* (Alt-K goes on from it) */
+    CHECK(!input(a, "/copy code 3"));
+    CHECKF(strstr(a->notice, "the last answer with code has 2 code blocks (#1 to #2)"), "%s", a->notice);
+    CHECK(!strcmp(a->clipboard, "int x;")); /* (refused: the clipboard stays) */
+    CHECK(input(a, "/copy 1 code") && !strcmp(a->clipboard, "my code")); /* your message's */
+    CHECK(input(a, "/copy 2 code 1") && !strcmp(a->clipboard, "ls -l"));
+    CHECKF(strstr(a->notice, "copied code block #1 of message 2"), "%s", a->notice);
+    CHECK(!input(a, "/copy 1 code 2") && strstr(a->notice, "message 1 has 1 code block (#1 to #1)"));
+    CHECK(input(a, "no code here"));
+    answer(a, "plain words");
+    CHECK(input(a, "/copy code 2") && !strcmp(a->clipboard, "int x;")); /* the last answer that has code */
+    CHECK(!input(a, "/copy 4 code") && strstr(a->notice, "message 4 has no code block"));
+    CHECK(input(a, "/copy") && !strcmp(a->clipboard, "plain words") && a->copied_block == 0);
+    ui_app_free(a);
+}
+
+/* The config file's defaults make a new tab's settings and system prompt;
+ * /role NAME applies a named system prompt; F1 lists the roles; a restored
+ * session keeps its own. */
+static void test_config_defaults_and_roles(void) {
+    char dbp[160];
+    snprintf(dbp, sizeof dbp, "%s/roles.db", g_dir);
+    static const ui_role roles[] = {{"coder", "You review C.\nBe strict."}, {"poet", "Answer in verse."}};
+    g_fake = (fake){.base.ops = &f_ops, .max_len = 1000};
+    ui_app_config cfg = {.prov = &g_fake.base, .db_path = dbp, .has_temperature = true, .temperature = 0.25f,
+                         .max_tokens = 99, .system = "Be brief.", .roles = roles, .n_roles = 2,
+                         .config_path = "/x/config"};
+    ui_app *a = NULL;
+    CHECK(ui_app_create(&cfg, &a, NULL) == 0);
+    conv *c = ui_app_tab(a);
+    CHECK(c->set.temperature == 0.25f && c->set.max_tokens == 99 && !strcmp(c->system, "Be brief."));
+    CHECK(input(a, "hello"));
+    CHECK(!strcmp(g_fake.first, "Be brief.") && g_fake.set.temperature == 0.25f && g_fake.set.max_tokens == 99);
+    answer(a, "hi");
+    CHECK(input(a, "/role"));
+    CHECKF(a->panel && strstr(a->panel, "coder") && strstr(a->panel, "You review C.") && strstr(a->panel, "poet"),
+           "%s", a->panel ? a->panel : "none");
+    CHECK(a->panel && !strstr(a->panel, "Be strict.")); /* one line each */
+    CHECK(input(a, "/role coder") && !strcmp(c->system, "You review C.\nBe strict."));
+    CHECKF(strstr(a->notice, "role coder"), "%s", a->notice);
+    CHECK(!input(a, "/role nope") && strstr(a->notice, "/role nope: no such role"));
+    CHECK(!strcmp(c->system, "You review C.\nBe strict."));
+    CHECK(input(a, "again"));
+    CHECK(!strcmp(g_fake.first, "You review C.\nBe strict.")); /* the next answer has the role */
+    answer(a, "ok");
+    CHECK(input(a, "/help") && a->panel && strstr(a->panel, "Roles (/role NAME)") && strstr(a->panel, "coder poet"));
+    CHECK(input(a, "/new"));
+    CHECK(ui_app_tab(a)->set.max_tokens == 99 && !strcmp(ui_app_tab(a)->system, "Be brief.")); /* a new tab too */
+    ui_app_free(a);
+    /* another start with other defaults: the restored session keeps its role and settings */
+    ui_app_config plain = {.prov = &g_fake.base, .db_path = dbp};
+    CHECK(ui_app_create(&plain, &a, NULL) == 0);
+    ui_app_switch(a, 0);
+    CHECK(!strcmp(ui_app_tab(a)->system, "You review C.\nBe strict.") && ui_app_tab(a)->set.max_tokens == 99);
+    CHECK(!input(a, "/role coder") && strstr(a->notice, "the config file names none"));
+    CHECK(input(a, "/role") && strstr(a->notice, "no roles: add 'role NAME = TEXT' lines"));
+    CHECK(input(a, "/new") && ui_app_tab(a)->set.max_tokens == 0 && !ui_app_tab(a)->system[0]);
+    ui_app_free(a);
+}
+
 /* /set alone shows the tab's values; max_tokens stays unset until /set sets it. */
 static void test_set_alone_shows_the_values(void) {
     ui_app *a = open_app();
@@ -834,6 +908,8 @@ int main(void) {
     RUN(test_export_says_where_and_why);
     RUN(test_file_goes_into_the_input);
     RUN(test_copy_message_n);
+    RUN(test_copy_code_block_k);
+    RUN(test_config_defaults_and_roles);
     RUN(test_reasoning_is_kept_apart);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];

@@ -41,7 +41,14 @@ static void test_commands_with_values(void) {
     CHECK(parse("/open 12", &c, err) == 0 && c.kind == UI_CMD_OPEN && c.ivalue == 12);
     CHECK(parse("/copy", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 0);
     CHECK(parse("/copy code", &c, err) == 0 && c.kind == UI_CMD_COPY && c.arg_len == 4 && c.ivalue == 0);
-    CHECK(parse("/copy 3", &c, err) == 0 && c.kind == UI_CMD_COPY && c.ivalue == 3);
+    CHECK(parse("/copy 3", &c, err) == 0 && c.kind == UI_CMD_COPY && c.ivalue == 3 && c.block == 0);
+    CHECK(parse("/copy", &c, err) == 0 && c.ivalue == 0 && c.block == 0);
+    CHECK(parse("/copy code", &c, err) == 0 && c.ivalue == 0 && c.block == -1);
+    CHECK(parse("/copy code 2", &c, err) == 0 && c.ivalue == 0 && c.block == 2);
+    CHECK(parse("/copy 4 code", &c, err) == 0 && c.ivalue == 4 && c.block == -1);
+    CHECK(parse("/copy  4  code  12 ", &c, err) == 0 && c.ivalue == 4 && c.block == 12);
+    CHECK(parse("/role", &c, err) == 0 && c.kind == UI_CMD_ROLE && c.arg_len == 0);
+    CHECK(parse("/role coder", &c, err) == 0 && c.kind == UI_CMD_ROLE && c.arg_len == 5);
     CHECK(parse("/reasoning", &c, err) == 0 && c.kind == UI_CMD_REASONING);
     CHECK(parse("/think off", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 0);
     CHECK(parse("/think on", &c, err) == 0 && c.kind == UI_CMD_THINK && c.ivalue == 1);
@@ -80,6 +87,11 @@ static void test_errors(void) {
         {"/copy everything", "/copy code"},
         {"/copy 0", "/copy N message N"},
         {"/copy 99999999999999999999", "/copy N message N"},
+        {"/copy code 0", "/copy code [K]"},
+        {"/copy code x", "/copy code [K]"},
+        {"/copy code 2 3", "/copy code [K]"},
+        {"/copy 2 words", "/copy N code [K]"},
+        {"/role two words", "/role NAME"},
         {"/think maybe", "/think on|off"},
         {"/think", "/think"},
         {"/set temp hot", "not a number"},

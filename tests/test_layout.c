@@ -22,6 +22,31 @@ static void test_tab_bar_follows_the_current_tab(void) {
     CHECK(layout_first_tab(wide, 3, 2, 40, 1) == 2); /* wider than the bar: it starts there */
 }
 
+/* A click on the tab bar lands on the tab drawn there, the same arithmetic
+ * as the bar's: "<" and ">" reach the tabs cut off. */
+static void test_click_on_a_tab(void) {
+    int w[14];
+    for (int i = 0; i < 14; i++) w[i] = 10;
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 0) == 0);
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 9) == 0);
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 10) == 1);
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 89) == 8);
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 90) == 9); /* the cut-off tenth */
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 99) == 9); /* its ">" */
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, 100) == -1);
+    CHECK(layout_tab_at(w, 14, 0, 100, 1, -1) == -1);
+    /* scrolled to the last tab: "<" + tabs 9..13 (first 9) */
+    CHECK(layout_tab_at(w, 14, 13, 60, 1, 0) == 8);
+    CHECK(layout_tab_at(w, 14, 13, 60, 1, 1) == 9);
+    CHECK(layout_tab_at(w, 14, 13, 60, 1, 50) == 13);
+    CHECK(layout_tab_at(w, 14, 13, 60, 1, 51) == -1); /* past the last tab */
+    int three[3] = {12, 8, 15};
+    CHECK(layout_tab_at(three, 3, 1, 80, 1, 12) == 1);
+    CHECK(layout_tab_at(three, 3, 1, 80, 1, 20) == 2);
+    CHECK(layout_tab_at(three, 3, 1, 80, 1, 35) == -1);
+    CHECK(layout_tab_at(three, 0, 0, 80, 1, 3) == -1);
+}
+
 /* A search hit opened: its message starts the screen, or shows at the bottom
  * when it is among the last rows. */
 static void test_scroll_to_a_row(void) {
@@ -74,6 +99,7 @@ static void test_status_cut_between_fields(void) {
 
 int main(void) {
     RUN(test_tab_bar_follows_the_current_tab);
+    RUN(test_click_on_a_tab);
     RUN(test_scrolled_view_holds_still);
     RUN(test_scroll_to_a_row);
     RUN(test_status_cut_between_fields);

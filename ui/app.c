@@ -14,7 +14,6 @@
 
 #include "ui/app_internal.h"
 #include "ui/command.h"
-#include "ui/markdown.h"
 
 #include <cjson/cJSON.h>
 
@@ -335,8 +334,8 @@ void ui_app_free(ui_app *a) {
 }
 
 void ui_app_new_tab(ui_app *a) {
-    conv *c;
-    if (conv_create(NULL, &c) || app_add_tab(a, c)) {
+    conv *c = NULL;
+    if (conv_create(NULL, &c) || app_tab_defaults(a, c) || app_add_tab(a, c)) {
         conv_free(c);
         ui_app_notice(a, true, "out of memory");
         return;
@@ -651,53 +650,6 @@ static void cmd_reasoning(ui_app *a, conv *c) {
     m->reasoning_shown = !m->reasoning_shown;
 }
 
-/* /copy N: message N of those shown (1: the first). */
-static void cmd_copy_message(ui_app *a, conv *c, long long k) {
-    int n = conv_n_shown(c);
-    if (k > n) {
-        app_reject(a, "/copy %lld: this conversation shows %d message%s", k, n, n == 1 ? "" : "s");
-        return;
-    }
-    const conv_msg *m = conv_shown(c, (int)k - 1);
-    if (!m->len) {
-        app_reject(a, "/copy %lld: that message has no text yet", k);
-        return;
-    }
-    char *text = malloc(m->len + 1);
-    if (!text) {
-        app_reject(a, "out of memory");
-        return;
-    }
-    memcpy(text, m->text, m->len + 1);
-    free(a->clipboard);
-    a->clipboard = text;
-    a->clipboard_len = m->len;
-    ui_app_notice(a, false, "copied message %lld (%s, %zu bytes) to the clipboard", k,
-                  m->role == DB_ROLE_USER ? "yours" : "an answer", m->len);
-}
-
-/* /copy: the last answer shown, or (code) the last code block of the answers. */
-static void cmd_copy(ui_app *a, conv *c, bool code) {
-    char *text = NULL;
-    size_t len = 0;
-    for (int i = conv_n_shown(c) - 1; i >= 0 && !text; i--) {
-        conv_msg *m = conv_shown(c, i);
-        if (m->role != DB_ROLE_ASSISTANT || !m->len) continue;
-        if (code) text = md_last_code_block(m->text, m->len, &len);
-        else if ((text = malloc(m->len + 1))) memcpy(text, m->text, m->len + 1), len = m->len;
-        if (!code) break;
-    }
-    if (!text) {
-        app_reject(a, code ? "no code block in the answers here" : "no answer to copy yet");
-        return;
-    }
-    free(a->clipboard);
-    a->clipboard = text;
-    a->clipboard_len = len;
-    ui_app_notice(a, false, "copied %s (%zu bytes) to the clipboard", code ? "the last code block" : "the last answer",
-                  len);
-}
-
 static void cmd_stats(ui_app *a) { app_set_panel(a, prov_stats(app_tab_prov(a, ui_app_tab(a)))); }
 
 /* The tab's settings, on the notice line (max_tokens "default": not set, so
@@ -847,9 +799,9 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
     case UI_CMD_STATS: cmd_stats(a); break;
     case UI_CMD_MODEL: app_cmd_model(a, c, cmd.arg, cmd.arg_len, cmd.ivalue); break;
     case UI_CMD_COPY:
-        if (cmd.ivalue) cmd_copy_message(a, c, cmd.ivalue);
-        else cmd_copy(a, c, cmd.arg_len > 0);
+        app_cmd_copy(a, c, cmd.ivalue, cmd.block);
         break;
+    case UI_CMD_ROLE: app_cmd_role(a, c, cmd.arg, cmd.arg_len); break;
     case UI_CMD_REASONING: cmd_reasoning(a, c); break;
     case UI_CMD_THINK:
         c->set.no_think = cmd.ivalue == 0;
@@ -860,7 +812,7 @@ bool ui_app_input(ui_app *a, const char *text, size_t len) {
         break;
     case UI_CMD_NEW: ui_app_new_tab(a); break;
     case UI_CMD_CLOSE: ui_app_close_tab(a); break;
-    case UI_CMD_HELP: app_set_panel(a, strdup(ui_help_text())); break;
+    case UI_CMD_HELP: app_cmd_help(a); break;
     case UI_CMD_QUIT: ui_app_quit(a); break;
     }
     /* a panel stays only while the command that showed it is the last (a

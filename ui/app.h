@@ -14,6 +14,11 @@
 
 typedef struct ui_app ui_app;
 
+/* A named system prompt (the config file's `role NAME = TEXT`): /role NAME applies it. */
+typedef struct ui_role {
+    const char *name, *prompt;
+} ui_role;
+
 typedef struct ui_app_config {
     provider *prov;          /* where answers come from (the local engine or a server); the caller's */
     const char *model_path;  /* the file of prov's model ("" when it has none) */
@@ -25,6 +30,15 @@ typedef struct ui_app_config {
     char *const *config_models;
     int n_config_models;
     const char *db_path;     /* NULL: no database (memory only) */
+    bool no_mouse;           /* the config's `mouse = off`: the terminal keeps every click (view.c) */
+    /* the config file's defaults for a new tab (restored sessions keep their own) */
+    bool has_temperature;
+    float temperature;
+    int max_tokens;          /* 0: not set */
+    const char *system;      /* the system prompt (NULL: none) */
+    const ui_role *roles;    /* /role NAME (n_roles of them; the caller's) */
+    int n_roles;
+    const char *config_path; /* the file they came from, for /role's list ("" or NULL: none) */
     /* another source of work for the main loop (the socket server's notes):
      * while extra_fd is readable, on_extra(extra_ctx, app) is called */
     int extra_fd;            /* -1 or 0 when none */
@@ -73,6 +87,7 @@ struct ui_app {
     int n_history;
     char *clipboard;         /* /copy: text the view sends to the terminal's clipboard */
     size_t clipboard_len;
+    int copied_block;        /* the number (#K) of the code block the last /copy took (0: not a block) */
     conv *close_confirm;     /* an unsaved tab whose close was asked once (ask again to lose it) */
 };
 

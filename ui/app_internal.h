@@ -1,5 +1,5 @@
 /* app_internal.h — what the app*.c files of the chat application share (the
- * tabs, models, sessions and branches of one ui_app). Private to ui/ (make
+ * tabs, models, sessions, branches, copying and roles of one ui_app). Private to ui/ (make
  * check-layers). */
 #ifndef LLC_UI_APP_INTERNAL_H
 #define LLC_UI_APP_INTERNAL_H
@@ -39,6 +39,19 @@ int app_full_path(const char *arg, size_t len, char *out, size_t n);
 /* /file PATH: a text file into the input box as a fenced block (a missing,
  * binary or too big file is refused, saying which). */
 void app_cmd_file(ui_app *a, const char *arg, size_t len);
+
+/* ---- /copy (app_copy.c) ---- */
+/* /copy [N] [code [K]]: message N (0: the last answer), or (block -1) its last
+ * code block, or (block K) code block K. */
+void app_cmd_copy(ui_app *a, conv *c, long long message, int block);
+
+/* ---- the config's defaults and roles (app_roles.c) ---- */
+/* A new tab's temperature, max_tokens and system prompt from the config: 0 or LLC_ERR_NOMEM. */
+int app_tab_defaults(const ui_app *a, conv *c);
+/* /role NAME: the role's text becomes the tab's system prompt; alone: the list. */
+void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len);
+/* /help, F1: the keys and commands, then the config's roles. */
+void app_cmd_help(ui_app *a);
 
 /* ---- sessions (app_sessions.c): /sessions, /open, /search, /archive, /delete, /export ---- */
 void app_cmd_sessions(ui_app *a, bool all);

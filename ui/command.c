@@ -41,6 +41,7 @@ static const cmd_def g_cmds[] = {
     {"stats", UI_CMD_STATS, ARG_NONE, 0, 0},
     {"model", UI_CMD_MODEL, ARG_TEXT, 0, 0},
     {"copy", UI_CMD_COPY, ARG_TEXT, 0, 0},
+    {"role", UI_CMD_ROLE, ARG_TEXT, 0, 0},
     {"reasoning", UI_CMD_REASONING, ARG_NONE, 0, 0},
     {"think", UI_CMD_THINK, ARG_TEXT_REQUIRED, 0, 0},
     {"new", UI_CMD_NEW, ARG_NONE, 0, 0},
@@ -93,16 +94,37 @@ static bool arg_is(const char *p, size_t n, const char *word) { return n == strl
 /* The words some text commands take instead of free text. */
 static int parse_flag_arg(ui_cmd *out, const char *p, size_t n, char *err, size_t err_size) {
     switch (out->kind) {
-    case UI_CMD_COPY: { /* "code", or N: message N from the top */
-        char word[8];
-        if (!n || arg_is(p, n, "code")) break;
-        if (n >= sizeof word || (memcpy(word, p, n), word[n] = 0, !parse_ll(word, &out->ivalue)) || out->ivalue < 1) {
-            out->ivalue = 0;
-            return fail(err, err_size, "/copy copies the last answer; /copy code its last code block; /copy N "
-                        "message N (1: the first shown)");
+    case UI_CMD_COPY: { /* [N] [code [K]]: message N from the top; its (or the last answer's) code block K */
+        const char *q = p, *e = p + n;
+        char word[24];
+        size_t wn = next_word(&q, e, word, sizeof word);
+        bool ok = true;
+        if (wn && isdigit((unsigned char)word[0])) {
+            ok = wn < sizeof word - 1 && parse_ll(word, &out->ivalue) && out->ivalue >= 1;
+            wn = next_word(&q, e, word, sizeof word);
+        }
+        if (ok && wn) {
+            ok = !strcmp(word, "code");
+            out->block = -1;
+            wn = next_word(&q, e, word, sizeof word);
+            long long k = 0;
+            if (ok && wn) {
+                ok = wn < sizeof word - 1 && parse_ll(word, &k) && k >= 1 && k <= 9999;
+                out->block = (int)k;
+            }
+            if (ok) ok = !next_word(&q, e, word, sizeof word);
+        }
+        if (!ok) {
+            out->ivalue = 0, out->block = 0;
+            return fail(err, err_size, "/copy: the last answer; /copy code [K] its last code block (or #K); "
+                        "/copy N message N; /copy N code [K]");
         }
         break;
     }
+    case UI_CMD_ROLE:
+        if (n && (n > 64 || memchr(p, ' ', n) || memchr(p, '\t', n)))
+            return fail(err, err_size, "/role NAME applies a role of the config file; /role alone lists them");
+        break;
     case UI_CMD_SYSTEM:
         out->ivalue = arg_is(p, n, "--clear");
         break;
@@ -240,6 +262,10 @@ const char *ui_help_text(void) {
            "  Esc     close the panel and the warnings; leave /edit (your message stays as it was)\n"
            "  Ctrl-A/E line start/end, Ctrl-K/U kill, Ctrl-W or Alt-Backspace word, Ctrl-Y yank, Alt-B/F\n"
            "  Ctrl-X Ctrl-E  edit the input in $EDITOR    Alt-C/Alt-K  copy the last answer/code block\n"
+           "          (Alt-K again: the code block before it, and so on)\n"
+           "  Mouse   the wheel scrolls, a click on a tab switches to it, a click on a code block's\n"
+           "          top border copies the block (Shift-drag selects text; mouse = off in the config\n"
+           "          leaves the mouse to the terminal)\n"
            "Commands\n"
            "  /system [TEXT]     show / set the system prompt of this session; /system --clear\n"
            "  /set [temp|top_p|top_k|min_p|max_tokens|seed VALUE]   alone: the values now\n"
@@ -254,10 +280,15 @@ const char *ui_help_text(void) {
            "  /delete N          delete session N for good (asks first)\n"
            "  /search TEXT       search every session; /open N opens a hit at its message\n"
            "  /export [FILE.md]  the conversation as Markdown    /file PATH  a text file into the input\n"
-           "  /copy [code|N]     the last answer, its last code block, or message N (from the top)\n"
+           "  /copy [N] [code [K]]  the last answer or message N (from the top); code: its last code\n"
+           "                     block, or block K (each block shows #K on its border)\n"
+           "  /role [NAME]       apply a role (a named system prompt from the config); alone: list them\n"
            "  /reasoning         show or fold a thinking model's reasoning (Alt-R)\n"
            "  /think on|off      a thinking model thinks first, or answers at once (this tab)\n"
            "  /model [N|PATH]    list models (open, recent, configured, downloaded); N or PATH switches\n"
            "  /stats  /new  /close  /help  /quit\n"
-           "  //text             send a message that starts with '/'";
+           "  //text             send a message that starts with '/'\n"
+           "Config  ~/.config/llmchat/config ($XDG_CONFIG_HOME): key = value lines\n"
+           "  temperature, max-tokens, system (defaults of a new tab; \\n is a line break),\n"
+           "  role NAME = TEXT (for /role), mouse = on|off, model, other-model, chat-template";
 }

@@ -30,8 +30,9 @@ typedef enum ui_cmd_kind {
     UI_CMD_STATS,   /* /stats */
     UI_CMD_MODEL,   /* /model [PATH]: show the tab's model and the list, or switch it;
                        /model N (ivalue N, 1..999): entry N of that list */
-    UI_CMD_COPY,    /* /copy [code|N]: the last answer (its last code block; ivalue N: message N,
-                       1 the first shown) to the clipboard */
+    UI_CMD_COPY,    /* /copy [N] [code [K]]: the last answer, or (ivalue N) message N, 1 the first
+                       shown, to the clipboard; block -1: its last code block, K: code block K */
+    UI_CMD_ROLE,    /* /role [NAME]: apply a role of the config (its system prompt); alone: list them */
     UI_CMD_REASONING, /* /reasoning: unfold (or fold again) the last answer's reasoning */
     UI_CMD_THINK,   /* /think on|off: a thinking model thinks (ivalue 1) or not (0), per tab */
     UI_CMD_NEW,     /* /new: new tab */
@@ -53,6 +54,7 @@ typedef struct ui_cmd {
     double value;      /* UI_CMD_SET (temp, top_p, min_p) */
     long long ivalue;  /* UI_CMD_SET (top_k, max_tokens, seed), /n, /beam, /alt, /open, /tab,
                           /archive, /unarchive, /delete; flags of /system, /branch, /sessions */
+    int block;         /* /copy: 0 the text; -1 the last code block; K code block K */
 } ui_cmd;
 
 /* Parses one line of input. Returns 0 with *out filled, or -1 with a one-line

@@ -18,6 +18,22 @@ int layout_first_tab(const int *widths, int n, int cur, int width, int marker) {
     return cur;
 }
 
+int layout_tab_at(const int *widths, int n, int cur, int width, int marker, int x) {
+    if (n <= 0 || x < 0 || x >= width) return -1;
+    int first = layout_first_tab(widths, n, cur, width, marker);
+    int at = 0;
+    if (first > 0) {
+        if (x < marker) return first - 1;
+        at = marker;
+    }
+    int i = first;
+    for (; i < n && at + widths[i] <= width - (i < n - 1 ? marker : 0); i++) {
+        if (x < at + widths[i]) return i;
+        at += widths[i];
+    }
+    return i < n ? i : -1; /* the tab cut off on the right, or its ">" */
+}
+
 int layout_transcript(int total, int height, int *scroll, int *prev_total, int *shown) {
     if (*scroll > 0 && *prev_total > 0 && total > *prev_total) *scroll += total - *prev_total;
     *prev_total = total;

@@ -11,6 +11,13 @@
  * tabs cut off (for "<" / ">"). 0 when everything up to cur fits. */
 int layout_first_tab(const int *widths, int n, int cur, int width, int marker);
 
+/* The tab a click at column x of that bar lands on (the bar drawn from
+ * layout_first_tab: "<" at column 0 when tabs are cut off on the left, the
+ * tabs that fit, as much of the next as fits and ">" in the last column).
+ * The "<" gives the tab before the first shown, the cut-off tab and ">" the
+ * first tab not wholly shown; -1 past the last tab. */
+int layout_tab_at(const int *widths, int n, int cur, int width, int marker, int x);
+
 /* The transcript: total rows, height rows on the screen, *scroll rows up from
  * the bottom (clamped here). A scrolled-up view holds still while rows are
  * added below it: *prev_total is the total at the last call (0: none yet), and

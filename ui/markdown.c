@@ -4,8 +4,12 @@
  * line, heading, rule, list item, quote, paragraph, blank), its inline markup
  * becomes a run of styled text in a scratch line, and that line is wrapped
  * (ui/textwrap) after its prefix (bullet, number, quote bars, code border);
- * continuation rows get a prefix of spaces as wide, so text stays aligned. */
+ * continuation rows get a prefix of spaces as wide, so text stays aligned.
+ * A code line's spans take their colours from ui/highlight; a line that
+ * starts a pipe table hands the table to md_table.c. */
 #include "ui/markdown.h"
+#include "ui/highlight.h"
+#include "ui/markdown_internal.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,7 +21,7 @@
 
 /* ---- growing arrays ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+int md_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
@@ -28,26 +32,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
-/* A line of styled text before wrapping. */
-typedef struct line_buf {
-    char *text;
-    size_t len, cap;
-    md_seg *runs; /* offsets into text */
-    size_t n_runs, cap_runs;
-} line_buf;
-
-typedef struct ctx {
-    md_doc *doc;
-    line_buf lb;
-    tw_lines wrap;
-    int width;
-    bool oom;
-} ctx;
-
-static void lb_add(ctx *c, const char *s, size_t n, uint16_t style) {
-    line_buf *b = &c->lb;
+void md_lb_add(md_ctx *c, const char *s, size_t n, uint16_t style) {
+    md_line_buf *b = &c->lb;
     if (!n || c->oom) return;
-    if (grow((void **)&b->text, &b->cap, b->len + n + 1, 1)) {
+    if (md_grow((void **)&b->text, &b->cap, b->len + n + 1, 1)) {
         c->oom = true;
         return;
     }
@@ -56,7 +44,7 @@ static void lb_add(ctx *c, const char *s, size_t n, uint16_t style) {
         b->runs[b->n_runs - 1].off + b->runs[b->n_runs - 1].len == b->len) {
         b->runs[b->n_runs - 1].len += (uint32_t)n;
     } else {
-        if (grow((void **)&b->runs, &b->cap_runs, b->n_runs + 1, sizeof *b->runs)) {
+        if (md_grow((void **)&b->runs, &b->cap_runs, b->n_runs + 1, sizeof *b->runs)) {
             c->oom = true;
             return;
         }
@@ -67,9 +55,9 @@ static void lb_add(ctx *c, const char *s, size_t n, uint16_t style) {
 
 /* ---- output rows ---- */
 
-static md_row *row_open(ctx *c, md_row_kind kind, int level) {
+md_row *md_row_open(md_ctx *c, md_row_kind kind, int level) {
     md_doc *d = c->doc;
-    if (c->oom || grow((void **)&d->rows, &d->cap_rows, d->n_rows + 1, sizeof *d->rows)) {
+    if (c->oom || md_grow((void **)&d->rows, &d->cap_rows, d->n_rows + 1, sizeof *d->rows)) {
         c->oom = true;
         return NULL;
     }
@@ -78,11 +66,11 @@ static md_row *row_open(ctx *c, md_row_kind kind, int level) {
     return r;
 }
 
-static void seg_add(ctx *c, md_row *r, const char *s, size_t n, uint16_t style) {
+void md_seg_add(md_ctx *c, md_row *r, const char *s, size_t n, uint16_t style) {
     md_doc *d = c->doc;
     if (!r || !n || c->oom) return;
-    if (grow((void **)&d->text, &d->cap, d->len + n + 1, 1) ||
-        grow((void **)&d->segs, &d->cap_segs, d->n_segs + 1, sizeof *d->segs)) {
+    if (md_grow((void **)&d->text, &d->cap, d->len + n + 1, 1) ||
+        md_grow((void **)&d->segs, &d->cap_segs, d->n_segs + 1, sizeof *d->segs)) {
         c->oom = true;
         return;
     }
@@ -99,9 +87,9 @@ static void seg_add(ctx *c, md_row *r, const char *s, size_t n, uint16_t style) 
 }
 
 /* Wraps the scratch line after prefix (first row) / cont (the others). */
-static void flush_line(ctx *c, md_row_kind kind, int level, const char *prefix, const char *cont,
-                       uint16_t prefix_style) {
-    line_buf *b = &c->lb;
+void md_flush_line(md_ctx *c, md_row_kind kind, int level, const char *prefix, const char *cont,
+                   uint16_t prefix_style) {
+    md_line_buf *b = &c->lb;
     int pw = tw_str_width(prefix, strlen(prefix));
     int avail = c->width - pw > 1 ? c->width - pw : 1;
     if (c->oom || tw_wrap(b->text ? b->text : "", b->len, avail, &c->wrap)) {
@@ -110,15 +98,15 @@ static void flush_line(ctx *c, md_row_kind kind, int level, const char *prefix, 
     }
     size_t ri = 0; /* the run the current byte is in */
     for (size_t k = 0; k < c->wrap.n; k++) {
-        md_row *r = row_open(c, kind, level);
+        md_row *r = md_row_open(c, kind, level);
         const char *p = k == 0 ? prefix : cont;
-        seg_add(c, r, p, strlen(p), prefix_style);
+        md_seg_add(c, r, p, strlen(p), prefix_style);
         size_t from = c->wrap.v[k].off, to = from + c->wrap.v[k].len;
         while (ri < b->n_runs && b->runs[ri].off + b->runs[ri].len <= from) ri++;
         for (size_t j = ri; j < b->n_runs && b->runs[j].off < to; j++) {
             size_t s = b->runs[j].off > from ? b->runs[j].off : from;
             size_t e = b->runs[j].off + b->runs[j].len < to ? b->runs[j].off + b->runs[j].len : to;
-            if (e > s) seg_add(c, r, b->text + s, e - s, b->runs[j].style);
+            if (e > s) md_seg_add(c, r, b->text + s, e - s, b->runs[j].style);
         }
     }
     b->len = 0;
@@ -181,17 +169,15 @@ static size_t find_close(const char *s, size_t len, size_t i, char ch, size_t n)
     return 0;
 }
 
-static void inline_md(ctx *c, const char *s, size_t len, uint16_t style, int depth);
-
-static void inline_md(ctx *c, const char *s, size_t len, uint16_t style, int depth) {
+void md_inline(md_ctx *c, const char *s, size_t len, uint16_t style, int depth) {
     size_t lit = 0; /* start of plain text not yet added */
     size_t i = 0;
-#define FLUSH_TO(x) (lb_add(c, s + lit, (x) - lit, style))
+#define FLUSH_TO(x) (md_lb_add(c, s + lit, (x) - lit, style))
     while (i < len) {
         char ch = s[i];
         if (ch == '\\' && i + 1 < len && is_punct(s[i + 1])) {
             FLUSH_TO(i);
-            lb_add(c, s + i + 1, 1, style);
+            md_lb_add(c, s + i + 1, 1, style);
             i += 2;
             lit = i;
             continue;
@@ -207,7 +193,7 @@ static void inline_md(ctx *c, const char *s, size_t len, uint16_t style, int dep
             FLUSH_TO(i);
             size_t a = k, b = e - (k - i);
             if (b - a >= 2 && s[a] == ' ' && s[b - 1] == ' ') a++, b--;
-            lb_add(c, s + a, b - a, (uint16_t)(style | MD_CODE));
+            md_lb_add(c, s + a, b - a, (uint16_t)(style | MD_CODE));
             i = lit = e;
             continue;
         }
@@ -225,7 +211,7 @@ static void inline_md(ctx *c, const char *s, size_t len, uint16_t style, int dep
                 if (close) {
                     FLUSH_TO(i);
                     uint16_t add = ch == '~' ? MD_STRIKE : n == 2 ? MD_BOLD : MD_ITALIC;
-                    inline_md(c, s + i + n, close - i - n, (uint16_t)(style | add), depth + 1);
+                    md_inline(c, s + i + n, close - i - n, (uint16_t)(style | add), depth + 1);
                     i = lit = close + n;
                     continue;
                 }
@@ -246,12 +232,12 @@ static void inline_md(ctx *c, const char *s, size_t len, uint16_t style, int dep
                 while (e < len && s[e] != ')' && s[e] != ' ') e++;
                 if (e < len && s[e] == ')' && e > u) {
                     FLUSH_TO(i);
-                    if (depth < 8) inline_md(c, s + i + 1, j - i - 1, (uint16_t)(style | MD_LINK), depth + 1);
+                    if (depth < 8) md_inline(c, s + i + 1, j - i - 1, (uint16_t)(style | MD_LINK), depth + 1);
                     bool same = e - u == j - i - 1 && !memcmp(s + u, s + i + 1, e - u);
                     if (!same) {
-                        lb_add(c, " (", 2, (uint16_t)(style | MD_URL));
-                        lb_add(c, s + u, e - u, (uint16_t)(style | MD_URL));
-                        lb_add(c, ")", 1, (uint16_t)(style | MD_URL));
+                        md_lb_add(c, " (", 2, (uint16_t)(style | MD_URL));
+                        md_lb_add(c, s + u, e - u, (uint16_t)(style | MD_URL));
+                        md_lb_add(c, ")", 1, (uint16_t)(style | MD_URL));
                     }
                     i = lit = e + 1;
                     continue;
@@ -265,7 +251,7 @@ static void inline_md(ctx *c, const char *s, size_t len, uint16_t style, int dep
             while (e < len && s[e] != '>' && s[e] != ' ') e++;
             if (e < len && s[e] == '>') {
                 FLUSH_TO(i);
-                lb_add(c, s + i + 1, e - i - 1, (uint16_t)(style | MD_LINK));
+                md_lb_add(c, s + i + 1, e - i - 1, (uint16_t)(style | MD_LINK));
                 i = lit = e + 1;
                 continue;
             }
@@ -326,10 +312,10 @@ static size_t list_marker(const char *s, size_t len, char *buf, size_t n) {
     return 0;
 }
 
-static void blank_row(ctx *c) { row_open(c, MD_ROW_BLANK, 0); }
+static void blank_row(md_ctx *c) { md_row_open(c, MD_ROW_BLANK, 0); }
 
 /* One line outside code blocks. */
-static void text_line(ctx *c, const char *s, size_t len) {
+void md_text_line(md_ctx *c, const char *s, size_t len) {
     char prefix[160] = "", cont[160] = "";
     size_t pl = 0;
     uint16_t base = 0;
@@ -353,18 +339,18 @@ static void text_line(ctx *c, const char *s, size_t len) {
     size_t sp = lead_spaces(s, len);
     if (sp == len) { /* blank (inside a quote: the bars only) */
         if (quote) {
-            md_row *r = row_open(c, MD_ROW_TEXT, 0);
-            seg_add(c, r, prefix, pl, MD_MARK | MD_QUOTE);
+            md_row *r = md_row_open(c, MD_ROW_TEXT, 0);
+            md_seg_add(c, r, prefix, pl, MD_MARK | MD_QUOTE);
         } else {
             blank_row(c);
         }
         return;
     }
     if (is_rule(s, len)) {
-        md_row *r = row_open(c, MD_ROW_RULE, 0);
-        seg_add(c, r, prefix, pl, MD_MARK | MD_QUOTE);
+        md_row *r = md_row_open(c, MD_ROW_RULE, 0);
+        md_seg_add(c, r, prefix, pl, MD_MARK | MD_QUOTE);
         int w = c->width - tw_str_width(prefix, pl);
-        for (int k = 0; k < w && k < 400; k++) seg_add(c, r, "─", 3, MD_MARK);
+        for (int k = 0; k < w && k < 400; k++) md_seg_add(c, r, "─", 3, MD_MARK);
         return;
     }
     if (sp <= 3 && s[sp] == '#') { /* ATX heading */
@@ -378,8 +364,8 @@ static void text_line(ctx *c, const char *s, size_t len) {
             while (t > a && s[t - 1] == '#') t--;
             if (t < b && (t == a || s[t - 1] == ' ')) b = t; /* closing #s */
             while (b > a && s[b - 1] == ' ') b--;
-            inline_md(c, s + a, b - a, (uint16_t)(base | MD_HEADING | MD_BOLD), 0);
-            flush_line(c, MD_ROW_HEADING, level, prefix, cont, MD_MARK | MD_QUOTE);
+            md_inline(c, s + a, b - a, (uint16_t)(base | MD_HEADING | MD_BOLD), 0);
+            md_flush_line(c, MD_ROW_HEADING, level, prefix, cont, MD_MARK | MD_QUOTE);
             return;
         }
     }
@@ -398,44 +384,67 @@ static void text_line(ctx *c, const char *s, size_t len) {
         cont[cl] = 0;
         size_t a = sp + ml;
         a += lead_spaces(s + a, len - a);
-        inline_md(c, s + a, len - a, base, 0);
-        flush_line(c, MD_ROW_TEXT, 0, prefix, cont, (uint16_t)(MD_MARK | base));
+        md_inline(c, s + a, len - a, base, 0);
+        md_flush_line(c, MD_ROW_TEXT, 0, prefix, cont, (uint16_t)(MD_MARK | base));
         return;
     }
     /* a paragraph line: its own indentation is kept */
-    if (sp) lb_add(c, s, sp, base);
-    inline_md(c, s + sp, len - sp, base, 0);
-    flush_line(c, MD_ROW_TEXT, 0, prefix, cont, MD_MARK | MD_QUOTE);
+    if (sp) md_lb_add(c, s, sp, base);
+    md_inline(c, s + sp, len - sp, base, 0);
+    md_flush_line(c, MD_ROW_TEXT, 0, prefix, cont, MD_MARK | MD_QUOTE);
 }
 
-static void code_line(ctx *c, const char *s, size_t len, size_t indent) {
-    size_t k = 0; /* the fence's indentation comes off */
-    while (k < indent && k < len && (s[k] == ' ' || s[k] == '\t')) k++;
-    int col = 0; /* tabs become spaces (to the next multiple of TW_TAB), so every terminal agrees */
-    for (size_t a = k; a < len;) {
+/* Syntax colours (ui/highlight) as Markdown styles. */
+static const uint16_t g_hl_style[] = {
+    [HL_PLAIN] = 0, [HL_KEYWORD] = MD_KEYWORD, [HL_TYPE] = MD_TYPE,
+    [HL_STRING] = MD_STRING, [HL_COMMENT] = MD_COMMENT, [HL_NUMBER] = MD_NUMBER,
+};
+
+typedef struct code_out {
+    md_ctx *c;
+    const char *s;
+    int col; /* tabs become spaces (to the next multiple of TW_TAB), so every terminal agrees */
+} code_out;
+
+static void code_span(void *p, size_t off, size_t len, hl_kind kind) {
+    code_out *o = p;
+    uint16_t st = (uint16_t)(MD_CODEBLOCK | g_hl_style[kind]);
+    const char *s = o->s + off;
+    for (size_t a = 0; a < len;) {
         size_t b = a;
         while (b < len && s[b] != '\t') b++;
-        lb_add(c, s + a, b - a, MD_CODEBLOCK);
-        col += tw_str_width(s + a, b - a);
+        md_lb_add(o->c, s + a, b - a, st);
+        o->col += tw_str_width(s + a, b - a);
         if (b < len) {
-            int pad = TW_TAB - col % TW_TAB;
-            lb_add(c, "        ", (size_t)pad, MD_CODEBLOCK);
-            col += pad;
+            int pad = TW_TAB - o->col % TW_TAB;
+            md_lb_add(o->c, "        ", (size_t)pad, st);
+            o->col += pad;
             b++;
         }
         a = b;
     }
-    flush_line(c, MD_ROW_CODE, 0, "│ ", "│ ", MD_CODEBLOCK | MD_MARK);
+}
+
+/* A line of code, coloured for lang (NULL: plain); returns the highlighter's state for the next. */
+static int code_line(md_ctx *c, const char *s, size_t len, size_t indent, const hl_lang *lang, int state) {
+    size_t k = 0; /* the fence's indentation comes off */
+    while (k < indent && k < len && (s[k] == ' ' || s[k] == '\t')) k++;
+    code_out o = {c, s + k, 0};
+    state = hl_line(lang, state, s + k, len - k, code_span, &o);
+    md_flush_line(c, MD_ROW_CODE, 0, "│ ", "│ ", MD_CODEBLOCK | MD_MARK);
+    return state;
 }
 
 int md_layout(const char *src, size_t len, int width, md_doc *doc) {
     doc->len = doc->n_segs = doc->n_rows = 0;
     doc->src_len = len;
     doc->width = width;
-    ctx c = {.doc = doc, .width = width < 4 ? 4 : width};
+    md_ctx c = {.doc = doc, .width = width < 4 ? 4 : width};
     bool in_code = false;
     char fch = 0;
     size_t flen = 0, findent = 0;
+    const hl_lang *lang = NULL; /* the open code block's language, when it is one ui/highlight knows */
+    int hl_state = 0, n_blocks = 0;
     size_t pos = 0;
     while (pos < len || (pos == 0 && len == 0)) {
         if (len == 0) break;
@@ -452,10 +461,10 @@ int md_layout(const char *src, size_t len, int width, md_doc *doc) {
             while (k < n && s[k] == fch) k++;
             if (k - i >= flen && lead_spaces(s + k, n - k) == n - k) { /* closing fence */
                 in_code = false;
-                md_row *r = row_open(&c, MD_ROW_CODE_END, 0);
-                seg_add(&c, r, "└─", 6, MD_CODEBLOCK | MD_MARK);
+                md_row *r = md_row_open(&c, MD_ROW_CODE_END, 0);
+                md_seg_add(&c, r, "└─", 6, MD_CODEBLOCK | MD_MARK);
             } else {
-                code_line(&c, s, n, findent);
+                hl_state = code_line(&c, s, n, findent, lang, hl_state);
             }
         } else if (fence_at(s, n, &ind, &ch, &fl)) {
             in_code = true;
@@ -466,15 +475,28 @@ int md_layout(const char *src, size_t len, int width, md_doc *doc) {
             a += lead_spaces(s + a, n - a);
             size_t b = a;
             while (b < n && s[b] != ' ' && s[b] != '\t' && s[b] != '{') b++;
-            md_row *r = row_open(&c, MD_ROW_CODE_TOP, 0);
-            seg_add(&c, r, "┌─", 6, MD_CODEBLOCK | MD_MARK);
+            lang = hl_find(s + a, b - a);
+            hl_state = 0;
+            md_row *r = md_row_open(&c, MD_ROW_CODE_TOP, 0);
+            md_seg_add(&c, r, "┌─ ", 7, MD_CODEBLOCK | MD_MARK);
             if (b > a) {
-                seg_add(&c, r, " ", 1, MD_CODEBLOCK | MD_MARK);
-                seg_add(&c, r, s + a, b - a > 40 ? 40 : b - a, MD_CODEBLOCK | MD_MARK | MD_BOLD);
-                seg_add(&c, r, " ", 1, MD_CODEBLOCK | MD_MARK);
+                md_seg_add(&c, r, s + a, b - a > 40 ? 40 : b - a, MD_CODEBLOCK | MD_MARK | MD_BOLD);
+                md_seg_add(&c, r, " ", 1, MD_CODEBLOCK | MD_MARK);
             }
+            char num[24]; /* the number /copy code N takes */
+            int nn = snprintf(num, sizeof num, "#%d ", ++n_blocks);
+            md_seg_add(&c, r, num, (size_t)nn, MD_CODEBLOCK | MD_MARK);
         } else {
-            text_line(&c, s, n);
+            size_t took = md_table(&c, src + pos, len - pos);
+            if (took) { /* a table: the lines it took */
+                pos += took;
+                if (pos >= len) {
+                    if (src[len - 1] == '\n') blank_row(&c); /* (as after any last line) */
+                    break;
+                }
+                continue;
+            }
+            md_text_line(&c, s, n);
         }
         if (!nl) break;
         pos = end + 1;
@@ -517,46 +539,59 @@ size_t md_row_text(const md_doc *doc, size_t r, char *buf, size_t n) {
     return total;
 }
 
-char *md_last_code_block(const char *src, size_t len, size_t *out_len) {
-    size_t best_start = 0, best_end = 0, best_indent = 0;
-    bool found = false, in_code = false;
+/* Finds block k (1-based; 0: the last) of src: its code's byte range and the
+ * fence's indentation. Returns how many blocks src has. */
+static int find_code_block(const char *src, size_t len, int k, size_t *from, size_t *to, size_t *indent) {
+    bool in_code = false;
     char fch = 0;
     size_t flen = 0, findent = 0, code_start = 0;
+    int n = 0;
     size_t pos = 0;
     while (pos < len) {
         const char *nl = memchr(src + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - src) : len;
         const char *s = src + pos;
-        size_t n = end - pos, ind, fl;
+        size_t ln = end - pos, ind, fl;
         char ch;
         if (in_code) {
-            size_t i = lead_spaces(s, n), k = i;
-            while (k < n && s[k] == fch) k++;
-            if (k - i >= flen && lead_spaces(s + k, n - k) == n - k) {
+            size_t i = lead_spaces(s, ln), e = i;
+            while (e < ln && s[e] == fch) e++;
+            if (e - i >= flen && lead_spaces(s + e, ln - e) == ln - e) {
                 in_code = false;
-                found = true;
-                best_start = code_start, best_end = pos, best_indent = findent;
+                if (k == 0 || n == k) *from = code_start, *to = pos, *indent = findent;
             }
-        } else if (fence_at(s, n, &ind, &ch, &fl)) {
+        } else if (fence_at(s, ln, &ind, &ch, &fl)) {
             in_code = true;
+            n++;
             fch = ch, flen = fl, findent = ind;
             code_start = nl ? end + 1 : len;
         }
         if (!nl) break;
         pos = end + 1;
     }
-    if (in_code) found = true, best_start = code_start, best_end = len, best_indent = findent;
-    if (!found) return NULL;
+    if (in_code && (k == 0 || n == k)) *from = code_start, *to = len, *indent = findent;
+    return n;
+}
+
+int md_code_blocks(const char *src, size_t len) {
+    size_t a, b, ind;
+    return find_code_block(src, len, -1, &a, &b, &ind);
+}
+
+char *md_code_block(const char *src, size_t len, int k, size_t *out_len) {
+    size_t best_start = 0, best_end = 0, best_indent = 0;
+    int n = find_code_block(src, len, k, &best_start, &best_end, &best_indent);
+    if (!n || k > n || k < 0) return NULL;
     char *out = malloc(best_end - best_start + 1);
     if (!out) return NULL;
     size_t o = 0;
     for (size_t p = best_start; p < best_end;) { /* line by line, the fence's indentation off */
         const char *nl = memchr(src + p, '\n', best_end - p);
         size_t e = nl ? (size_t)(nl - src) + 1 : best_end;
-        size_t k = 0;
-        while (k < best_indent && p + k < e && (src[p + k] == ' ' || src[p + k] == '\t')) k++;
-        memcpy(out + o, src + p + k, e - p - k);
-        o += e - p - k;
+        size_t i = 0;
+        while (i < best_indent && p + i < e && (src[p + i] == ' ' || src[p + i] == '\t')) i++;
+        memcpy(out + o, src + p + i, e - p - i);
+        o += e - p - i;
         p = e;
     }
     if (o && out[o - 1] == '\n') o--; /* the line break before the closing fence */
@@ -564,3 +599,5 @@ char *md_last_code_block(const char *src, size_t len, size_t *out_len) {
     *out_len = o;
     return out;
 }
+
+char *md_last_code_block(const char *src, size_t len, size_t *out_len) { return md_code_block(src, len, 0, out_len); }

@@ -6,11 +6,15 @@
  * Understood: ATX headings (# ..), **bold** / __bold__, *italic* / _italic_,
  * ~~strike~~, `inline code`, [links](url) and <autolinks>, bulleted and
  * numbered lists (nested by indentation), block quotes (nested), horizontal
- * rules, backslash escapes, and fenced code blocks (``` or ~~~): shown without
- * the fence lines, with a border, the language on the top border, and the
- * code's own indentation kept. Source line breaks are kept (models use them as
+ * rules, backslash escapes, fenced code blocks (``` or ~~~): shown without
+ * the fence lines, with a border, the language and the block's number (#N,
+ * what /copy code N takes) on the top border, the code's own indentation
+ * kept, and syntax colours for the languages ui/highlight knows — and
+ * GitHub's pipe tables: a box with aligned columns (:-- :-: --:), cells
+ * wrapped to fit the width. Source line breaks are kept (models use them as
  * breaks). Incomplete input — a text still streaming — lays out as far as it
- * goes: an unclosed fence is code up to the end; an unclosed ** stays literal.
+ * goes: an unclosed fence is code up to the end; an unclosed ** stays literal;
+ * a table shows its rows so far (from a delimiter row's first "|-").
  * Any bytes are accepted; invalid UTF-8 is kept as is (textwrap measures it). */
 #ifndef LLC_UI_MARKDOWN_H
 #define LLC_UI_MARKDOWN_H
@@ -30,7 +34,13 @@ enum {
     MD_QUOTE = 1 << 7,     /* text inside a block quote */
     MD_CODEBLOCK = 1 << 8, /* a fenced code block's text and border */
     MD_MARK = 1 << 9,      /* structure drawn by the layout: bullets, numbers, quote bars,
-                              code borders and language, rules */
+                              code borders and language, rules, table lines */
+    /* syntax colours inside a code block (with MD_CODEBLOCK) */
+    MD_KEYWORD = 1 << 10,
+    MD_TYPE = 1 << 11,     /* types, built-in names, constants, shell variables */
+    MD_STRING = 1 << 12,
+    MD_COMMENT = 1 << 13,
+    MD_NUMBER = 1 << 14,
 };
 
 /* Row kinds. */
@@ -41,6 +51,7 @@ typedef enum md_row_kind {
     MD_ROW_CODE,      /* a line of code (or a part of a long one) */
     MD_ROW_CODE_END,  /* the border below a closed code block */
     MD_ROW_RULE,      /* a horizontal rule */
+    MD_ROW_TABLE,     /* a table's border or a line of its cells */
     MD_ROW_BLANK,
 } md_row_kind;
 
@@ -78,10 +89,15 @@ void md_doc_free(md_doc *doc);
  * cut to n - 1 bytes); returns its full length. For tests and copying. */
 size_t md_row_text(const md_doc *doc, size_t r, char *buf, size_t n);
 
-/* The code of the last fenced code block in src, as laid out (without the
- * fences, the fence's indentation taken off every line; an unclosed block runs
- * to the end): malloc'd, NUL-terminated, its length in *out_len. NULL when src
- * has no code block (or out of memory). */
+/* The code of fenced code block k of src (1: the first, as numbered on its
+ * border; 0: the last), as laid out (without the fences, the fence's
+ * indentation taken off every line; an unclosed block runs to the end):
+ * malloc'd, NUL-terminated, its length in *out_len. NULL when src has no such
+ * block (or out of memory). */
+char *md_code_block(const char *src, size_t len, int k, size_t *out_len);
+/* How many fenced code blocks src has (an unclosed last one counts). */
+int md_code_blocks(const char *src, size_t len);
+/* md_code_block(src, len, 0, out_len). */
 char *md_last_code_block(const char *src, size_t len, size_t *out_len);
 
 #endif

@@ -1,6 +1,7 @@
 /* view.c — the curses main loop (see view.h): layout, drawing with cached word
  * wrap, the start-up warnings, key decoding (Alt-, Ctrl-PgUp/PgDn, bracketed
- * paste, readline's keys), an input box per tab (drafts), Ctrl-X Ctrl-E in
+ * paste, readline's keys), the mouse (wheel, clicks on the tab bar and on a
+ * code block's border), an input box per tab (drafts), Ctrl-X Ctrl-E in
  * $EDITOR, redraw throttling. */
 #define _XOPEN_SOURCE_EXTENDED 1
 #include "ui/view.h"
@@ -31,7 +32,14 @@ enum {
     K_CTRL_PGDN,
 };
 
-enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE };
+enum { C_USER = 1, C_BOT, C_ERROR, C_DIM, C_TAB, C_CODE, C_CODEBLOCK, C_HEADING, C_LINK, C_QUOTE,
+       C_KEYWORD, C_TYPE, C_STRING, C_COMMENT, C_NUMBER };
+
+/* A code block's top border on the screen: the shown message (-1: none) and its row in the message's layout. */
+typedef struct code_top {
+    int msg;
+    size_t md_row;
+} code_top;
 
 typedef struct view {
     ui_app *a;
@@ -43,9 +51,14 @@ typedef struct view {
     tw_lines panel_wrap, input_wrap, queued_wrap, warn_wrap;
     double last_draw;
     bool ctrl_x;           /* Ctrl-X was pressed: Ctrl-E may follow */
+    bool alt_k;            /* the last key was Alt-K: another takes the code block before */
     const conv *tab;       /* the tab whose draft the input box holds */
     unsigned tabs_gen;     /* a->tabs_gen then */
     const char *panel_seen; /* the panel last drawn: a new one is scrolled to its first line */
+    code_top *tops;         /* [n_tops]: per transcript row drawn, the code block border on it */
+    int n_tops;
+    const conv *tops_tab;   /* the tab they were drawn for, the screen rows they start at and span */
+    int tops_top, tops_height;
 } view;
 
 static volatile sig_atomic_t g_stop;
@@ -92,6 +105,7 @@ typedef struct tline {
     int indent;
     const md_doc *md;    /* non-NULL: draw row md_row of it */
     size_t md_row;
+    int msg;             /* the shown message it belongs to (-1: none) */
 } tline;
 
 typedef struct rows {
@@ -107,13 +121,13 @@ static void rows_push(rows *r, const char *text, size_t len, int pair, attr_t at
         r->v = p;
         r->cap = cap;
     }
-    r->v[r->n++] = (tline){text, len, pair, attr, indent, NULL, 0};
+    r->v[r->n++] = (tline){text, len, pair, attr, indent, NULL, 0, -1};
 }
 
-static void rows_push_md(rows *r, const md_doc *d, size_t k, int indent) {
+static void rows_push_md(rows *r, const md_doc *d, size_t k, int indent, int msg) {
     size_t n = r->n;
     rows_push(r, "", 0, 0, A_NORMAL, indent);
-    if (r->n > n) r->v[n].md = d, r->v[n].md_row = k;
+    if (r->n > n) r->v[n].md = d, r->v[n].md_row = k, r->v[n].msg = msg;
 }
 
 static void md_free_cache(void *p) {
@@ -151,8 +165,14 @@ static attr_t md_attr(const view *v, unsigned st, int *pair) {
     if (st & MD_HEADING) *pair = C_HEADING;
     if (st & MD_CODE) *pair = C_CODE;
     if (st & MD_CODEBLOCK) *pair = C_CODEBLOCK;
+    /* syntax colours (on the code block's background); without colour: keywords bold, comments dim */
+    if (st & MD_KEYWORD) *pair = C_KEYWORD, a |= A_BOLD;
+    if (st & MD_TYPE) *pair = C_TYPE;
+    if (st & MD_STRING) *pair = C_STRING;
+    if (st & MD_NUMBER) *pair = C_NUMBER;
+    if (st & MD_COMMENT) *pair = C_COMMENT, a |= v->color ? A_NORMAL : A_DIM;
     if ((st & MD_MARK) && !(st & MD_CODEBLOCK)) a |= A_DIM;
-    if (!v->color && (st & (MD_CODE | MD_CODEBLOCK)) && !(st & MD_MARK)) a |= A_BOLD;
+    if (!v->color && (st & (MD_CODE | MD_CODEBLOCK)) && !(st & (MD_MARK | MD_COMMENT))) a |= A_BOLD;
     return a;
 }
 
@@ -174,6 +194,15 @@ static void draw_md_row(view *v, int y, int x, int W, const md_doc *d, size_t ri
     attrset(A_NORMAL);
 }
 
+/* Tab i's label on the bar into buf; returns its width in cells. */
+static int tab_label(const ui_app *a, int i, char *buf, size_t n) {
+    const conv *c = a->tabs[i];
+    char title[64];
+    tw_ellipsize(c->title, strlen(c->title), 18, title, sizeof title);
+    snprintf(buf, n, " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
+    return tw_str_width(buf, strlen(buf));
+}
+
 /* The tab bar: the tabs that fit, always the current one among them ("<" and
  * ">" say that tabs are cut off on that side). */
 static void draw_tabs(view *v, int W) {
@@ -188,13 +217,7 @@ static void draw_tabs(view *v, int W) {
         free(widths);
         return;
     }
-    for (int i = 0; i < a->n_tabs; i++) {
-        conv *c = a->tabs[i];
-        char title[64];
-        tw_ellipsize(c->title, strlen(c->title), 18, title, sizeof title);
-        snprintf(labels[i], sizeof labels[i], " %d:%s%s ", i + 1, title, c->req_id ? " *" : "");
-        widths[i] = tw_str_width(labels[i], strlen(labels[i]));
-    }
+    for (int i = 0; i < a->n_tabs; i++) widths[i] = tab_label(a, i, labels[i], sizeof labels[i]);
     int first = layout_first_tab(widths, a->n_tabs, a->cur, W, 1);
     int x = 0;
     if (first > 0) put(0, x++, "<", 1, W);
@@ -239,6 +262,17 @@ static size_t word_count(const conv_msg *m) {
     for (size_t i = 0; i < m->r_len; i++)
         if (!isspace((unsigned char)m->reasoning[i]) && (i == 0 || isspace((unsigned char)m->reasoning[i - 1]))) n++;
     return n;
+}
+
+/* The code blocks' top borders on the screen, for a click to copy one. */
+static void code_tops_reset(view *v, const conv *c, int top, int height) {
+    if (height > v->n_tops) {
+        code_top *t = realloc(v->tops, (size_t)height * sizeof *t);
+        if (!t) height = v->n_tops;
+        else v->tops = t, v->n_tops = height;
+    }
+    for (int y = 0; y < v->n_tops; y++) v->tops[y] = (code_top){-1, 0};
+    v->tops_tab = c, v->tops_top = top, v->tops_height = height;
 }
 
 static void draw_transcript(view *v, int top, int height, int W) {
@@ -298,7 +332,7 @@ static void draw_transcript(view *v, int top, int height, int W) {
         }
         const md_doc *md = user ? NULL : markdown_of(m, width);
         if (md && (md->n_rows || !m->len)) {
-            for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2);
+            for (size_t k = 0; k < md->n_rows; k++) rows_push_md(&r, md, k, 2, i);
         } else {
             rewrap(m, width);
             for (size_t k = 0; k < m->wrap.n; k++)
@@ -339,12 +373,15 @@ static void draw_transcript(view *v, int top, int height, int W) {
         c->focus_id = 0;
     }
     int first = layout_transcript(total, height, &c->scroll, &c->scroll_rows, &shown);
+    code_tops_reset(v, c, top, height);
     for (int y = 0; y < height; y++) {
         move(top + y, 0);
         clrtoeol();
         int idx = first + y;
         if (idx >= total || y >= shown) continue;
         tline *rw = &r.v[idx];
+        if (rw->md && rw->md->rows[rw->md_row].kind == MD_ROW_CODE_TOP && y < v->n_tops)
+            v->tops[y] = (code_top){rw->msg, rw->md_row};
         if (rw->md) {
             draw_md_row(v, top + y, rw->indent, W, rw->md, rw->md_row);
             continue;
@@ -448,6 +485,7 @@ static void draw_warnings(view *v, int top, int n_rows, int W) {
 static void draw(view *v) {
     int H, W;
     getmaxyx(stdscr, H, W);
+    v->tops_height = 0; /* (until the transcript is drawn: no code block border to click) */
     if (H < 4 || W < 10) {
         erase();
         mvaddstr(0, 0, "too small");
@@ -521,6 +559,75 @@ static void scroll_by(view *v, int d) {
     v->a->changed = true;
 }
 
+/* The mouse: the wheel scrolls the transcript, a click on the tab bar
+ * switches to the tab under it (ncurses decodes xterm's SGR 1006 reports
+ * where terminfo has them: xterm-256color's kmous). */
+enum { WHEEL_ROWS = 3 };
+
+/* A click on a code block's top border (┌─ lang #K) copies the block, as
+ * /copy N code K would. */
+static void click_code_block(view *v, int y) {
+    ui_app *a = v->a;
+    conv *c = ui_app_tab(a);
+    y -= v->tops_top;
+    if (c != v->tops_tab || y < 0 || y >= v->tops_height || y >= v->n_tops || v->tops[y].msg < 0) return;
+    const code_top *t = &v->tops[y];
+    if (t->msg >= conv_n_shown(c)) return;
+    const md_doc *d = conv_shown(c, t->msg)->view; /* (the layout drawn, cached on the message) */
+    if (!d || t->md_row >= d->n_rows) return;
+    int k = 0;
+    for (size_t i = 0; i <= t->md_row; i++) k += d->rows[i].kind == MD_ROW_CODE_TOP;
+    char cmd[48];
+    snprintf(cmd, sizeof cmd, "/copy %d code %d", t->msg + 1, k);
+    ui_app_input(a, cmd, strlen(cmd));
+}
+
+static void on_mouse(view *v) {
+    MEVENT ev;
+    if (getmouse(&ev) != OK) return;
+    ui_app *a = v->a;
+    if (ev.bstate & BUTTON4_PRESSED) scroll_by(v, WHEEL_ROWS);
+#ifdef BUTTON5_PRESSED
+    else if (ev.bstate & BUTTON5_PRESSED) scroll_by(v, -WHEEL_ROWS);
+#endif
+    else if ((ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && ev.y > 0) click_code_block(v, ev.y);
+    else if ((ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && ev.y == 0 && a->n_tabs > 0) {
+        int W = getmaxx(stdscr);
+        int *widths = malloc((size_t)a->n_tabs * sizeof *widths);
+        if (!widths) return;
+        char label[96];
+        for (int i = 0; i < a->n_tabs; i++) widths[i] = tab_label(a, i, label, sizeof label);
+        int t = layout_tab_at(widths, a->n_tabs, a->cur, W, 1, ev.x);
+        free(widths);
+        if (t >= 0) ui_app_switch(a, t);
+    }
+}
+
+/* Mouse reports on (the wheel and button 1; Shift-drag still selects text in
+ * xterm-like terminals), unless the config turned them off. */
+static void mouse_on(view *v) {
+    if (v->a->cfg.no_mouse) return;
+    mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED
+#ifdef BUTTON5_PRESSED
+                  | BUTTON5_PRESSED
+#endif
+              ,
+              NULL);
+    mouseinterval(0); /* presses at once, no wait for a click */
+}
+
+/* Alt-K: the last code block of the last answer with code; pressed again
+ * at once, the block before it, and so on round (the notice names each #K). */
+static void pick_code_block(view *v) {
+    ui_app *a = v->a;
+    int k = v->alt_k && a->copied_block > 1 ? a->copied_block - 1 : 0;
+    char cmd[32];
+    if (k) snprintf(cmd, sizeof cmd, "/copy code %d", k);
+    else snprintf(cmd, sizeof cmd, "/copy code");
+    ui_app_input(a, cmd, strlen(cmd));
+    v->alt_k = true;
+}
+
 static void on_alt_key(view *v, wint_t ch) {
     ui_app *a = v->a;
     if (ch >= '0' && ch <= '9') { /* Alt-1..9, Alt-0 the tenth (/tab N any) */
@@ -530,7 +637,7 @@ static void on_alt_key(view *v, wint_t ch) {
     else if (ch == '\r' || ch == '\n') le_newline(v->le);
     else if (ch == 'c') ui_app_input(a, "/copy", 5);
     else if (ch == 'r') ui_app_input(a, "/reasoning", 10);
-    else if (ch == 'k') ui_app_input(a, "/copy code", 10);
+    else if (ch == 'k') pick_code_block(v);
     else if (ch == 'b') le_word_left(v->le);
     else if (ch == 'f') le_word_right(v->le);
     else if (ch == 'w') ui_app_close_tab(a);
@@ -560,7 +667,7 @@ static char *read_whole(const char *path, size_t *n) {
 
 /* Runs $VISUAL, else $EDITOR, else vi on path with curses put aside; the
  * exit status, or -1 when it could not be run. */
-static int run_editor(const char *path) {
+static int run_editor(view *v, const char *path) {
     printf("\033[?2004l"); /* (bracketed paste off for the editor) */
     fflush(stdout);
     def_prog_mode();
@@ -574,6 +681,7 @@ static int run_editor(const char *path) {
     int st = 0;
     while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     reset_prog_mode();
+    mouse_on(v); /* (endwin turned the reports off) */
     printf("\033[?2004h");
     fflush(stdout);
     clearok(stdscr, TRUE);
@@ -596,7 +704,7 @@ static void compose_in_editor(view *v) {
         return;
     }
     close(fd);
-    int st = run_editor(path);
+    int st = run_editor(v, path);
     size_t n = 0;
     char *back = st == 0 ? read_whole(path, &n) : NULL;
     unlink(path);
@@ -629,6 +737,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     int H, W;
     getmaxyx(stdscr, H, W);
     a->changed = true;
+    if (!(alt && !is_key && ch == 'k')) v->alt_k = false;
     if (v->in_paste) {
         if (is_key && ch == K_PASTE_END) {
             v->in_paste = false;
@@ -660,6 +769,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
         case K_CTRL_PGUP: ui_app_switch(a, a->cur - 1); return;
         case K_CTRL_PGDN: ui_app_switch(a, a->cur + 1); return;
         case KEY_RESIZE: return;
+        case KEY_MOUSE: on_mouse(v); return;
         case KEY_F(1): ui_app_input(a, "/help", 5); return;
         case KEY_ENTER: submit(v); return;
         case KEY_BACKSPACE: le_backspace(v->le); return;
@@ -750,11 +860,18 @@ static void setup_terminal(view *v) {
         init_pair(C_HEADING, COLOR_MAGENTA, -1);
         init_pair(C_LINK, COLOR_CYAN, -1);
         init_pair(C_QUOTE, COLOR_YELLOW, -1);
+        short code_bg = COLORS >= 256 ? 236 : COLOR_BLUE; /* the code block's background */
+        init_pair(C_KEYWORD, COLORS >= 256 ? 213 : COLOR_MAGENTA, code_bg);
+        init_pair(C_TYPE, COLORS >= 256 ? 81 : COLOR_CYAN, code_bg);
+        init_pair(C_STRING, COLORS >= 256 ? 150 : COLOR_GREEN, code_bg);
+        init_pair(C_COMMENT, COLORS >= 256 ? 245 : COLOR_WHITE, code_bg);
+        init_pair(C_NUMBER, COLORS >= 256 ? 215 : COLOR_YELLOW, code_bg);
     }
     define_key("\033[200~", K_PASTE_BEGIN);
     define_key("\033[201~", K_PASTE_END);
     define_key("\033[5;5~", K_CTRL_PGUP);
     define_key("\033[6;5~", K_CTRL_PGDN);
+    mouse_on(v);
     printf("\033[?2004h"); /* bracketed paste */
     fflush(stdout);
     llc_set_abort_hook(restore_terminal);
@@ -821,6 +938,7 @@ int ui_run(ui_app *a, llc_err *err) {
     tw_lines_free(&v.input_wrap);
     tw_lines_free(&v.queued_wrap);
     tw_lines_free(&v.warn_wrap);
+    free(v.tops);
     llc_set_abort_hook(NULL);
     return 0;
 }

@@ -1,0 +1,76 @@
+/* app_roles.c — the config file's chat defaults (see app_internal.h): a new
+ * tab's temperature, max_tokens and system prompt, /role NAME (a named system
+ * prompt) and the roles F1 lists. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui/app_internal.h"
+#include "ui/command.h"
+#include "ui/textwrap.h"
+
+/* A new tab's settings from the config file's defaults. */
+int app_tab_defaults(const ui_app *a, conv *c) {
+    const ui_app_config *cf = &a->cfg;
+    if (cf->has_temperature) c->set.temperature = cf->temperature;
+    if (cf->max_tokens > 0) c->set.max_tokens = cf->max_tokens;
+    if (cf->system && *cf->system) {
+        char *s = strdup(cf->system);
+        if (!s) return LLC_ERR_NOMEM;
+        free(c->system);
+        c->system = s;
+    }
+    if (cf->has_temperature || cf->max_tokens > 0 || (cf->system && *cf->system)) c->meta_dirty = true;
+    return 0;
+}
+
+/* /role NAME: the config's role becomes the tab's system prompt; /role alone lists them. */
+void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len) {
+    const ui_app_config *cf = &a->cfg;
+    if (!len) {
+        char *text = NULL;
+        size_t n = 0;
+        if (!cf->n_roles) {
+            ui_app_notice(a, false, "no roles: add 'role NAME = TEXT' lines to %s",
+                          cf->config_path && *cf->config_path ? cf->config_path : "~/.config/llmchat/config");
+            return;
+        }
+        app_cat(&text, &n, "Roles (/role NAME makes one the system prompt of this tab)\n");
+        for (int i = 0; i < cf->n_roles; i++) {
+            char line[80];
+            size_t pl = strcspn(cf->roles[i].prompt, "\n");
+            tw_ellipsize(cf->roles[i].prompt, pl, 60, line, sizeof line);
+            app_cat(&text, &n, "  %-14s %s\n", cf->roles[i].name, line);
+        }
+        app_set_panel(a, text);
+        return;
+    }
+    for (int i = 0; i < cf->n_roles; i++) {
+        if (strlen(cf->roles[i].name) != len || memcmp(cf->roles[i].name, name, len)) continue;
+        char *s = strdup(cf->roles[i].prompt);
+        if (!s) {
+            app_reject(a, "out of memory");
+            return;
+        }
+        free(c->system);
+        c->system = s;
+        c->meta_dirty = true;
+        app_save_conv(a, c, true, 0);
+        ui_app_notice(a, false, "role %s: its system prompt is this tab's now (/system shows it)", cf->roles[i].name);
+        return;
+    }
+    app_reject(a, "/role %.*s: no such role (%s)", (int)(len > 64 ? 64 : len), name,
+               cf->n_roles ? "/role lists them" : "the config file names none");
+}
+
+/* /help and F1: the keys and commands, and the config's roles. */
+void app_cmd_help(ui_app *a) {
+    char *text = NULL;
+    size_t n = 0;
+    app_cat(&text, &n, "%s", ui_help_text());
+    if (a->cfg.n_roles) {
+        app_cat(&text, &n, "\nRoles (/role NAME)\n ");
+        for (int i = 0; i < a->cfg.n_roles; i++) app_cat(&text, &n, " %s", a->cfg.roles[i].name);
+    }
+    app_set_panel(a, text);
+}
