@@ -623,7 +623,8 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
     const char *rhs = strncmp(gbnf, "root ::= ", 9) ? NULL : gbnf + 9, *eol = rhs ? strchr(rhs, '\n') : NULL;
     size_t n = strlen(gbnf) + 64;
     char *w = eol ? malloc(n) : NULL;
-    if (w) snprintf(w, n, "root ::= \"<tool_call>\\n\" ( %.*s ) \"\\n</tool_call>\"%s", (int)(eol - rhs), rhs, eol);
+    const char *tag = g->tool_format == TOOLCALL_MINIMAX_M1 ? "tool_calls" : "tool_call"; /* M1's block */
+    if (w) snprintf(w, n, "root ::= \"<%s>\\n\" ( %.*s ) \"\\n</%s>\"%s", tag, (int)(eol - rhs), rhs, tag, eol);
     free(gbnf);
     return use_grammar(g, w, "the tools' grammar", err);
 }
@@ -650,7 +651,8 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
      * tokenizer: llama.cpp preserves them; Qwen3-Coder's are plain added tokens) */
     g->req.special_text = native && g->tools &&
                           (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3 ||
-                           m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX);
+                           m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX ||
+                           m->tool_format == TOOLCALL_MINIMAX_M3);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;
