@@ -1,6 +1,6 @@
 # cli_server_reasoning.sh — a thinking model's reasoning over /v1/chat/completions:
 # with a Qwen3-style template (the model opens <think>), QwQ's (the prompt opens
-# it) and gpt-oss's harmony channels, an answer forced by a grammar comes back as
+# it), MiniMax-M3's <mm:think> and gpt-oss's harmony channels, an answer forced by a grammar comes back as
 # message.reasoning_content and content, and streamed as delta.reasoning_content
 # and delta.content; "reasoning_format": "none" in a request, or
 # `serve --reasoning-format none`, leaves everything in content;
@@ -80,12 +80,17 @@ for line in sys.stdin.read().split("\n"):
 print(json.dumps(t or None) + "|" + json.dumps(c))'
 }
 
+# a random model with the default's vocabulary and a 4096 context, for long
+# system prompts (MiniMax-M3's, gpt-oss's tools)
+$LLMCHAT gen-model -o "$TMP/m4k.gguf" -m "$MODEL" --dim 64 --layers 1 --heads 2 --kv-heads 2 --ffn 128 --ctx 4096 \
+    -t f32 >/dev/null 2>"$TMP/gen.err" || bad "gen-model" "$(cat "$TMP/gen.err")"
+
 # case NAME TEMPLATE FORCED_TEXT [SERVE_ARGS...]: the answer splits into "I plan."
 # and "Hello there." (one piece and streamed), and not with reasoning_format none
 case_for() {
     name=$1 tmpl=$2 forced=$3
     shift 3
-    if ! serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$tmpl" "$@"; then
+    if ! serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$tmpl" $CASE_MODEL "$@"; then
         bad "$name: serve starts" "$(cat "$TMP/serve.log")"
         return
     fi
@@ -107,6 +112,8 @@ case_for "QwQ (the prompt opens <think>)" "$SHARED/reference/templates/Qwen-QwQ-
     "$(printf 'I plan.\n</think>\n\nHello there.')"
 case_for "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinja" \
     '<|channel|>analysis<|message|>I plan.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.'
+CASE_MODEL="-m $TMP/m4k.gguf" case_for "MiniMax-M3 <mm:think>" "$SHARED/reference/templates/MiniMax-M3.jinja" \
+    '<mm:think>I plan.</mm:think>Hello there.'
 case_for "serve --reasoning-format none" "$QWEN3" "$THINK_TEXT" \
     --reasoning-format none
 
@@ -163,10 +170,8 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/re
     stop_server "$SP"
 fi
 # gpt-oss's function calls: a commentary message to=functions.NAME becomes
-# tool_calls, beside the analysis as reasoning_content (a random model with the
-# default's vocabulary and a 4096 context: the tools prompt is long)
-$LLMCHAT gen-model -o "$TMP/m4k.gguf" -m "$MODEL" --dim 64 --layers 1 --heads 2 --kv-heads 2 --ffn 128 --ctx 4096 \
-    -t f32 >/dev/null 2>"$TMP/gen.err" || bad "gen-model" "$(cat "$TMP/gen.err")"
+# tool_calls, beside the analysis as reasoning_content (on m4k.gguf: the tools
+# prompt is long)
 if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
     --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
     TOOL='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}'
