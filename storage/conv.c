@@ -292,7 +292,12 @@ void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage
     conv_msg *m = c->alts[alt];
     m->state = state;
     snprintf(m->finish, sizeof m->finish, "%s", finish ? finish : "");
-    if (usage) m->usage = *usage;
+    if (usage) { /* what was measured while it streamed stays unless the end says otherwise */
+        const db_usage seen = m->usage;
+        m->usage = *usage;
+        if (!m->usage.reasoning_tokens) m->usage.reasoning_tokens = seen.reasoning_tokens;
+        if (!m->usage.reasoning_ms) m->usage.reasoning_ms = seen.reasoning_ms;
+    }
     m->dirty = true;
 }
 

@@ -36,7 +36,7 @@ enum {
 };
 
 /* The schema version this build creates and understands (PRAGMA user_version). */
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 
 /* Content length meaning "NUL-terminated string". */
 #define DB_NTS ((size_t)-1)
@@ -154,6 +154,8 @@ void db_sessions_free(db_session *arr, int n);
 typedef struct db_usage {
     int64_t prompt_tokens, cached_tokens, completion_tokens;
     double ttft_ms, tpot_ms;
+    int64_t reasoning_tokens; /* a thinking model's: the tokens of its reasoning (of completion_tokens) */
+    double reasoning_ms;      /* and how long the reasoning streamed */
 } db_usage;
 
 typedef struct db_message {
@@ -229,9 +231,11 @@ typedef struct db_hit {
     int role;
     char *title;   /* the session's title */
     char *snippet; /* a few words around the match, matches inside "[" "]" */
+    bool in_reasoning; /* the words matched in the message's reasoning, not its text
+                          (the snippet is the reasoning's) */
 } db_hit;
 
-/* Full-text search over message content, best match first, at most limit hits
+/* Full-text search over message content and reasoning, best match first, at most limit hits
  * (<= 0: 50). The query is plain words: every word must occur (FTS5 syntax in it
  * is taken literally; a trailing * makes a word a prefix). Messages still
  * streaming are not indexed until they finish. *out malloc'ed (NULL when *n is
