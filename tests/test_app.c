@@ -18,6 +18,7 @@
 
 #include <sys/stat.h>
 #include "ui/app.h"
+#include "ui/thinking.h"
 
 /* ---- a provider the test drives by hand ---- */
 
@@ -624,6 +625,52 @@ static void test_reasoning_is_kept_apart(void) {
     ui_app_free(a);
 }
 
+/* The folded line says how long the reasoning streamed (from its first piece
+ * to the answer's first) and how many tokens it was (the provider's count),
+ * while it streams "thinking... N s"; both are stored, so a reopened chat
+ * says the same. */
+static void test_thought_for(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "think first"));
+    int64_t id = c->req_id;
+    push(prov_event_reasoning(id, 0, "I plan", 6));
+    ui_app_poll_events(a, 1000);
+    push(prov_event_reasoning(id, 0, " a greeting.", 12));
+    ui_app_poll_events(a, 3000);
+    conv_msg *m = conv_last(c);
+    char line[160];
+    think_line(m, 3500, line, sizeof line);
+    CHECKF(!strcmp(line, "> thinking... 2.5 s (Alt-R or /reasoning shows it)"), "%s", line);
+    text(id, "Hello.");
+    ui_app_poll_events(a, 4200);
+    text(id, " More.");
+    db_usage u = {.completion_tokens = 320, .reasoning_tokens = 312};
+    push(prov_event_done(id, 0, DB_STATE_DONE, "stop", &u, NULL));
+    ui_app_poll_events(a, 9000); /* later text does not count */
+    think_line(m, 9000, line, sizeof line);
+    CHECKF(!strcmp(line, "> thought for 3.2 s, 312 tokens (Alt-R or /reasoning shows it)"), "%s", line);
+    CHECK(input(a, "/reasoning"));
+    think_line(m, 9000, line, sizeof line);
+    CHECKF(!strcmp(line, "v thought for 3.2 s, 312 tokens (Alt-R folds it)"), "%s", line);
+    int64_t sid = c->session_id;
+    ui_app_free(a);
+    a = open_app(); /* reopened: the same line */
+    c = ui_app_tab(a);
+    m = c->session_id == sid ? conv_last(c) : NULL;
+    CHECK(m && m->r_len);
+    if (m) {
+        think_line(m, 0, line, sizeof line);
+        CHECKF(!strcmp(line, "> thought for 3.2 s, 312 tokens (Alt-R or /reasoning shows it)"), "%s", line);
+    }
+    /* an answer stored before sizes were: its words */
+    conv_msg old = {.role = DB_ROLE_ASSISTANT, .state = DB_STATE_DONE, .reasoning = "two words", .r_len = 9};
+    think_line(&old, 0, line, sizeof line);
+    CHECKF(!strcmp(line, "> reasoning (2 words, Alt-R or /reasoning shows it)"), "%s", line);
+    ui_app_free(a);
+}
+
 /* Quitting with messages the database did not take (a full disk, a lost file):
  * the first Ctrl-Q asks, the second quits and writes them to a private Markdown
  * file, so nothing typed or answered is lost. */
@@ -835,6 +882,7 @@ int main(void) {
     RUN(test_file_goes_into_the_input);
     RUN(test_copy_message_n);
     RUN(test_reasoning_is_kept_apart);
+    RUN(test_thought_for);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);

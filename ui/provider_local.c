@@ -189,8 +189,9 @@ static prov_event *local_next(provider *p) {
             int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                         : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
                                                        : DB_STATE_DONE;
-            db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens, ev->ttft_ms,
-                          ev->tpot_ms};
+            db_usage u = {.prompt_tokens = ev->prompt_tokens, .cached_tokens = ev->cached_tokens,
+                          .completion_tokens = ev->completion_tokens, .ttft_ms = ev->ttft_ms, .tpot_ms = ev->tpot_ms};
+            if (pi >= 0) u.reasoning_tokens = reasoning_pieces(l->parsers[pi]->p); /* one piece a token */
             const char *why = l->error_id == ev->request_id && l->error[0] ? l->error : "the engine failed";
             out = prov_event_done(ev->request_id, ev->seq_index, state,
                                   names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u,

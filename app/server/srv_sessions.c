@@ -358,7 +358,8 @@ static void session_done(srv_req *r, int index, const engine_event *ev) {
     int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                 : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
                                                : DB_STATE_DONE;
-    db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens, ev->ttft_ms, ev->tpot_ms};
+    db_usage u = {.prompt_tokens = ev->prompt_tokens, .cached_tokens = ev->cached_tokens,
+                  .completion_tokens = ev->completion_tokens, .ttft_ms = ev->ttft_ms, .tpot_ms = ev->tpot_ms};
     conv_finish(r->cv, r->alt_base + index, state, srv_finish_name(ev->finish), &u);
 }
 
