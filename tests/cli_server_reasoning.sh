@@ -117,6 +117,59 @@ CASE_MODEL="-m $TMP/m4k.gguf" case_for "MiniMax-M3 <mm:think>" "$SHARED/referenc
 case_for "serve --reasoning-format none" "$QWEN3" "$THINK_TEXT" \
     --reasoning-format none
 
+# The NDJSON protocol: token events carry reasoning_content apart from text (the
+# ids of held markup go with the next event, none lost), done's usage counts the
+# reasoning's tokens; reasoning_format none, and `complete` (a raw prompt), leave
+# it all in text; a session stores it apart from the answer
+# nsplit: "reasoning|text|ids in token events == completion_tokens|reasoning_tokens"
+nsplit() {
+    python3 -c '
+import json, sys
+r, t, ids, usage = "", "", 0, {}
+for line in sys.stdin.read().split("\n"):
+    if not line.strip(): continue
+    o = json.loads(line)
+    if o.get("event") == "token":
+        r += o.get("reasoning_content", ""); t += o["text"]; ids += len(o["ids"])
+        assert "reasoning_content" not in o or o["reasoning_content"], line
+    elif o.get("event") == "done": usage = o["usage"]
+    elif o.get("event") == "error": print(line)
+print("%s|%s|%s|%s" % (json.dumps(r or None), json.dumps(t), ids == usage.get("completion_tokens"),
+                       usage.get("reasoning_tokens")))'
+}
+nreq() { # METHOD GBNF_TEXT [EXTRA_JSON]
+    python3 -c '
+import json, sys
+b = {"id": 1, "method": sys.argv[1], "max_tokens": 300, "temperature": 0,
+     "grammar": "root ::= " + json.dumps(sys.argv[2])}
+if sys.argv[1] == "complete": b["prompt"] = "Hi"
+else: b["messages"] = [{"role": "user", "content": "Hi"}]
+b.update(json.loads(sys.argv[3]))
+print(json.dumps(b))' "$1" "$2" "${3:-{\}}"
+}
+if serve "$TMP/serve.log" --socket "$S" --db "$TMP/n.db" --chat-template-file "$QWEN3"; then
+    got=$(nreq chat "$THINK_TEXT" | $C "$S" | nsplit)
+    check "ndjson chat: reasoning_content apart from text, every id sent, its tokens counted" \
+        '^"I plan."\|"Hello there."\|True\|[1-9][0-9]*$' "$got"
+    whole=$(printf '%s' "$THINK_TEXT" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
+    got=$(nreq chat "$THINK_TEXT" '{"reasoning_format": "none"}' | $C "$S" | nsplit)
+    same "ndjson chat: reasoning_format none leaves it in text" "null|$whole|True|None" "$got"
+    got=$(nreq complete "$THINK_TEXT" | $C "$S" | nsplit)
+    same "ndjson complete: a raw prompt's text stays whole" "null|$whole|True|None" "$got"
+    sid=$(printf '%s\n' '{"id":1,"method":"sessions.create","title":"t"}' | $C "$S" | python3 -c '
+import json, sys; print(json.loads(sys.stdin.readline())["result"]["session"]["id"])')
+    got=$(nreq chat "$THINK_TEXT" "{\"session\": $sid}" | $C "$S" | nsplit)
+    check "ndjson session chat: the same split" '^"I plan."\|"Hello there."\|True\|[1-9]' "$got"
+    stop_server "$SP"
+    stored=$(python3 -c '
+import sqlite3, sys
+for row in sqlite3.connect(sys.argv[1]).execute("SELECT content, reasoning, reasoning_tokens > 0 FROM messages WHERE role = 2"):
+    print("%s|%s|%d" % row)' "$TMP/n.db" 2>&1)
+    same "ndjson session chat: stored apart, with its token count" "Hello there.|I plan.|1" "$stored"
+else
+    bad "serve (ndjson) starts" "$(cat "$TMP/serve.log")"
+fi
+
 # chat_template_kwargs reach the template: enable_thinking false closes the block
 # in the prompt (more prompt tokens), and the answer has no reasoning; the same for
 # /apply-template; a bad reasoning_format or chat_template_kwargs is a 400

@@ -198,6 +198,8 @@ void srv_poll_free(srv_pollset *ps);
  * each piece of text, each sample's end, and the request's end. */
 typedef struct srv_req_hooks {
     void (*token)(srv *s, srv_req *r, int index, const char *text, size_t len);
+    /* a piece of a thinking model's reasoning (apart from the text) */
+    void (*reasoning)(srv *s, srv_req *r, int index, const char *text, size_t len);
     void (*done)(srv_req *r, int index, const engine_event *ev);
     void (*release)(srv *s, srv_req *r);
 } srv_req_hooks;
@@ -423,6 +425,8 @@ struct srv_req {
         sbuf lp;          /* logprob entries, JSON, comma-separated */
         bool seen;        /* an event of this sample came */
         toolcall_parser *tc; /* chat with tools: the calls in the text (for done) */
+        reasoning_parser *rp; /* a thinking model's chat: reads the reasoning out first */
+        sbuf rtext, ctext;    /* what rp decided in this token: reasoning, and the rest */
     } *pend;
     /* sessions */
     conv *cv;
