@@ -114,6 +114,20 @@ case_for "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinj
     '<|channel|>analysis<|message|>I plan.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.'
 CASE_MODEL="-m $TMP/m4k.gguf" case_for "MiniMax-M3 <mm:think>" "$SHARED/reference/templates/MiniMax-M3.jinja" \
     '<mm:think>I plan.</mm:think>Hello there.'
+# MiniMax-M3 switches thinking off by thinking_mode, not enable_thinking: Ollama's
+# think false (like the chat's /think off) sets both; its answer then starts after
+# the bare </mm:think> the prompt ends with
+if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
+    --chat-template-file "$SHARED/reference/templates/MiniMax-M3.jinja"; then
+    off=$($H http://x/api/chat -d "$(obody chat 'Hello there.' '{"think": false}')")
+    same "MiniMax-M3: think false, no thinking" 'null|"Hello there."' "$(printf '%s' "$off" | osplit)"
+    n_off=$(num_field prompt_eval_count "$off")
+    n_on=$(num_field prompt_eval_count "$($H http://x/api/chat -d "$(obody chat 'Hello there.')")")
+    if [ -n "$n_on" ] && [ -n "$n_off" ] && [ "$n_off" != "$n_on" ]; then
+        ok "MiniMax-M3: think false reaches the template as thinking_mode ($n_off prompt tokens, $n_on without)"
+    else bad "MiniMax-M3: think false reaches the template as thinking_mode" "off: $off"; fi
+    stop_server "$SP"
+fi
 case_for "serve --reasoning-format none" "$QWEN3" "$THINK_TEXT" \
     --reasoning-format none
 
@@ -160,6 +174,11 @@ if serve "$TMP/serve.log" --socket "$S" --db "$TMP/n.db" --chat-template-file "$
 import json, sys; print(json.loads(sys.stdin.readline())["result"]["session"]["id"])')
     got=$(nreq chat "$THINK_TEXT" "{\"session\": $sid}" | $C "$S" | nsplit)
     check "ndjson session chat: the same split" '^"I plan."\|"Hello there."\|True\|[1-9]' "$got"
+    got=$(printf '{"id":2,"method":"sessions.get","session":%s}\n' "$sid" | $C "$S" | python3 -c '
+import json, sys
+m = json.loads(sys.stdin.readline())["result"]["session"]["messages"][-1]
+print("%s|%s|%s" % (m["content"], m.get("reasoning_content"), m["usage"].get("reasoning_tokens", 0) > 0))')
+    same "ndjson sessions.get: the answer's reasoning_content and reasoning_tokens" "Hello there.|I plan.|True" "$got"
     stop_server "$SP"
     stored=$(python3 -c '
 import sqlite3, sys

@@ -218,6 +218,7 @@ static void test_reasoning_comes_apart(void) {
     pthread_mutex_unlock(&g_srv.mu);
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
     CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking")));
+    CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kw, "thinking_mode")), "disabled")); /* MiniMax-M3 */
     cJSON_Delete(j);
     prov_free(p);
 }

@@ -554,6 +554,7 @@ static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const con
         if (s->no_think) { /* llama-server's, vLLM's and llmchat's way to switch thinking off */
             cJSON *kw = cJSON_AddObjectToObject(j, "chat_template_kwargs");
             if (kw) cJSON_AddFalseToObject(kw, "enable_thinking");
+            if (kw) cJSON_AddStringToObject(kw, "thinking_mode", "disabled"); /* MiniMax-M3's */
         }
     }
     char *body = arr ? cJSON_PrintUnformatted(j) : NULL;

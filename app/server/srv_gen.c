@@ -685,7 +685,10 @@ int srv_gen_thinking_off(srv_gen *g, llc_err *err) {
     if (!g->template_vars && !(g->template_vars = cJSON_CreateObject()))
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "enable_thinking");
-    return cJSON_AddFalseToObject(g->template_vars, "enable_thinking") ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "thinking_mode");
+    return cJSON_AddFalseToObject(g->template_vars, "enable_thinking") &&
+                   cJSON_AddStringToObject(g->template_vars, "thinking_mode", "disabled") /* MiniMax-M3's */
+               ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
 }
 
 int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err) {

@@ -67,6 +67,12 @@ static cJSON *message_json(const db_message *m) {
     cJSON *content = b.p ? cJSON_Parse(b.p) : NULL;
     sb_free(&b);
     cJSON_AddItemToObject(o, "content", content ? content : cJSON_CreateString(""));
+    if (m->reasoning_len) { /* a thinking model's, stored apart */
+        sb_json_str(&b, m->reasoning, m->reasoning_len);
+        cJSON *r = b.p ? cJSON_Parse(b.p) : NULL;
+        sb_free(&b);
+        cJSON_AddItemToObject(o, "reasoning_content", r ? r : cJSON_CreateString(""));
+    }
     cJSON_AddStringToObject(o, "finish", m->finish);
     cJSON_AddNumberToObject(o, "created", (double)m->created);
     if (m->role == DB_ROLE_ASSISTANT) {
@@ -76,6 +82,10 @@ static cJSON *message_json(const db_message *m) {
         cJSON_AddNumberToObject(u, "completion_tokens", (double)m->usage.completion_tokens);
         cJSON_AddNumberToObject(u, "ttft_ms", m->usage.ttft_ms);
         cJSON_AddNumberToObject(u, "tpot_ms", m->usage.tpot_ms);
+        if (m->usage.reasoning_tokens) {
+            cJSON_AddNumberToObject(u, "reasoning_tokens", (double)m->usage.reasoning_tokens);
+            cJSON_AddNumberToObject(u, "reasoning_ms", m->usage.reasoning_ms);
+        }
     }
     return o;
 }
