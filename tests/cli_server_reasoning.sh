@@ -126,6 +126,18 @@ if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
     if [ -n "$n_on" ] && [ -n "$n_off" ] && [ "$n_off" != "$n_on" ]; then
         ok "MiniMax-M3: think false reaches the template as thinking_mode ($n_off prompt tokens, $n_on without)"
     else bad "MiniMax-M3: think false reaches the template as thinking_mode" "off: $off"; fi
+    # an earlier answer's reasoning_content reaches the template, which shows it (M3
+    # keeps every turn's thinking): more prompt tokens than without it
+    turns() {
+        printf '{"messages":[{"role":"user","content":"A colour?"},{"role":"assistant","content":"Red."%s},{"role":"user","content":"Another?"}],"max_tokens":1}' "$1"
+    }
+    n_with=$(num_field prompt_tokens "$($H http://x/v1/chat/completions -d "$(turns ',"reasoning_content":"They want one colour."')")")
+    n_without=$(num_field prompt_tokens "$($H http://x/v1/chat/completions -d "$(turns '')")")
+    if [ -n "$n_with" ] && [ -n "$n_without" ] && [ "$n_with" -gt "$n_without" ]; then
+        ok "an earlier answer's reasoning_content reaches the template ($n_with prompt tokens, $n_without without)"
+    else bad "an earlier answer's reasoning_content reaches the template" "with $n_with, without $n_without"; fi
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(turns ',"reasoning_content":7')")
+    check "a reasoning_content that is not a string is a 400" "reasoning_content must be a string.* 400$" "$out"
     stop_server "$SP"
 fi
 case_for "serve --reasoning-format none" "$QWEN3" "$THINK_TEXT" \

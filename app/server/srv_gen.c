@@ -495,9 +495,9 @@ static cJSON *sane_call(const cJSON *c, int i, int k, llc_err *err) {
 
 /* The messages checked and rebuilt with string content (text parts joined);
  * *uses_tools when one is a tool answer or has tool_calls. */
-static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, llc_err *err) {
+static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, bool *has_reasoning, llc_err *err) {
     *out = NULL;
-    *uses_tools = false;
+    *uses_tools = *has_reasoning = false;
     cJSON *a = cJSON_CreateArray();
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     int i = 0, rc = 0;
@@ -537,6 +537,16 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
         }
         if (id) cJSON_AddStringToObject(o, "tool_call_id", id->valuestring);
         if (name) cJSON_AddStringToObject(o, "name", name->valuestring);
+        /* an earlier answer's reasoning, for the template to show or drop (as llama-server passes it) */
+        const cJSON *thought = field(e, "reasoning_content");
+        if (thought && !cJSON_IsString(thought)) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d].reasoning_content must be a string", i);
+            break;
+        }
+        if (thought && thought->valuestring[0] && !strcmp(r, "assistant")) {
+            cJSON_AddStringToObject(o, "reasoning_content", thought->valuestring);
+            *has_reasoning = true;
+        }
         if (!strcmp(r, "tool")) *uses_tools = true;
         if (cJSON_GetArraySize(calls) > 0) {
             *uses_tools = true;
@@ -634,17 +644,18 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
         return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
     if (cJSON_GetArraySize(messages) > 100000) return llc_fail(err, LLC_ERR_RANGE, "too many messages");
     cJSON *msgs;
-    bool uses_tools;
-    int rc = sane_messages(messages, &msgs, &uses_tools, err);
+    bool uses_tools, has_reasoning;
+    int rc = sane_messages(messages, &msgs, &uses_tools, &has_reasoning, err);
     if (rc) return rc;
-    if (!uses_tools && !g->tools && !g->template_vars) { /* the plain path, as before tools */
+    if (!uses_tools && !has_reasoning && !g->tools && !g->template_vars) { /* the plain path, as before tools */
         cJSON_Delete(msgs);
         return chat_plain(m, messages, g, err);
     }
     /* a Jinja template renders the JSON itself: with its own tool format, or
-     * with variables from the request (then also without tools) */
+     * with variables from the request or earlier answers' reasoning (then also
+     * without tools) */
     bool native = chat_tmpl_is_jinja(m->tmpl) &&
-                  (m->tool_format != TOOLCALL_GENERIC || (g->template_vars && !uses_tools && !g->tools));
+                  (m->tool_format != TOOLCALL_GENERIC || ((g->template_vars || has_reasoning) && !uses_tools && !g->tools));
     g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
     /* the markers of these formats are control tokens: the answer must show them
      * (GLM's <tool_call>/<arg_key> and MiniMax's <minimax:tool_call> may be, by
