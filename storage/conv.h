@@ -122,8 +122,8 @@ int conv_add_user(conv *c, const char *text, size_t len);
 int conv_open_answers(conv *c, int k);
 /* Appends streamed text to alternative i. */
 int conv_append(conv *c, int alt, const char *text, size_t len);
-/* Appends streamed reasoning to alternative i (stored beside its text, left out
- * of later prompts). */
+/* Appends streamed reasoning to alternative i (stored beside its text; later
+ * prompts carry it apart, chat_msg.reasoning, for the template to show or drop). */
 int conv_append_reasoning(conv *c, int alt, const char *text, size_t len);
 /* Marks alternative i finished; usage (may be NULL) replaces its numbers, but a
  * reasoning size or time the caller measured while it streamed stays unless

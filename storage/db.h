@@ -183,7 +183,7 @@ int db_message_add(db *d, int64_t session_id, int64_t parent_id, int role, const
  * streams; each call is committed). LLC_ERR_NOTFOUND when there is no such message. */
 int db_message_set_content(db *d, int64_t id, const char *content, size_t len, int state,
                            llc_err *err);
-/* Replaces an answer's reasoning (stored beside its content, left out of prompts).
+/* Replaces an answer's reasoning (stored beside its content).
  * LLC_ERR_NOTFOUND when there is no such message. */
 int db_message_set_reasoning(db *d, int64_t id, const char *reasoning, size_t len, llc_err *err);
 /* Final content (NULL: keep the stored one), state, usage (NULL: zeros) and finish

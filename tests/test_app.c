@@ -27,6 +27,7 @@ typedef struct fake {
     int64_t next_id;
     int n_submits;
     char last_user[256];   /* the last message of the last submit */
+    char last_reasoning[256]; /* the reasoning of the turn before it (an answer's) */
     int n_msgs;
     prov_event *q[256];
     int nq;
@@ -46,6 +47,7 @@ static int64_t f_submit(provider *p, const chat_msg *m, int n, const conv_settin
     f->n_submits++;
     f->n_msgs = n;
     snprintf(f->last_user, sizeof f->last_user, "%s", m[n - 1].content);
+    snprintf(f->last_reasoning, sizeof f->last_reasoning, "%s", n > 1 && m[n - 2].reasoning ? m[n - 2].reasoning : "");
     *out = (prov_started){.n_answers = s->n, .n_dropped = 0};
     return ++f->next_id;
 }
@@ -585,7 +587,7 @@ static void test_tabs_past_nine_and_rename(void) {
 }
 
 /* A thinking model's answer: its reasoning is kept apart from the text (stored
- * beside it, out of the next prompt, back after a reopen), and /reasoning
+ * beside it, apart in the next prompt's turns, back after a reopen), and /reasoning
  * unfolds it for the view. */
 static void test_reasoning_is_kept_apart(void) {
     ui_app *a = open_app();
@@ -611,6 +613,7 @@ static void test_reasoning_is_kept_apart(void) {
     CHECK(input(a, "and then?")); /* the next prompt has the answer, not the reasoning */
     CHECK(g_fake.n_msgs == 3);
     CHECK(!strstr(c->msgs[1]->text, "plan"));
+    CHECK(!strcmp(g_fake.last_reasoning, "I plan a greeting.")); /* apart, for the template to show or drop */
     done(c->req_id, DB_STATE_DONE, NULL);
     ui_app_poll_events(a, 0);
     int64_t sid = c->session_id;
