@@ -103,6 +103,13 @@ case_for() {
     same "$name: streamed as delta.reasoning_content and delta.content" "$want" "$got"
     got=$($H http://x/v1/chat/completions -d "$(body "$forced" '{"reasoning_format": "none"}')" | split)
     same "$name: reasoning_format none leaves it all in content" "$whole" "$got"
+    if [ $# -eq 0 ]; then
+        got=$($H http://x/v1/chat/completions -d "$(body "$forced")" | python3 -c '
+import json, sys
+u = json.load(sys.stdin)["usage"]
+print(0 < u["completion_tokens_details"]["reasoning_tokens"] < u["completion_tokens"])')
+        same "$name: usage.completion_tokens_details.reasoning_tokens counts the reasoning" "True" "$got"
+    fi
     stop_server "$SP"
 }
 
