@@ -254,8 +254,8 @@ int llm_render_chat(const llm *l, const char *template_name, const char *system,
     if (rc) return rc;
     chat_msg msgs[2];
     int n = 0;
-    if (system) msgs[n++] = (chat_msg){CHAT_SYSTEM, system};
-    msgs[n++] = (chat_msg){CHAT_USER, user};
+    if (system) msgs[n++] = (chat_msg){CHAT_SYSTEM, system, NULL};
+    msgs[n++] = (chat_msg){CHAT_USER, user, NULL};
     return chat_render(t, msgs, n, true, out, err);
 }
 

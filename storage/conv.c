@@ -292,7 +292,12 @@ void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage
     conv_msg *m = c->alts[alt];
     m->state = state;
     snprintf(m->finish, sizeof m->finish, "%s", finish ? finish : "");
-    if (usage) m->usage = *usage;
+    if (usage) { /* what was measured while it streamed stays unless the end says otherwise */
+        const db_usage seen = m->usage;
+        m->usage = *usage;
+        if (!m->usage.reasoning_tokens) m->usage.reasoning_tokens = seen.reasoning_tokens;
+        if (!m->usage.reasoning_ms) m->usage.reasoning_ms = seen.reasoning_ms;
+    }
     m->dirty = true;
 }
 
@@ -421,11 +426,11 @@ typedef struct turns {
 /* A failed or empty answer is no turn (a server would read it as the model
  * saying nothing, and answer that); a user turn after a user turn (the
  * answer between them left out) joins it, so that the roles still alternate. */
-static void add_turn(turns *t, int role, int state, const char *text, size_t len) {
+static void add_turn(turns *t, int role, int state, const char *text, size_t len, const char *reasoning) {
     if (role == DB_ROLE_ASSISTANT && (state == DB_STATE_ERROR || len == 0)) return;
     bool user = role == DB_ROLE_USER;
     if (!user || t->k == 0 || t->m[t->k - 1].role != CHAT_USER) {
-        t->m[t->k++] = (chat_msg){user ? CHAT_USER : CHAT_ASSISTANT, text};
+        t->m[t->k++] = (chat_msg){user ? CHAT_USER : CHAT_ASSISTANT, text, user ? NULL : reasoning};
         t->last = NULL;
         return;
     }
@@ -453,13 +458,14 @@ static int build_turns(const conv *c, const char *next, chat_msg **out, int *n) 
     turns t = {.m = malloc((size_t)(c->n_msgs + 3) * sizeof(chat_msg) + bytes)};
     if (!t.m) return LLC_ERR_NOMEM;
     t.buf = (char *)(t.m + c->n_msgs + 3);
-    if (c->system[0]) t.m[t.k++] = (chat_msg){CHAT_SYSTEM, c->system};
+    if (c->system[0]) t.m[t.k++] = (chat_msg){CHAT_SYSTEM, c->system, NULL};
     int path = c->n_msgs;
     if (next && c->editing && path > 0 && c->msgs[path - 1]->role == DB_ROLE_USER) path--;
-    for (int i = 0; i < path; i++) add_turn(&t, c->msgs[i]->role, c->msgs[i]->state, c->msgs[i]->text, c->msgs[i]->len);
+    for (int i = 0; i < path; i++)
+        add_turn(&t, c->msgs[i]->role, c->msgs[i]->state, c->msgs[i]->text, c->msgs[i]->len, c->msgs[i]->reasoning);
     const conv_msg *shown = c->n_alts ? c->alts[c->alt_cur] : NULL;
-    if (next && !c->editing && shown) add_turn(&t, shown->role, shown->state, shown->text, shown->len);
-    if (next) add_turn(&t, DB_ROLE_USER, DB_STATE_DONE, next, strlen(next));
+    if (next && !c->editing && shown) add_turn(&t, shown->role, shown->state, shown->text, shown->len, shown->reasoning);
+    if (next) add_turn(&t, DB_ROLE_USER, DB_STATE_DONE, next, strlen(next), NULL);
     *out = t.m;
     *n = t.k;
     return 0;

@@ -35,6 +35,8 @@ typedef struct conv_msg {
     size_t r_len, r_cap;
     bool reasoning_dirty; /* changed since the last save (dirty is set too) */
     bool reasoning_shown; /* the view unfolds it (the UI's; not stored) */
+    double reasoning_t0;  /* when its reasoning began streaming, ms, while it does (the UI's
+                             clock for usage.reasoning_ms: ui/thinking.h) */
     tw_lines r_wrap;      /* the view's wrap of it */
     db_usage usage;
     char finish[16];     /* "stop", "length", "cancelled", "error", "" */
@@ -120,10 +122,12 @@ int conv_add_user(conv *c, const char *text, size_t len);
 int conv_open_answers(conv *c, int k);
 /* Appends streamed text to alternative i. */
 int conv_append(conv *c, int alt, const char *text, size_t len);
-/* Appends streamed reasoning to alternative i (stored beside its text, left out
- * of later prompts). */
+/* Appends streamed reasoning to alternative i (stored beside its text; later
+ * prompts carry it apart, chat_msg.reasoning, for the template to show or drop). */
 int conv_append_reasoning(conv *c, int alt, const char *text, size_t len);
-/* Marks alternative i finished. */
+/* Marks alternative i finished; usage (may be NULL) replaces its numbers, but a
+ * reasoning size or time the caller measured while it streamed stays unless
+ * usage has its own. */
 void conv_finish(conv *c, int alt, int state, const char *finish, const db_usage *usage);
 /* Forgets the last user message and its answers from memory (for /edit: the
  * edited message becomes a sibling of it). Returns the parent id it had. */

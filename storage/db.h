@@ -36,7 +36,7 @@ enum {
 };
 
 /* The schema version this build creates and understands (PRAGMA user_version). */
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 
 /* Content length meaning "NUL-terminated string". */
 #define DB_NTS ((size_t)-1)
@@ -154,6 +154,8 @@ void db_sessions_free(db_session *arr, int n);
 typedef struct db_usage {
     int64_t prompt_tokens, cached_tokens, completion_tokens;
     double ttft_ms, tpot_ms;
+    int64_t reasoning_tokens; /* a thinking model's: the tokens of its reasoning (of completion_tokens) */
+    double reasoning_ms;      /* and how long the reasoning streamed */
 } db_usage;
 
 typedef struct db_message {
@@ -181,7 +183,7 @@ int db_message_add(db *d, int64_t session_id, int64_t parent_id, int role, const
  * streams; each call is committed). LLC_ERR_NOTFOUND when there is no such message. */
 int db_message_set_content(db *d, int64_t id, const char *content, size_t len, int state,
                            llc_err *err);
-/* Replaces an answer's reasoning (stored beside its content, left out of prompts).
+/* Replaces an answer's reasoning (stored beside its content).
  * LLC_ERR_NOTFOUND when there is no such message. */
 int db_message_set_reasoning(db *d, int64_t id, const char *reasoning, size_t len, llc_err *err);
 /* Final content (NULL: keep the stored one), state, usage (NULL: zeros) and finish
@@ -229,9 +231,11 @@ typedef struct db_hit {
     int role;
     char *title;   /* the session's title */
     char *snippet; /* a few words around the match, matches inside "[" "]" */
+    bool in_reasoning; /* the words matched in the message's reasoning, not its text
+                          (the snippet is the reasoning's) */
 } db_hit;
 
-/* Full-text search over message content, best match first, at most limit hits
+/* Full-text search over message content and reasoning, best match first, at most limit hits
  * (<= 0: 50). The query is plain words: every word must occur (FTS5 syntax in it
  * is taken literally; a trailing * makes a word a prefix). Messages still
  * streaming are not indexed until they finish. *out malloc'ed (NULL when *n is

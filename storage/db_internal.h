@@ -70,7 +70,7 @@ int dbi_migrate(db *d, int target, llc_err *err);
 #define DBI_MSG_COLS                                                                    \
     "m.id, m.session_id, m.parent_id, m.role, m.state, m.content, m.created, "          \
     "m.prompt_tokens, m.cached_tokens, m.completion_tokens, m.ttft_ms, m.tpot_ms, "      \
-    "m.finish, m.reasoning"
+    "m.finish, m.reasoning, m.reasoning_tokens, m.reasoning_ms"
 int dbi_read_message(db *d, sqlite3_stmt *st, db_message *m, llc_err *err);
 
 #endif

@@ -37,6 +37,8 @@ int dbi_read_message(db *d, sqlite3_stmt *st, db_message *m, llc_err *err) {
     m->usage.tpot_ms = sqlite3_column_double(st, 11);
     m->finish = dbi_col_dup(st, 12, NULL);
     m->reasoning = dbi_col_dup(st, 13, &m->reasoning_len);
+    m->usage.reasoning_tokens = sqlite3_column_int64(st, 14);
+    m->usage.reasoning_ms = sqlite3_column_double(st, 15);
     if (!m->content || !m->finish || !m->reasoning) {
         db_message_clear(m);
         return dbi_fail(d, err, LLC_ERR_NOMEM, "out of memory reading a message");
@@ -192,8 +194,8 @@ int db_message_set_reasoning(db *d, int64_t id, const char *reasoning, size_t le
 
 static const char SQL_FINISH[] =
     "UPDATE messages SET content = coalesce(?2, content), state = ?3, prompt_tokens = ?4,"
-    " cached_tokens = ?5, completion_tokens = ?6, ttft_ms = ?7, tpot_ms = ?8, finish = ?9"
-    " WHERE id = ?1";
+    " cached_tokens = ?5, completion_tokens = ?6, ttft_ms = ?7, tpot_ms = ?8, finish = ?9,"
+    " reasoning_tokens = ?10, reasoning_ms = ?11 WHERE id = ?1";
 static const char SQL_TOUCH_BY_MSG[] =
     "UPDATE sessions SET updated = ?2 WHERE id = (SELECT session_id FROM messages WHERE id = ?1)";
 
@@ -217,6 +219,8 @@ int db_message_finish(db *d, int64_t id, const char *content, size_t len, int st
     sqlite3_bind_double(st, 7, u.ttft_ms);
     sqlite3_bind_double(st, 8, u.tpot_ms);
     dbi_bind_text(st, 9, finish, DB_NTS);
+    sqlite3_bind_int64(st, 10, u.reasoning_tokens);
+    sqlite3_bind_double(st, 11, u.reasoning_ms);
     if ((rc = dbi_step_done(d, st, what, err))) goto fail;
     if (sqlite3_changes(d->h) == 0) {
         rc = dbi_fail(d, err, LLC_ERR_NOTFOUND, "no message %lld (while %s)", (long long)id, what);

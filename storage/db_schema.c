@@ -78,6 +78,34 @@ static const char *const MIGRATIONS[DB_SCHEMA_VERSION + 1] = {
     /* v4: a thinking model's reasoning, kept apart from the answer's content (the
      * prompt of later turns leaves it out; the view folds it). */
     [4] = "ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';",
+
+    /* v5: the reasoning's size and time (the chat's "thought for 4.2 s, 312
+     * tokens"), and the reasoning in the full-text index as a second column, so
+     * a search finds words a model only thought (the hit says so). The index is
+     * rebuilt: an external-content FTS5 table cannot gain a column. */
+    [5] = "ALTER TABLE messages ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;"
+          "ALTER TABLE messages ADD COLUMN reasoning_ms REAL NOT NULL DEFAULT 0;"
+          "DROP TRIGGER messages_fts_ai;"
+          "DROP TRIGGER messages_fts_ad;"
+          "DROP TRIGGER messages_fts_au;"
+          "DROP TABLE messages_fts;"
+          "CREATE VIRTUAL TABLE messages_fts USING fts5(content, reasoning, content='messages',"
+          "  content_rowid='id', tokenize='unicode61 remove_diacritics 2');"
+          "INSERT INTO messages_fts(rowid, content, reasoning)"
+          "  SELECT id, content, reasoning FROM messages WHERE state <> 1;"
+          "CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages WHEN new.state <> 1 BEGIN"
+          "  INSERT INTO messages_fts(rowid, content, reasoning) VALUES (new.id, new.content, new.reasoning);"
+          "END;"
+          "CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages WHEN old.state <> 1 BEGIN"
+          "  INSERT INTO messages_fts(messages_fts, rowid, content, reasoning)"
+          "    VALUES ('delete', old.id, old.content, old.reasoning);"
+          "END;"
+          "CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, state, reasoning ON messages BEGIN"
+          "  INSERT INTO messages_fts(messages_fts, rowid, content, reasoning)"
+          "    SELECT 'delete', old.id, old.content, old.reasoning WHERE old.state <> 1;"
+          "  INSERT INTO messages_fts(rowid, content, reasoning)"
+          "    SELECT new.id, new.content, new.reasoning WHERE new.state <> 1;"
+          "END;",
 };
 
 static const char SQL_USER_VERSION[] = "PRAGMA user_version";

@@ -1,5 +1,6 @@
-/* db_search.c — full-text search over message content (FTS5) with user input
- * taken as plain words, and the Markdown export of a conversation path. */
+/* db_search.c — full-text search over message content and reasoning (FTS5,
+ * one column each) with user input taken as plain words, and the Markdown
+ * export of a conversation path. */
 #include "storage/db_internal.h"
 
 #include <errno.h>
@@ -53,9 +54,13 @@ static char *fts_expr(const char *q) {
     return out;
 }
 
+/* A snippet of each column, matches between \x02 and \x03 (control bytes
+ * that text hardly ever holds: a column whose snippet has one is where words
+ * matched); they become "[" "]" once the column is chosen. */
 static const char SQL_SEARCH[] =
     "SELECT m.session_id, m.id, m.role, s.title,"
-    "  snippet(messages_fts, 0, '[', ']', '...', 16)"
+    "  snippet(messages_fts, 0, char(2), char(3), '...', 16),"
+    "  snippet(messages_fts, 1, char(2), char(3), '...', 16)"
     " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
     " JOIN sessions s ON s.id = m.session_id"
     " WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2";
@@ -95,7 +100,10 @@ int db_search(db *d, const char *query, int limit, db_hit **out, int *n, llc_err
         h->message_id = sqlite3_column_int64(st, 1);
         h->role = sqlite3_column_int(st, 2);
         h->title = dbi_col_dup(st, 3, NULL);
-        h->snippet = dbi_col_dup(st, 4, NULL);
+        const char *in_text = (const char *)sqlite3_column_text(st, 4);
+        h->in_reasoning = !(in_text && strchr(in_text, 2)); /* the words matched only in the reasoning */
+        h->snippet = dbi_col_dup(st, h->in_reasoning ? 5 : 4, NULL);
+        for (char *c = h->snippet; c && *c; c++) *c = *c == 2 ? '[' : *c == 3 ? ']' : *c;
         if (!h->title || !h->snippet) {
             rc = dbi_fail(d, err, LLC_ERR_NOMEM, "out of memory (while %s)", what);
             goto done;

@@ -1,6 +1,6 @@
 # cli_server_reasoning.sh — a thinking model's reasoning over /v1/chat/completions:
 # with a Qwen3-style template (the model opens <think>), QwQ's (the prompt opens
-# it) and gpt-oss's harmony channels, an answer forced by a grammar comes back as
+# it), MiniMax-M3's <mm:think> and gpt-oss's harmony channels, an answer forced by a grammar comes back as
 # message.reasoning_content and content, and streamed as delta.reasoning_content
 # and delta.content; "reasoning_format": "none" in a request, or
 # `serve --reasoning-format none`, leaves everything in content;
@@ -80,12 +80,17 @@ for line in sys.stdin.read().split("\n"):
 print(json.dumps(t or None) + "|" + json.dumps(c))'
 }
 
+# a random model with the default's vocabulary and a 4096 context, for long
+# system prompts (MiniMax-M3's, gpt-oss's tools)
+$LLMCHAT gen-model -o "$TMP/m4k.gguf" -m "$MODEL" --dim 64 --layers 1 --heads 2 --kv-heads 2 --ffn 128 --ctx 4096 \
+    -t f32 >/dev/null 2>"$TMP/gen.err" || bad "gen-model" "$(cat "$TMP/gen.err")"
+
 # case NAME TEMPLATE FORCED_TEXT [SERVE_ARGS...]: the answer splits into "I plan."
 # and "Hello there." (one piece and streamed), and not with reasoning_format none
 case_for() {
     name=$1 tmpl=$2 forced=$3
     shift 3
-    if ! serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$tmpl" "$@"; then
+    if ! serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$tmpl" $CASE_MODEL "$@"; then
         bad "$name: serve starts" "$(cat "$TMP/serve.log")"
         return
     fi
@@ -98,6 +103,13 @@ case_for() {
     same "$name: streamed as delta.reasoning_content and delta.content" "$want" "$got"
     got=$($H http://x/v1/chat/completions -d "$(body "$forced" '{"reasoning_format": "none"}')" | split)
     same "$name: reasoning_format none leaves it all in content" "$whole" "$got"
+    if [ $# -eq 0 ]; then
+        got=$($H http://x/v1/chat/completions -d "$(body "$forced")" | python3 -c '
+import json, sys
+u = json.load(sys.stdin)["usage"]
+print(0 < u["completion_tokens_details"]["reasoning_tokens"] < u["completion_tokens"])')
+        same "$name: usage.completion_tokens_details.reasoning_tokens counts the reasoning" "True" "$got"
+    fi
     stop_server "$SP"
 }
 
@@ -107,8 +119,94 @@ case_for "QwQ (the prompt opens <think>)" "$SHARED/reference/templates/Qwen-QwQ-
     "$(printf 'I plan.\n</think>\n\nHello there.')"
 case_for "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinja" \
     '<|channel|>analysis<|message|>I plan.<|end|><|start|>assistant<|channel|>final<|message|>Hello there.'
+CASE_MODEL="-m $TMP/m4k.gguf" case_for "MiniMax-M3 <mm:think>" "$SHARED/reference/templates/MiniMax-M3.jinja" \
+    '<mm:think>I plan.</mm:think>Hello there.'
+# MiniMax-M3 switches thinking off by thinking_mode, not enable_thinking: Ollama's
+# think false (like the chat's /think off) sets both; its answer then starts after
+# the bare </mm:think> the prompt ends with
+if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
+    --chat-template-file "$SHARED/reference/templates/MiniMax-M3.jinja"; then
+    off=$($H http://x/api/chat -d "$(obody chat 'Hello there.' '{"think": false}')")
+    same "MiniMax-M3: think false, no thinking" 'null|"Hello there."' "$(printf '%s' "$off" | osplit)"
+    n_off=$(num_field prompt_eval_count "$off")
+    n_on=$(num_field prompt_eval_count "$($H http://x/api/chat -d "$(obody chat 'Hello there.')")")
+    if [ -n "$n_on" ] && [ -n "$n_off" ] && [ "$n_off" != "$n_on" ]; then
+        ok "MiniMax-M3: think false reaches the template as thinking_mode ($n_off prompt tokens, $n_on without)"
+    else bad "MiniMax-M3: think false reaches the template as thinking_mode" "off: $off"; fi
+    # an earlier answer's reasoning_content reaches the template, which shows it (M3
+    # keeps every turn's thinking): more prompt tokens than without it
+    turns() {
+        printf '{"messages":[{"role":"user","content":"A colour?"},{"role":"assistant","content":"Red."%s},{"role":"user","content":"Another?"}],"max_tokens":1}' "$1"
+    }
+    n_with=$(num_field prompt_tokens "$($H http://x/v1/chat/completions -d "$(turns ',"reasoning_content":"They want one colour."')")")
+    n_without=$(num_field prompt_tokens "$($H http://x/v1/chat/completions -d "$(turns '')")")
+    if [ -n "$n_with" ] && [ -n "$n_without" ] && [ "$n_with" -gt "$n_without" ]; then
+        ok "an earlier answer's reasoning_content reaches the template ($n_with prompt tokens, $n_without without)"
+    else bad "an earlier answer's reasoning_content reaches the template" "with $n_with, without $n_without"; fi
+    out=$($H -w ' %{http_code}' http://x/v1/chat/completions -d "$(turns ',"reasoning_content":7')")
+    check "a reasoning_content that is not a string is a 400" "reasoning_content must be a string.* 400$" "$out"
+    stop_server "$SP"
+fi
 case_for "serve --reasoning-format none" "$QWEN3" "$THINK_TEXT" \
     --reasoning-format none
+
+# The NDJSON protocol: token events carry reasoning_content apart from text (the
+# ids of held markup go with the next event, none lost), done's usage counts the
+# reasoning's tokens; reasoning_format none, and `complete` (a raw prompt), leave
+# it all in text; a session stores it apart from the answer
+# nsplit: "reasoning|text|ids in token events == completion_tokens|reasoning_tokens"
+nsplit() {
+    python3 -c '
+import json, sys
+r, t, ids, usage = "", "", 0, {}
+for line in sys.stdin.read().split("\n"):
+    if not line.strip(): continue
+    o = json.loads(line)
+    if o.get("event") == "token":
+        r += o.get("reasoning_content", ""); t += o["text"]; ids += len(o["ids"])
+        assert "reasoning_content" not in o or o["reasoning_content"], line
+    elif o.get("event") == "done": usage = o["usage"]
+    elif o.get("event") == "error": print(line)
+print("%s|%s|%s|%s" % (json.dumps(r or None), json.dumps(t), ids == usage.get("completion_tokens"),
+                       usage.get("reasoning_tokens")))'
+}
+nreq() { # METHOD GBNF_TEXT [EXTRA_JSON]
+    python3 -c '
+import json, sys
+b = {"id": 1, "method": sys.argv[1], "max_tokens": 300, "temperature": 0,
+     "grammar": "root ::= " + json.dumps(sys.argv[2])}
+if sys.argv[1] == "complete": b["prompt"] = "Hi"
+else: b["messages"] = [{"role": "user", "content": "Hi"}]
+b.update(json.loads(sys.argv[3]))
+print(json.dumps(b))' "$1" "$2" "${3:-{\}}"
+}
+if serve "$TMP/serve.log" --socket "$S" --db "$TMP/n.db" --chat-template-file "$QWEN3"; then
+    got=$(nreq chat "$THINK_TEXT" | $C "$S" | nsplit)
+    check "ndjson chat: reasoning_content apart from text, every id sent, its tokens counted" \
+        '^"I plan."\|"Hello there."\|True\|[1-9][0-9]*$' "$got"
+    whole=$(printf '%s' "$THINK_TEXT" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')
+    got=$(nreq chat "$THINK_TEXT" '{"reasoning_format": "none"}' | $C "$S" | nsplit)
+    same "ndjson chat: reasoning_format none leaves it in text" "null|$whole|True|None" "$got"
+    got=$(nreq complete "$THINK_TEXT" | $C "$S" | nsplit)
+    same "ndjson complete: a raw prompt's text stays whole" "null|$whole|True|None" "$got"
+    sid=$(printf '%s\n' '{"id":1,"method":"sessions.create","title":"t"}' | $C "$S" | python3 -c '
+import json, sys; print(json.loads(sys.stdin.readline())["result"]["session"]["id"])')
+    got=$(nreq chat "$THINK_TEXT" "{\"session\": $sid}" | $C "$S" | nsplit)
+    check "ndjson session chat: the same split" '^"I plan."\|"Hello there."\|True\|[1-9]' "$got"
+    got=$(printf '{"id":2,"method":"sessions.get","session":%s}\n' "$sid" | $C "$S" | python3 -c '
+import json, sys
+m = json.loads(sys.stdin.readline())["result"]["session"]["messages"][-1]
+print("%s|%s|%s" % (m["content"], m.get("reasoning_content"), m["usage"].get("reasoning_tokens", 0) > 0))')
+    same "ndjson sessions.get: the answer's reasoning_content and reasoning_tokens" "Hello there.|I plan.|True" "$got"
+    stop_server "$SP"
+    stored=$(python3 -c '
+import sqlite3, sys
+for row in sqlite3.connect(sys.argv[1]).execute("SELECT content, reasoning, reasoning_tokens > 0 FROM messages WHERE role = 2"):
+    print("%s|%s|%d" % row)' "$TMP/n.db" 2>&1)
+    same "ndjson session chat: stored apart, with its token count" "Hello there.|I plan.|1" "$stored"
+else
+    bad "serve (ndjson) starts" "$(cat "$TMP/serve.log")"
+fi
 
 # chat_template_kwargs reach the template: enable_thinking false closes the block
 # in the prompt (more prompt tokens), and the answer has no reasoning; the same for
@@ -163,10 +261,8 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/re
     stop_server "$SP"
 fi
 # gpt-oss's function calls: a commentary message to=functions.NAME becomes
-# tool_calls, beside the analysis as reasoning_content (a random model with the
-# default's vocabulary and a 4096 context: the tools prompt is long)
-$LLMCHAT gen-model -o "$TMP/m4k.gguf" -m "$MODEL" --dim 64 --layers 1 --heads 2 --kv-heads 2 --ffn 128 --ctx 4096 \
-    -t f32 >/dev/null 2>"$TMP/gen.err" || bad "gen-model" "$(cat "$TMP/gen.err")"
+# tool_calls, beside the analysis as reasoning_content (on m4k.gguf: the tools
+# prompt is long)
 if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
     --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
     TOOL='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}'

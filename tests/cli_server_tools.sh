@@ -234,6 +234,8 @@ Call tools as <minimax:tool_call>
 {% endif %}<assistant>
 EOF
 xml_call MiniMax-M2 "$TMP/minimax.jinja"
+# MiniMax-M3: every tag after the token string ]<]minimax[>[, a value's closing tag its key's
+xml_call MiniMax-M3 "$SHARED/reference/templates/MiniMax-M3.jinja"
 
 # ---- a built-in template: the generic tools prompt ----
 if ! serve "$TMP/raw.log" -m "$M" --socket "$S" --db ""; then

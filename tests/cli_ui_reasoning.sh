@@ -17,17 +17,18 @@ folding() {
     line "/set temp 0"
     line "/set max_tokens 12"
     line "Hi"
-    check "$1: the reasoning is one folded line" "^  > (thinking\.\.\.|reasoning) \([0-9]+ words, Alt-R or /reasoning shows it\)"
+    check "$1: the reasoning is one folded line" "^  > (thinking\.\.\. [0-9.]+ s|thought for [0-9.]+ s, [0-9]+ tokens?) \(Alt-R or /reasoning shows it\)"
+    check "$1: once over, it says how long and how many tokens" "^  > thought for [0-9]+\.[0-9] s, [0-9]+ tokens? \(Alt-R or /reasoning shows it\)"
     idle
     screen >"$TMP/folded"
     n_folded=$(grep -A3 "^Assistant" "$TMP/folded" | grep -c "^    ")
     if [ "$n_folded" -eq 0 ]; then ok "$1: folded, none of its text shows"
     else bad "$1: folded, none of its text shows" "$(cat "$TMP/folded")"; fi
     keys M-r
-    check "$1: Alt-R unfolds it" "^  v reasoning \([0-9]+ words, Alt-R folds it\)"
+    check "$1: Alt-R unfolds it" "^  v thought for [0-9.]+ s, [0-9]+ tokens? \(Alt-R folds it\)"
     check "$1: its text shows indented under it" "^    [^ ]"
     line "/reasoning"
-    check "$1: /reasoning folds it again" "^  > reasoning \([0-9]+ words, Alt-R or /reasoning shows it\)"
+    check "$1: /reasoning folds it again" "^  > thought for [0-9.]+ s, [0-9]+ tokens? \(Alt-R or /reasoning shows it\)"
 }
 
 start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$MODEL $LLMCHAT --db $TMP/local.db --no-socket --chat-template-file $QWQ"
@@ -54,7 +55,7 @@ check "think: the chat opens" "stories260K.gguf \\| cpu"
 line "/set temp 0"
 line "/set max_tokens 12"
 line "Hi"
-check "think on: the answer is reasoning, folded" "^  > (thinking\.\.\.|reasoning) \([0-9]+ words"
+check "think on: the answer is reasoning, folded" "^  > (thinking\.\.\.|thought for) "
 idle
 line "/think off"
 check "/think off is confirmed" "thinking off"
@@ -89,9 +90,17 @@ i=0; while [ ! -s "$TMP/fport" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); d
 start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$TMP/none.gguf $LLMCHAT --remote http://127.0.0.1:$(cat "$TMP/fport")/v1 --remote-api-key sekrit --db $TMP/fake.db --no-socket"
 check "both parts: the chat opens on the fake server" "remote 127\.0\.0\.1:$(cat "$TMP/fport")"
 line "mode:think hi"
-check "both parts: the reasoning folded" "^  > reasoning \(4 words, Alt-R or /reasoning shows it\)"
+check "both parts: the reasoning folded" "^  > thought for [0-9.]+ s, [0-9]+ tokens? \(Alt-R or /reasoning shows it\)"
 check "... and the answer in full under it" "^  Hello\.$"
 keys M-r
 check "... Alt-R shows the reasoning above the answer" "^    I plan a greeting\.$"
+screen | grep -oE "thought for [0-9.]+ s, [0-9]+ tokens?" | head -1 >"$TMP/thought"
+keys C-q
+sleep 0.3
+# started again on the same database: the same time and tokens, stored with the answer
+start_cmd 100 30 "env XDG_CONFIG_HOME=$TMP/cfg LLMCHAT_MODEL=$TMP/none.gguf $LLMCHAT --remote http://127.0.0.1:$(cat "$TMP/fport")/v1 --remote-api-key sekrit --db $TMP/fake.db --no-socket"
+if [ -s "$TMP/thought" ]; then
+    check "after a restart the folded line says the same" "^  > $(sed 's/\./\\./g' "$TMP/thought") \("
+else bad "the folded line said how long and how many tokens" "$(cat "$TMP/thought")"; fi
 keys C-q
 finish

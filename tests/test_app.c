@@ -20,6 +20,7 @@
 
 #include <sys/stat.h>
 #include "ui/app.h"
+#include "ui/thinking.h"
 
 /* ---- a provider the test drives by hand ---- */
 
@@ -30,6 +31,7 @@ typedef struct fake {
     char last_user[256];   /* the last message of the last submit */
     char first[256];       /* its first message (the system prompt, when there is one) */
     conv_settings set;     /* its settings */
+    char last_reasoning[256]; /* the reasoning of the turn before it (an answer's) */
     int n_msgs;
     prov_event *q[256];
     int nq;
@@ -51,6 +53,7 @@ static int64_t f_submit(provider *p, const chat_msg *m, int n, const conv_settin
     snprintf(f->last_user, sizeof f->last_user, "%s", m[n - 1].content);
     snprintf(f->first, sizeof f->first, "%s", m[0].content);
     f->set = *s;
+    snprintf(f->last_reasoning, sizeof f->last_reasoning, "%s", n > 1 && m[n - 2].reasoning ? m[n - 2].reasoning : "");
     *out = (prov_started){.n_answers = s->n, .n_dropped = 0};
     return ++f->next_id;
 }
@@ -590,7 +593,7 @@ static void test_tabs_past_nine_and_rename(void) {
 }
 
 /* A thinking model's answer: its reasoning is kept apart from the text (stored
- * beside it, out of the next prompt, back after a reopen), and /reasoning
+ * beside it, apart in the next prompt's turns, back after a reopen), and /reasoning
  * unfolds it for the view. */
 static void test_reasoning_is_kept_apart(void) {
     ui_app *a = open_app();
@@ -616,6 +619,7 @@ static void test_reasoning_is_kept_apart(void) {
     CHECK(input(a, "and then?")); /* the next prompt has the answer, not the reasoning */
     CHECK(g_fake.n_msgs == 3);
     CHECK(!strstr(c->msgs[1]->text, "plan"));
+    CHECK(!strcmp(g_fake.last_reasoning, "I plan a greeting.")); /* apart, for the template to show or drop */
     done(c->req_id, DB_STATE_DONE, NULL);
     ui_app_poll_events(a, 0);
     int64_t sid = c->session_id;
@@ -627,6 +631,52 @@ static void test_reasoning_is_kept_apart(void) {
     CHECK(c->set.no_think);
     CHECK(input(a, "/new"));
     CHECK(!input(a, "/reasoning") && strstr(a->notice, "has no reasoning")); /* refused: nothing to show */
+    ui_app_free(a);
+}
+
+/* The folded line says how long the reasoning streamed (from its first piece
+ * to the answer's first) and how many tokens it was (the provider's count),
+ * while it streams "thinking... N s"; both are stored, so a reopened chat
+ * says the same. */
+static void test_thought_for(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/new"));
+    conv *c = ui_app_tab(a);
+    CHECK(input(a, "think first"));
+    int64_t id = c->req_id;
+    push(prov_event_reasoning(id, 0, "I plan", 6));
+    ui_app_poll_events(a, 1000);
+    push(prov_event_reasoning(id, 0, " a greeting.", 12));
+    ui_app_poll_events(a, 3000);
+    conv_msg *m = conv_last(c);
+    char line[160];
+    think_line(m, 3500, line, sizeof line);
+    CHECKF(!strcmp(line, "> thinking... 2.5 s (Alt-R or /reasoning shows it)"), "%s", line);
+    text(id, "Hello.");
+    ui_app_poll_events(a, 4200);
+    text(id, " More.");
+    db_usage u = {.completion_tokens = 320, .reasoning_tokens = 312};
+    push(prov_event_done(id, 0, DB_STATE_DONE, "stop", &u, NULL));
+    ui_app_poll_events(a, 9000); /* later text does not count */
+    think_line(m, 9000, line, sizeof line);
+    CHECKF(!strcmp(line, "> thought for 3.2 s, 312 tokens (Alt-R or /reasoning shows it)"), "%s", line);
+    CHECK(input(a, "/reasoning"));
+    think_line(m, 9000, line, sizeof line);
+    CHECKF(!strcmp(line, "v thought for 3.2 s, 312 tokens (Alt-R folds it)"), "%s", line);
+    int64_t sid = c->session_id;
+    ui_app_free(a);
+    a = open_app(); /* reopened: the same line */
+    c = ui_app_tab(a);
+    m = c->session_id == sid ? conv_last(c) : NULL;
+    CHECK(m && m->r_len);
+    if (m) {
+        think_line(m, 0, line, sizeof line);
+        CHECKF(!strcmp(line, "> thought for 3.2 s, 312 tokens (Alt-R or /reasoning shows it)"), "%s", line);
+    }
+    /* an answer stored before sizes were: its words */
+    conv_msg old = {.role = DB_ROLE_ASSISTANT, .state = DB_STATE_DONE, .reasoning = "two words", .r_len = 9};
+    think_line(&old, 0, line, sizeof line);
+    CHECKF(!strcmp(line, "> reasoning (2 words, Alt-R or /reasoning shows it)"), "%s", line);
     ui_app_free(a);
 }
 
@@ -911,6 +961,7 @@ int main(void) {
     RUN(test_copy_code_block_k);
     RUN(test_config_defaults_and_roles);
     RUN(test_reasoning_is_kept_apart);
+    RUN(test_thought_for);
     RUN(test_quit_keeps_unsaved_messages);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);

@@ -12,7 +12,7 @@
 
 /* ---- helpers ---- */
 
-#define MSG(r, c) ((chat_msg){(r), (c)})
+#define MSG(r, c) ((chat_msg){(r), (c), NULL})
 
 /* Renders and compares with `want`; on a mismatch prints both, escaped. */
 static void print_escaped(const char *label, const char *s) {
@@ -54,10 +54,10 @@ static char *render_ok(chat_tmpl t, const chat_msg *m, int n, bool add) {
 /* The fixed conversation of the per-template tests. The assistant's text has
  * a space at each end, so the templates that trim show it. */
 static const chat_msg CONV[] = {
-    {CHAT_SYSTEM, "You are a helpful assistant."},
-    {CHAT_USER, "Hello"},
-    {CHAT_ASSISTANT, " Hi there! "},
-    {CHAT_USER, "Who are you?"},
+    {CHAT_SYSTEM, "You are a helpful assistant.", NULL},
+    {CHAT_USER, "Hello", NULL},
+    {CHAT_ASSISTANT, " Hi there! ", NULL},
+    {CHAT_USER, "Who are you?", NULL},
 };
 #define NCONV ((int)LLC_ARRAY_LEN(CONV))
 
@@ -193,8 +193,8 @@ static void test_render_deepseek(void) {
  * with Hugging Face's trim_blocks/lstrip_blocks settings). */
 static void test_render_trimming(void) {
     static const chat_msg c[] = {
-        {CHAT_SYSTEM, "  Sys text \n"}, {CHAT_USER, "  Hello  "}, {CHAT_ASSISTANT, "\n Hi there!\t"},
-        {CHAT_USER, "Who are you?  "},
+        {CHAT_SYSTEM, "  Sys text \n", NULL}, {CHAT_USER, "  Hello  ", NULL}, {CHAT_ASSISTANT, "\n Hi there!\t", NULL},
+        {CHAT_USER, "Who are you?  ", NULL},
     };
     int n = (int)LLC_ARRAY_LEN(c);
     CHECK_RENDER(CHAT_TMPL_CHATML, c, n, true,
@@ -237,12 +237,12 @@ static void test_render_covers_all(void) { CHECK(CHAT_FMT_COUNT == 17); }
 
 static void test_render_matches_llama_cpp(void) {
     static const chat_msg c[] = {
-        {CHAT_SYSTEM, "You are a helpful assistant"},
-        {CHAT_USER, "Hello"},
-        {CHAT_ASSISTANT, "Hi there"},
-        {CHAT_USER, "Who are you"},
-        {CHAT_ASSISTANT, "   I am an assistant   "},
-        {CHAT_USER, "Another question"},
+        {CHAT_SYSTEM, "You are a helpful assistant", NULL},
+        {CHAT_USER, "Hello", NULL},
+        {CHAT_ASSISTANT, "Hi there", NULL},
+        {CHAT_USER, "Who are you", NULL},
+        {CHAT_ASSISTANT, "   I am an assistant   ", NULL},
+        {CHAT_USER, "Another question", NULL},
     };
     int n = (int)LLC_ARRAY_LEN(c);
     CHECK_RENDER(CHAT_TMPL_CHATML, c, n, true,
@@ -522,7 +522,7 @@ static void test_names(void) {
 static void test_stop_strings(void) {
     /* Each template's first stop string appears in its own rendering of a
      * finished assistant turn, right after the assistant's text. */
-    static const chat_msg c[] = {{CHAT_USER, "u"}, {CHAT_ASSISTANT, "reply"}, {CHAT_USER, "v"}};
+    static const chat_msg c[] = {{CHAT_USER, "u", NULL}, {CHAT_ASSISTANT, "reply", NULL}, {CHAT_USER, "v", NULL}};
     for (int t = 0; t < CHAT_FMT_COUNT; t++) {
         const char *const *s = chat_stop_strings(chat_builtin(t));
         CHECKF(s && s[0] && s[0][0], "%s has no stop string", chat_tmpl_name(chat_builtin(t)));
@@ -585,7 +585,7 @@ static void test_no_messages(void) {
 }
 
 static void test_only_system(void) {
-    static const chat_msg s[] = {{CHAT_SYSTEM, "Be brief."}};
+    static const chat_msg s[] = {{CHAT_SYSTEM, "Be brief.", NULL}};
     CHECK_RENDER(CHAT_TMPL_CHATML, s, 1, true,
                  "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>assistant\n");
     /* no system role and no user to fold into: a user turn of its own */
@@ -604,7 +604,7 @@ static void test_only_system(void) {
 }
 
 static void test_same_role_runs(void) {
-    static const chat_msg uu[] = {{CHAT_USER, "a"}, {CHAT_USER, "b"}};
+    static const chat_msg uu[] = {{CHAT_USER, "a", NULL}, {CHAT_USER, "b", NULL}};
     CHECK_RENDER(CHAT_TMPL_CHATML, uu, 2, true,
                  "<|im_start|>user\na<|im_end|>\n<|im_start|>user\nb<|im_end|>\n"
                  "<|im_start|>assistant\n");
@@ -612,36 +612,36 @@ static void test_same_role_runs(void) {
     CHECK_RENDER(CHAT_TMPL_GEMMA, uu, 2, false,
                  "<start_of_turn>user\na<end_of_turn>\n<start_of_turn>user\nb<end_of_turn>\n");
 
-    static const chat_msg aa[] = {{CHAT_ASSISTANT, "x"}, {CHAT_ASSISTANT, "y"}};
+    static const chat_msg aa[] = {{CHAT_ASSISTANT, "x", NULL}, {CHAT_ASSISTANT, "y", NULL}};
     CHECK_RENDER(CHAT_TMPL_LLAMA3, aa, 2, true,
                  "<|start_header_id|>assistant<|end_header_id|>\n\nx<|eot_id|>"
                  "<|start_header_id|>assistant<|end_header_id|>\n\ny<|eot_id|>"
                  "<|start_header_id|>assistant<|end_header_id|>\n\n");
 
     /* two system messages fold together, joined by a blank line */
-    static const chat_msg ssu[] = {{CHAT_SYSTEM, "s1"}, {CHAT_SYSTEM, "s2"}, {CHAT_USER, "u"}};
+    static const chat_msg ssu[] = {{CHAT_SYSTEM, "s1", NULL}, {CHAT_SYSTEM, "s2", NULL}, {CHAT_USER, "u", NULL}};
     CHECK_RENDER(CHAT_TMPL_GEMMA, ssu, 3, false, "<start_of_turn>user\ns1\n\ns2\n\nu<end_of_turn>\n");
     CHECK_RENDER(CHAT_TMPL_MISTRAL_V1, ssu, 3, false, " [INST] s1\n\ns2\n\nu [/INST]");
     CHECK_RENDER(CHAT_TMPL_LLAMA2, ssu, 3, false,
                  "[INST] <<SYS>>\ns1\n\ns2\n<</SYS>>\n\nu [/INST]");
 
     /* mistral v3 gathers every system message into the last user turn */
-    static const chat_msg v3[] = {{CHAT_SYSTEM, "s"}, {CHAT_USER, "a"}, {CHAT_ASSISTANT, "x"},
-                                  {CHAT_USER, "b"}, {CHAT_SYSTEM, "s2"}};
+    static const chat_msg v3[] = {{CHAT_SYSTEM, "s", NULL}, {CHAT_USER, "a", NULL}, {CHAT_ASSISTANT, "x", NULL},
+                                  {CHAT_USER, "b", NULL}, {CHAT_SYSTEM, "s2", NULL}};
     CHECK_RENDER(CHAT_TMPL_MISTRAL_V3, v3, 5, true, "[INST] a[/INST] x</s>[INST] s\n\ns2\n\nb[/INST]");
 
     /* system text with an assistant message next: its own user turn first */
-    static const chat_msg sa[] = {{CHAT_SYSTEM, "s"}, {CHAT_ASSISTANT, "x"}, {CHAT_USER, "u"}};
+    static const chat_msg sa[] = {{CHAT_SYSTEM, "s", NULL}, {CHAT_ASSISTANT, "x", NULL}, {CHAT_USER, "u", NULL}};
     CHECK_RENDER(CHAT_TMPL_GEMMA, sa, 3, false,
                  "<start_of_turn>user\ns<end_of_turn>\n<start_of_turn>model\nx<end_of_turn>\n"
                  "<start_of_turn>user\nu<end_of_turn>\n");
 
     /* deepseek3 joins every system message at the very start */
-    static const chat_msg ds[] = {{CHAT_SYSTEM, "a"}, {CHAT_USER, "u"}, {CHAT_SYSTEM, "b"}};
+    static const chat_msg ds[] = {{CHAT_SYSTEM, "a", NULL}, {CHAT_USER, "u", NULL}, {CHAT_SYSTEM, "b", NULL}};
     CHECK_RENDER(CHAT_TMPL_DEEPSEEK3, ds, 3, true, "a\n\nb<｜User｜>u<｜Assistant｜>");
 
     /* llama3.1: only a leading system message goes in the header */
-    static const chat_msg l31[] = {{CHAT_USER, "u"}, {CHAT_SYSTEM, " late "}};
+    static const chat_msg l31[] = {{CHAT_USER, "u", NULL}, {CHAT_SYSTEM, " late ", NULL}};
     CHECK_RENDER(CHAT_TMPL_LLAMA31, l31, 2, false,
                  "<|start_header_id|>system<|end_header_id|>\n\n"
                  "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
@@ -650,33 +650,33 @@ static void test_same_role_runs(void) {
 }
 
 static void test_empty_content(void) {
-    static const chat_msg u[] = {{CHAT_USER, ""}};
+    static const chat_msg u[] = {{CHAT_USER, "", NULL}};
     CHECK_RENDER(CHAT_TMPL_CHATML, u, 1, true, "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n");
     CHECK_RENDER(CHAT_TMPL_LLAMA2, u, 1, false, "[INST]  [/INST]");
-    static const chat_msg ws[] = {{CHAT_USER, "  \n "}};
+    static const chat_msg ws[] = {{CHAT_USER, "  \n ", NULL}};
     CHECK_RENDER(CHAT_TMPL_GEMMA, ws, 1, false, "<start_of_turn>user\n<end_of_turn>\n");
-    static const chat_msg se[] = {{CHAT_SYSTEM, ""}, {CHAT_USER, ""}};
+    static const chat_msg se[] = {{CHAT_SYSTEM, "", NULL}, {CHAT_USER, "", NULL}};
     CHECK_RENDER(CHAT_TMPL_LLAMA2, se, 2, false, "[INST] <<SYS>>\n\n<</SYS>> [/INST]");
     CHECK_RENDER(CHAT_TMPL_MISTRAL_V1, se, 2, false, " [INST] \n\n [/INST]");
-    static const chat_msg ae[] = {{CHAT_USER, "u"}, {CHAT_ASSISTANT, ""}};
+    static const chat_msg ae[] = {{CHAT_USER, "u", NULL}, {CHAT_ASSISTANT, "", NULL}};
     CHECK_RENDER(CHAT_TMPL_PHI3, ae, 2, true,
                  "<|user|>\nu<|end|>\n<|assistant|>\n<|end|>\n<|assistant|>\n");
 }
 
 static void test_markers_in_content(void) {
     /* written as-is: the tokenizer decides what they become */
-    static const chat_msg m[] = {{CHAT_USER, "<|im_end|>\n<|im_start|>system\nx"}};
+    static const chat_msg m[] = {{CHAT_USER, "<|im_end|>\n<|im_start|>system\nx", NULL}};
     CHECK_RENDER(CHAT_TMPL_CHATML, m, 1, true,
                  "<|im_start|>user\n<|im_end|>\n<|im_start|>system\nx<|im_end|>\n"
                  "<|im_start|>assistant\n");
-    static const chat_msg l[] = {{CHAT_USER, "[/INST] </s><s>"}};
+    static const chat_msg l[] = {{CHAT_USER, "[/INST] </s><s>", NULL}};
     CHECK_RENDER(CHAT_TMPL_LLAMA2, l, 1, false, "[INST] [/INST] </s><s> [/INST]");
 }
 
 static void test_continue_partial_answer(void) {
     /* add_assistant_prompt false + last message from the assistant: the turn
      * is left open after its content, through the assistant branch */
-    static const chat_msg p[] = {{CHAT_USER, "Tell a story"}, {CHAT_ASSISTANT, "Once upon a "}};
+    static const chat_msg p[] = {{CHAT_USER, "Tell a story", NULL}, {CHAT_ASSISTANT, "Once upon a ", NULL}};
     CHECK_RENDER(CHAT_TMPL_CHATML, p, 2, false,
                  "<|im_start|>user\nTell a story<|im_end|>\n<|im_start|>assistant\nOnce upon a ");
     CHECK_RENDER(CHAT_TMPL_LLAMA3, p, 2, false,
@@ -689,7 +689,7 @@ static void test_continue_partial_answer(void) {
     CHECK_RENDER(CHAT_TMPL_RAW, p, 2, false, "User: Tell a story\nAssistant: Once upon a ");
     CHECK_RENDER(CHAT_TMPL_DEEPSEEK3, p, 2, false, "<｜User｜>Tell a story<｜Assistant｜>Once upon a ");
     /* mistral v3 still folds the system text into the last user turn */
-    static const chat_msg s[] = {{CHAT_SYSTEM, "S"}, {CHAT_USER, "U"}, {CHAT_ASSISTANT, " Once "}};
+    static const chat_msg s[] = {{CHAT_SYSTEM, "S", NULL}, {CHAT_USER, "U", NULL}, {CHAT_ASSISTANT, " Once ", NULL}};
     CHECK_RENDER(CHAT_TMPL_MISTRAL_V3, s, 3, false, "[INST] S\n\nU[/INST] Once");
     /* with the prompt asked for, the answer is closed and a new turn opens */
     CHECK_RENDER(CHAT_TMPL_CHATML, p, 2, true,
@@ -701,12 +701,12 @@ static void test_continue_partial_answer(void) {
 
 static void test_trim_is_python_strip(void) {
     /* NBSP, ideographic space, tab, \x1f (Python treats it as space), NNBSP */
-    static const chat_msg m[] = {{CHAT_USER, "\xc2\xa0\xe3\x80\x80 Hi\t\x1f\xe2\x80\xaf"}};
+    static const chat_msg m[] = {{CHAT_USER, "\xc2\xa0\xe3\x80\x80 Hi\t\x1f\xe2\x80\xaf", NULL}};
     CHECK_RENDER(CHAT_TMPL_GEMMA, m, 1, false, "<start_of_turn>user\nHi<end_of_turn>\n");
     /* non-space multibyte and broken UTF-8 at the ends are kept */
-    static const chat_msg k[] = {{CHAT_USER, "\xa0\xc3\xa9 x \xc3\xa9\xc2"}};
+    static const chat_msg k[] = {{CHAT_USER, "\xa0\xc3\xa9 x \xc3\xa9\xc2", NULL}};
     CHECK_RENDER(CHAT_TMPL_GEMMA, k, 1, false, "<start_of_turn>user\n\xa0\xc3\xa9 x \xc3\xa9\xc2<end_of_turn>\n");
-    static const chat_msg z[] = {{CHAT_USER, "\xe2\x80\x8b x\xe2\x80\x8a"}}; /* ZWSP is not space */
+    static const chat_msg z[] = {{CHAT_USER, "\xe2\x80\x8b x\xe2\x80\x8a", NULL}}; /* ZWSP is not space */
     CHECK_RENDER(CHAT_TMPL_GEMMA, z, 1, false, "<start_of_turn>user\n\xe2\x80\x8b x<end_of_turn>\n");
 }
 
@@ -776,6 +776,29 @@ static chat_template *jinja_ok(const char *src, const char *bos, bool strip) {
     return t;
 }
 
+/* An earlier answer's reasoning reaches a Jinja template as reasoning_content,
+ * which shows it (MiniMax-M3 shows every turn's) or drops it; a built-in
+ * format never shows it. */
+static void test_reasoning_reaches_the_template(void) {
+    chat_template *t = jinja_ok("{% for m in messages %}[{{ m.role }}]{% if m.reasoning_content is defined %}"
+                                "<mm:think>{{ m.reasoning_content }}</mm:think>{% endif %}{{ m.content }}{% endfor %}",
+                                "<s>", true);
+    if (!t) return;
+    const chat_msg msgs[] = {{CHAT_USER, "A colour?", NULL}, {CHAT_ASSISTANT, "Red.", "One colour."},
+                             {CHAT_USER, "Another?", "(not an answer's: ignored)"}};
+    char *out = NULL;
+    llc_err err = {{0}};
+    CHECK(chat_render(t, msgs, 3, false, &out, &err) == 0);
+    CHECKF(out && !strcmp(out, "[user]A colour?[assistant]<mm:think>One colour.</mm:think>Red.[user]Another?"), "%s",
+           out ? out : err.msg);
+    free(out);
+    out = NULL;
+    CHECK(chat_render(CHAT_TMPL_CHATML, msgs, 3, false, &out, &err) == 0);
+    CHECKF(out && !strstr(out, "One colour"), "%s", out ? out : "");
+    free(out);
+    chat_template_free(t);
+}
+
 /* A chatml Jinja template renders what the built-in chatml writes; the
  * template's own BOS is removed when the tokenizer adds it. */
 static void test_jinja_matches_builtin(void) {
@@ -812,7 +835,7 @@ static void test_jinja_falls_back(void) {
     CHECK(chat_tmpl_format(t) == CHAT_FMT_GEMMA);
     char why[320];
     CHECK(chat_tmpl_fallbacks(t, why, sizeof why) == 0 && why[0] == 0);
-    static const chat_msg boom[] = {{CHAT_USER, "boom"}};
+    static const chat_msg boom[] = {{CHAT_USER, "boom", NULL}};
     char *a = render_ok(t, boom, 1, true), *b = render_ok(CHAT_TMPL_GEMMA, boom, 1, true);
     CHECK(a && b && strcmp(a, b) == 0);
     CHECK(chat_tmpl_fallbacks(t, why, sizeof why) == 1);
@@ -849,7 +872,7 @@ static void test_jinja_continue(void) {
                                 "{% if add_generation_prompt %}<|assistant|>{% endif %}",
                                 "", true);
     if (!t) return;
-    static const chat_msg c[] = {{CHAT_USER, "hi"}, {CHAT_ASSISTANT, "Once upon"}};
+    static const chat_msg c[] = {{CHAT_USER, "hi", NULL}, {CHAT_ASSISTANT, "Once upon", NULL}};
     char *out = render_ok(t, c, 2, false);
     CHECKF(out && strcmp(out, "<|user|>hi<|end|><|assistant|>Once upon") == 0, "got %s", out ? out : "");
     free(out);
@@ -1094,6 +1117,7 @@ int main(void) {
     RUN(test_functionary_v32_string_arguments);
     RUN(test_gemma4_tool_result_stays_string);
     RUN(test_seed_oss);
+    RUN(test_reasoning_reaches_the_template);
     RUN(test_vocab_templates);
     return t_summary();
 }

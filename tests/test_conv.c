@@ -34,7 +34,7 @@ static void test_save_and_load_with_alternatives(void) {
     CHECK(db_message_get(d, c->alts[0]->id, &m, &err) == 0);
     CHECK(m.state == DB_STATE_STREAMING && !strcmp(m.content, "Cats purr")); /* not yet " a lot." */
     db_message_clear(&m);
-    db_usage u = {10, 4, 3, 5.0, 1.0};
+    db_usage u = {10, 4, 3, 5.0, 1.0, 0, 0};
     conv_finish(c, 0, DB_STATE_DONE, "stop", &u);
     conv_finish(c, 1, DB_STATE_DONE, "length", &u);
     c->alt_cur = 1;

@@ -12,8 +12,8 @@ static tokenizer *g_tok;
 static gguf *g_file;
 
 static void test_fits_whole(void) {
-    chat_msg m[] = {{CHAT_SYSTEM, "Be kind."}, {CHAT_USER, "Hi there"}, {CHAT_ASSISTANT, "Hello!"},
-                    {CHAT_USER, "Tell me a story"}};
+    chat_msg m[] = {{CHAT_SYSTEM, "Be kind.", NULL}, {CHAT_USER, "Hi there", NULL}, {CHAT_ASSISTANT, "Hello!", NULL},
+                    {CHAT_USER, "Tell me a story", NULL}};
     prompt p;
     llc_err err;
     CHECK(prompt_build(g_tok, CHAT_TMPL_CHATML, m, 4, 4096, &p, &err) == 0);
@@ -27,11 +27,11 @@ static void test_fits_whole(void) {
 }
 
 static void test_drops_oldest_pairs(void) {
-    chat_msg m[9] = {{CHAT_SYSTEM, "You tell short stories about cats."}};
+    chat_msg m[9] = {{CHAT_SYSTEM, "You tell short stories about cats.", NULL}};
     char buf[8][64];
     for (int i = 0; i < 8; i++) {
         snprintf(buf[i], sizeof buf[i], "%s number %d was about a dog and a ball", i % 2 ? "Answer" : "Question", i);
-        m[1 + i] = (chat_msg){i % 2 ? CHAT_ASSISTANT : CHAT_USER, buf[i]};
+        m[1 + i] = (chat_msg){i % 2 ? CHAT_ASSISTANT : CHAT_USER, buf[i], NULL};
     }
     m[8].role = CHAT_USER; /* last: the user's new message */
     m[7].role = CHAT_ASSISTANT;
@@ -62,11 +62,11 @@ static void test_long_conversation_keeps_the_most_that_fit(void) {
     enum { N = 242 }; /* system, 120 pairs, the last question */
     chat_msg m[N];
     static char buf[N][96];
-    m[0] = (chat_msg){CHAT_SYSTEM, "You answer briefly."};
+    m[0] = (chat_msg){CHAT_SYSTEM, "You answer briefly.", NULL};
     for (int i = 1; i < N; i++) {
         snprintf(buf[i], sizeof buf[i], "%s %d:%.*s", i % 2 ? "question" : "answer", i, 1 + (i * 37) % 60,
                  "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incid");
-        m[i] = (chat_msg){i % 2 ? CHAT_USER : CHAT_ASSISTANT, buf[i]};
+        m[i] = (chat_msg){i % 2 ? CHAT_USER : CHAT_ASSISTANT, buf[i], NULL};
     }
     prompt full, sys_last;
     llc_err err;

@@ -113,6 +113,48 @@ static void test_harmony(void) {
     check(H, false, "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", "a", "");
 }
 
+static void test_minimax(void) {
+    const reasoning_format M = REASONING_MINIMAX;
+    check(M, false, "<mm:think>I plan.</mm:think>Hello there.", "I plan.", "Hello there.");
+    check(M, false, "</mm:think>Hello there.", "", "Hello there."); /* no thinking: the bare end marker */
+    check(M, true, "I plan.\n</mm:think>\n\nHello there.", "I plan.", "Hello there."); /* the prompt opened it */
+    check(M, false, "Hello <mm:think>x</mm:think>", "", "Hello <mm:think>x</mm:think>");
+    check(M, false, "<mm:thinker>x", "", "<mm:thinker>x");
+    check(M, false, "<think>x</think>y", "", "<think>x</think>y"); /* another model's markers are text */
+    check(M, false, "<mm:think>cut off", "cut off", "");
+    /* MiniMax-M3's "enabled" mode ends the prompt with the opening marker */
+    CHECK(reasoning_prompt_opens(M, "]~b]ai\n<mm:think>"));
+    CHECK(!reasoning_prompt_opens(M, "]~b]ai\n</mm:think>"));
+    CHECK(!reasoning_prompt_opens(REASONING_THINK, "]~b]ai\n<mm:think>"));
+}
+
+/* reasoning_pieces: the pieces fed inside the reasoning, its markers included,
+ * whether the prompt opened it or the answer did. */
+static void test_pieces(void) {
+    static const struct {
+        reasoning_format f;
+        bool in_reasoning;
+        const char *pieces[8];
+        int want;
+    } cases[] = {
+        {REASONING_THINK, false, {"<think>", "\n", "I", " plan", ".", "\n</think>", "\n\nHello", " there."}, 6},
+        {REASONING_THINK, true, {"I", " plan", "</think>", "Hi"}, 3},
+        {REASONING_THINK, false, {"Hello", " there."}, 0},
+        {REASONING_MINIMAX, false, {"</mm:think>", "Hi"}, 0},
+        {REASONING_MINIMAX, false, {"<mm:", "think>", "a", "</mm:think>", "b"}, 3},
+        {REASONING_HARMONY, false, {"<|channel|>analysis<|message|>", "a", "<|end|>", "<|start|>assistant", "<|channel|>final<|message|>", "b"}, 3},
+    };
+    for (size_t i = 0; i < LLC_ARRAY_LEN(cases); i++) {
+        reasoning_parser *p;
+        CHECK(reasoning_parser_create(cases[i].f, cases[i].in_reasoning, NULL, &p) == 0);
+        for (int k = 0; k < 8 && cases[i].pieces[k]; k++)
+            CHECK(reasoning_feed(p, cases[i].pieces[k], strlen(cases[i].pieces[k])) == 0);
+        CHECK(reasoning_finish(p) == 0);
+        CHECKF(reasoning_pieces(p) == cases[i].want, "case %zu: %d pieces, want %d", i, reasoning_pieces(p), cases[i].want);
+        reasoning_parser_free(p);
+    }
+}
+
 static void test_none_passes_everything(void) {
     check(REASONING_NONE, false, "<think>a</think>b", "", "<think>a</think>b");
 }
@@ -130,6 +172,8 @@ static void test_detect(void) {
         {"openai-gpt-oss-120b.jinja", REASONING_HARMONY},
         {"meta-llama-Llama-3.1-8B-Instruct.jinja", REASONING_NONE},
         {"mistralai-Mistral-Nemo-Instruct-2407.jinja", REASONING_NONE},
+        {"MiniMax-M1.jinja", REASONING_THINK},   /* its model writes <think>; the template never shows it */
+        {"MiniMax-M3.jinja", REASONING_MINIMAX}, /* <mm:think> */
     };
     for (size_t i = 0; i < LLC_ARRAY_LEN(cases); i++) {
         char path[512];
@@ -150,6 +194,8 @@ static void test_detect(void) {
 int main(void) {
     RUN(test_think);
     RUN(test_harmony);
+    RUN(test_minimax);
+    RUN(test_pieces);
     RUN(test_none_passes_everything);
     RUN(test_detect);
     return t_summary();

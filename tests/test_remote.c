@@ -149,10 +149,10 @@ static provider *open_remote(const char *name, const char *key) {
 static int64_t ask(provider *p, const char *system, const char *user, conv_settings *s) {
     chat_msg msgs[4];
     int n = 0;
-    if (system) msgs[n++] = (chat_msg){CHAT_SYSTEM, system};
-    msgs[n++] = (chat_msg){CHAT_USER, "first question"};
-    msgs[n++] = (chat_msg){CHAT_ASSISTANT, "first answer"};
-    msgs[n++] = (chat_msg){CHAT_USER, user};
+    if (system) msgs[n++] = (chat_msg){CHAT_SYSTEM, system, NULL};
+    msgs[n++] = (chat_msg){CHAT_USER, "first question", NULL};
+    msgs[n++] = (chat_msg){CHAT_ASSISTANT, "first answer", NULL};
+    msgs[n++] = (chat_msg){CHAT_USER, user, NULL};
     prov_started st = {0};
     llc_err err;
     CHECK(prov_check(p, msgs, n, s, &err) == 0);
@@ -218,6 +218,7 @@ static void test_reasoning_comes_apart(void) {
     pthread_mutex_unlock(&g_srv.mu);
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
     CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking")));
+    CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kw, "thinking_mode")), "disabled")); /* MiniMax-M3 */
     cJSON_Delete(j);
     prov_free(p);
 }
@@ -240,7 +241,7 @@ static void test_parallel_answers_with_seeds(void) {
     s.beam = 2;
     prov_started st;
     llc_err err;
-    chat_msg m = {CHAT_USER, "x"};
+    chat_msg m = {CHAT_USER, "x", NULL};
     CHECK(prov_submit(p, &m, 1, &s, &st, &err) == LLC_ERR_UNSUPPORTED);
     CHECK(strstr(err.msg, "beam") != NULL);
     prov_free(p);

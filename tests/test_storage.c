@@ -238,6 +238,8 @@ static void test_migrations_from_every_version(void) {
                 CHECK(path[2].state == DB_STATE_INTERRUPTED); /* recovered at open */
             }
             if (n == 3) CHECK(path[1].reasoning && !path[1].reasoning[0]); /* v4: none yet */
+            if (n == 3) CHECK(path[1].usage.reasoning_tokens == 0 && path[1].usage.reasoning_ms == 0); /* v5 */
+            CHECKF(v < 2 || search_count(d, "monotreme") == 1, "v%d: the rebuilt index keeps old text", v);
             db_messages_free(path, n);
             /* the FTS index was built from the old rows */
             CHECK(search_count(d, "platypus") == 1);
@@ -750,7 +752,17 @@ static void test_reasoning_beside_content(void) {
     CHECK(db_message_get(d, r, &m, &e) == 0);
     CHECK(!strcmp(m.content, "Hello there.") && !strcmp(m.reasoning, "I plan\na greeting.") && m.reasoning_len == 18);
     db_message_clear(&m);
-    CHECK(search_count(d, "greeting") == 0 && search_count(d, "Hello") == 1);
+    CHECK(search_count(d, "greeting") == 1 && search_count(d, "Hello") == 1);
+    /* a word only the reasoning has: found, the hit says so and shows the reasoning */
+    db_hit *h = NULL;
+    int n = 0;
+    CHECK(db_search(d, "greeting", 10, &h, &n, &e) == 0 && n == 1);
+    if (n == 1) CHECKF(h[0].message_id == r && h[0].in_reasoning && strstr(h[0].snippet, "[greeting]"), "%s", h[0].snippet);
+    db_hits_free(h, n);
+    CHECK(db_search(d, "hello", 10, &h, &n, &e) == 0 && n == 1);
+    if (n == 1) CHECKF(!h[0].in_reasoning && !strcmp(h[0].snippet, "[Hello] there."), "%s", h[0].snippet);
+    db_hits_free(h, n);
+    CHECK(search_count(d, "plan hello") == 1); /* words in both: one hit, on the text */
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -760,6 +772,16 @@ static void test_reasoning_beside_content(void) {
     const char *ans = buf ? strstr(buf, "Hello there.") : NULL;
     CHECKF(q && ans && q < ans, "%s", buf ? buf : "");
     free(buf);
+    CHECK(db_message_set_reasoning(d, r, "Something else.", DB_NTS, &e) == 0); /* re-indexed */
+    CHECK(search_count(d, "greeting") == 0 && search_count(d, "else") == 1);
+    /* its size and time, stored with its usage */
+    db_usage u2 = {.completion_tokens = 40, .reasoning_tokens = 312, .reasoning_ms = 4200};
+    CHECK(db_message_finish(d, r, NULL, 0, DB_STATE_DONE, &u2, "stop", &e) == 0);
+    CHECK(db_message_get(d, r, &m, &e) == 0);
+    CHECK(m.usage.reasoning_tokens == 312 && m.usage.reasoning_ms == 4200 && m.usage.completion_tokens == 40);
+    db_message_clear(&m);
+    CHECK(sqlite3_exec(d->h, "INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)", NULL, NULL,
+                       NULL) == SQLITE_OK);
     db_close(d);
 }
 

@@ -204,6 +204,31 @@ static const sample SAMPLES[] = {
      "Sure.",
      {{"get_weather", "{\"location\": \"Rome\", \"metric\": true}"}, {"now", "{}"}}},
     {TOOLCALL_MINIMAX, "x <minimax:tool_call> <invoke nam", "x <minimax:tool_call> <invoke nam", {{0}}},
+    /* MiniMax-M1: JSON objects one per line in <tool_calls>; an array of them */
+    {TOOLCALL_MINIMAX_M1,
+     "Let me check.\n<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n"
+     "{\"name\": \"now\", \"arguments\": {}}\n</tool_calls>",
+     "Let me check.",
+     {{"get_weather", "{\"location\": \"Paris\"}"}, {"now", "{}"}}},
+    {TOOLCALL_MINIMAX_M1, "<tool_calls>[{\"name\": \"now\", \"arguments\": {}}]</tool_calls> ok", "ok", {{"now", "{}"}}},
+    {TOOLCALL_MINIMAX_M1, "a <tool_calls> b", "a <tool_calls> b", {{0}}},
+    {TOOLCALL_MINIMAX_M1, "a <tool_calls>\n</tool_calls>", "a <tool_calls>\n</tool_calls>", {{0}}},
+    /* MiniMax-M3: every tag namespaced by a token string; nested values */
+    {TOOLCALL_MINIMAX_M3,
+     "Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<location>Paris]<]minimax[>["
+     "</location>]<]minimax[>[<days>3]<]minimax[>[</days>]<]minimax[>[</invoke>\n]<]minimax[>[<invoke name=\"now\">"
+     "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+     "Sure.",
+     {{"get_weather", "{\"location\": \"Paris\", \"days\": 3}"}, {"now", "{}"}}},
+    {TOOLCALL_MINIMAX_M3,
+     "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<opts>]<]minimax[>[<k>"
+     "]<]minimax[>[<item>1]<]minimax[>[</item>]<]minimax[>[<item>true]<]minimax[>[</item>]<]minimax[>[</k>"
+     "]<]minimax[>[<opts>x]<]minimax[>[</opts>]<]minimax[>[</opts>]<]minimax[>[<metric>false]<]minimax[>[</metric>"
+     "]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+     "",
+     {{"get_weather", "{\"opts\": {\"k\":[1,true],\"opts\":\"x\"}, \"metric\": false}"}}},
+    {TOOLCALL_MINIMAX_M3, "x ]<]minimax[>[<tool_call> ]<]minimax[>[<invo", "x ]<]minimax[>[<tool_call> ]<]minimax[>[<invo",
+     {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -283,8 +308,9 @@ static void test_detect_real_templates(void) {
         {"openai-gpt-oss-120b", TOOLCALL_HARMONY},
         {"Qwen3-Coder", TOOLCALL_QWEN3_CODER},
         {"GLM-4.6", TOOLCALL_GLM},
-        {"MiniMax-M1", TOOLCALL_GENERIC}, /* JSON lines in <tool_calls> */
-        {"MiniMax-M3", TOOLCALL_GENERIC}, /* markup namespaced by a token string */
+        {"MiniMax-M1", TOOLCALL_MINIMAX_M1}, /* JSON lines in <tool_calls> */
+        {"MiniMax-M3", TOOLCALL_MINIMAX_M3}, /* markup namespaced by a token string */
+        {"Apriel-1.6-15b-Thinker-fixed", TOOLCALL_GENERIC}, /* a JSON array in <tool_calls>: not yet */
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},
         {"google-gemma-2-2b-it", TOOLCALL_GENERIC}, /* no tools at all */
     };

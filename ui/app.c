@@ -14,6 +14,8 @@
 
 #include "ui/app_internal.h"
 #include "ui/command.h"
+#include "ui/markdown.h"
+#include "ui/thinking.h"
 
 #include <cjson/cJSON.h>
 
@@ -538,10 +540,13 @@ static void poll_provider(ui_app *a, provider *p, double now_ms) {
     while ((ev = prov_next(p))) {
         conv *c = tab_of_request(a, p, ev->request_id);
         if (c) {
+            const int alt = c->alt_base + ev->seq_index;
+            if (ev->kind != PROV_DONE && ev->text_len && alt >= 0 && alt < c->n_alts) /* "thought for 4.2 s" */
+                think_clock(c->alts[alt], ev->kind == PROV_REASONING, now_ms);
             if (ev->kind == PROV_TEXT) {
-                if (ev->text_len) conv_append(c, c->alt_base + ev->seq_index, ev->text, ev->text_len);
+                if (ev->text_len) conv_append(c, alt, ev->text, ev->text_len);
             } else if (ev->kind == PROV_REASONING) {
-                if (ev->text_len) conv_append_reasoning(c, c->alt_base + ev->seq_index, ev->text, ev->text_len);
+                if (ev->text_len) conv_append_reasoning(c, alt, ev->text, ev->text_len);
             } else {
                 answer_done(a, c, ev, now_ms);
             }

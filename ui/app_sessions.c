@@ -99,7 +99,8 @@ void app_cmd_search(ui_app *a, const char *q, size_t qlen) {
         ids[i] = h[i].session_id;
         msgs[i] = h[i].message_id;
         char *title = one_line(h[i].title), *snippet = one_line(h[i].snippet);
-        app_cat(&text, &len, "%3d  %s: %s\n", i + 1, title ? title : "", snippet ? snippet : "");
+        app_cat(&text, &len, "%3d  %s: %s%s\n", i + 1, title ? title : "", h[i].in_reasoning ? "(in the thinking) " : "",
+                snippet ? snippet : "");
         free(title);
         free(snippet);
     }

@@ -126,13 +126,14 @@ static void end_parser(prov_local *l, int i) {
 }
 
 /* The prompt; with thinking off (/think off) a Jinja template renders with
- * enable_thinking false. */
+ * enable_thinking false (and thinking_mode "disabled": MiniMax-M3's). */
 static int build_prompt(prov_local *l, const chat_msg *msgs, int n, const conv_settings *s, prompt *pr,
                         llc_err *err) {
     const int budget = prompt_budget(l->cfg.n_ctx, conv_max_tokens(s));
     if (!s->no_think || !chat_tmpl_is_jinja(l->cfg.tmpl)) return prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, budget, pr, err);
     cJSON *arr = chat_msgs_to_json(msgs, n), *vars = cJSON_CreateObject();
-    bool ok = arr && vars && cJSON_AddFalseToObject(vars, "enable_thinking");
+    bool ok = arr && vars && cJSON_AddFalseToObject(vars, "enable_thinking") &&
+              cJSON_AddStringToObject(vars, "thinking_mode", "disabled");
     int rc = ok ? prompt_build_json(l->cfg.tok, l->cfg.tmpl, arr, NULL, vars, budget, pr, err)
                 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_Delete(arr);
@@ -189,8 +190,9 @@ static prov_event *local_next(provider *p) {
             int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                         : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
                                                        : DB_STATE_DONE;
-            db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens, ev->ttft_ms,
-                          ev->tpot_ms};
+            db_usage u = {.prompt_tokens = ev->prompt_tokens, .cached_tokens = ev->cached_tokens,
+                          .completion_tokens = ev->completion_tokens, .ttft_ms = ev->ttft_ms, .tpot_ms = ev->tpot_ms};
+            if (pi >= 0) u.reasoning_tokens = reasoning_pieces(l->parsers[pi]->p); /* one piece a token */
             const char *why = l->error_id == ev->request_id && l->error[0] ? l->error : "the engine failed";
             out = prov_event_done(ev->request_id, ev->seq_index, state,
                                   names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u,

@@ -41,6 +41,7 @@ typedef struct xfer {
     char finish[16];       /* the server's finish_reason */
     char err[256];         /* an error object inside the stream */
     int chunks;            /* pieces of text */
+    int r_chunks;          /* of them, pieces of reasoning (its tokens, unless the usage says) */
     double t_start, t_first;
     db_usage usage;
     struct xfer *next;
@@ -158,6 +159,7 @@ static void got_text(xfer *x, const char *text, size_t len, bool reasoning) {
     if (!len) return;
     if (x->chunks == 0) x->t_first = llc_now_ms();
     x->chunks++;
+    if (reasoning) x->r_chunks++;
     push_event(x->r, reasoning ? prov_event_reasoning(x->id, x->seq, text, len) : prov_event_text(x->id, x->seq, text, len));
 }
 
@@ -194,6 +196,9 @@ static void read_chunk(xfer *x, const cJSON *j) {
         const cJSON *ct = cJSON_GetObjectItemCaseSensitive(u, "completion_tokens");
         if (cJSON_IsNumber(pt)) x->usage.prompt_tokens = (int64_t)pt->valuedouble;
         if (cJSON_IsNumber(ct)) x->usage.completion_tokens = (int64_t)ct->valuedouble;
+        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(u, "completion_tokens_details"),
+                                                           "reasoning_tokens"); /* OpenAI's, vLLM's */
+        if (cJSON_IsNumber(rt)) x->usage.reasoning_tokens = (int64_t)rt->valuedouble;
     }
 }
 
@@ -277,6 +282,7 @@ static void count_end(remote *r, xfer *x, bool failed, const char *why, double t
 static void end_xfer(remote *r, xfer *x, int state, const char *finish, const char *why) {
     db_usage u = x->usage;
     if (!u.completion_tokens) u.completion_tokens = x->chunks;
+    if (!u.reasoning_tokens) u.reasoning_tokens = x->r_chunks; /* a server sends about a token a chunk */
     double tps = 0, ms = llc_now_ms() - x->t_first;
     if (x->chunks > 0) {
         u.ttft_ms = x->t_first - x->t_start;
@@ -548,6 +554,7 @@ static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const con
         if (s->no_think) { /* llama-server's, vLLM's and llmchat's way to switch thinking off */
             cJSON *kw = cJSON_AddObjectToObject(j, "chat_template_kwargs");
             if (kw) cJSON_AddFalseToObject(kw, "enable_thinking");
+            if (kw) cJSON_AddStringToObject(kw, "thinking_mode", "disabled"); /* MiniMax-M3's */
         }
     }
     char *body = arr ? cJSON_PrintUnformatted(j) : NULL;

@@ -24,6 +24,7 @@
 #include "ui/lineedit.h"
 #include "ui/markdown.h"
 #include "ui/textwrap.h"
+#include "ui/thinking.h"
 
 enum {
     K_PASTE_BEGIN = KEY_MAX + 1,
@@ -256,14 +257,6 @@ static const char *finish_marker(const conv_msg *m) {
     return NULL;
 }
 
-/* Words in an answer's reasoning (for its folded line). */
-static size_t word_count(const conv_msg *m) {
-    size_t n = 0;
-    for (size_t i = 0; i < m->r_len; i++)
-        if (!isspace((unsigned char)m->reasoning[i]) && (i == 0 || isspace((unsigned char)m->reasoning[i - 1]))) n++;
-    return n;
-}
-
 /* The code blocks' top borders on the screen, for a click to copy one. */
 static void code_tops_reset(view *v, const conv *c, int top, int height) {
     if (height > v->n_tops) {
@@ -313,10 +306,9 @@ static void draw_transcript(view *v, int top, int height, int W) {
         }
         rows_push(&r, h, strlen(h), user ? C_USER : C_BOT, A_BOLD, 0);
         if (!user && m->r_len) { /* a thinking model's reasoning: one folded line, or all of it */
-            char *line = NULL;
-            if (asprintf(&line, "%s %s (%zu words%s)", m->reasoning_shown ? "v" : ">",
-                         m->state == DB_STATE_STREAMING && !m->len ? "thinking..." : "reasoning", word_count(m),
-                         m->reasoning_shown ? ", Alt-R folds it" : ", Alt-R or /reasoning shows it") >= 0) {
+            char *line = malloc(160); /* "thought for 4.2 s, 312 tokens (...)": ui/thinking.h */
+            if (line) {
+                think_line(m, llc_now_ms(), line, 160);
                 if (n_owned < (int)(sizeof owned / sizeof *owned)) {
                     owned[n_owned++] = line;
                     rows_push(&r, line, strlen(line), C_DIM, A_DIM, 2);

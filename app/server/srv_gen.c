@@ -495,9 +495,9 @@ static cJSON *sane_call(const cJSON *c, int i, int k, llc_err *err) {
 
 /* The messages checked and rebuilt with string content (text parts joined);
  * *uses_tools when one is a tool answer or has tool_calls. */
-static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, llc_err *err) {
+static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, bool *has_reasoning, llc_err *err) {
     *out = NULL;
-    *uses_tools = false;
+    *uses_tools = *has_reasoning = false;
     cJSON *a = cJSON_CreateArray();
     if (!a) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     int i = 0, rc = 0;
@@ -537,6 +537,16 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, l
         }
         if (id) cJSON_AddStringToObject(o, "tool_call_id", id->valuestring);
         if (name) cJSON_AddStringToObject(o, "name", name->valuestring);
+        /* an earlier answer's reasoning, for the template to show or drop (as llama-server passes it) */
+        const cJSON *thought = field(e, "reasoning_content");
+        if (thought && !cJSON_IsString(thought)) {
+            rc = llc_fail(err, LLC_ERR_TYPE, "messages[%d].reasoning_content must be a string", i);
+            break;
+        }
+        if (thought && thought->valuestring[0] && !strcmp(r, "assistant")) {
+            cJSON_AddStringToObject(o, "reasoning_content", thought->valuestring);
+            *has_reasoning = true;
+        }
         if (!strcmp(r, "tool")) *uses_tools = true;
         if (cJSON_GetArraySize(calls) > 0) {
             *uses_tools = true;
@@ -623,7 +633,8 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
     const char *rhs = strncmp(gbnf, "root ::= ", 9) ? NULL : gbnf + 9, *eol = rhs ? strchr(rhs, '\n') : NULL;
     size_t n = strlen(gbnf) + 64;
     char *w = eol ? malloc(n) : NULL;
-    if (w) snprintf(w, n, "root ::= \"<tool_call>\\n\" ( %.*s ) \"\\n</tool_call>\"%s", (int)(eol - rhs), rhs, eol);
+    const char *tag = g->tool_format == TOOLCALL_MINIMAX_M1 ? "tool_calls" : "tool_call"; /* M1's block */
+    if (w) snprintf(w, n, "root ::= \"<%s>\\n\" ( %.*s ) \"\\n</%s>\"%s", tag, (int)(eol - rhs), rhs, tag, eol);
     free(gbnf);
     return use_grammar(g, w, "the tools' grammar", err);
 }
@@ -633,24 +644,26 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
         return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
     if (cJSON_GetArraySize(messages) > 100000) return llc_fail(err, LLC_ERR_RANGE, "too many messages");
     cJSON *msgs;
-    bool uses_tools;
-    int rc = sane_messages(messages, &msgs, &uses_tools, err);
+    bool uses_tools, has_reasoning;
+    int rc = sane_messages(messages, &msgs, &uses_tools, &has_reasoning, err);
     if (rc) return rc;
-    if (!uses_tools && !g->tools && !g->template_vars) { /* the plain path, as before tools */
+    if (!uses_tools && !has_reasoning && !g->tools && !g->template_vars) { /* the plain path, as before tools */
         cJSON_Delete(msgs);
         return chat_plain(m, messages, g, err);
     }
     /* a Jinja template renders the JSON itself: with its own tool format, or
-     * with variables from the request (then also without tools) */
+     * with variables from the request or earlier answers' reasoning (then also
+     * without tools) */
     bool native = chat_tmpl_is_jinja(m->tmpl) &&
-                  (m->tool_format != TOOLCALL_GENERIC || (g->template_vars && !uses_tools && !g->tools));
+                  (m->tool_format != TOOLCALL_GENERIC || ((g->template_vars || has_reasoning) && !uses_tools && !g->tools));
     g->tool_format = native ? m->tool_format : TOOLCALL_GENERIC;
     /* the markers of these formats are control tokens: the answer must show them
      * (GLM's <tool_call>/<arg_key> and MiniMax's <minimax:tool_call> may be, by
      * tokenizer: llama.cpp preserves them; Qwen3-Coder's are plain added tokens) */
     g->req.special_text = native && g->tools &&
                           (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3 ||
-                           m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX);
+                           m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX ||
+                           m->tool_format == TOOLCALL_MINIMAX_M3);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;
@@ -683,7 +696,10 @@ int srv_gen_thinking_off(srv_gen *g, llc_err *err) {
     if (!g->template_vars && !(g->template_vars = cJSON_CreateObject()))
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "enable_thinking");
-    return cJSON_AddFalseToObject(g->template_vars, "enable_thinking") ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "thinking_mode");
+    return cJSON_AddFalseToObject(g->template_vars, "enable_thinking") &&
+                   cJSON_AddStringToObject(g->template_vars, "thinking_mode", "disabled") /* MiniMax-M3's */
+               ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
 }
 
 int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err) {

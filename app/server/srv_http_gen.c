@@ -66,6 +66,7 @@ struct http_gen {
     gen_part *parts;      /* [n_parts]; choice index = part * g.req.n + sample */
     int n_parts;
     int prompt_tokens, cached_tokens, completion_tokens;
+    int reasoning_tokens;   /* of them, a thinking model's reasoning (its parsers' count) */
     double queue_ms, ttft_ms, tpot_ms;
     char err_msg[256];
     bool cancel_sent, time_limited;
@@ -283,6 +284,9 @@ static void add_usage(const gen_state *st, cJSON *o) {
     cJSON_AddNumberToObject(u, "total_tokens", st->prompt_tokens + st->completion_tokens);
     cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
     cJSON_AddNumberToObject(d, "cached_tokens", st->cached_tokens);
+    if (st->g.reasoning != REASONING_NONE) /* OpenAI's and vLLM's count of a thinking model's reasoning */
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "completion_tokens_details"), "reasoning_tokens",
+                                st->reasoning_tokens);
 }
 
 static cJSON *timings(const gen_state *st, int n_tokens) {
@@ -687,6 +691,7 @@ static void on_event(gen_state *st, const engine_event *ev) {
     sm->finish = ev->finish;
     sm->end_token = ev->end_token;
     if (sm->rp) reasoning_finish(sm->rp); /* held text */
+    if (sm->rp) st->reasoning_tokens += reasoning_pieces(sm->rp);
     if (sm->tc) toolcall_finish(sm->tc); /* held text, an unfinished call */
     if (!st->parts[part].counted) { /* the samples of one prompt share it */
         st->parts[part].counted = true;

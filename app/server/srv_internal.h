@@ -121,7 +121,8 @@ int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err);
 /* The template variable reasoning_effort (gpt-oss's "Reasoning: high"): "low",
  * "medium" or "high", else LLC_ERR_TYPE; chat_template_kwargs that set it win. */
 int srv_gen_reasoning_effort(const char *effort, srv_gen *g, llc_err *err);
-/* The template variable enable_thinking false: a thinking template renders
+/* The template variables enable_thinking false and thinking_mode "disabled"
+ * (MiniMax-M3's): a thinking template renders
  * the prompt that skips the reasoning (Ollama's "think": false, Anthropic's
  * "thinking": {"type": "disabled"}). */
 int srv_gen_thinking_off(srv_gen *g, llc_err *err);
@@ -198,6 +199,8 @@ void srv_poll_free(srv_pollset *ps);
  * each piece of text, each sample's end, and the request's end. */
 typedef struct srv_req_hooks {
     void (*token)(srv *s, srv_req *r, int index, const char *text, size_t len);
+    /* a piece of a thinking model's reasoning (apart from the text) */
+    void (*reasoning)(srv *s, srv_req *r, int index, const char *text, size_t len);
     void (*done)(srv_req *r, int index, const engine_event *ev);
     void (*release)(srv *s, srv_req *r);
 } srv_req_hooks;
@@ -423,6 +426,8 @@ struct srv_req {
         sbuf lp;          /* logprob entries, JSON, comma-separated */
         bool seen;        /* an event of this sample came */
         toolcall_parser *tc; /* chat with tools: the calls in the text (for done) */
+        reasoning_parser *rp; /* a thinking model's chat: reads the reasoning out first */
+        sbuf rtext, ctext;    /* what rp decided in this token: reasoning, and the rest */
     } *pend;
     /* sessions */
     conv *cv;

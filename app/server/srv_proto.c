@@ -49,12 +49,19 @@ static void lp_entry(sbuf *b, const srv_req *r, const sample_result *res) {
     sb_add(b, "}", 1);
 }
 
-/* Sends the token event of sample idx: text plus every id since the last one. */
-static void send_token(srv *s, conn *c, srv_req *r, int idx, const char *text, size_t len) {
+/* Sends the token event of sample idx: text, a thinking model's reasoning
+ * apart from it (reasoning_content, when there is some), plus every id since
+ * the last one. */
+static void send_token(srv *s, conn *c, srv_req *r, int idx, const char *text, size_t len, const char *rtext,
+                       size_t rlen) {
     struct srv_pending *p = &r->pend[idx];
     sbuf b = {0};
     sb_printf(&b, "{\"id\":%s,\"event\":\"token\",\"index\":%d,\"text\":", r->id_json, idx);
     sb_json_str(&b, text, len);
+    if (rlen) {
+        sb_str(&b, ",\"reasoning_content\":");
+        sb_json_str(&b, rtext, rlen);
+    }
     sb_str(&b, ",\"ids\":[");
     for (int i = 0; i < p->n; i++) sb_printf(&b, "%s%d", i ? "," : "", p->ids[i]);
     sb_add(&b, "]", 1);
@@ -67,6 +74,28 @@ static void send_token(srv *s, conn *c, srv_req *r, int idx, const char *text, s
     srv_conn_send(s, c, &b);
     p->n = 0;
     p->lp.len = 0;
+}
+
+/* A decided piece of sample idx's answer (text, reasoning: either may be
+ * empty) to the client, the tool-call reader and the request's owner. */
+static void emit_piece(srv *s, conn *c, srv_req *r, int idx, const char *text, size_t len, const char *rtext,
+                       size_t rlen) {
+    struct srv_pending *p = &r->pend[idx];
+    if (!len && !rlen) return; /* (held markup: its ids go with the next event) */
+    if (p->tc && len) toolcall_feed(p->tc, text, len);
+    send_token(s, c, r, idx, text ? text : "", len, rtext, rlen);
+    if (r->hooks && len) r->hooks->token(s, r, idx, text, len);
+    if (r->hooks && rlen && r->hooks->reasoning) r->hooks->reasoning(s, r, idx, rtext, rlen);
+}
+
+/* Runs sample idx's reasoning parser over a piece (NULL: the end) and emits
+ * what it decided. */
+static void emit_split(srv *s, conn *c, srv_req *r, int idx, const char *text, size_t len) {
+    struct srv_pending *p = &r->pend[idx];
+    p->rtext.len = p->ctext.len = 0;
+    if (text) reasoning_feed(p->rp, text, len);
+    else reasoning_finish(p->rp);
+    emit_piece(s, c, r, idx, p->ctext.p, p->ctext.len, p->rtext.p, p->rtext.len);
 }
 
 static void on_token(srv *s, conn *c, srv_req *r, const engine_event *ev) {
@@ -84,17 +113,15 @@ static void on_token(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     }
     p->ids[p->n++] = ev->token;
     if (r->logprobs) lp_entry(&p->lp, r, &ev->lp);
-    if (ev->text_len > 0) {
-        if (p->tc) toolcall_feed(p->tc, ev->text, ev->text_len);
-        send_token(s, c, r, idx, ev->text, ev->text_len);
-        if (r->hooks) r->hooks->token(s, r, idx, ev->text, ev->text_len);
-    }
+    if (ev->text_len > 0 && p->rp) emit_split(s, c, r, idx, ev->text, ev->text_len);
+    else if (ev->text_len > 0) emit_piece(s, c, r, idx, ev->text, ev->text_len, NULL, 0);
 }
 
 static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
     int idx = ev->seq_index;
     r->pend[idx].seen = true;
-    if (r->pend[idx].n > 0 && !r->warm_only) send_token(s, c, r, idx, "", 0);
+    if (r->pend[idx].rp && !r->warm_only) emit_split(s, c, r, idx, NULL, 0); /* held text */
+    if (r->pend[idx].n > 0 && !r->warm_only) send_token(s, c, r, idx, "", 0, NULL, 0);
     if (r->hooks) r->hooks->done(r, idx, ev);
     sbuf b = {0};
     toolcall_parser *tc = r->pend[idx].tc;
@@ -119,8 +146,10 @@ static void send_done(srv *s, conn *c, srv_req *r, const engine_event *ev) {
         }
         sb_add(&b, "]", 1);
     }
-    sb_printf(&b, ",\"usage\":{\"prompt_tokens\":%d,\"cached_tokens\":%d,\"completion_tokens\":%d}",
+    sb_printf(&b, ",\"usage\":{\"prompt_tokens\":%d,\"cached_tokens\":%d,\"completion_tokens\":%d",
               ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens);
+    if (r->pend[idx].rp) sb_printf(&b, ",\"reasoning_tokens\":%d", reasoning_pieces(r->pend[idx].rp));
+    sb_add(&b, "}", 1);
     sb_str(&b, ",\"timings\":{\"queue_ms\":");
     sb_json_num(&b, ev->queue_ms);
     sb_str(&b, ",\"ttft_ms\":");
@@ -224,6 +253,7 @@ static void prep_read(void *ctx) {
         if (!rc) rc = srv_gen_tools(j, &p->g, err);
         if (!rc) rc = srv_gen_template_vars(j, &p->g, err);
         if (!rc) rc = srv_gen_chat(m, msgs, &p->g, err);
+        if (!rc) rc = srv_gen_reasoning(m, j, &p->g, err); /* a thinking model's: reasoning_content */
     } else if (!rc && p->kind == GEN_COMPLETE) {
         const cJSON *prompt = field(j, "prompt");
         rc = prompt ? srv_gen_text(m, prompt, &p->g, err) : llc_fail(err, LLC_ERR_TYPE, "'prompt' is required");

@@ -27,11 +27,22 @@ void srv_req_free(srv_req *r) {
         free(r->pend[i].ids);
         sb_free(&r->pend[i].lp);
         toolcall_parser_free(r->pend[i].tc);
+        reasoning_parser_free(r->pend[i].rp);
+        sb_free(&r->pend[i].rtext);
+        sb_free(&r->pend[i].ctext);
     }
     free(r->pend);
     free(r->prompt_ids);
     free(r->id_json);
     free(r);
+}
+
+/* A sample's reasoning parser's output, gathered per token for its event. */
+static void pend_reasoning(void *ud, const char *text, size_t len) {
+    sb_add(&((struct srv_pending *)ud)->rtext, text, len);
+}
+static void pend_content(void *ud, const char *text, size_t len) {
+    sb_add(&((struct srv_pending *)ud)->ctext, text, len);
 }
 
 srv_req *srv_req_find(conn *c, int64_t eid) {
@@ -77,6 +88,11 @@ srv_req *srv_req_submit(srv *s, conn *c, const char *id_json, srv_gen *g, llc_er
     bool tc_ok = true; /* with tools, each sample's calls are read for its done event */
     for (int i = 0; r && r->pend && g->tools && i < r->n; i++)
         tc_ok = tc_ok && toolcall_parser_create(g->tool_format, g->tools, NULL, &r->pend[i].tc) == 0;
+    for (int i = 0; r && r->pend && g->reasoning != REASONING_NONE && i < r->n; i++) { /* a thinking model's chat */
+        struct srv_pending *p = &r->pend[i];
+        reasoning_sink sink = {p, pend_reasoning, pend_content};
+        tc_ok = tc_ok && reasoning_parser_create(g->reasoning, g->in_reasoning, &sink, &p->rp) == 0;
+    }
     if (!r || !r->pend || !r->id_json || (g->echo_prompt && !r->prompt_ids) || !tc_ok) {
         srv_req_free(r);
         srv_send_error(s, c, id_json, "internal", "out of memory");

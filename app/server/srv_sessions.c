@@ -67,6 +67,12 @@ static cJSON *message_json(const db_message *m) {
     cJSON *content = b.p ? cJSON_Parse(b.p) : NULL;
     sb_free(&b);
     cJSON_AddItemToObject(o, "content", content ? content : cJSON_CreateString(""));
+    if (m->reasoning_len) { /* a thinking model's, stored apart */
+        sb_json_str(&b, m->reasoning, m->reasoning_len);
+        cJSON *r = b.p ? cJSON_Parse(b.p) : NULL;
+        sb_free(&b);
+        cJSON_AddItemToObject(o, "reasoning_content", r ? r : cJSON_CreateString(""));
+    }
     cJSON_AddStringToObject(o, "finish", m->finish);
     cJSON_AddNumberToObject(o, "created", (double)m->created);
     if (m->role == DB_ROLE_ASSISTANT) {
@@ -76,6 +82,10 @@ static cJSON *message_json(const db_message *m) {
         cJSON_AddNumberToObject(u, "completion_tokens", (double)m->usage.completion_tokens);
         cJSON_AddNumberToObject(u, "ttft_ms", m->usage.ttft_ms);
         cJSON_AddNumberToObject(u, "tpot_ms", m->usage.tpot_ms);
+        if (m->usage.reasoning_tokens) {
+            cJSON_AddNumberToObject(u, "reasoning_tokens", (double)m->usage.reasoning_tokens);
+            cJSON_AddNumberToObject(u, "reasoning_ms", m->usage.reasoning_ms);
+        }
     }
     return o;
 }
@@ -206,9 +216,10 @@ static bool need_db(srv *s, conn *c, const char *id_json) {
 }
 
 static void session_token(srv *s, srv_req *r, int index, const char *text, size_t len);
+static void session_reasoning(srv *s, srv_req *r, int index, const char *text, size_t len);
 static void session_done(srv_req *r, int index, const engine_event *ev);
 static void session_release(srv *s, srv_req *r);
-static const srv_req_hooks g_session_hooks = {session_token, session_done, session_release};
+static const srv_req_hooks g_session_hooks = {session_token, session_reasoning, session_done, session_release};
 
 void srv_sessions_method(srv *s, conn *c, const char *method, const cJSON *j, const char *id_json) {
     bool known = !strcmp(method, "sessions.list") || !strcmp(method, "sessions.get") ||
@@ -319,6 +330,7 @@ void srv_session_chat(srv *s, conn *c, const cJSON *j, const char *id_json) {
         goto fail;
     }
     rc = srv_gen_chat_msgs(&s->m, msgs, n, &g, &err);
+    if (!rc) rc = srv_gen_reasoning(&s->m, j, &g, &err); /* stored apart, as the chat does */
     free(msgs);
     if (rc) {
         srv_send_error(s, c, id_json, rc == LLC_ERR_RANGE ? "bad_param" : "internal", err.msg);
@@ -353,12 +365,22 @@ static void session_token(srv *s, srv_req *r, int index, const char *text, size_
     conv_save(cv, s->db, s->m.name, false, llc_now_ms()); /* about once a second */
 }
 
+/* its reasoning beside it, */
+static void session_reasoning(srv *s, srv_req *r, int index, const char *text, size_t len) {
+    int alt = r->alt_base + index;
+    if (alt >= r->cv->n_alts) return;
+    conv_append_reasoning(r->cv, alt, text, len);
+    conv_save(r->cv, s->db, s->m.name, false, llc_now_ms());
+}
+
 /* each sample's end, */
 static void session_done(srv_req *r, int index, const engine_event *ev) {
     int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                 : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
                                                : DB_STATE_DONE;
-    db_usage u = {ev->prompt_tokens, ev->cached_tokens, ev->completion_tokens, ev->ttft_ms, ev->tpot_ms};
+    db_usage u = {.prompt_tokens = ev->prompt_tokens, .cached_tokens = ev->cached_tokens,
+                  .completion_tokens = ev->completion_tokens, .ttft_ms = ev->ttft_ms, .tpot_ms = ev->tpot_ms,
+                  .reasoning_tokens = r->pend[index].rp ? reasoning_pieces(r->pend[index].rp) : 0};
     conv_finish(r->cv, r->alt_base + index, state, srv_finish_name(ev->finish), &u);
 }
 

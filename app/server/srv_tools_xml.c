@@ -1,5 +1,5 @@
 /* srv_tools_xml.c — tool_choice "required" for the XML-style tool formats
- * (Qwen3-Coder, GLM, MiniMax: engine/template/toolcall_xml.h): a GBNF grammar
+ * (Qwen3-Coder, GLM, MiniMax-M2 and M3: engine/template/toolcall_xml.h): a GBNF grammar
  * for one call in the format's markup, written from the same marker table the
  * reader uses, e.g. for Qwen3-Coder
  *
@@ -14,6 +14,7 @@
  * the parameter's schema (json_schema_to_gbnf, its rules renamed apart). What
  * cannot be enforced (a string with pattern, format or length) is an error
  * naming the tool and parameter, never a looser grammar. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,7 +120,15 @@ static int pair_rule(const toolcall_xml_markup *mk, const char *tool, int t, int
         sb_str(rules, mk->trim_nl ? " \"\\n\" " : " ");
         sb_str(rules, ref.p ? ref.p : "");
         sb_str(rules, mk->trim_nl ? " \"\\n\" " : " ");
-        lit(rules, mk->value_close);
+        if (mk->value_close) {
+            lit(rules, mk->value_close);
+        } else { /* the key's own closing tag (MiniMax-M3) */
+            char *close = NULL;
+            if (asprintf(&close, "%s</%s>", mk->ns ? mk->ns : "", key) < 0) close = NULL;
+            lit(rules, close ? close : "");
+            if (!close) rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+            free(close);
+        }
         sb_str(rules, " \"\\n\"\n");
     }
     sb_free(&ref);

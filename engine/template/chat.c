@@ -499,8 +499,10 @@ cJSON *chat_msgs_to_json(const chat_msg *msgs, int n) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++) {
         cJSON *m = cJSON_CreateObject();
+        const char *r = msgs[i].role == CHAT_ASSISTANT && msgs[i].reasoning && msgs[i].reasoning[0] ? msgs[i].reasoning : NULL;
         if (!m || !cJSON_AddStringToObject(m, "role", ROLE_NAMES[msgs[i].role]) ||
-            !cJSON_AddStringToObject(m, "content", msgs[i].content)) {
+            !cJSON_AddStringToObject(m, "content", msgs[i].content) ||
+            (r && !cJSON_AddStringToObject(m, "reasoning_content", r))) {
             cJSON_Delete(m);
             cJSON_Delete(a);
             return NULL;
@@ -591,7 +593,7 @@ int chat_apply_json_vars(chat_tmpl t, const cJSON *messages, const cJSON *tools,
             rc = llc_fail(err, LLC_ERR_UNSUPPORTED, "message %d: content must be a string", i);
             break;
         }
-        m[i++] = (chat_msg){(chat_role)r, cJSON_IsString(c) ? c->valuestring : ""};
+        m[i++] = (chat_msg){(chat_role)r, cJSON_IsString(c) ? c->valuestring : "", NULL};
     }
     if (rc == 0) rc = render_builtin(t->fmt, m, i, add_generation_prompt, out, err);
     free(m);
@@ -620,8 +622,8 @@ int chat_template_from_jinja(const char *src, size_t len, const char *bos, const
         return rc;
     }
     /* the sample conversation every chat template must render */
-    static const chat_msg sample[] = {{CHAT_SYSTEM, "You are helpful."}, {CHAT_USER, "Hi"},
-                                      {CHAT_ASSISTANT, "Hello."}, {CHAT_USER, "Bye"}};
+    static const chat_msg sample[] = {{CHAT_SYSTEM, "You are helpful.", NULL}, {CHAT_USER, "Hi", NULL},
+                                      {CHAT_ASSISTANT, "Hello.", NULL}, {CHAT_USER, "Bye", NULL}};
     cJSON *j = chat_msgs_to_json(sample, 4);
     char *text = NULL;
     rc = j ? render_jinja(t, j, NULL, true, NULL, &text, err) : llc_fail(err, LLC_ERR_NOMEM, "out of memory");

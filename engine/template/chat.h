@@ -118,6 +118,8 @@ typedef enum chat_role { CHAT_SYSTEM, CHAT_USER, CHAT_ASSISTANT } chat_role;
 typedef struct chat_msg {
     chat_role role;
     const char *content; /* NUL-terminated UTF-8; must not be NULL */
+    const char *reasoning; /* an assistant turn's reasoning, or NULL: a Jinja template gets it as
+                              reasoning_content, to show or drop as it was written to */
 } chat_msg;
 
 /* A chat template as callers hold it: one of the built-in formats, or a

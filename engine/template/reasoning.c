@@ -10,6 +10,8 @@
 
 #define THINK_OPEN "<think>"
 #define THINK_CLOSE "</think>"
+#define MM_OPEN "<mm:think>"
+#define MM_CLOSE "</mm:think>"
 #define H_MESSAGE "<|message|>"
 #define H_ANALYSIS "<|channel|>analysis"
 #define H_HEADER_MAX 512 /* a harmony header longer than this is not one: plain text */
@@ -32,9 +34,11 @@ struct reasoning_parser {
     bool reason_shown; /* some reasoning went out (HARMONY: separate messages by a newline) */
     bool to_function;  /* HARMONY: this message calls a function: its markup goes on (from "to=")
                           for the tool-call reader, <|call|> included */
+    const char *open, *close; /* THINK, MINIMAX: the block's markers */
+    int pieces;        /* pieces fed while in the reasoning (reasoning_pieces) */
 };
 
-static const char *const g_names[] = {"none", "think", "harmony"};
+static const char *const g_names[] = {"none", "think", "harmony", "minimax"};
 
 /* Drops the first n bytes of the held text. */
 static void held_drop(reasoning_parser *p, size_t n) {
@@ -47,7 +51,10 @@ static void held_drop(reasoning_parser *p, size_t n) {
 reasoning_format reasoning_detect(const char *src) {
     if (!src) return REASONING_NONE;
     if (strstr(src, "<|channel|>") && strstr(src, "<|message|>")) return REASONING_HARMONY;
+    if (strstr(src, MM_OPEN) || strstr(src, MM_CLOSE)) return REASONING_MINIMAX;
     if (strstr(src, THINK_OPEN) || strstr(src, THINK_CLOSE)) return REASONING_THINK;
+    /* MiniMax-M1: its model opens <think> though the template never shows it */
+    if (strstr(src, "<beginning_of_sentence>ai name=assistant")) return REASONING_THINK;
     return REASONING_NONE;
 }
 
@@ -58,17 +65,18 @@ const char *reasoning_format_name(reasoning_format f) {
 static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 bool reasoning_prompt_opens(reasoning_format f, const char *prompt) {
-    if (f != REASONING_THINK || !prompt) return false;
+    if ((f != REASONING_THINK && f != REASONING_MINIMAX) || !prompt) return false;
     size_t n = strlen(prompt);
     while (n > 0 && is_space(prompt[n - 1])) n--;
-    const size_t k = strlen(THINK_OPEN);
-    return n >= k && memcmp(prompt + n - k, THINK_OPEN, k) == 0;
+    const char *open = f == REASONING_MINIMAX ? MM_OPEN : THINK_OPEN;
+    const size_t k = strlen(open);
+    return n >= k && memcmp(prompt + n - k, open, k) == 0;
 }
 
 bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n) {
-    const int k = n < 8 ? n : 8; /* "<think>" and whitespace: a few tokens in any vocabulary */
+    const int k = n < 16 ? n : 16; /* "<mm:think>" and whitespace: a few tokens in any vocabulary */
     char *tail = NULL;
-    bool open = f == REASONING_THINK && k > 0 && tok_decode(tok, ids + n - k, k, true, &tail, NULL) == 0 &&
+    bool open = (f == REASONING_THINK || f == REASONING_MINIMAX) && k > 0 && tok_decode(tok, ids + n - k, k, true, &tail, NULL) == 0 &&
                 reasoning_prompt_opens(f, tail);
     free(tail);
     return open;
@@ -80,6 +88,8 @@ int reasoning_parser_create(reasoning_format f, bool in_reasoning, const reasoni
     reasoning_parser *p = calloc(1, sizeof *p);
     if (!p) return LLC_ERR_NOMEM;
     p->fmt = f;
+    p->open = f == REASONING_MINIMAX ? MM_OPEN : THINK_OPEN;
+    p->close = f == REASONING_MINIMAX ? MM_CLOSE : THINK_CLOSE;
     if (sink) p->sink = *sink;
     p->st = f == REASONING_HARMONY ? S_HEADER : f == REASONING_NONE ? S_CONTENT
             : in_reasoning         ? S_REASON_LEAD
@@ -138,12 +148,17 @@ static size_t step_think(reasoning_parser *p, const char *s, size_t n, bool fina
     case S_START: {
         size_t i = 0;
         while (i < n && is_space(s[i])) i++;
-        const size_t k = strlen(THINK_OPEN), rest = n - i;
-        if (rest >= k && memcmp(s + i, THINK_OPEN, k) == 0) {
+        const size_t k = strlen(p->open), kc = strlen(p->close), rest = n - i;
+        if (rest >= k && memcmp(s + i, p->open, k) == 0) {
             p->st = S_REASON_LEAD;
             return i + k;
         }
-        if (!final && rest < k && memcmp(s + i, THINK_OPEN, rest) == 0) return 0; /* undecided */
+        if (rest >= kc && memcmp(s + i, p->close, kc) == 0) { /* no thinking this time: the bare end marker */
+            p->st = S_AFTER;
+            return i + kc;
+        }
+        if (!final && ((rest < k && memcmp(s + i, p->open, rest) == 0) || (rest < kc && memcmp(s + i, p->close, rest) == 0)))
+            return 0; /* undecided */
         p->st = S_CONTENT;
         return 0;
     }
@@ -155,13 +170,13 @@ static size_t step_think(reasoning_parser *p, const char *s, size_t n, bool fina
         return i;
     }
     case S_REASON: {
-        const size_t j = find(s, n, THINK_CLOSE);
+        const size_t j = find(s, n, p->close);
         if (j < n) {
             reason_run(p, s, j, 0, true);
             p->st = S_AFTER;
-            return j + strlen(THINK_CLOSE);
+            return j + strlen(p->close);
         }
-        return reason_run(p, s, n, partial(s, n, THINK_CLOSE), final);
+        return reason_run(p, s, n, partial(s, n, p->close), final);
     }
     default:
         to_content(p, s, n);
@@ -265,16 +280,23 @@ static int run(reasoning_parser *p, bool final) {
     return p->held.oom ? LLC_ERR_NOMEM : 0;
 }
 
+static bool thinking(const reasoning_parser *p) { return p->st == S_REASON_LEAD || p->st == S_REASON; }
+
 int reasoning_feed(reasoning_parser *p, const char *text, size_t len) {
     if (!len) return 0;
     if (p->st == S_CONTENT && !p->held.len) { /* the common case: straight through */
         to_content(p, text, len);
         return 0;
     }
+    const bool before = thinking(p);
     sb_add(&p->held, text, len);
     if (p->held.oom) return LLC_ERR_NOMEM;
-    return run(p, false);
+    int rc = run(p, false);
+    if (before || thinking(p)) p->pieces++;
+    return rc;
 }
+
+int reasoning_pieces(const reasoning_parser *p) { return p->pieces; }
 
 int reasoning_finish(reasoning_parser *p) {
     int rc = run(p, true);

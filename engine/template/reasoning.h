@@ -8,7 +8,11 @@
  *          distills, SmolLM3, GLM, MiniCPM, ...). A template that opens the block
  *          itself at the end of the prompt (reasoning_prompt_opens) starts the
  *          parser inside it; otherwise the answer opens it, after optional
- *          whitespace, or has no reasoning at all.
+ *          whitespace, or has no reasoning at all. MiniMax-M1's template shows
+ *          no block, but its model writes one: its turn markers say THINK.
+ * MINIMAX  MiniMax-M3: the same with <mm:think>REASONING</mm:think>; an answer
+ *          without thinking starts with a bare </mm:think> (dropped), as its
+ *          template's "disabled" mode writes it into the prompt.
  * HARMONY  gpt-oss: messages "<|channel|>NAME<|message|>TEXT<|end|>", each after
  *          an optional "<|start|>assistant"; the analysis channel is reasoning,
  *          the final channel (and commentary) the answer; a message to a
@@ -37,14 +41,15 @@ typedef enum reasoning_format {
     REASONING_NONE,    /* no reasoning markup: everything is the answer */
     REASONING_THINK,
     REASONING_HARMONY,
+    REASONING_MINIMAX,
 } reasoning_format;
 
 /* The reasoning format of a Jinja chat template, by its markers (NULL: NONE). */
 reasoning_format reasoning_detect(const char *jinja_src);
-/* "none", "think", "harmony". */
+/* "none", "think", "harmony", "minimax". */
 const char *reasoning_format_name(reasoning_format f);
 /* Whether a rendered prompt leaves the model inside a reasoning block (THINK:
- * it ends with "<think>" and optional whitespace). */
+ * it ends with "<think>" and optional whitespace; MINIMAX: "<mm:think>"). */
 bool reasoning_prompt_opens(reasoning_format f, const char *prompt);
 /* The same for prompt tokens (the last few, rendered with their special tokens):
  * what the server and the chat ask before they start a parser. */
@@ -68,5 +73,9 @@ void reasoning_parser_free(reasoning_parser *p);
 int reasoning_feed(reasoning_parser *p, const char *text, size_t len);
 /* The answer is over: held text goes where it was heading. */
 int reasoning_finish(reasoning_parser *p);
+/* How many pieces (reasoning_feed calls with text) were fed while the parser
+ * was inside the reasoning, before or after the piece: the reasoning's token
+ * count, its markers included, when each piece is one token. */
+int reasoning_pieces(const reasoning_parser *p);
 
 #endif

@@ -50,8 +50,12 @@ toolcall_format toolcall_detect(const char *src) {
     if (strstr(src, "<|channel|>") && strstr(src, " to=") && strstr(src, "functions.")) return TOOLCALL_HARMONY;
     if (strstr(src, "[TOOL_CALLS]")) return TOOLCALL_MISTRAL;
     /* XML-style arguments: MiniMax-M2's own block; M3's, namespaced by a token
-       string (]<]minimax[>[<invoke ...), is not read here */
+       string (]<]minimax[>[<invoke ...) */
     if (strstr(src, "<minimax:tool_call>") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX;
+    if (strstr(src, "]<]minimax[>[") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX_M3;
+    /* MiniMax-M1: JSON objects one per line in <tool_calls> (Apriel's JSON array
+       in the same tags stays generic: its reasoning markers are not read yet) */
+    if (strstr(src, "<tool_calls>") && !strstr(src, "<tool_calls>[")) return TOOLCALL_MINIMAX_M1;
     if (strstr(src, "<tool_call>")) {
         if (strstr(src, "<function=") && strstr(src, "<parameter=")) return TOOLCALL_QWEN3_CODER;
         if (strstr(src, "<arg_key>") && strstr(src, "<arg_value>")) return TOOLCALL_GLM;
@@ -73,6 +77,8 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_QWEN3_CODER: return "qwen3_coder";
     case TOOLCALL_GLM: return "glm";
     case TOOLCALL_MINIMAX: return "minimax";
+    case TOOLCALL_MINIMAX_M1: return "minimax_m1";
+    case TOOLCALL_MINIMAX_M3: return "minimax_m3";
     default: return "generic";
     }
 }
@@ -167,6 +173,7 @@ typedef enum pstate {
     P_L3_NEXT,      /* after a bare JSON call: maybe "; {...}" */
     P_HA_NAME,      /* HARMONY: after to=functions., the name up to <|message|> */
     P_HA_END,       /* HARMONY: after the arguments, their <|call|> */
+    P_TC_LIST,      /* MINIMAX_M1: inside <tool_calls>, between objects */
 } pstate;
 
 typedef struct call {
@@ -209,6 +216,8 @@ static const char *const PYTHON_TAG = "<|python_tag|>";
 static const char *const HARMONY_TO = "to=functions.";
 static const char *const HARMONY_MESSAGE = "<|message|>";
 static const char *const HARMONY_CALL = "<|call|>";
+static const char *const M1_OPEN = "<tool_calls>";
+static const char *const M1_CLOSE = "</tool_calls>";
 
 static void xml_content(void *ud, const char *text, size_t len);
 static void xml_call(void *ud, int index, const char *name);
@@ -219,6 +228,7 @@ static const char *marker_of(toolcall_format f) {
     case TOOLCALL_MISTRAL: return MISTRAL_OPEN;
     case TOOLCALL_LLAMA3: return PYTHON_TAG;
     case TOOLCALL_HARMONY: return HARMONY_TO;
+    case TOOLCALL_MINIMAX_M1: return M1_OPEN;
     default: return HERMES_OPEN;
     }
 }
@@ -508,6 +518,7 @@ static bool step_text(toolcall_parser *p, bool at_end) {
         pstate next = p->fmt == TOOLCALL_MISTRAL ? P_M_OPEN
                       : p->fmt == TOOLCALL_LLAMA3 ? P_L3_TAG
                       : p->fmt == TOOLCALL_HARMONY ? P_HA_NAME
+                      : p->fmt == TOOLCALL_MINIMAX_M1 ? P_TC_LIST
                                                    : P_H_OPEN;
         begin_markup(p, e, k + ml, next);
         return true;
@@ -648,6 +659,30 @@ static bool step(toolcall_parser *p, bool at_end) {
         return begin_named_call(p, k, (size_t)(msg - s) + strlen(HARMONY_MESSAGE));
     }
     case P_HA_END: return step_close(p, HARMONY_CALL, at_end);
+    case P_TC_LIST: {
+        /* objects one per line (or a JSON array of them), then </tool_calls> */
+        i = p->pos;
+        while (i < n && (is_ws(s[i]) || s[i] == ',' || s[i] == '[' || s[i] == ']')) i++;
+        if (i >= n && !at_end) return false;
+        if (i < n && s[i] == '{') {
+            begin_obj(p, i, true, P_TC_LIST);
+            return true;
+        }
+        const size_t cl = strlen(M1_CLOSE), have = n - i;
+        if (have >= cl && memcmp(s + i, M1_CLOSE, cl) == 0) {
+            if (p->n_calls == p->calls_at_mark) { /* an empty block: text */
+                not_a_call(p);
+                return true;
+            }
+            p->pos = i + cl;
+            p->st = P_AFTER_CALL;
+            return true;
+        }
+        if (have < cl && memcmp(s + i, M1_CLOSE, have) == 0 && !at_end) return false;
+        if (p->n_calls == p->calls_at_mark) not_a_call(p); /* no call: the block's opening is text */
+        else p->pos = i, p->st = P_TEXT;                   /* the calls stand, the rest is text */
+        return true;
+    }
     case P_M_NAME: {
         /* NAME, then [ARGS] or [CALL_ID]ID[ARGS] */
         size_t k = p->pos;

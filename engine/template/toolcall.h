@@ -24,11 +24,18 @@
  *          </tool_call> (GLM 4.5 / 4.6)
  * MINIMAX  <minimax:tool_call>\n<invoke name="N">\n<parameter name="K">VALUE
  *          </parameter>\n...</invoke>\n...</minimax:tool_call> (MiniMax-M2)
- *          These three write raw-text values (engine/template/toolcall_xml.c):
+ * MINIMAX_M3 ]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="N">]<]minimax[>[<K>VALUE
+ *          ]<]minimax[>[</K>...]<]minimax[>[</invoke>\n...]<]minimax[>[</tool_call> (MiniMax-M3:
+ *          every marker namespaced by the token string ]<]minimax[>[; an object or
+ *          array value is nested markup, <item> per array element)
+ *          These four write raw-text values (engine/template/toolcall_xml.c):
  *          the arguments are built as a JSON object {"K": VALUE, ...}, a value
  *          typed by its parameter's schema in the offered tools: "string" as
  *          a string (streamed), anything else (or no schema) parsed as JSON
  *          once complete, a string when it is not JSON.
+ * MINIMAX_M1 <tool_calls>\n{"name": N, "arguments": {...}}\n...</tool_calls>: JSON
+ *          objects one per line in one block (MiniMax-M1; a JSON array of them,
+ *          as Apriel writes, is read too)
  * GENERIC  templates whose own tool format is not one of these (or that have
  *          none: the built-in formats): the conversation gets a system message
  *          describing the tools (toolcall_generic_messages) that asks for
@@ -68,17 +75,18 @@ typedef enum toolcall_format {
     TOOLCALL_QWEN3_CODER,
     TOOLCALL_GLM,
     TOOLCALL_MINIMAX,
+    TOOLCALL_MINIMAX_M1,
+    TOOLCALL_MINIMAX_M3,
     TOOLCALL_N_FORMATS /* (a count, not a format) */
 } toolcall_format;
 
 /* The tool-call format a Jinja chat template uses, by its markers (as
  * llama.cpp recognises them, by markup, never by name): one of the formats
  * above, or GENERIC for NULL, a template with no tools, or one whose format is
- * not read here (command-r, functionary v3.1 / v3.2, DeepSeek, MiniMax-M1's
- * <tool_calls> and M3's namespaced markup ...). */
+ * not read here (command-r, functionary v3.1 / v3.2, DeepSeek ...). */
 toolcall_format toolcall_detect(const char *jinja_src);
 /* "generic", "hermes", "llama3", "mistral", "harmony", "qwen3_coder", "glm",
- * "minimax". */
+ * "minimax", "minimax_m1", "minimax_m3". */
 const char *toolcall_format_name(toolcall_format f);
 
 /* Where a parser's output goes as it is decided (each callback may be NULL;

@@ -1,5 +1,5 @@
 /* toolcall_xml.c — reading XML-style tool calls out of a streamed answer
- * (see toolcall_xml.h). The three formats differ only in their markers, so one
+ * (see toolcall_xml.h). The four formats differ only in their markers, so one
  * state machine reads them all from a table (xml_spec):
  *
  *   QWEN3_CODER  <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n
@@ -8,6 +8,9 @@
  *                ... </tool_call>
  *   MINIMAX      <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="KEY">VALUE
  *                </parameter>\n ... </invoke>\n<invoke ...>...</invoke>\n</minimax:tool_call>
+ *   MINIMAX_M3   NS<tool_call>\nNS<invoke name="NAME">NS<KEY>VALUENS</KEY>...NS</invoke>\n
+ *                NS</tool_call>   (NS the token string ]<]minimax[>[; a value that is an
+ *                object or array is nested NS<k>..NS</k> / NS<item>..NS</item> markup)
  *
  * Values are raw text. The arguments handed on are a JSON object built from
  * the pairs, {"KEY": VALUE, ...}: a value whose parameter the tool's schema
@@ -18,6 +21,7 @@
  * for the next piece, so where the answer is cut never changes what is read. */
 #include "engine/template/toolcall_xml.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,13 +30,16 @@
 typedef toolcall_xml_markup xml_spec;
 
 static const xml_spec QWEN3_CODER = {"<tool_call>", "</tool_call>", "<function=", ">", "</function>",
-                                     "<parameter=", ">", NULL, "</parameter>", true};
+                                     "<parameter=", ">", NULL, "</parameter>", true, NULL};
 static const xml_spec GLM = {"<tool_call>", "</tool_call>", NULL, NULL, NULL,
-                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false};
+                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false, NULL};
 static const xml_spec MINIMAX = {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=\"", "\">",
-                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false};
+                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false, NULL};
+#define M3_NS "]<]minimax[>["
+static const xml_spec MINIMAX_M3 = {M3_NS "<tool_call>", M3_NS "</tool_call>", M3_NS "<invoke name=\"", "\">",
+                                    M3_NS "</invoke>", M3_NS "<", ">", NULL, NULL, false, M3_NS};
 
-enum { NAME_MAX_LEN = 128 };
+enum { NAME_MAX_LEN = 128, NEST_MAX = 32 };
 
 typedef enum xstate {
     X_TEXT,  /* outside calls */
@@ -64,6 +71,7 @@ struct xml_reader {
     bool lead_done;     /* trim_nl: the value's leading newline was looked at */
     size_t vstart, vsent, vscan; /* the value's start, sent up to, no close marker before */
     char *key;
+    char *vclose, *vopen;   /* ns formats: the key's closing and opening tags */
 };
 
 const toolcall_xml_markup *toolcall_xml_markup_of(toolcall_format f) {
@@ -71,6 +79,7 @@ const toolcall_xml_markup *toolcall_xml_markup_of(toolcall_format f) {
     case TOOLCALL_QWEN3_CODER: return &QWEN3_CODER;
     case TOOLCALL_GLM: return &GLM;
     case TOOLCALL_MINIMAX: return &MINIMAX;
+    case TOOLCALL_MINIMAX_M3: return &MINIMAX_M3;
     default: return NULL;
     }
 }
@@ -96,6 +105,8 @@ void xml_reader_free(xml_reader *r) {
     if (!r) return;
     cJSON_Delete(r->tools);
     free(r->key);
+    free(r->vclose);
+    free(r->vopen);
     free(r->buf.p);
     free(r);
 }
@@ -224,7 +235,106 @@ static bool begin_key(xml_reader *r, size_t from, size_t to) {
         return false;
     }
     r->raw = toolcall_xml_is_string(cJSON_GetObjectItemCaseSensitive(r->props, r->key));
+    if (r->sp->ns) {
+        free(r->vclose);
+        free(r->vopen);
+        r->vclose = r->vopen = NULL;
+        if (asprintf(&r->vclose, "%s</%s>", r->sp->ns, r->key) < 0) r->vclose = NULL;
+        if (asprintf(&r->vopen, "%s<%s>", r->sp->ns, r->key) < 0) r->vopen = NULL;
+        if (!r->vclose || !r->vopen) {
+            r->oom = true;
+            return false;
+        }
+    }
     return true;
+}
+
+/* ---- MiniMax-M3's nested values ---- */
+
+/* Whether a schema says its value is of JSON type t. */
+static bool schema_is(const cJSON *schema, const char *t) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    return cJSON_IsString(type) && strcmp(type->valuestring, t) == 0;
+}
+
+/* A scalar written as raw text: a string when its schema says so, else JSON,
+ * else a string. */
+static cJSON *scalar_value(const char *s, size_t n, const cJSON *schema) {
+    if (!toolcall_xml_is_string(schema)) {
+        cJSON *v = cJSON_ParseWithLength(s, n);
+        if (v) return v;
+        if (n == 0 && schema_is(schema, "array")) return cJSON_CreateArray();
+        if (n == 0 && schema_is(schema, "object")) return cJSON_CreateObject();
+    }
+    char *t = strndup(s, n);
+    cJSON *v = t ? cJSON_CreateString(t) : NULL;
+    free(t);
+    return v;
+}
+
+/* Where the element whose content starts at s[i] ends: the position of its
+ * closing tag `close` (nested elements of the same name counted), or n. */
+static size_t element_end(const char *s, size_t i, size_t n, const char *open, const char *close) {
+    const size_t ol = strlen(open), cl = strlen(close);
+    int depth = 0;
+    for (size_t k = i; k + cl <= n; k++) {
+        if (k + ol <= n && memcmp(s + k, open, ol) == 0) depth++, k += ol - 1;
+        else if (memcmp(s + k, close, cl) == 0 && depth-- == 0) return k;
+    }
+    return n;
+}
+
+/* A value in ns markup as JSON: text without tags is a scalar; a run of
+ * NS<item>..NS</item> an array; of NS<k>..NS</k> an object. NULL: not that markup
+ * (or out of memory). */
+static cJSON *ns_value(const char *ns, const char *s, size_t n, const cJSON *schema, int depth) {
+    const size_t nl = strlen(ns);
+    if (!memmem(s, n, ns, nl)) return scalar_value(s, n, schema);
+    if (depth > NEST_MAX) return NULL;
+    cJSON *obj = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    bool items = true, keys = false, ok = obj && arr;
+    size_t i = skip_ws(s, 0, n);
+    while (ok && i < n) {
+        size_t k = i + nl + 1, e = k; /* NS<name> */
+        ok = n - i > nl + 1 && memcmp(s + i, ns, nl) == 0 && s[i + nl] == '<';
+        while (ok && e < n && s[e] != '>' && s[e] != '<' && s[e] != '/' && e - k <= NAME_MAX_LEN) e++;
+        ok = ok && e < n && s[e] == '>' && e > k;
+        char *name = ok ? strndup(s + k, e - k) : NULL, *open = NULL, *close = NULL;
+        ok = name && asprintf(&open, "%s<%s>", ns, name) >= 0 && asprintf(&close, "%s</%s>", ns, name) >= 0;
+        size_t end = ok ? element_end(s, e + 1, n, open, close) : n;
+        ok = ok && end < n;
+        if (ok) {
+            const bool item = !strcmp(name, "item");
+            const cJSON *sub = item ? cJSON_GetObjectItemCaseSensitive(schema, "items")
+                                    : cJSON_GetObjectItemCaseSensitive(
+                                          cJSON_GetObjectItemCaseSensitive(schema, "properties"), name);
+            cJSON *v = ns_value(ns, s + e + 1, end - e - 1, sub, depth + 1);
+            cJSON *v2 = v ? cJSON_Duplicate(v, true) : NULL;
+            ok = v && v2;
+            if (ok) {
+                cJSON_AddItemToArray(arr, v);
+                cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
+                cJSON_AddItemToObject(obj, name, v2);
+            } else {
+                cJSON_Delete(v);
+                cJSON_Delete(v2);
+            }
+            items = items && item;
+            keys = true;
+            i = skip_ws(s, end + strlen(close), n);
+        }
+        free(name);
+        free(open);
+        free(close);
+    }
+    if (!ok || !keys) {
+        cJSON_Delete(obj);
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    const bool as_array = items && !schema_is(schema, "object");
+    cJSON_Delete(as_array ? obj : arr);
+    return as_array ? arr : obj;
 }
 
 /* The value begins at `at`: its key goes out (and a string's opening quote). */
@@ -252,7 +362,14 @@ static void end_value(xml_reader *r, size_t end) {
         return;
     }
     char *text = strndup(s + r->vstart, end - r->vstart);
-    cJSON *v = text ? cJSON_ParseWithOpts(text, NULL, true) : NULL;
+    cJSON *v = !text          ? NULL
+               : r->sp->ns    ? ns_value(r->sp->ns, text, strlen(text),
+                                         cJSON_GetObjectItemCaseSensitive(r->props, r->key), 0)
+                              : cJSON_ParseWithOpts(text, NULL, true);
+    if (cJSON_IsString(v)) { /* (ns_value: not JSON) a string, below */
+        cJSON_Delete(v);
+        v = NULL;
+    }
     char *json = v ? cJSON_PrintUnformatted(v) : NULL;
     if (!text || (v && !json)) {
         r->oom = true;
@@ -382,14 +499,17 @@ static bool step_pairs(xml_reader *r, bool at_end) {
     if (i >= n) return at_end ? cut_off(r) : false;
     int key = match(s, i, n, r->sp->key_open), call = match(s, i, n, r->sp->call_close);
     int close = match(s, i, n, r->sp->close);
-    if (key == M_YES) {
-        r->pos = i + strlen(r->sp->key_open);
-        r->st = X_KEY;
-    } else if (call == M_YES || close == M_YES) { /* (a missing </function> is forgiven) */
+    /* the call's end first: MiniMax-M3's key opening (NS<) is a prefix of it */
+    if (call == M_YES || close == M_YES) { /* (a missing </function> is forgiven) */
         end_call(r);
         r->pos = i + strlen(call == M_YES ? r->sp->call_close : r->sp->close);
         r->st = call == M_YES ? X_BLOCK : X_AFTER;
-    } else if (key == M_MORE || call == M_MORE || close == M_MORE) {
+    } else if (call == M_MORE || close == M_MORE) {
+        return at_end ? cut_off(r) : false;
+    } else if (key == M_YES) {
+        r->pos = i + strlen(r->sp->key_open);
+        r->st = X_KEY;
+    } else if (key == M_MORE) {
         return at_end ? cut_off(r) : false;
     } else {
         return malformed(r, i);
@@ -422,8 +542,17 @@ static bool step_vopen(xml_reader *r, bool at_end) {
 }
 
 static bool step_value(xml_reader *r, bool at_end) {
-    const char *s = r->buf.p, *m = r->sp->value_close;
+    const char *s = r->buf.p, *m = r->sp->value_close ? r->sp->value_close : r->vclose;
     size_t n = r->buf.len, ml = strlen(m);
+    if (r->sp->ns && !r->raw) { /* nested markup: the matching close, once it is there */
+        const size_t end = element_end(s, r->vstart, n, r->vopen, r->vclose);
+        if (end == n && !at_end) return false;
+        end_value(r, end == n ? n - partial_suffix(s, r->vstart, n, m) : end);
+        if (end == n) return cut_off(r);
+        r->pos = end + ml;
+        r->st = X_PAIRS;
+        return true;
+    }
     if (!r->lead_done) { /* trim_nl: a newline first is markup */
         if (r->vstart >= n && !at_end) return false;
         if (r->vstart < n && s[r->vstart] == '\n') r->vstart++;

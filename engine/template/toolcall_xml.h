@@ -1,5 +1,5 @@
 /* toolcall_xml.h — the reader of XML-style tool calls (Qwen3-Coder, GLM 4.5/4.6,
- * MiniMax-M2), whose arguments are key/value markup rather than one JSON
+ * MiniMax-M2 and M3), whose arguments are key/value markup rather than one JSON
  * object. Internal to engine/template: toolcall.c dispatches to it for those
  * formats and records what it emits (see toolcall.h for the formats and for
  * what the sink receives). */
@@ -22,8 +22,10 @@ typedef struct toolcall_xml_markup {
     const char *call_close;    /* after a call's pairs; NULL: `close` ends the call */
     const char *key_open, *key_close;
     const char *value_open;    /* NULL: the value follows key_close */
-    const char *value_close;
+    const char *value_close;   /* NULL: the key's own closing tag, ns "</" KEY ">" */
     bool trim_nl;              /* one newline each side of a value is markup */
+    const char *ns;            /* MiniMax-M3: the token string before every tag, whose
+                                  nested tags make an object or array value; or NULL */
 } toolcall_xml_markup;
 
 /* The markup of f, or NULL when f is not an XML format. */

@@ -259,6 +259,9 @@ static void answer_seeds(void) {
         {0x68, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>{\"k\": [1]}</arg_value>\n</tool_call>"},
         {0x78, "<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">v</parameter>\n</invoke>\n"
                "</minimax:tool_call>"},
+        {0x89, "<think>a</think><tool_calls>\n{\"name\": \"f\", \"arguments\": {}}\n{\"name\": \"g\"}\n</tool_calls>"},
+        {0x9b, "</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"f\">]<]minimax[>[<a>]<]minimax[>["
+               "<item>1]<]minimax[>[</item>]<]minimax[>[</a>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         char name[32], buf[512];
