@@ -54,6 +54,8 @@ typedef struct bk_batch {
     const int32_t *out_rows;    /* [n_out] */
     int n_hidden;               /* rows whose final-norm hidden state is wanted (embeddings); */
     const int32_t *hidden_rows; /* [n_hidden] read by model.c (gather_rows), not by backends */
+    const int32_t *state_slots; /* [n_seqs] recurrent-state slot of each sequence (hybrid models;
+                                   NULL: slot s), read by model.c, not by backends */
 } bk_batch;
 
 typedef enum bk_rope_style {
@@ -184,6 +186,27 @@ typedef struct backend_ops {
      *                       run the ops again, as usual. */
     int (*graph_begin)(void *ctx, uint64_t key);
     int (*graph_end)(void *ctx);
+
+    /* ---- recurrent layers (hybrid models: lfm2, qwen35, granitehybrid) ----
+     * Optional: a backend without them (NULL) cannot run those models, and
+     * model_load refuses them on it with LLC_ERR_UNSUPPORTED (the caller falls
+     * back to the CPU). A recurrent op walks each sequence of the batch given to
+     * begin() (its rows seq_start[s] .. seq_start[s+1]-1, in order), reading and
+     * writing that sequence's state: states[s] (host array of backend pointers,
+     * one per sequence of the batch), so one call serves a varlen batch and a
+     * sequence's result does not depend on the others in the step. */
+    /* x[i] *= y[i] */
+    int (*mul)(void *ctx, float *x, const float *y, size_t n);
+    /* dst = src, bytes of backend memory (recurrent state copies: forks) */
+    int (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    /* Causal depthwise convolution over time with a carried window: w is
+     * [channels] rows of k taps (n_in = k, n_out = channels; tap k-1 meets the
+     * current row), states[s] holds the sequence's previous k-1 input rows
+     * ([k-1][channels], oldest first; zeros at its start). For each row r of x
+     * [T, channels]: out[r][c] = sum_j w[c][j] * win_j[c] (+ b[c] where b is not
+     * NULL), then SiLU when silu; the state then holds the last k-1 inputs. */
+    int (*conv1d_state)(void *ctx, const float *x, int channels, const bk_weight *w, const bk_weight *b,
+                         float *const *states, bool silu, float *out);
 } backend_ops;
 
 enum { BK_GRAPH_NONE = 0, BK_GRAPH_REPLAYED = 1, BK_GRAPH_RECORDING = 2 };

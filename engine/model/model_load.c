@@ -30,6 +30,10 @@ typedef struct arch_info {
     bool ffn_norm_post_attn; /* the FFN's norm is named post_attention_norm (gpt-oss) */
     bool layer_types; /* sliding-window layers from attention.sliding_window_pattern, each type with
                          its own heads, head size and RoPE; V = K where attn_v is absent (gemma4) */
+    /* hybrid models: the mixer of the recurrent layers, which are those with
+       attention.head_count_kv 0 (lfm2) */
+    layer_mixer recurrent;
+    const char *out_norm; /* the final norm's tensor, when not output_norm.weight (lfm2) */
 } arch_info;
 
 static const arch_info g_archs[] = {
@@ -49,10 +53,12 @@ static const arch_info g_archs[] = {
      .embd_scale = true, .act = FFN_GELU, .layer_types = true},
     {.name = "gpt-oss", .arch = ARCH_GPT_OSS, .rope = BK_ROPE_NEOX, .moe = true, .act = FFN_SWIGLU_OAI,
      .gating = MOE_TOPK_SOFTMAX, .swa_pattern = 2, .ffn_norm_post_attn = true},
+    {.name = "lfm2", .arch = ARCH_LFM2, .rope = BK_ROPE_NEOX, .qk_norm = true, .recurrent = MIX_SHORTCONV,
+     .out_norm = "token_embd_norm.weight"},
 };
 #define ARCH_LIST                                                                                        \
     "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
-    "gemma3, gemma4 and gpt-oss"
+    "gemma3, gemma4, gpt-oss and lfm2"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
@@ -61,7 +67,6 @@ static const struct {
     {"qwen3next", "its linear-attention layers are not implemented"},
     {"qwen35", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
     {"qwen35moe", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
-    {"lfm2", "its short-convolution layers need recurrent state, which the engine does not keep yet"},
     {"granitehybrid", "its Mamba2 layers need recurrent state, which the engine does not keep yet"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
     {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
@@ -356,12 +361,18 @@ static int load_layer_types(loader *L, int head_dim, int head_dim_swa) {
     hp->head_dim = 0;
     for (int l = 0; l < hp->n_layers; l++) {
         layer *ly = &L->m->layers[l];
+        ly->out_scale = 1.0f;
+        if (ai->recurrent && ly->n_kv_heads == 0) { /* a recurrent layer: no attention, no KV */
+            ly->mixer = ai->recurrent;
+            ly->kv_layer = l;
+            hp->n_recurrent++;
+            continue;
+        }
         ly->swa = ai->layer_types ? pat.data[l] != 0
                                   : hp->swa_pattern > 0 && l % hp->swa_pattern < hp->swa_pattern - 1;
         ly->n_heads = hp->n_heads;
         ly->head_dim = ly->swa ? head_dim_swa : head_dim;
         ly->rope = ly->swa ? &hp->rope_swa : &hp->rope;
-        ly->out_scale = 1.0f;
         if (ly->head_dim > hp->head_dim) hp->head_dim = ly->head_dim;
         if (ly->n_heads % ly->n_kv_heads)
             return llc_fail(L->err, LLC_ERR_FORMAT, "%d attention heads are not a multiple of %d KV heads (layer %d)",
@@ -412,8 +423,8 @@ static int load_hparams(loader *L) {
     if (!L->m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
     if ((rc = get_layer_ints(L, "feed_forward_length", offsetof(layer, ffn_dim), !moe, 0, moe ? 0 : 1, BIG,
                              &hp->ffn_dim)) ||
-        (rc = get_layer_ints(L, "attention.head_count_kv", offsetof(layer, n_kv_heads), false, hp->n_heads, 1, 4096,
-                             &hp->n_kv_heads)))
+        (rc = get_layer_ints(L, "attention.head_count_kv", offsetof(layer, n_kv_heads), false, hp->n_heads,
+                             ai->recurrent ? 0 : 1, 4096, &hp->n_kv_heads)))
         return rc;
     int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
     int head_dim, head_dim_swa, vlen, vlen_swa;
@@ -430,6 +441,12 @@ static int load_hparams(loader *L) {
                         "keys of %d and values of %d per head are not supported (they must be equal)",
                         vlen != head_dim ? head_dim : head_dim_swa, vlen != head_dim ? vlen : vlen_swa);
     if ((rc = load_layer_types(L, head_dim, head_dim_swa))) return rc;
+    if (hp->n_recurrent) { /* before any weight goes to a backend that cannot run the model */
+        const backend_ops *op = L->m->be->ops;
+        if (!op->mul || !op->copy || !op->conv1d_state)
+            return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "the %s backend has no recurrent-layer ops (%s is a hybrid model)",
+                            L->m->be->name, hp->arch_name);
+    }
     if ((rc = get_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->norm_eps, NULL))) return rc;
     if (hp->norm_eps <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RMSNorm epsilon must be positive");
 
@@ -645,11 +662,72 @@ static int load_layer_extras(loader *L, int l, layer *ly) {
     return 0;
 }
 
+/* ---- recurrent mixers (hybrid models; their forward pass: model_recurrent.c) ---- */
+
+/* A convolution's taps: [k, channels] F32 (+ an optional bias [channels]). */
+static int load_conv(loader *L, const char *name, const char *bias_name, int k, int channels, layer *ly) {
+    const gguf_tensor *t;
+    int rc = find_tensor(L, name, k, channels, 1, true, &t);
+    if (rc) return rc;
+    if (t->type != QT_F32)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "tensor '%s' is %s; convolution taps must be F32", name,
+                        qtype_name(t->type));
+    ly->conv_k = k;
+    ly->conv_ch = channels;
+    if ((rc = get_weight(L, name, k, channels, true, &ly->conv_w))) return rc;
+    return bias_name ? get_weight(L, bias_name, channels, 1, false, &ly->conv_b) : 0;
+}
+
+/* lfm2's gated short convolution: in_proj [dim -> 3 dim] (B, C, x), the
+ * convolution's taps (shortconv.l_cache of them), out_proj. State: the last
+ * l_cache - 1 values of B ⊙ x. */
+static int load_shortconv(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    const int64_t dim = m->hp.dim;
+    char n[96];
+    int k, rc;
+    bool found;
+    if ((rc = get_int(L, "shortconv.l_cache", true, 0, 2, 64, &k))) return rc;
+    const int64_t parts[3] = {dim, dim, dim};
+    bk_weight *w[3] = {&ly->rec_in[0], &ly->rec_in[1], &ly->rec_in[2]};
+    if ((rc = get_split(L, NAME("shortconv.in_proj.weight"), dim, parts, 3, false, w, &found))) return rc;
+    if (!found) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor '%s' is missing", n);
+    if ((rc = load_conv(L, NAME("shortconv.conv.weight"), NULL, k, (int)dim, ly)) ||
+        (rc = get_weight(L, NAME("shortconv.out_proj.weight"), dim, dim, true, &ly->rec_out)))
+        return rc;
+    ly->state_n = (size_t)(k - 1) * dim;
+    if (dim > m->rec_width) m->rec_width = (int)dim;
+    return 0;
+}
+
+static const struct {
+    layer_mixer mixer;
+    int (*load)(loader *L, int l, layer *ly);
+} g_mixers[] = {
+    {MIX_SHORTCONV, load_shortconv},
+};
+
+/* A recurrent layer's mixer weights, and its part of a sequence's state slot. */
+static int load_recurrent(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    char n[96];
+    int rc;
+    if ((rc = get_weight(L, NAME("attn_norm.weight"), m->hp.dim, 1, true, &ly->attn_norm))) return rc;
+    for (size_t i = 0; i < LLC_ARRAY_LEN(g_mixers); i++)
+        if (g_mixers[i].mixer == ly->mixer) {
+            if ((rc = g_mixers[i].load(L, l, ly))) return rc;
+            ly->state_off = m->state_n;
+            m->state_n += ly->state_n;
+            return 0;
+        }
+    return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "layer %d: its recurrent mixer is not implemented", l);
+}
+
 static int load_layer(loader *L, int l, layer *ly) {
     const model_hparams *hp = &L->m->hp;
     char n[96];
     int rc;
-    if ((rc = load_attention(L, l, ly)) ||
+    if ((rc = ly->mixer == MIX_ATTN ? load_attention(L, l, ly) : load_recurrent(L, l, ly)) ||
         (rc = get_weight(L, L->ai->ffn_norm_post_attn ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"),
                          hp->dim, 1, true, &ly->ffn_norm)) ||
         (rc = hp->n_expert ? load_moe_ffn(L, l, ly) : load_dense_ffn(L, l, ly)) ||
@@ -673,7 +751,8 @@ static int load_weights(loader *L) {
     hp->n_vocab = (int)emb->ne[1];
     int rc;
     if ((rc = get_weight(L, "token_embd.weight", hp->dim, hp->n_vocab, true, &m->tok_embd)) ||
-        (rc = get_weight(L, "output_norm.weight", hp->dim, 1, true, &m->out_norm)) ||
+        (rc = get_weight(L, L->ai->out_norm ? L->ai->out_norm : "output_norm.weight", hp->dim, 1, true,
+                         &m->out_norm)) ||
         (rc = get_weight(L, "output.weight", hp->dim, hp->n_vocab, false, &m->output)) ||
         (rc = get_weight(L, "output.bias", hp->n_vocab, 1, false, &m->b_output)))
         return rc;

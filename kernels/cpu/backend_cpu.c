@@ -15,6 +15,7 @@
 #include "kernels/cpu/hugemem.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cpu/recurrent.h"
 
 typedef struct cpu_ctx {
     cpu_pool *pool;
@@ -409,6 +410,28 @@ static int cpu_scatter_add_rows(void *ctx, float *x, int dim, const int32_t *row
     return 0;
 }
 
+/* ---- recurrent layers ---- */
+
+static int cpu_mul(void *ctx, float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= y[i];
+    return 0;
+}
+
+static int cpu_copy(void *ctx, void *dst, const void *src, size_t bytes) {
+    memmove(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_conv1d_state(void *ctx_, const float *x, int channels, const bk_weight *w, const bk_weight *b,
+                            float *const *states, bool silu, float *out) {
+    cpu_ctx *ctx = ctx_;
+    if (w->type != QT_F32 || w->n_out != channels || (b && b->data && (b->type != QT_F32 || b->n_in != channels)))
+        return LLC_ERR_UNSUPPORTED;
+    cpu_conv1d_state_run(ctx->pool, &ctx->batch, x, channels, w->data, (int)w->n_in, b && b->data ? b->data : NULL,
+                         states, silu, out);
+    return 0;
+}
+
 static const backend_ops g_cpu_ops = {
     .destroy = cpu_destroy,
     .weight_load = cpu_weight_load,
@@ -434,6 +457,9 @@ static const backend_ops g_cpu_ops = {
     .gather_rows = cpu_gather_rows,
     .scatter_add_rows = cpu_scatter_add_rows,
     .matmul_multi = cpu_matmul_multi_op,
+    .mul = cpu_mul,
+    .copy = cpu_copy,
+    .conv1d_state = cpu_conv1d_state,
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
