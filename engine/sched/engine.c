@@ -313,6 +313,12 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     e->n_vocab = hp->n_vocab;
     e->n_ctx = hp->n_ctx_train;
     e->max_blocks_per_seq = (e->n_ctx + e->p.block_size - 1) / e->p.block_size + 1;
+    e->recurrent = hp->n_recurrent > 0;
+    if (e->recurrent && (e->p.draft || e->p.ngram)) {
+        free(e);
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "speculative decoding is not supported for %s, a hybrid model: "
+                        "rejected draft tokens would stay in its recurrent state", hp->arch_name);
+    }
     int rc = model_kv_create(m, e->p.n_blocks, e->p.block_size, e->p.kv_type, &e->kv_store, err);
     if (!rc && kv_pool_create(e->p.n_blocks, e->p.block_size, &e->pool))
         rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory for the KV pool");
@@ -360,6 +366,7 @@ void engine_destroy(engine *e) {
         free(m);
     }
     free(e->running);
+    free(e->free_states);
     free(e->slots);
     free(e->slots_work);
     free(e->logits);

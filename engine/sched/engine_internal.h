@@ -67,6 +67,8 @@ typedef struct seq {
     double *embd_sum; /* [dim] sum of its rows' final-norm hidden states so far */
     int hid_row;      /* index of its first hidden-state row in the current step */
     grammar_state *gst; /* where its text stands in the request's grammar, or NULL */
+    int state_slot;  /* hybrid models: its recurrent-state slot in the KV store while
+                        running (in step with kv_seq_computed), else -1 */
 } seq;
 
 struct request {
@@ -154,6 +156,11 @@ struct engine {
     seq **running;
     int n_running, cap_running;
     int64_t admit_counter;
+    /* hybrid models (recurrent layers): each running sequence holds a state
+     * slot of kv_store; the slots given back, and how many were ever made */
+    bool recurrent;
+    int *free_states;
+    int n_free_states, n_states;
 };
 
 /* engine_client.c */
@@ -219,9 +226,13 @@ int eng_embed_seqs(engine *e, request *r);
 void eng_embed_take(engine *e, seq *s, int rows, const float *hidden);
 
 /* engine_sched.c */
-/* The running list (admission order is kept for preemption). */
+/* The running list (admission order is kept for preemption). Joining it gives
+ * a hybrid model's sequence a state slot, leaving it gives the slot back (its
+ * state is then lost: a sequence that runs again computes from position 0). */
 int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
+/* A fork's recurrent state: child's slot = parent's (both running). */
+int eng_state_fork(engine *e, const seq *parent, seq *child);
 /* Preempts running sequence s: drops its draft tokens and KV blocks (full ones stay
  * cached) and puts it back to waiting, to be computed again. */
 void eng_seq_requeue(engine *e, seq *s);

@@ -16,8 +16,26 @@ void eng_running_remove(engine *e, seq *s) {
         if (e->running[i] == s) {
             memmove(&e->running[i], &e->running[i + 1], (size_t)(e->n_running - i - 1) * sizeof *e->running);
             e->n_running--;
-            return;
+            break;
         }
+    if (s->state_slot >= 0) { /* (free_states has room for every slot ever made) */
+        e->free_states[e->n_free_states++] = s->state_slot;
+        s->state_slot = -1;
+    }
+}
+
+/* A state slot for a sequence that starts running: one given back, or a new one. */
+static int take_state_slot(engine *e) {
+    if (e->n_free_states > 0) return e->free_states[--e->n_free_states];
+    int *f = realloc(e->free_states, (size_t)(e->n_states + 1) * sizeof *f);
+    if (!f) return LLC_ERR_NOMEM;
+    e->free_states = f;
+    return e->n_states++;
+}
+
+int eng_state_fork(engine *e, const seq *parent, seq *child) {
+    if (!e->recurrent) return 0;
+    return model_kv_state_copy(e->kv_store, parent->state_slot, child->state_slot, NULL);
 }
 
 int eng_running_add(engine *e, seq *s) {
@@ -27,6 +45,11 @@ int eng_running_add(engine *e, seq *s) {
         if (!r) return LLC_ERR_NOMEM;
         e->running = r;
         e->cap_running = cap;
+    }
+    if (e->recurrent && s->state_slot < 0) {
+        int slot = take_state_slot(e);
+        if (slot < 0) return slot;
+        s->state_slot = slot;
     }
     e->running[e->n_running++] = s;
     s->state = SEQ_RUNNING;
@@ -133,9 +156,12 @@ int eng_plan_step(engine *e) {
     while (budget > 0 && e->n_running < e->p.max_running) {
         seq *s = eng_next_waiting(e);
         bool embed = s && s->req->embed; /* computes every position: no prefix from the cache */
-        if (!s || (!embed && shares_uncomputed_prefix(e, s))) break;
+        /* a hybrid model's sequence starts from position 0: the cache holds KV
+         * rows, not the recurrent states at their ends (no prefix sharing yet) */
+        const bool no_prefix = embed || e->recurrent;
+        if (!s || (!no_prefix && shares_uncomputed_prefix(e, s))) break;
         if (kv_seq_create(e->pool, &s->kv)) return LLC_ERR_NOMEM;
-        int hit = embed ? 0 : kv_seq_match_prefix(s->kv, s->tokens, s->n_tokens);
+        int hit = no_prefix ? 0 : kv_seq_match_prefix(s->kv, s->tokens, s->n_tokens);
         int need = kv_seq_blocks_needed(s->kv, s->n_tokens - hit < budget ? s->n_tokens - hit : budget);
         if (need > kv_pool_available(e->pool)) {
             kv_seq_free(s->kv);
@@ -149,7 +175,11 @@ int eng_plan_step(engine *e) {
             e->stats.prompt_tokens += embed ? s->n_tokens : s->req->n_prompt;
             e->stats.cached_tokens += hit;
         }
-        eng_running_add(e, s);
+        if (eng_running_add(e, s)) {
+            kv_seq_free(s->kv);
+            s->kv = NULL;
+            return LLC_ERR_NOMEM;
+        }
         bool full;
         int rows = plan_rows(e, s, budget, &full);
         if (rows < 0 || full) {
@@ -177,6 +207,7 @@ int eng_plan_step(engine *e) {
             int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
                                BATCH_OUT_HIDDEN);
             if (rc < 0) return rc;
+            if (e->recurrent) batch_set_state_slot(e->batch, s->state_slot);
             s->hid_row = rc;
             total += s->rows;
             continue;
@@ -184,6 +215,7 @@ int eng_plan_step(engine *e) {
         int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
                            s->n_draft ? BATCH_OUT_ALL : last ? BATCH_OUT_LAST : BATCH_OUT_NONE);
         if (rc < 0) return rc;
+        if (e->recurrent) batch_set_state_slot(e->batch, s->state_slot);
         s->out_row = last ? n_out : -1; /* with proposals: 1 + n_draft rows of logits */
         n_out += s->n_draft ? s->rows : last;
         total += s->rows;
