@@ -105,6 +105,13 @@ typedef struct bk_attn {
                             softmax's denominator and no value (gpt-oss's attention sinks) */
 } bk_attn;
 
+/* The geometry of a gated delta-net layer (backend_ops.delta_net). */
+typedef struct bk_delta {
+    int n_k_heads, n_v_heads; /* n_v_heads a multiple of n_k_heads */
+    int head_k, head_v;
+    float eps;                /* q and k are divided by max(|x|, eps) */
+} bk_delta;
+
 /* Every op but destroy, alloc and free returns 0 or a negative code: a backend
  * that failed (a CUDA error, a weight type its matmul cannot take) says so at the
  * op, and the forward pass stops the step there with the op's name. The CPU ops
@@ -207,6 +214,17 @@ typedef struct backend_ops {
      * NULL), then SiLU when silu; the state then holds the last k-1 inputs. */
     int (*conv1d_state)(void *ctx, const float *x, int channels, const bk_weight *w, const bk_weight *b,
                          float *const *states, bool silu, float *out);
+    /* x[i] *= sigmoid(g[i]) (gated attention's output gate) */
+    int (*mul_sigmoid)(void *ctx, float *x, const float *g, size_t n);
+    /* The gated delta rule (Qwen3.5's linear attention; bk_delta): for each row
+     * and value head h (query/key head h % n_k_heads), with q and k L2-normed
+     * (q then times 1/sqrt(head_k)), decay = exp(softplus(alpha + dt_bias[h]) ·
+     * a[h]) and b = sigmoid(beta), the head's state S [head_v][head_k] becomes
+     * decay·S, then S += b·(v - S·k) ⊗ k, and the output is S·q. qkv rows are
+     * [q (n_k·head_k), k (n_k·head_k), v (n_v·head_v)]; alpha, beta [T, n_v];
+     * dt_bias, a: F32 [n_v]; states[s]: [n_v][head_v][head_k]; out [T, n_v·head_v]. */
+    int (*delta_net)(void *ctx, const float *qkv, const float *alpha, const float *beta, const bk_weight *dt_bias,
+                      const bk_weight *a, float *const *states, const bk_delta *d, float *out);
 } backend_ops;
 
 enum { BK_GRAPH_NONE = 0, BK_GRAPH_REPLAYED = 1, BK_GRAPH_RECORDING = 2 };

@@ -272,6 +272,10 @@ static void test_arch_gpt_oss(void) { check_arch("gpt-oss", 8); }
 static void test_arch_gemma4(void) { check_arch("gemma4", 0); }
 /* hybrid: gated short-convolution layers (a state per sequence) beside attention */
 static void test_arch_lfm2(void) { check_arch("lfm2", 0); }
+/* hybrid: gated delta-net layers (convolution window and delta-rule matrices
+ * per sequence) beside gated attention with partial RoPE; and with experts */
+static void test_arch_qwen35(void) { check_arch("qwen35", 0); }
+static void test_arch_qwen35moe(void) { check_arch("qwen35moe", 0); }
 
 /* Prefix sharing under sliding windows (gemma2: window 8, here over blocks of 4
  * tokens): sequence B reuses the blocks of A's first 32 tokens and computes only
@@ -663,7 +667,7 @@ static void test_unsupported_named(void) {
         {"arch/gemma2.gguf", "general.architecture", "gemma3n", NULL, NULL, "'gemma3n' is not supported"},
         {"arch/qwen3moe.gguf", "general.architecture", "qwen3next", NULL, NULL,
          "'qwen3next' is not supported: its linear-attention layers"},
-        {"arch/qwen35.gguf", NULL, NULL, NULL, NULL, "'qwen35' is not supported: its gated delta-net layers need recurrent state"},
+        {"arch/qwen35.gguf", NULL, NULL, "blk.1.ssm_a", NULL, "tensor 'blk.1.ssm_a' is missing"},
         {"arch/lfm2.gguf", NULL, NULL, "blk.0.shortconv.conv", NULL, "tensor 'blk.0.shortconv.conv.weight' is missing"},
         {"arch/gemma4.gguf", NULL, NULL, "blk.2.attn_k.", NULL, "tensor 'blk.2.attn_k.weight' is missing"},
         {"arch/gemma4.gguf", "gemma4.attention.shared_kv_layers", "x", NULL, NULL, "shared_kv_layers"},
@@ -860,6 +864,8 @@ int main(void) {
     RUN(test_arch_gpt_oss);
     RUN(test_arch_gemma4);
     RUN(test_arch_lfm2);
+    RUN(test_arch_qwen35);
+    RUN(test_arch_qwen35moe);
     RUN(test_window_prefix_sharing);
     RUN(test_llama_with_experts);
     RUN(test_archs_and_types);

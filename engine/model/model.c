@@ -71,10 +71,12 @@ static void free_activations(model *m) {
     m->h_ple_rows = NULL;
     m->h_router = NULL, m->h_rows = NULL, m->h_weights = NULL, m->h_count = NULL;
     m->h_all_rows = NULL, m->h_row_gate = NULL;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (int)LLC_ARRAY_LEN(m->rb); i++) {
         if (m->rb[i]) m->be->ops->free(m->be->ctx, m->rb[i]);
         m->rb[i] = NULL;
     }
+    free(m->h_q_rows), free(m->h_g_rows);
+    m->h_q_rows = m->h_g_rows = NULL;
     m->cap_rows = m->cap_out = 0;
 }
 
@@ -87,6 +89,7 @@ void model_free(model *m) {
     free(m->h_ones);
     free(m->h_seq_state);
     free(m->h_layer_state);
+    free(m->h_aux_state);
     free(m);
 }
 
@@ -120,6 +123,7 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
         {&m->moe_out, moe * hp->dim},
         {&m->ple, R * ple_all}, {&m->ple_proj, R * ple_all}, {&m->ple_l, R * pl}, {&m->ple_g, R * pl},
         {&m->rb[0], R * m->rec_width}, {&m->rb[1], R * m->rec_width}, {&m->rb[2], R * m->rec_width},
+        {&m->rb[3], R * m->rec_width}, {&m->rb[4], R * m->rec_width}, {&m->rb[5], R * m->rec_width},
     };
     for (size_t i = 0; i < LLC_ARRAY_LEN(plan); i++) {
         if (!plan[i].n) continue;
@@ -140,6 +144,17 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
             free_activations(m);
             return llc_fail(err, LLC_ERR_NOMEM, "out of memory for expert routing of %d rows", cap_rows);
         }
+    }
+    bool gated = false;
+    for (int l = 0; l < hp->n_layers; l++) gated |= m->layers[l].attn_gate;
+    if (gated) { /* wq's output as rows of head_dim: head h of row t is row (t·heads + h)·2, its gate the next */
+        m->h_q_rows = malloc(R * (size_t)hp->n_heads * sizeof *m->h_q_rows);
+        m->h_g_rows = malloc(R * (size_t)hp->n_heads * sizeof *m->h_g_rows);
+        if (!m->h_q_rows || !m->h_g_rows) {
+            free_activations(m);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory for activations of %d rows", cap_rows);
+        }
+        for (size_t i = 0; i < R * (size_t)hp->n_heads; i++) m->h_q_rows[i] = (int32_t)(2 * i), m->h_g_rows[i] = (int32_t)(2 * i + 1);
     }
     if (pl && !(m->h_ple_rows = malloc(R * (size_t)hp->n_layers * sizeof *m->h_ple_rows))) {
         free_activations(m);
@@ -337,7 +352,9 @@ static int prepare_states(model *m, model_kv *kv, const bk_batch *b, llc_err *er
         if (a) m->h_seq_state = a;
         float **l = a ? realloc(m->h_layer_state, (size_t)b->n_seqs * sizeof *l) : NULL;
         if (l) m->h_layer_state = l;
-        if (!a || !l) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        float **x = l ? realloc(m->h_aux_state, (size_t)b->n_seqs * sizeof *x) : NULL;
+        if (x) m->h_aux_state = x;
+        if (!a || !l || !x) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
         m->cap_seqs = b->n_seqs;
     }
     int max_slot = -1;
@@ -597,8 +614,12 @@ static int attention(model *m, model_kv *kv, const layer *ly, int l, int T, llc_
     const bool own_kv = ly->kv_layer == l; /* else K and V come from an earlier layer's cache */
     int rc;
     const bk_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
-    float *const qkv_out[3] = {m->q, m->k, m->v};
+    float *const qkv_out[3] = {ly->attn_gate ? m->rb[0] : m->q, m->k, m->v};
     if ((rc = matmul_n(m, qkv, own_kv ? 3 : 1, m->xb, T, qkv_out, err))) return rc;
+    if (ly->attn_gate) { /* each head's query and its gate, apart */
+        OP(op->gather_rows(c, m->rb[0], hd, m->h_q_rows, T * nh, m->q));
+        OP(op->gather_rows(c, m->rb[0], hd, m->h_g_rows, T * nh, m->rb[1]));
+    }
     if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
     if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
     if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));
@@ -617,6 +638,7 @@ static int attention(model *m, model_kv *kv, const layer *ly, int l, int T, llc_
                         .block_size = kv->block_size, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
                         .window = ly->swa ? hp->swa_window : 0, .sinks = ly->sinks.data};
     OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, &at));
+    if (ly->attn_gate) OP(op->mul_sigmoid(c, m->att, m->rb[1], (size_t)T * nh * hd));
     OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
     if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
     return 0;
@@ -640,7 +662,7 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
         if (ly->mixer == MIX_ATTN) rc = attention(m, kv, ly, l, T, err);
         else { /* a recurrent layer: its part of each sequence's state */
             for (int s = 0; s < batch->n_seqs; s++) m->h_layer_state[s] = m->h_seq_state[s] + ly->state_off;
-            rc = model_recurrent_mixer(m, ly, T, m->h_layer_state, err);
+            rc = model_recurrent_mixer(m, ly, T, batch->n_seqs, m->h_layer_state, err);
         }
         if (rc) return rc;
         if (ly->post_attn_norm.data) OP(op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps));

@@ -7,8 +7,9 @@
  * gate+up), gemma2 and gemma3 (scaled embeddings, post norms, GELU gate,
  * sliding-window layers, soft-capping), mistral3 (YaRN, query temperature),
  * smollm3 (NoPE layers), qwen2moe (shared expert), gpt-oss (attention sinks,
- * biased experts, clamped SwiGLU); the hybrid lfm2 (gated short-convolution
- * layers beside attention layers), whose recurrent layers keep a state per
+ * biased experts, clamped SwiGLU); the hybrids lfm2 (gated short-convolution
+ * layers beside attention layers) and qwen35, qwen35moe (gated delta-net
+ * layers beside gated attention), whose recurrent layers keep a state per
  * sequence (model_kv's state slots, below). The model keeps views of the gguf's
  * tensors (the CPU backend reads the mmapped file directly), so the gguf must
  * outlive it. */
@@ -20,7 +21,7 @@
 
 typedef enum model_arch {
     ARCH_LLAMA, ARCH_MISTRAL3, ARCH_SMOLLM3, ARCH_QWEN2, ARCH_QWEN2MOE, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3,
-    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS, ARCH_LFM2
+    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS, ARCH_LFM2, ARCH_QWEN35, ARCH_QWEN35MOE
 } model_arch;
 
 /* The gate of a gated FFN: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU

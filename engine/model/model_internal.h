@@ -21,6 +21,7 @@
 typedef enum layer_mixer {
     MIX_ATTN,
     MIX_SHORTCONV, /* lfm2: in_proj to B, C, x; C ⊙ conv(B ⊙ x); out_proj */
+    MIX_DELTANET,  /* qwen35: conv + SiLU over q, k, v; the gated delta rule; gated RMSNorm; out */
 } layer_mixer;
 
 typedef struct layer {
@@ -48,13 +49,18 @@ typedef struct layer {
     bool swa;                         /* sliding-window attention in this layer */
     bool no_rope;                     /* keys and queries are not rotated (smollm3's NoPE layers) */
     bool v_norm;                      /* V RMS-normed without a weight (gemma4) */
+    bool attn_gate;                   /* wq gives each head's query then its output gate, and the
+                                         attention's output is times sigmoid(gate) (qwen35) */
     bk_weight ple_gate, ple_proj, ple_norm; /* gemma4's per-layer embedding: gate, projection, norm */
     /* recurrent mixers: the layer's part of a sequence's state slot (floats) */
     size_t state_off, state_n;
     int conv_k, conv_ch;              /* convolution taps and channels */
-    bk_weight rec_in[3];              /* shortconv: in_proj's row ranges B, C, x */
+    bk_weight rec_in[3];              /* shortconv: in_proj's row ranges B, C, x; deltanet: [0] attn_qkv */
     bk_weight conv_w, conv_b;         /* [conv_ch] rows of conv_k taps (F32); bias (optional) */
     bk_weight rec_out;                /* output projection */
+    bk_weight rec_z;                  /* deltanet: the output gate's projection (attn_gate) */
+    bk_weight dt_bias, ssm_a, ssm_alpha, ssm_beta, ssm_norm; /* deltanet: decay and beta gates, norm */
+    bk_delta delta;                   /* deltanet geometry */
 } layer;
 
 struct model {
@@ -89,15 +95,17 @@ struct model {
      * each sequence's slot and this layer's part of it */
     size_t state_n;
     int rec_width;
-    float *rb[3];
-    float **h_seq_state, **h_layer_state; /* [cap_seqs] */
+    float *rb[6];
+    float **h_seq_state, **h_layer_state, **h_aux_state; /* [cap_seqs] */
+    int32_t *h_q_rows, *h_g_rows; /* gated attention: [cap_rows * n_heads] rows of head_dim of wq's output
+                                     that are queries, and gates */
     int cap_seqs;
 };
 
-/* The recurrent mixer of layer ly over the T rows of m->xb into m->xb, each
- * sequence of the step continuing from states[s] (its part of the sequence's
- * slot), which it updates. model_recurrent.c. */
-int model_recurrent_mixer(model *m, const layer *ly, int T, float *const *states, llc_err *err);
+/* The recurrent mixer of layer ly over the T rows of m->xb into m->xb, each of
+ * the step's n_seqs sequences continuing from states[s] (its part of the
+ * sequence's slot), which it updates. model_recurrent.c. */
+int model_recurrent_mixer(model *m, const layer *ly, int T, int n_seqs, float *const *states, llc_err *err);
 
 /* Reads hyper-parameters and weights from g into m (m->be set); the caller frees m
  * on error. */

@@ -31,8 +31,11 @@ typedef struct arch_info {
     bool layer_types; /* sliding-window layers from attention.sliding_window_pattern, each type with
                          its own heads, head size and RoPE; V = K where attn_v is absent (gemma4) */
     /* hybrid models: the mixer of the recurrent layers, which are those with
-       attention.head_count_kv 0 (lfm2) */
+       attention.head_count_kv 0 (lfm2), or with rec_interval all but every
+       full_attention_interval-th (qwen35) */
     layer_mixer recurrent;
+    bool rec_interval;
+    bool attn_gate;   /* wq gives each head's query then an output gate (qwen35) */
     const char *out_norm; /* the final norm's tensor, when not output_norm.weight (lfm2) */
 } arch_info;
 
@@ -55,18 +58,21 @@ static const arch_info g_archs[] = {
      .gating = MOE_TOPK_SOFTMAX, .swa_pattern = 2, .ffn_norm_post_attn = true},
     {.name = "lfm2", .arch = ARCH_LFM2, .rope = BK_ROPE_NEOX, .qk_norm = true, .recurrent = MIX_SHORTCONV,
      .out_norm = "token_embd_norm.weight"},
+    /* (text only: the multi-section RoPE's sections all take the token's position) */
+    {.name = "qwen35", .arch = ARCH_QWEN35, .rope = BK_ROPE_NEOX, .qk_norm = true, .ffn_norm_post_attn = true,
+     .recurrent = MIX_DELTANET, .rec_interval = true, .attn_gate = true},
+    {.name = "qwen35moe", .arch = ARCH_QWEN35MOE, .rope = BK_ROPE_NEOX, .qk_norm = true, .ffn_norm_post_attn = true,
+     .recurrent = MIX_DELTANET, .rec_interval = true, .attn_gate = true, .moe = true},
 };
 #define ARCH_LIST                                                                                        \
     "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
-    "gemma3, gemma4, gpt-oss and lfm2"
+    "gemma3, gemma4, gpt-oss, lfm2, qwen35 and qwen35moe"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
     const char *name, *missing;
 } g_near_archs[] = {
     {"qwen3next", "its linear-attention layers are not implemented"},
-    {"qwen35", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
-    {"qwen35moe", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
     {"granitehybrid", "its Mamba2 layers need recurrent state, which the engine does not keep yet"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
     {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
@@ -358,11 +364,14 @@ static int load_layer_types(loader *L, int head_dim, int head_dim_swa) {
         return rc;
     if ((rc = get_int(L, "attention.shared_kv_layers", false, 0, 0, hp->n_layers - 1, &hp->n_kv_shared))) return rc;
     const int kv_from = hp->n_layers - hp->n_kv_shared;
+    int interval = 0;
+    if (ai->rec_interval && (rc = get_int(L, "full_attention_interval", false, 4, 1, 4096, &interval))) return rc;
     hp->head_dim = 0;
     for (int l = 0; l < hp->n_layers; l++) {
         layer *ly = &L->m->layers[l];
         ly->out_scale = 1.0f;
-        if (ai->recurrent && ly->n_kv_heads == 0) { /* a recurrent layer: no attention, no KV */
+        if (ai->recurrent && (interval ? (l + 1) % interval != 0 : ly->n_kv_heads == 0)) {
+            /* a recurrent layer: no attention, no KV */
             ly->mixer = ai->recurrent;
             ly->kv_layer = l;
             hp->n_recurrent++;
@@ -443,7 +452,7 @@ static int load_hparams(loader *L) {
     if ((rc = load_layer_types(L, head_dim, head_dim_swa))) return rc;
     if (hp->n_recurrent) { /* before any weight goes to a backend that cannot run the model */
         const backend_ops *op = L->m->be->ops;
-        if (!op->mul || !op->copy || !op->conv1d_state)
+        if (!op->mul || !op->copy || !op->conv1d_state || !op->mul_sigmoid || !op->delta_net)
             return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "the %s backend has no recurrent-layer ops (%s is a hybrid model)",
                             L->m->be->name, hp->arch_name);
     }
@@ -516,12 +525,18 @@ static int load_attention(loader *L, int l, layer *ly) {
         if (!ly->wv.data) ly->wv = ly->wk;
         return load_attention_rest(L, l, ly, q_dim);
     }
-    const int64_t parts[3] = {q_dim, kv_dim, kv_dim};
+    /* qwen35: each head's query, then its output gate */
+    const int64_t q_rows = L->ai->attn_gate ? 2 * q_dim : q_dim;
+    if (L->ai->attn_gate) {
+        ly->attn_gate = true;
+        if (2 * q_dim > L->m->rec_width) L->m->rec_width = (int)(2 * q_dim);
+    }
+    const int64_t parts[3] = {q_rows, kv_dim, kv_dim};
     bk_weight *w[3] = {&ly->wq, &ly->wk, &ly->wv}, *b[3] = {&ly->bq, &ly->bk, &ly->bv};
     if ((rc = get_split(L, NAME("attn_qkv.weight"), hp->dim, parts, 3, false, w, &fused))) return rc;
     if (fused) {
         if ((rc = get_split(L, NAME("attn_qkv.bias"), 0, parts, 3, true, b, &fused))) return rc;
-    } else if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_dim, true, &ly->wq)) ||
+    } else if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_rows, true, &ly->wq)) ||
                (rc = get_weight(L, NAME("attn_k.weight"), hp->dim, kv_dim, true, &ly->wk)) ||
                (rc = get_weight(L, NAME("attn_v.weight"), hp->dim, kv_dim, true, &ly->wv)) ||
                (rc = get_weight(L, NAME("attn_q.bias"), q_dim, 1, false, &ly->bq)) ||
@@ -700,11 +715,51 @@ static int load_shortconv(loader *L, int l, layer *ly) {
     return 0;
 }
 
+/* qwen35's gated delta net: attn_qkv [dim -> q, k, v], attn_gate (the output
+ * gate z), the convolution over q, k, v (ssm.conv_kernel taps), per value head
+ * ssm_dt.bias, ssm_a (-exp(A_log)), ssm_alpha and ssm_beta projections, the
+ * heads' norm, ssm_out. Key heads: ssm.group_count of ssm.state_size; value
+ * heads: ssm.time_step_rank of ssm.inner_size / that. State: the convolution's
+ * window, then a [head_v x head_k] matrix per value head. */
+static int load_deltanet(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    const int64_t dim = m->hp.dim;
+    char n[96];
+    int k, d_state, n_group, dt_rank, inner, rc;
+    if ((rc = get_int(L, "ssm.conv_kernel", true, 0, 2, 64, &k)) ||
+        (rc = get_int(L, "ssm.state_size", true, 0, 1, 256, &d_state)) ||
+        (rc = get_int(L, "ssm.group_count", true, 0, 1, 4096, &n_group)) ||
+        (rc = get_int(L, "ssm.time_step_rank", true, 0, 1, 4096, &dt_rank)) ||
+        (rc = get_int(L, "ssm.inner_size", true, 0, 1, 1 << 20, &inner)))
+        return rc;
+    if (inner % dt_rank || inner / dt_rank != d_state || dt_rank % n_group)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                        "delta-net layers of %d value heads over %d inner, %d key heads of %d are not supported "
+                        "(value heads as wide as key heads, a multiple of them)", dt_rank, inner, n_group, d_state);
+    const int head_v = inner / dt_rank, conv_dim = 2 * n_group * d_state + inner;
+    if ((rc = get_weight(L, NAME("attn_qkv.weight"), dim, conv_dim, true, &ly->rec_in[0])) ||
+        (rc = get_weight(L, NAME("attn_gate.weight"), dim, inner, true, &ly->rec_z)) ||
+        (rc = load_conv(L, NAME("ssm_conv1d.weight"), NULL, k, conv_dim, ly)) ||
+        (rc = get_weight(L, NAME("ssm_dt.bias"), dt_rank, 1, true, &ly->dt_bias)) ||
+        (rc = get_weight(L, NAME("ssm_a"), dt_rank, 1, true, &ly->ssm_a)) ||
+        (rc = get_weight(L, NAME("ssm_alpha.weight"), dim, dt_rank, true, &ly->ssm_alpha)) ||
+        (rc = get_weight(L, NAME("ssm_beta.weight"), dim, dt_rank, true, &ly->ssm_beta)) ||
+        (rc = get_weight(L, NAME("ssm_norm.weight"), head_v, 1, true, &ly->ssm_norm)) ||
+        (rc = get_weight(L, NAME("ssm_out.weight"), inner, dim, true, &ly->rec_out)))
+        return rc;
+    ly->delta = (bk_delta){.n_k_heads = n_group, .n_v_heads = dt_rank, .head_k = d_state, .head_v = head_v,
+                           .eps = m->hp.norm_eps};
+    ly->state_n = (size_t)(k - 1) * conv_dim + (size_t)dt_rank * head_v * d_state;
+    if (conv_dim > m->rec_width) m->rec_width = conv_dim;
+    return 0;
+}
+
 static const struct {
     layer_mixer mixer;
     int (*load)(loader *L, int l, layer *ly);
 } g_mixers[] = {
     {MIX_SHORTCONV, load_shortconv},
+    {MIX_DELTANET, load_deltanet},
 };
 
 /* A recurrent layer's mixer weights, and its part of a sequence's state slot. */

@@ -6,7 +6,13 @@
  * varlen batch of many sequences is one call per op.
  *
  *   shortconv (lfm2): [B, C, x] = xb·in_projᵀ; y = C ⊙ conv(B ⊙ x) with the
- *   last k-1 values of B ⊙ x carried as the state; out = y·out_projᵀ. */
+ *   last k-1 values of B ⊙ x carried as the state; out = y·out_projᵀ.
+ *
+ *   deltanet (qwen35): qkv = SiLU(conv(xb·attn_qkvᵀ)) (the convolution's
+ *   window carried), then the gated delta rule per value head (backend.h's
+ *   delta_net: decay from alpha, write strength from beta, a [head_v × head_k]
+ *   matrix carried), each head's output RMS-normed and times SiLU(xb·attn_gateᵀ),
+ *   out = that·ssm_outᵀ. State: the convolution's window, then the matrices. */
 #include "engine/model/model_internal.h"
 
 #define OP(call)                                                                        \
@@ -34,9 +40,30 @@ static int shortconv(model *m, const layer *ly, int T, float *const *states, llc
     return 0;
 }
 
-int model_recurrent_mixer(model *m, const layer *ly, int T, float *const *states, llc_err *err) {
+static int deltanet(model *m, const layer *ly, int T, int n_seqs, float *const *states, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const bk_delta *d = &ly->delta;
+    const int conv_dim = ly->conv_ch, nv = d->n_v_heads;
+    float *qkv = m->rb[0], *conv = m->rb[1], *z = m->rb[2], *alpha = m->rb[3], *beta = m->rb[4], *o = m->rb[5];
+    const bk_weight *w[4] = {&ly->rec_in[0], &ly->rec_z, &ly->ssm_alpha, &ly->ssm_beta};
+    float *const y[4] = {qkv, z, alpha, beta};
+    if (op->matmul_multi) OP(op->matmul_multi(c, w, 4, m->xb, T, y));
+    else
+        for (int i = 0; i < 4; i++) OP(op->matmul(c, w[i], m->xb, T, y[i]));
+    OP(op->conv1d_state(c, qkv, conv_dim, &ly->conv_w, ly->conv_b.data ? &ly->conv_b : NULL, states, true, conv));
+    for (int s = 0; s < n_seqs; s++) m->h_aux_state[s] = states[s] + (size_t)(ly->conv_k - 1) * conv_dim;
+    OP(op->delta_net(c, conv, alpha, beta, &ly->dt_bias, &ly->ssm_a, m->h_aux_state, d, o));
+    OP(op->rmsnorm(c, o, &ly->ssm_norm, o, T * nv, d->head_v, m->hp.norm_eps));
+    OP(op->silu_mul(c, z, o, (size_t)T * nv * d->head_v));
+    OP(op->matmul(c, &ly->rec_out, z, T, m->xb));
+    return 0;
+}
+
+int model_recurrent_mixer(model *m, const layer *ly, int T, int n_seqs, float *const *states, llc_err *err) {
     switch (ly->mixer) {
     case MIX_SHORTCONV: return shortconv(m, ly, T, states, err);
+    case MIX_DELTANET: return deltanet(m, ly, T, n_seqs, states, err);
     default: return llc_fail(err, LLC_ERR_UNSUPPORTED, "layer mixer %d has no forward pass", (int)ly->mixer);
     }
 }

@@ -432,6 +432,21 @@ static int cpu_conv1d_state(void *ctx_, const float *x, int channels, const bk_w
     return 0;
 }
 
+static int cpu_mul_sigmoid(void *ctx, float *x, const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= 1.0f / (1.0f + expf(-g[i]));
+    return 0;
+}
+
+static int cpu_delta_net(void *ctx_, const float *qkv, const float *alpha, const float *beta, const bk_weight *dt_bias,
+                         const bk_weight *a, float *const *states, const bk_delta *d, float *out) {
+    cpu_ctx *ctx = ctx_;
+    if (dt_bias->type != QT_F32 || a->type != QT_F32 || d->head_k > 256 || d->n_k_heads < 1 ||
+        d->n_v_heads % d->n_k_heads)
+        return LLC_ERR_UNSUPPORTED;
+    cpu_delta_net_run(ctx->pool, &ctx->batch, qkv, alpha, beta, dt_bias->data, a->data, states, d, out);
+    return 0;
+}
+
 static const backend_ops g_cpu_ops = {
     .destroy = cpu_destroy,
     .weight_load = cpu_weight_load,
@@ -460,6 +475,8 @@ static const backend_ops g_cpu_ops = {
     .mul = cpu_mul,
     .copy = cpu_copy,
     .conv1d_state = cpu_conv1d_state,
+    .mul_sigmoid = cpu_mul_sigmoid,
+    .delta_net = cpu_delta_net,
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {

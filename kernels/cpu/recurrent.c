@@ -48,3 +48,67 @@ void cpu_conv1d_state_run(cpu_pool *pool, const bk_batch *b, const float *x, int
     if (b->n_seqs == 1) conv_task(&j, 0, 1);
     else cpu_pool_run(pool, conv_task, &j);
 }
+
+typedef struct delta_job {
+    const bk_batch *b;
+    const float *qkv, *alpha, *beta, *dt_bias, *a;
+    float *const *states;
+    const bk_delta *d;
+    float *out;
+} delta_job;
+
+/* x / max(|x|, eps) * scale into out[n] */
+static void l2_normed(const float *x, int n, float eps, float scale, float *out) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += x[i] * x[i];
+    const float norm = sqrtf(sum), inv = scale / (norm > eps ? norm : eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * inv;
+}
+
+/* One (sequence, value head): its rows in order through its state. */
+static void delta_seq_head(const delta_job *j, int s, int h) {
+    const bk_delta *d = j->d;
+    const int dk = d->head_k, dv = d->head_v, nk = d->n_k_heads, nv = d->n_v_heads, kh = h % nk;
+    const size_t row = (size_t)2 * nk * dk + (size_t)nv * dv;
+    float *S = j->states[s] + (size_t)h * dv * dk; /* [dv][dk] */
+    float q[256], k[256]; /* head_k <= 256 (checked at load) */
+    const float q_scale = 1.0f / sqrtf((float)dk);
+    for (int r = j->b->seq_start[s]; r < j->b->seq_start[s + 1]; r++) {
+        const float *x = j->qkv + (size_t)r * row;
+        l2_normed(x + (size_t)kh * dk, dk, d->eps, q_scale, q);
+        l2_normed(x + (size_t)nk * dk + (size_t)kh * dk, dk, d->eps, 1.0f, k);
+        const float *v = x + (size_t)2 * nk * dk + (size_t)h * dv;
+        float sp = j->alpha[(size_t)r * nv + h] + j->dt_bias[h];
+        sp = sp > 20.0f ? sp : log1pf(expf(sp)); /* softplus */
+        const float decay = expf(sp * j->a[h]);
+        const float beta = 1.0f / (1.0f + expf(-j->beta[(size_t)r * nv + h]));
+        float *o = j->out + (size_t)r * nv * dv + (size_t)h * dv;
+        for (int i = 0; i < dv; i++) {
+            float *Si = S + (size_t)i * dk, sk = 0.0f;
+            for (int t = 0; t < dk; t++) {
+                Si[t] *= decay;
+                sk += Si[t] * k[t];
+            }
+            const float delta = beta * (v[i] - sk);
+            float oi = 0.0f;
+            for (int t = 0; t < dk; t++) {
+                Si[t] += delta * k[t];
+                oi += Si[t] * q[t];
+            }
+            o[i] = oi;
+        }
+    }
+}
+
+static void delta_task(void *arg, int tid, int n_threads) {
+    const delta_job *j = arg;
+    const int nv = j->d->n_v_heads, n = j->b->n_seqs * nv;
+    for (int i = tid; i < n; i += n_threads) delta_seq_head(j, i / nv, i % nv);
+}
+
+void cpu_delta_net_run(cpu_pool *pool, const bk_batch *b, const float *qkv, const float *alpha, const float *beta,
+                       const float *dt_bias, const float *a, float *const *states, const bk_delta *d, float *out) {
+    delta_job j = {.b = b, .qkv = qkv, .alpha = alpha, .beta = beta, .dt_bias = dt_bias, .a = a, .states = states,
+                   .d = d, .out = out};
+    cpu_pool_run(pool, delta_task, &j);
+}

@@ -15,4 +15,8 @@
 void cpu_conv1d_state_run(cpu_pool *pool, const bk_batch *b, const float *x, int channels, const float *w, int k,
                           const float *bias, float *const *states, bool silu, float *out);
 
+/* backend.h's delta_net over the sequences of b (dt_bias, a: [n_v_heads]). */
+void cpu_delta_net_run(cpu_pool *pool, const bk_batch *b, const float *qkv, const float *alpha, const float *beta,
+                       const float *dt_bias, const float *a, float *const *states, const bk_delta *d, float *out);
+
 #endif
