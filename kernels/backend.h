@@ -112,6 +112,11 @@ typedef struct bk_delta {
     float eps;                /* q and k are divided by max(|x|, eps) */
 } bk_delta;
 
+/* The geometry of a Mamba2 layer (backend_ops.ssm_scan). */
+typedef struct bk_ssm {
+    int n_heads, head_dim, n_groups, d_state; /* n_heads a multiple of n_groups */
+} bk_ssm;
+
 /* Every op but destroy, alloc and free returns 0 or a negative code: a backend
  * that failed (a CUDA error, a weight type its matmul cannot take) says so at the
  * op, and the forward pass stops the step there with the op's name. The CPU ops
@@ -225,6 +230,18 @@ typedef struct backend_ops {
      * dt_bias, a: F32 [n_v]; states[s]: [n_v][head_v][head_k]; out [T, n_v·head_v]. */
     int (*delta_net)(void *ctx, const float *qkv, const float *alpha, const float *beta, const bk_weight *dt_bias,
                       const bk_weight *a, float *const *states, const bk_delta *d, float *out);
+    /* Mamba2's selective scan (bk_ssm): for each row and head h (group
+     * h / (n_heads / n_groups)), with dt' = softplus(dt + dt_bias[h]) and
+     * dA = exp(dt'·a[h]), the head's state S [head_dim][d_state] becomes
+     * dA·S + (dt'·x) ⊗ B, and the output is S·C + d[h]·x. xbc rows are
+     * [x (n_heads·head_dim), B (n_groups·d_state), C (n_groups·d_state)]; dt
+     * [T, n_heads]; dt_bias, a, d: F32 [n_heads]; states[s]: [n_heads][head_dim]
+     * [d_state]; out [T, n_heads·head_dim]. */
+    int (*ssm_scan)(void *ctx, const float *xbc, const float *dt, const bk_weight *dt_bias, const bk_weight *a,
+                     const bk_weight *d, float *const *states, const bk_ssm *g, float *out);
+    /* x[r] (rows of dim) RMS-normed over each of n_groups equal slices, times
+     * w [dim] (F32), in place (Mamba2's grouped norm) */
+    int (*rmsnorm_groups)(void *ctx, float *x, const bk_weight *w, int rows, int dim, int n_groups, float eps);
 } backend_ops;
 
 enum { BK_GRAPH_NONE = 0, BK_GRAPH_REPLAYED = 1, BK_GRAPH_RECORDING = 2 };

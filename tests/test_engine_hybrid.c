@@ -1,5 +1,5 @@
 /* test_engine_hybrid.c — the engine on hybrid models (recurrent layers beside
- * attention: ../shared/models/arch/{lfm2,qwen35,qwen35moe}.gguf), whose sequences each carry a
+ * attention: ../shared/models/arch/{lfm2,qwen35,qwen35moe,granitehybrid}.gguf), whose sequences each carry a
  * recurrent state in a slot beside the KV cache. Continuous batching with
  * chunked prompts gives each sequence the tokens it gets alone, also under
  * preemption (a preempted sequence computes again from position 0); forked
@@ -9,7 +9,7 @@
  * whole text; speculative decoding is refused in one line. */
 #include "tests/engine_beam_ref.h"
 
-static const char *const g_hybrids[] = {"lfm2", "qwen35", "qwen35moe"};
+static const char *const g_hybrids[] = {"lfm2", "qwen35", "qwen35moe", "granitehybrid"};
 
 static int load_hybrid(const char *name) {
     char path[512];

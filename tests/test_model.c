@@ -276,6 +276,9 @@ static void test_arch_lfm2(void) { check_arch("lfm2", 0); }
  * per sequence) beside gated attention with partial RoPE; and with experts */
 static void test_arch_qwen35(void) { check_arch("qwen35", 0); }
 static void test_arch_qwen35moe(void) { check_arch("qwen35moe", 0); }
+/* hybrid: Mamba2 layers (conv bias, D skip, grouped norm) beside an attention
+ * layer without RoPE; granite's scales; experts with a shared expert */
+static void test_arch_granitehybrid(void) { check_arch("granitehybrid", 0); }
 
 /* Prefix sharing under sliding windows (gemma2: window 8, here over blocks of 4
  * tokens): sequence B reuses the blocks of A's first 32 tokens and computes only
@@ -668,6 +671,7 @@ static void test_unsupported_named(void) {
         {"arch/qwen3moe.gguf", "general.architecture", "qwen3next", NULL, NULL,
          "'qwen3next' is not supported: its linear-attention layers"},
         {"arch/qwen35.gguf", NULL, NULL, "blk.1.ssm_a", NULL, "tensor 'blk.1.ssm_a' is missing"},
+        {"arch/granitehybrid.gguf", NULL, NULL, "blk.2.ssm_in", NULL, "tensor 'blk.2.ssm_in.weight' is missing"},
         {"arch/lfm2.gguf", NULL, NULL, "blk.0.shortconv.conv", NULL, "tensor 'blk.0.shortconv.conv.weight' is missing"},
         {"arch/gemma4.gguf", NULL, NULL, "blk.2.attn_k.", NULL, "tensor 'blk.2.attn_k.weight' is missing"},
         {"arch/gemma4.gguf", "gemma4.attention.shared_kv_layers", "x", NULL, NULL, "shared_kv_layers"},
@@ -866,6 +870,7 @@ int main(void) {
     RUN(test_arch_lfm2);
     RUN(test_arch_qwen35);
     RUN(test_arch_qwen35moe);
+    RUN(test_arch_granitehybrid);
     RUN(test_window_prefix_sharing);
     RUN(test_llama_with_experts);
     RUN(test_archs_and_types);

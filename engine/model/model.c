@@ -655,6 +655,7 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
 
     OP(op->embed(c, &m->tok_embd, m->x));
     if (hp->embd_scale) OP(op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim));
+    if (hp->embd_mult != 0.0f) OP(op->scale(c, m->x, hp->embd_mult, (size_t)T * dim));
     if (hp->n_embd_per_layer && (rc = per_layer_inputs(m, T, err))) return rc;
     for (int l = 0; l < hp->n_layers; l++) {
         const layer *ly = &m->layers[l];
@@ -666,6 +667,7 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
         }
         if (rc) return rc;
         if (ly->post_attn_norm.data) OP(op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps));
+        if (hp->residual_scale != 0.0f) OP(op->scale(c, m->xb, hp->residual_scale, (size_t)T * dim));
         OP(op->add(c, m->x, m->xb, (size_t)T * dim));
         /* feed-forward */
         OP(op->rmsnorm(c, m->x, &ly->ffn_norm, m->xb, T, dim, hp->norm_eps));
@@ -678,6 +680,7 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
             return rc;
         }
         if (ly->post_ffn_norm.data) OP(op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps));
+        if (hp->residual_scale != 0.0f) OP(op->scale(c, ffn_out, hp->residual_scale, (size_t)T * dim));
         OP(op->add(c, m->x, ffn_out, (size_t)T * dim));
         if (hp->n_embd_per_layer && (rc = per_layer_embedding(m, ly, l, T, err))) return rc;
         if (ly->out_scale != 1.0f) OP(op->scale(c, m->x, ly->out_scale, (size_t)T * dim));
@@ -725,6 +728,8 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     if (batch->n_out == 0) return 0;
     const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
     OP(op->to_host(c, logits, m->logits, n_logits * sizeof(float)));
+    if (hp->logit_scale > 0) /* granite: logits / logit_scale */
+        for (size_t i = 0; i < n_logits; i++) logits[i] /= hp->logit_scale;
     if (hp->final_softcap > 0) /* on the host: the logits are here anyway */
         for (size_t i = 0; i < n_logits; i++)
             logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);

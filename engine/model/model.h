@@ -9,8 +9,9 @@
  * smollm3 (NoPE layers), qwen2moe (shared expert), gpt-oss (attention sinks,
  * biased experts, clamped SwiGLU); the hybrids lfm2 (gated short-convolution
  * layers beside attention layers) and qwen35, qwen35moe (gated delta-net
- * layers beside gated attention), whose recurrent layers keep a state per
- * sequence (model_kv's state slots, below). The model keeps views of the gguf's
+ * layers beside gated attention) and granitehybrid (Mamba2 layers beside
+ * attention), whose recurrent layers keep a state per sequence (model_kv's
+ * state slots, below). The model keeps views of the gguf's
  * tensors (the CPU backend reads the mmapped file directly), so the gguf must
  * outlive it. */
 #ifndef LLC_MODEL_H
@@ -21,7 +22,8 @@
 
 typedef enum model_arch {
     ARCH_LLAMA, ARCH_MISTRAL3, ARCH_SMOLLM3, ARCH_QWEN2, ARCH_QWEN2MOE, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3,
-    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS, ARCH_LFM2, ARCH_QWEN35, ARCH_QWEN35MOE
+    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS, ARCH_LFM2, ARCH_QWEN35, ARCH_QWEN35MOE,
+    ARCH_GRANITEHYBRID
 } model_arch;
 
 /* The gate of a gated FFN: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU
@@ -71,6 +73,10 @@ typedef struct model_hparams {
     /* hybrid models: layers whose mixer is a recurrence (short convolution)
      * instead of attention; they keep a state per sequence, not KV rows */
     int n_recurrent;
+    /* granite's scales (0 = none): embeddings times embd_mult, each layer's mixer
+     * and FFN outputs times residual_scale before they are added, logits
+     * divided by logit_scale */
+    float embd_mult, residual_scale, logit_scale;
 } model_hparams;
 
 typedef struct model model;

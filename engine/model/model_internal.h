@@ -22,6 +22,7 @@ typedef enum layer_mixer {
     MIX_ATTN,
     MIX_SHORTCONV, /* lfm2: in_proj to B, C, x; C ⊙ conv(B ⊙ x); out_proj */
     MIX_DELTANET,  /* qwen35: conv + SiLU over q, k, v; the gated delta rule; gated RMSNorm; out */
+    MIX_MAMBA2,    /* granitehybrid: in to z, xBC, dt; conv + SiLU over xBC; selective scan; gate; grouped norm */
 } layer_mixer;
 
 typedef struct layer {
@@ -55,12 +56,15 @@ typedef struct layer {
     /* recurrent mixers: the layer's part of a sequence's state slot (floats) */
     size_t state_off, state_n;
     int conv_k, conv_ch;              /* convolution taps and channels */
-    bk_weight rec_in[3];              /* shortconv: in_proj's row ranges B, C, x; deltanet: [0] attn_qkv */
+    bk_weight rec_in[3];              /* shortconv: in_proj's row ranges B, C, x; deltanet: [0] attn_qkv;
+                                         mamba2: ssm_in's row ranges z, xBC, dt */
     bk_weight conv_w, conv_b;         /* [conv_ch] rows of conv_k taps (F32); bias (optional) */
     bk_weight rec_out;                /* output projection */
     bk_weight rec_z;                  /* deltanet: the output gate's projection (attn_gate) */
     bk_weight dt_bias, ssm_a, ssm_alpha, ssm_beta, ssm_norm; /* deltanet: decay and beta gates, norm */
     bk_delta delta;                   /* deltanet geometry */
+    bk_weight ssm_d;                  /* mamba2: the skip D per head (and dt_bias, ssm_a, ssm_norm) */
+    bk_ssm ssm;                       /* mamba2 geometry */
 } layer;
 
 struct model {

@@ -37,6 +37,8 @@ typedef struct arch_info {
     bool rec_interval;
     bool attn_gate;   /* wq gives each head's query then an output gate (qwen35) */
     const char *out_norm; /* the final norm's tensor, when not output_norm.weight (lfm2) */
+    bool granite;     /* embedding, residual, attention and logit scales from the file; RoPE only
+                         where rope.scaling.finetuned says so; experts where the file has them */
 } arch_info;
 
 static const arch_info g_archs[] = {
@@ -63,17 +65,18 @@ static const arch_info g_archs[] = {
      .recurrent = MIX_DELTANET, .rec_interval = true, .attn_gate = true},
     {.name = "qwen35moe", .arch = ARCH_QWEN35MOE, .rope = BK_ROPE_NEOX, .qk_norm = true, .ffn_norm_post_attn = true,
      .recurrent = MIX_DELTANET, .rec_interval = true, .attn_gate = true, .moe = true},
+    {.name = "granitehybrid", .arch = ARCH_GRANITEHYBRID, .rope = BK_ROPE_NORMAL, .recurrent = MIX_MAMBA2,
+     .granite = true},
 };
 #define ARCH_LIST                                                                                        \
     "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
-    "gemma3, gemma4, gpt-oss, lfm2, qwen35 and qwen35moe"
+    "gemma3, gemma4, gpt-oss, lfm2, qwen35, qwen35moe and granitehybrid"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
     const char *name, *missing;
 } g_near_archs[] = {
     {"qwen3next", "its linear-attention layers are not implemented"},
-    {"granitehybrid", "its Mamba2 layers need recurrent state, which the engine does not keep yet"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
     {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
 };
@@ -421,7 +424,7 @@ static int load_hparams(loader *L) {
     const int BIG = 1 << 20;
     /* experts: qwen3moe always; llama when the file has them (Mixtral) */
     int64_t n_exp = 0;
-    const bool moe = ai->moe || (ai->arch == ARCH_LLAMA &&
+    const bool moe = ai->moe || ((ai->arch == ARCH_LLAMA || ai->granite) &&
                                  gguf_get_i64(L->g, arch_key(L, "expert_count"), &n_exp, NULL) == 0 && n_exp > 0);
     if ((rc = get_int(L, "embedding_length", true, 0, 1, BIG, &hp->dim)) ||
         (rc = get_int(L, "block_count", true, 0, 1, 4096, &hp->n_layers)) ||
@@ -452,7 +455,8 @@ static int load_hparams(loader *L) {
     if ((rc = load_layer_types(L, head_dim, head_dim_swa))) return rc;
     if (hp->n_recurrent) { /* before any weight goes to a backend that cannot run the model */
         const backend_ops *op = L->m->be->ops;
-        if (!op->mul || !op->copy || !op->conv1d_state || !op->mul_sigmoid || !op->delta_net)
+        if (!op->mul || !op->copy || !op->conv1d_state || !op->mul_sigmoid || !op->delta_net || !op->ssm_scan ||
+            !op->rmsnorm_groups)
             return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "the %s backend has no recurrent-layer ops (%s is a hybrid model)",
                             L->m->be->name, hp->arch_name);
     }
@@ -491,6 +495,19 @@ static int load_hparams(loader *L) {
     }
     hp->no_rope_step = ai->no_rope_step;
     if ((rc = load_rope(L))) return rc;
+    if (ai->granite) {
+        bool found, finetuned = false;
+        if ((rc = get_float(L, "embedding_scale", 0.0f, &hp->embd_mult, NULL)) ||
+            (rc = get_float(L, "residual_scale", 0.0f, &hp->residual_scale, NULL)) ||
+            (rc = get_float(L, "logit_scale", 0.0f, &hp->logit_scale, NULL)) ||
+            (rc = get_float(L, "attention.scale", hp->attn_scale, &hp->attn_scale, &found)))
+            return rc;
+        if (found && hp->attn_scale == 0.0f) hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+        if (hp->logit_scale < 0) return llc_fail(L->err, LLC_ERR_RANGE, "%s.logit_scale must not be negative", ai->name);
+        rc = gguf_get_bool(L->g, arch_key(L, "rope.scaling.finetuned"), &finetuned, L->err);
+        if (rc && rc != LLC_ERR_NOTFOUND) return rc;
+        if (!finetuned) hp->no_rope_step = 1; /* no layer rotates */
+    }
     if (ai->attn_temp) {
         if ((rc = get_float(L, "attention.temperature_scale", 0.0f, &hp->attn_temp_scale, NULL))) return rc;
         hp->attn_temp_floor = hp->n_ctx_orig; /* the position step, as llama.cpp takes it */
@@ -754,12 +771,52 @@ static int load_deltanet(loader *L, int l, layer *ly) {
     return 0;
 }
 
+/* Mamba2 (granitehybrid): ssm_in [dim -> z (inner), xBC (inner + 2 groups x
+ * state), dt (heads)], the convolution over xBC (ssm.conv_kernel taps, with a
+ * bias), per head ssm_dt.bias, ssm_a (-exp(A_log)), ssm_d, the grouped norm
+ * (optional), ssm_out. Heads: ssm.time_step_rank of ssm.inner_size / that.
+ * State: the convolution's window, then a [head_dim x state] matrix per head. */
+static int load_mamba2(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    const int64_t dim = m->hp.dim;
+    char n[96];
+    int k, d_state, n_group, n_head, inner, rc;
+    bool found;
+    if ((rc = get_int(L, "ssm.conv_kernel", true, 0, 2, 64, &k)) ||
+        (rc = get_int(L, "ssm.state_size", true, 0, 1, 1024, &d_state)) ||
+        (rc = get_int(L, "ssm.group_count", true, 0, 1, 4096, &n_group)) ||
+        (rc = get_int(L, "ssm.time_step_rank", true, 0, 1, 4096, &n_head)) ||
+        (rc = get_int(L, "ssm.inner_size", true, 0, 1, 1 << 20, &inner)))
+        return rc;
+    if (inner % n_head || n_head % n_group)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "Mamba2 layers of %d heads over %d inner in %d groups are not "
+                        "supported", n_head, inner, n_group);
+    const int conv_dim = inner + 2 * n_group * d_state;
+    const int64_t parts[3] = {inner, conv_dim, n_head};
+    bk_weight *w[3] = {&ly->rec_in[0], &ly->rec_in[1], &ly->rec_in[2]};
+    if ((rc = get_split(L, NAME("ssm_in.weight"), dim, parts, 3, false, w, &found))) return rc;
+    if (!found) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor '%s' is missing", n);
+    if ((rc = load_conv(L, NAME("ssm_conv1d.weight"), NULL, k, conv_dim, ly)) ||
+        (rc = get_weight(L, NAME("ssm_conv1d.bias"), conv_dim, 1, false, &ly->conv_b)) ||
+        (rc = get_weight(L, NAME("ssm_dt.bias"), n_head, 1, true, &ly->dt_bias)) ||
+        (rc = get_weight(L, NAME("ssm_a"), 1, n_head, true, &ly->ssm_a)) ||
+        (rc = get_weight(L, NAME("ssm_d"), 1, n_head, true, &ly->ssm_d)) ||
+        (rc = get_weight(L, NAME("ssm_norm.weight"), inner / n_group, n_group, false, &ly->ssm_norm)) ||
+        (rc = get_weight(L, NAME("ssm_out.weight"), inner, dim, true, &ly->rec_out)))
+        return rc;
+    ly->ssm = (bk_ssm){.n_heads = n_head, .head_dim = inner / n_head, .n_groups = n_group, .d_state = d_state};
+    ly->state_n = (size_t)(k - 1) * conv_dim + (size_t)inner * d_state;
+    if (conv_dim > m->rec_width) m->rec_width = conv_dim;
+    return 0;
+}
+
 static const struct {
     layer_mixer mixer;
     int (*load)(loader *L, int l, layer *ly);
 } g_mixers[] = {
     {MIX_SHORTCONV, load_shortconv},
     {MIX_DELTANET, load_deltanet},
+    {MIX_MAMBA2, load_mamba2},
 };
 
 /* A recurrent layer's mixer weights, and its part of a sequence's state slot. */

@@ -447,6 +447,31 @@ static int cpu_delta_net(void *ctx_, const float *qkv, const float *alpha, const
     return 0;
 }
 
+static int cpu_ssm_scan(void *ctx_, const float *xbc, const float *dt, const bk_weight *dt_bias, const bk_weight *a,
+                        const bk_weight *d, float *const *states, const bk_ssm *g, float *out) {
+    cpu_ctx *ctx = ctx_;
+    if (dt_bias->type != QT_F32 || a->type != QT_F32 || d->type != QT_F32 || g->n_groups < 1 ||
+        g->n_heads % g->n_groups)
+        return LLC_ERR_UNSUPPORTED;
+    cpu_ssm_scan_run(ctx->pool, &ctx->batch, xbc, dt, dt_bias->data, a->data, d->data, states, g, out);
+    return 0;
+}
+
+static int cpu_rmsnorm_groups(void *ctx, float *x, const bk_weight *w, int rows, int dim, int n_groups, float eps) {
+    if (w->type != QT_F32 || n_groups < 1 || dim % n_groups) return LLC_ERR_UNSUPPORTED;
+    const float *wd = w->data;
+    const int n = dim / n_groups;
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < n_groups; g++) {
+            float *v = x + (size_t)r * dim + (size_t)g * n;
+            float sum = 0.0f;
+            for (int i = 0; i < n; i++) sum += v[i] * v[i];
+            const float scale = 1.0f / sqrtf(sum / (float)n + eps);
+            for (int i = 0; i < n; i++) v[i] = v[i] * scale * wd[g * n + i];
+        }
+    return 0;
+}
+
 static const backend_ops g_cpu_ops = {
     .destroy = cpu_destroy,
     .weight_load = cpu_weight_load,
@@ -477,6 +502,8 @@ static const backend_ops g_cpu_ops = {
     .conv1d_state = cpu_conv1d_state,
     .mul_sigmoid = cpu_mul_sigmoid,
     .delta_net = cpu_delta_net,
+    .ssm_scan = cpu_ssm_scan,
+    .rmsnorm_groups = cpu_rmsnorm_groups,
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {

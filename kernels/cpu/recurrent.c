@@ -112,3 +112,50 @@ void cpu_delta_net_run(cpu_pool *pool, const bk_batch *b, const float *qkv, cons
                    .d = d, .out = out};
     cpu_pool_run(pool, delta_task, &j);
 }
+
+typedef struct ssm_job {
+    const bk_batch *b;
+    const float *xbc, *dt, *dt_bias, *a, *d;
+    float *const *states;
+    const bk_ssm *g;
+    float *out;
+} ssm_job;
+
+/* One (sequence, head): its rows in order through its state. */
+static void ssm_seq_head(const ssm_job *j, int s, int h) {
+    const bk_ssm *g = j->g;
+    const int P = g->head_dim, N = g->d_state, H = g->n_heads, G = g->n_groups, grp = h / (H / G);
+    const size_t row = (size_t)H * P + (size_t)2 * G * N;
+    float *S = j->states[s] + (size_t)h * P * N; /* [P][N] */
+    for (int r = j->b->seq_start[s]; r < j->b->seq_start[s + 1]; r++) {
+        const float *x = j->xbc + (size_t)r * row + (size_t)h * P;
+        const float *B = j->xbc + (size_t)r * row + (size_t)H * P + (size_t)grp * N;
+        const float *C = B + (size_t)G * N;
+        float dt = j->dt[(size_t)r * H + h] + j->dt_bias[h];
+        dt = dt > 20.0f ? dt : log1pf(expf(dt)); /* softplus */
+        const float dA = expf(dt * j->a[h]);
+        float *y = j->out + (size_t)r * H * P + (size_t)h * P;
+        for (int i = 0; i < P; i++) {
+            float *Si = S + (size_t)i * N, acc = 0.0f;
+            const float xdt = x[i] * dt;
+            for (int n = 0; n < N; n++) {
+                Si[n] = Si[n] * dA + B[n] * xdt;
+                acc += Si[n] * C[n];
+            }
+            y[i] = acc + j->d[h] * x[i];
+        }
+    }
+}
+
+static void ssm_task(void *arg, int tid, int n_threads) {
+    const ssm_job *j = arg;
+    const int H = j->g->n_heads, n = j->b->n_seqs * H;
+    for (int i = tid; i < n; i += n_threads) ssm_seq_head(j, i / H, i % H);
+}
+
+void cpu_ssm_scan_run(cpu_pool *pool, const bk_batch *b, const float *xbc, const float *dt, const float *dt_bias,
+                      const float *a, const float *d, float *const *states, const bk_ssm *g, float *out) {
+    ssm_job j = {.b = b, .xbc = xbc, .dt = dt, .dt_bias = dt_bias, .a = a, .d = d, .states = states, .g = g,
+                 .out = out};
+    cpu_pool_run(pool, ssm_task, &j);
+}

@@ -19,4 +19,8 @@ void cpu_conv1d_state_run(cpu_pool *pool, const bk_batch *b, const float *x, int
 void cpu_delta_net_run(cpu_pool *pool, const bk_batch *b, const float *qkv, const float *alpha, const float *beta,
                        const float *dt_bias, const float *a, float *const *states, const bk_delta *d, float *out);
 
+/* backend.h's ssm_scan over the sequences of b (dt_bias, a, d: [n_heads]). */
+void cpu_ssm_scan_run(cpu_pool *pool, const bk_batch *b, const float *xbc, const float *dt, const float *dt_bias,
+                      const float *a, const float *d, float *const *states, const bk_ssm *g, float *out);
+
 #endif
