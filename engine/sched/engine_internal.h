@@ -69,6 +69,7 @@ typedef struct seq {
     grammar_state *gst; /* where its text stands in the request's grammar, or NULL */
     int state_slot;  /* hybrid models: its recurrent-state slot in the KV store while
                         running (in step with kv_seq_computed), else -1 */
+    int snap_from;   /* at admission: the snapshot slot its prefix hit starts from, or -1 */
 } seq;
 
 struct request {
@@ -161,7 +162,16 @@ struct engine {
     bool recurrent;
     int *free_states;
     int n_free_states, n_states;
+    /* state snapshots: block id -> the slot holding the state after that block's
+     * last token (-1: none) and the hash of the prefix it ends; the blocks that
+     * have one, oldest first (a ring of ENGINE_MAX_SNAPSHOTS) */
+    int32_t *snap_slot;
+    uint64_t *snap_key;
+    int32_t snap_ring[64];
+    int n_snaps, snap_head;
 };
+
+#define ENGINE_MAX_SNAPSHOTS 64
 
 /* engine_client.c */
 /* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text and
@@ -233,6 +243,9 @@ int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
 /* A fork's recurrent state: child's slot = parent's (both running). */
 int eng_state_fork(engine *e, const seq *parent, seq *child);
+/* After s's step is committed: when its computed tokens end at a block
+ * boundary, the state there is kept as that block's snapshot. */
+void eng_state_snapshot(engine *e, seq *s);
 /* Preempts running sequence s: drops its draft tokens and KV blocks (full ones stay
  * cached) and puts it back to waiting, to be computed again. */
 void eng_seq_requeue(engine *e, seq *s);
