@@ -7,8 +7,8 @@
  * driver that recomputes every beam from scratch, alone and among greedy
  * requests under preemption (which resumes from kept states); a second chat
  * turn starts from the state kept at the first turn's last block boundary and
- * equals a fresh run of the whole text; speculative decoding is refused in one
- * line. */
+ * equals a fresh run of the whole text; a cancelled request gives its slots
+ * and blocks back; speculative decoding is refused in one line. */
 #include "tests/engine_beam_ref.h"
 
 static const char *const g_hybrids[] = {"lfm2", "qwen35", "qwen35moe", "granitehybrid"};
@@ -161,6 +161,47 @@ static void check_second_turn(const char *name) {
     engine_destroy(e);
 }
 
+/* A request cancelled mid-answer (n = 2, so two slots) gives its slots and
+ * blocks back; a request after it gets the tokens it gets alone. */
+static void check_abort(const char *name) {
+    static int32_t prompts[2][64];
+    int lens[2];
+    make_prompts(prompts, lens, 2, 31);
+    engine *e = make_engine(64, 512);
+    if (!e) return;
+    static result alone, after;
+    gen_request r2 = greedy_req(prompts[1], lens[1], 16);
+    run_all(e, &r2, 1, 1, &alone);
+    engine_destroy(e);
+    if (!(e = make_engine(64, 512))) return;
+    engine_client *c;
+    CHECK(engine_client_create(e, &c) == 0);
+    llc_err err;
+    gen_request r = greedy_req(prompts[0], lens[0], 200);
+    r.n = 2;
+    r.sampling.temperature = 1.0f;
+    int64_t id = engine_submit(e, c, &r, &err);
+    CHECK(id > 0);
+    int tokens = 0, done = 0;
+    while (done < 2) {
+        engine_event *ev = engine_client_wait(c, 20000);
+        if (!ev) break;
+        if (ev->kind == EV_TOKEN && ++tokens == 5) engine_cancel(e, id);
+        if (ev->kind == EV_DONE) {
+            done++;
+            CHECK(ev->finish == FINISH_CANCELLED);
+        }
+        engine_event_free(ev);
+    }
+    engine_client_free(c);
+    engine_metrics m;
+    wait_idle(e, &m);
+    CHECKF(m.kv_used == 0 && m.running == 0, "%s: %d blocks still used after a cancel", name, m.kv_used);
+    run_all(e, &r2, 1, 1, &after);
+    same_tokens(&alone, &after, 1, name);
+    engine_destroy(e);
+}
+
 static void check_spec_refused(const char *name) {
     engine_params p = {.n_blocks = 64, .block_size = 16, .ngram = true};
     engine *e = NULL;
@@ -183,6 +224,7 @@ static void test_hybrids(void) {
         check_forked_samples(name);
         check_beam(name);
         check_second_turn(name);
+        check_abort(name);
         check_spec_refused(name);
         teardown();
         g_tok = NULL, g_model = NULL, g_be = NULL, g_file = NULL;
