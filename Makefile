@@ -82,7 +82,7 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c -o $@ $<
 
 # Unit tests run under AddressSanitizer + UBSan.
-$(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h tests/fake_openai.h $(BUILD)/libllmchat_asan.a
+$(BUILD)/tests/%: tests/%.c tests/test.h tests/engine_util.h tests/engine_beam_ref.h tests/fake_openai.h $(BUILD)/libllmchat_asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_asan.a $(LDLIBS)
 
@@ -148,7 +148,7 @@ $(BUILD)/libllmchat_tsan.a: $(TSAN_OBJ)
 $(BUILD)/tsan/llmchat: $(TSAN_APP_OBJ) $(BUILD)/libllmchat_tsan.a
 	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tsan/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libllmchat_tsan.a
+$(BUILD)/tsan/tests/%: tests/%.c tests/test.h tests/engine_util.h tests/engine_beam_ref.h $(BUILD)/libllmchat_tsan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -o $@ $< $(BUILD)/libllmchat_tsan.a $(LDLIBS)
 
@@ -201,7 +201,7 @@ $(BUILD)/tests/cuda/%: tests/cuda/%.c tests/test.h $(BUILD)/libllmchat.a
 # memory and the CUDA driver do not always agree, and the GPU check is timed).
 GPU_TESTS := test_engine test_engine_beam test_engine_spec test_embed test_model
 GPU_TEST_BIN := $(GPU_TESTS:%=$(BUILD)/gpu/tests/%)
-$(BUILD)/gpu/tests/%: tests/%.c tests/test.h tests/engine_util.h $(BUILD)/libllmchat.a
+$(BUILD)/gpu/tests/%: tests/%.c tests/test.h tests/engine_util.h tests/engine_beam_ref.h $(BUILD)/libllmchat.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libllmchat.a $(LDLIBS)
 

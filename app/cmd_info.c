@@ -104,6 +104,9 @@ int cmd_info(int argc, char **argv) {
            hp->dim, hp->n_heads, hp->n_kv_heads, hp->head_dim);
     if (hp->n_expert) printf(", %d of %d experts", hp->n_expert_used, hp->n_expert);
     if (hp->swa_window) printf(", sliding window %d", hp->swa_window);
+    if (hp->n_recurrent)
+        printf(", %d recurrent layers: a state of %.1f KiB per sequence, no speculative decoding",
+               hp->n_recurrent, (double)model_state_bytes(L.m) / 1024.0);
     printf(")\n");
     llm_close(&L);
     return 0; /* the file was shown; whether it runs is the last line */

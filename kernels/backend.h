@@ -54,6 +54,8 @@ typedef struct bk_batch {
     const int32_t *out_rows;    /* [n_out] */
     int n_hidden;               /* rows whose final-norm hidden state is wanted (embeddings); */
     const int32_t *hidden_rows; /* [n_hidden] read by model.c (gather_rows), not by backends */
+    const int32_t *state_slots; /* [n_seqs] recurrent-state slot of each sequence (hybrid models;
+                                   NULL: slot s), read by model.c, not by backends */
 } bk_batch;
 
 typedef enum bk_rope_style {
@@ -102,6 +104,18 @@ typedef struct bk_attn {
     const float *sinks;  /* [n_heads] in backend memory, or NULL: a logit per head that joins the
                             softmax's denominator and no value (gpt-oss's attention sinks) */
 } bk_attn;
+
+/* The geometry of a gated delta-net layer (backend_ops.delta_net). */
+typedef struct bk_delta {
+    int n_k_heads, n_v_heads; /* n_v_heads a multiple of n_k_heads */
+    int head_k, head_v;
+    float eps;                /* q and k are divided by max(|x|, eps) */
+} bk_delta;
+
+/* The geometry of a Mamba2 layer (backend_ops.ssm_scan). */
+typedef struct bk_ssm {
+    int n_heads, head_dim, n_groups, d_state; /* n_heads a multiple of n_groups */
+} bk_ssm;
 
 /* Every op but destroy, alloc and free returns 0 or a negative code: a backend
  * that failed (a CUDA error, a weight type its matmul cannot take) says so at the
@@ -184,6 +198,50 @@ typedef struct backend_ops {
      *                       run the ops again, as usual. */
     int (*graph_begin)(void *ctx, uint64_t key);
     int (*graph_end)(void *ctx);
+
+    /* ---- recurrent layers (hybrid models: lfm2, qwen35, granitehybrid) ----
+     * Optional: a backend without them (NULL) cannot run those models, and
+     * model_load refuses them on it with LLC_ERR_UNSUPPORTED (the caller falls
+     * back to the CPU). A recurrent op walks each sequence of the batch given to
+     * begin() (its rows seq_start[s] .. seq_start[s+1]-1, in order), reading and
+     * writing that sequence's state: states[s] (host array of backend pointers,
+     * one per sequence of the batch), so one call serves a varlen batch and a
+     * sequence's result does not depend on the others in the step. */
+    /* x[i] *= y[i] */
+    int (*mul)(void *ctx, float *x, const float *y, size_t n);
+    /* dst = src, bytes of backend memory (recurrent state copies: forks) */
+    int (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    /* Causal depthwise convolution over time with a carried window: w is
+     * [channels] rows of k taps (n_in = k, n_out = channels; tap k-1 meets the
+     * current row), states[s] holds the sequence's previous k-1 input rows
+     * ([k-1][channels], oldest first; zeros at its start). For each row r of x
+     * [T, channels]: out[r][c] = sum_j w[c][j] * win_j[c] (+ b[c] where b is not
+     * NULL), then SiLU when silu; the state then holds the last k-1 inputs. */
+    int (*conv1d_state)(void *ctx, const float *x, int channels, const bk_weight *w, const bk_weight *b,
+                         float *const *states, bool silu, float *out);
+    /* x[i] *= sigmoid(g[i]) (gated attention's output gate) */
+    int (*mul_sigmoid)(void *ctx, float *x, const float *g, size_t n);
+    /* The gated delta rule (Qwen3.5's linear attention; bk_delta): for each row
+     * and value head h (query/key head h % n_k_heads), with q and k L2-normed
+     * (q then times 1/sqrt(head_k)), decay = exp(softplus(alpha + dt_bias[h]) ·
+     * a[h]) and b = sigmoid(beta), the head's state S [head_v][head_k] becomes
+     * decay·S, then S += b·(v - S·k) ⊗ k, and the output is S·q. qkv rows are
+     * [q (n_k·head_k), k (n_k·head_k), v (n_v·head_v)]; alpha, beta [T, n_v];
+     * dt_bias, a: F32 [n_v]; states[s]: [n_v][head_v][head_k]; out [T, n_v·head_v]. */
+    int (*delta_net)(void *ctx, const float *qkv, const float *alpha, const float *beta, const bk_weight *dt_bias,
+                      const bk_weight *a, float *const *states, const bk_delta *d, float *out);
+    /* Mamba2's selective scan (bk_ssm): for each row and head h (group
+     * h / (n_heads / n_groups)), with dt' = softplus(dt + dt_bias[h]) and
+     * dA = exp(dt'·a[h]), the head's state S [head_dim][d_state] becomes
+     * dA·S + (dt'·x) ⊗ B, and the output is S·C + d[h]·x. xbc rows are
+     * [x (n_heads·head_dim), B (n_groups·d_state), C (n_groups·d_state)]; dt
+     * [T, n_heads]; dt_bias, a, d: F32 [n_heads]; states[s]: [n_heads][head_dim]
+     * [d_state]; out [T, n_heads·head_dim]. */
+    int (*ssm_scan)(void *ctx, const float *xbc, const float *dt, const bk_weight *dt_bias, const bk_weight *a,
+                     const bk_weight *d, float *const *states, const bk_ssm *g, float *out);
+    /* x[r] (rows of dim) RMS-normed over each of n_groups equal slices, times
+     * w [dim] (F32), in place (Mamba2's grouped norm) */
+    int (*rmsnorm_groups)(void *ctx, float *x, const bk_weight *w, int rows, int dim, int n_groups, float eps);
 } backend_ops;
 
 enum { BK_GRAPH_NONE = 0, BK_GRAPH_REPLAYED = 1, BK_GRAPH_RECORDING = 2 };

@@ -30,7 +30,7 @@ done
 # compared with one); the Q8_0 model is left to
 # test_model (the first tokens only: activation rounding drifts after them)
 for m in gemma2 gemma3 phi3 qwen3moe qwen2-bias llama-rope-scale qwen3-yarn phi3-longrope mistral3 smollm3 qwen2moe \
-    gpt-oss gemma4; do
+    gpt-oss gemma4 lfm2 qwen35 qwen35moe granitehybrid; do
     n_first=0 # all of them; gpt-oss (Q8_0 and MXFP4): the first 8, as the README asks
     [ "$m" = gpt-oss ] && n_first=8
     python3 -c '
@@ -54,6 +54,13 @@ expect_grep "info: gemma2 runs" "runs in llmchat: yes \\(gemma2, 4 layers.*slidi
     $LLMCHAT info -m "$SHARED/models/arch/gemma2.gguf"
 expect_grep "info: qwen3moe runs" "runs in llmchat: yes \\(qwen3moe.*2 of 8 experts\\)" \
     $LLMCHAT info -m "$SHARED/models/arch/qwen3moe.gguf"
+expect_grep "info: a hybrid model runs, its recurrent state named" \
+    "runs in llmchat: yes \\(qwen35, 4 layers.*3 recurrent layers: a state of 16.5 KiB per sequence" \
+    $LLMCHAT info -m "$SHARED/models/arch/qwen35.gguf"
+$LLMCHAT generate -m "$SHARED/models/arch/lfm2.gguf" -p x -n 2 --ngram >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 1 ] && grep -q "^llmchat: speculative decoding is not supported for lfm2, a hybrid model" "$TMP/err"; then
+    ok "generate --ngram on a hybrid model is refused in one line"
+else bad "generate --ngram on lfm2" "$(cat "$TMP/err")"; fi
 expect_grep "info: an unsupported architecture is named" "runs in llmchat: no: architecture 'falcon' is not supported" \
     $LLMCHAT info -m "$SHARED/vocab/ggml-vocab-falcon.gguf"
 expect_grep "info FILE: the file without -m; the model's chat template" \

@@ -22,14 +22,14 @@ scripts=${LLC_CLI_SCRIPTS:-tests/cli_*.sh}
 simd_tests=""
 [ -n "$LLC_NO_SIMD_RERUN" ] || for t in "$@"; do
     case "$t" in
-        */test_engine|*/test_engine_spec|*/test_engine_beam|*/test_model)
+        */test_engine|*/test_engine_spec|*/test_engine_beam|*/test_engine_hybrid|*/test_model)
             simd_tests="$simd_tests avx2:$t scalar:$t" ;;
     esac
 done
 kv_tests=""
 [ -n "$LLC_NO_KV_RERUN" ] || for t in "$@"; do
     case "$t" in
-        */test_engine|*/test_engine_spec|*/test_engine_beam)
+        */test_engine|*/test_engine_spec|*/test_engine_beam|*/test_engine_hybrid)
             kv_tests="$kv_tests kv_f16:$t kv_q8_0:$t" ;;
     esac
 done

@@ -3,7 +3,9 @@
  * SIMD level in test_matmul, test_attention, test_elementwise): embedding rows
  * (F32, F16), RMS norm, RoPE (both styles, partial rotation, frequency factors
  * and scaling), the KV store through the slot mapping, bias add, block copies
- * and the gathering of output rows; and matmul_multi against matmul on weights
+ * and the gathering of output rows; the recurrent ops (carried convolution,
+ * gated delta rule, selective scan: a 3-sequence batch in two steps, so the
+ * state carries, against a step-by-step reference); and matmul_multi against matmul on weights
  * as weight_load keeps them (bit for bit). Each runs through the backend's op table on
  * random inputs of odd shapes against a plain double-precision reference, with
  * 1 and 3 worker threads (the results must be bitwise equal), and leaves memory
@@ -391,6 +393,106 @@ static void test_weights_leave_file_mapping(void) {
     free(x), free(row), free(heap);
 }
 
+/* The recurrent ops over 3 sequences of 1, 5 and 3 rows, in two steps (rows
+ * split 0/1, 2/3, 1/2) so each state carries from one call into the next,
+ * against a double-precision step-by-step reference; 1 and 3 threads equal. */
+static void test_recurrent_ops(void) {
+    enum { NS = 3, K = 4, CH = 13, NK = 2, NV = 4, DK = 8, NH = 4, P = 6, G = 2, N = 5 };
+    static const int rows1[NS] = {0, 2, 1}, rows2[NS] = {1, 3, 2};
+    const int dconv = 2 * NK * DK + NV * DK, dssm = NH * P + 2 * G * N; /* delta-net / Mamba2 row widths */
+    float *w = frands((size_t)CH * K), *bias = frands(CH), *dtb = frands(8), *a = frands(8), *dd = frands(8);
+    for (int i = 0; i < 8; i++) a[i] = -fabsf(a[i]) - 0.1f;
+    bk_weight bw = {.type = QT_F32, .n_in = K, .n_out = CH, .data = w}, bb = {.type = QT_F32, .n_in = CH, .n_out = 1, .data = bias};
+    bk_weight bdt = {.type = QT_F32, .n_in = 8, .n_out = 1, .data = dtb}, ba = {.type = QT_F32, .n_in = 8, .n_out = 1, .data = a};
+    bk_weight bd = {.type = QT_F32, .n_in = 8, .n_out = 1, .data = dd};
+    const bk_delta dl = {.n_k_heads = NK, .n_v_heads = NV, .head_k = DK, .head_v = DK, .eps = 1e-6f};
+    const bk_ssm sm = {.n_heads = NH, .head_dim = P, .n_groups = G, .d_state = N};
+    /* reference states, double */
+    static double rconv[NS][K - 1][CH], rdelta[NS][NV][DK][DK], rssm[NS][NH][P][N];
+    memset(rconv, 0, sizeof rconv), memset(rdelta, 0, sizeof rdelta), memset(rssm, 0, sizeof rssm);
+    float *st[2][3][NS];
+    for (int i = 0; i < 2; i++)
+        for (int s = 0; s < NS; s++) {
+            st[i][0][s] = calloc((K - 1) * CH, 4), st[i][1][s] = calloc(NV * DK * DK, 4), st[i][2][s] = calloc(NH * P * N, 4);
+        }
+    double worst = 0;
+    for (int step = 0; step < 2; step++) {
+        const int *rows = step ? rows2 : rows1;
+        tbatch t;
+        int T = 0;
+        mk_batch(&t, 1);
+        static int32_t ss[NS + 1], kvl[NS];
+        ss[0] = 0;
+        for (int s = 0; s < NS; s++) ss[s + 1] = ss[s] + rows[s], kvl[s] = 8;
+        T = ss[NS];
+        t.b.n_tokens = T, t.b.n_seqs = NS, t.b.seq_start = ss, t.b.kv_len = kvl;
+        begin_all(&t);
+        float *x = frands((size_t)T * CH), *qkv = frands((size_t)T * dconv), *al = frands((size_t)T * NV),
+              *be = frands((size_t)T * NV), *xbc = frands((size_t)T * dssm), *dt = frands((size_t)T * NH);
+        float *out[2][3];
+        for (int i = 0; i < 2; i++) {
+            for (int o = 0; o < 3; o++) out[i][o] = malloc((size_t)(T ? T : 1) * 64 * 4);
+            CHECK(OPS(i)->conv1d_state(CTX(i), x, CH, &bw, &bb, st[i][0], true, out[i][0]) == 0);
+            CHECK(OPS(i)->delta_net(CTX(i), qkv, al, be, &bdt, &ba, st[i][1], &dl, out[i][1]) == 0);
+            CHECK(OPS(i)->ssm_scan(CTX(i), xbc, dt, &bdt, &ba, &bd, st[i][2], &sm, out[i][2]) == 0);
+        }
+        for (int o = 0; o < 3; o++) CHECK(!memcmp(out[0][o], out[1][o], (size_t)T * (o == 0 ? CH : o == 1 ? NV * DK : NH * P) * 4));
+        for (int s = 0; s < NS; s++)
+            for (int r = ss[s]; r < ss[s + 1]; r++) {
+                for (int c = 0; c < CH; c++) { /* convolution */
+                    double acc = bias[c];
+                    for (int j = 0; j < K - 1; j++) acc += rconv[s][j][c] * w[c * K + j];
+                    acc += (double)x[r * CH + c] * w[c * K + K - 1];
+                    acc = acc / (1 + exp(-acc));
+                    worst = fmax(worst, fabs(acc - out[0][0][r * CH + c]));
+                }
+                for (int c = 0; c < CH; c++) {
+                    for (int j = 0; j < K - 2; j++) rconv[s][j][c] = rconv[s][j + 1][c];
+                    rconv[s][K - 2][c] = x[r * CH + c];
+                }
+                for (int h = 0; h < NV; h++) { /* delta rule */
+                    const float *row = qkv + (size_t)r * dconv;
+                    double q[DK], k[DK], nq = 0, nk = 0;
+                    for (int j = 0; j < DK; j++) q[j] = row[(h % NK) * DK + j], k[j] = row[NK * DK + (h % NK) * DK + j];
+                    for (int j = 0; j < DK; j++) nq += q[j] * q[j], nk += k[j] * k[j];
+                    for (int j = 0; j < DK; j++) q[j] /= sqrt(nq) * sqrt((double)DK), k[j] /= sqrt(nk);
+                    double sp = al[r * NV + h] + dtb[h];
+                    sp = log1p(exp(sp));
+                    const double decay = exp(sp * a[h]), b = 1 / (1 + exp(-be[r * NV + h]));
+                    for (int i = 0; i < DK; i++) {
+                        double sk = 0, o = 0;
+                        for (int j = 0; j < DK; j++) rdelta[s][h][i][j] *= decay, sk += rdelta[s][h][i][j] * k[j];
+                        const double d = b * (row[2 * NK * DK + h * DK + i] - sk);
+                        for (int j = 0; j < DK; j++) rdelta[s][h][i][j] += d * k[j], o += rdelta[s][h][i][j] * q[j];
+                        worst = fmax(worst, fabs(o - out[0][1][r * NV * DK + h * DK + i]));
+                    }
+                }
+                for (int h = 0; h < NH; h++) { /* selective scan */
+                    const float *row = xbc + (size_t)r * dssm;
+                    const int g = h / (NH / G);
+                    double d = log1p(exp((double)dt[r * NH + h] + dtb[h]));
+                    const double dA = exp(d * a[h]);
+                    for (int i = 0; i < P; i++) {
+                        double y = 0;
+                        for (int n = 0; n < N; n++) {
+                            rssm[s][h][i][n] = rssm[s][h][i][n] * dA + row[NH * P + g * N + n] * row[h * P + i] * d;
+                            y += rssm[s][h][i][n] * row[NH * P + G * N + g * N + n];
+                        }
+                        y += dd[h] * row[h * P + i];
+                        worst = fmax(worst, fabs(y - out[0][2][r * NH * P + h * P + i]));
+                    }
+                }
+            }
+        for (int i = 0; i < 2; i++)
+            for (int o = 0; o < 3; o++) free(out[i][o]);
+        free(x), free(qkv), free(al), free(be), free(xbc), free(dt);
+    }
+    CHECKF(worst < 1e-4, "recurrent ops: worst difference from the reference %g", worst);
+    for (int i = 0; i < 2; i++)
+        for (int s = 0; s < NS; s++) free(st[i][0][s]), free(st[i][1][s]), free(st[i][2][s]);
+    free(w), free(bias), free(dtb), free(a), free(dd);
+}
+
 int main(void) {
     llc_err err;
     if (backend_cpu_create(1, &g_be[0], &err) || backend_cpu_create(3, &g_be[1], &err)) {
@@ -403,6 +505,7 @@ int main(void) {
     RUN(test_kv_store);
     RUN(test_bias_copies_gather);
     RUN(test_matmul_multi);
+    RUN(test_recurrent_ops);
     RUN(test_weights_leave_file_mapping);
     backend_free(g_be[0]);
     backend_free(g_be[1]);

@@ -175,16 +175,22 @@ static void check_batched_equals_single(const char *path, int threads, double to
         float *lg = malloc((size_t)n_vocab * 4);
         batch_clear(b);
         batch_add(b, toks[s], pre[s], 0, blocks[s], max_blocks, BATCH_OUT_LAST);
+        batch_set_state_slot(b, s);
         CHECK(model_forward(L.m, kv, batch_view(b), lg, &err) == 0);
         free(lg);
     }
+    /* a hybrid model's states after the prefixes, kept in slots NS.. to run the
+     * sequences again alone from the same point (no-ops for other models) */
+    for (int s = 0; s < NS; s++) CHECK(model_kv_state_copy(kv, s, NS + s, &err) == 0);
     /* all sequences together, logits for every row */
     int total = 0;
     for (int s = 0; s < NS; s++) total += lens[s];
     float *together = malloc((size_t)total * n_vocab * 4), *alone = malloc((size_t)64 * n_vocab * 4);
     batch_clear(b);
-    for (int s = 0; s < NS; s++)
+    for (int s = 0; s < NS; s++) {
         batch_add(b, toks[s] + pre[s], lens[s], pre[s], blocks[s], max_blocks, BATCH_OUT_ALL);
+        batch_set_state_slot(b, s);
+    }
     CHECK(model_forward(L.m, kv, batch_view(b), together, &err) == 0);
     /* again, alone (recomputing the same KV entries in place) */
     double worst = 0;
@@ -192,6 +198,8 @@ static void check_batched_equals_single(const char *path, int threads, double to
     for (int s = 0; s < NS; s++) {
         batch_clear(b);
         batch_add(b, toks[s] + pre[s], lens[s], pre[s], blocks[s], max_blocks, BATCH_OUT_ALL);
+        CHECK(model_kv_state_copy(kv, NS + s, 2 * NS, &err) == 0); /* (any slot: it is the same state) */
+        batch_set_state_slot(b, 2 * NS);
         CHECK(model_forward(L.m, kv, batch_view(b), alone, &err) == 0);
         for (size_t i = 0; i < (size_t)lens[s] * n_vocab; i++) {
             double d = fabs((double)alone[i] - together[(size_t)row0 * n_vocab + i]);
@@ -262,6 +270,15 @@ static void test_arch_gpt_oss(void) { check_arch("gpt-oss", 8); }
 /* per-layer head sizes and KV heads, V = K, layers reading earlier layers' caches,
  * per-layer embeddings */
 static void test_arch_gemma4(void) { check_arch("gemma4", 0); }
+/* hybrid: gated short-convolution layers (a state per sequence) beside attention */
+static void test_arch_lfm2(void) { check_arch("lfm2", 0); }
+/* hybrid: gated delta-net layers (convolution window and delta-rule matrices
+ * per sequence) beside gated attention with partial RoPE; and with experts */
+static void test_arch_qwen35(void) { check_arch("qwen35", 0); }
+static void test_arch_qwen35moe(void) { check_arch("qwen35moe", 0); }
+/* hybrid: Mamba2 layers (conv bias, D skip, grouped norm) beside an attention
+ * layer without RoPE; granite's scales; experts with a shared expert */
+static void test_arch_granitehybrid(void) { check_arch("granitehybrid", 0); }
 
 /* Prefix sharing under sliding windows (gemma2: window 8, here over blocks of 4
  * tokens): sequence B reuses the blocks of A's first 32 tokens and computes only
@@ -653,8 +670,9 @@ static void test_unsupported_named(void) {
         {"arch/gemma2.gguf", "general.architecture", "gemma3n", NULL, NULL, "'gemma3n' is not supported"},
         {"arch/qwen3moe.gguf", "general.architecture", "qwen3next", NULL, NULL,
          "'qwen3next' is not supported: its linear-attention layers"},
-        {"arch/qwen35.gguf", NULL, NULL, NULL, NULL, "'qwen35' is not supported: its gated delta-net layers need recurrent state"},
-        {"arch/lfm2.gguf", NULL, NULL, NULL, NULL, "'lfm2' is not supported: its short-convolution layers need recurrent state"},
+        {"arch/qwen35.gguf", NULL, NULL, "blk.1.ssm_a", NULL, "tensor 'blk.1.ssm_a' is missing"},
+        {"arch/granitehybrid.gguf", NULL, NULL, "blk.2.ssm_in", NULL, "tensor 'blk.2.ssm_in.weight' is missing"},
+        {"arch/lfm2.gguf", NULL, NULL, "blk.0.shortconv.conv", NULL, "tensor 'blk.0.shortconv.conv.weight' is missing"},
         {"arch/gemma4.gguf", NULL, NULL, "blk.2.attn_k.", NULL, "tensor 'blk.2.attn_k.weight' is missing"},
         {"arch/gemma4.gguf", "gemma4.attention.shared_kv_layers", "x", NULL, NULL, "shared_kv_layers"},
         {"arch/phi3.gguf", "general.architecture", "falcon", NULL, NULL,
@@ -849,6 +867,10 @@ int main(void) {
     RUN(test_arch_qwen2moe);
     RUN(test_arch_gpt_oss);
     RUN(test_arch_gemma4);
+    RUN(test_arch_lfm2);
+    RUN(test_arch_qwen35);
+    RUN(test_arch_qwen35moe);
+    RUN(test_arch_granitehybrid);
     RUN(test_window_prefix_sharing);
     RUN(test_llama_with_experts);
     RUN(test_archs_and_types);

@@ -10,7 +10,7 @@ struct batch {
     int n_seqs, cap_seqs;
     int n_out, n_hidden;
     int32_t *tokens, *positions, *slots, *out_rows, *hidden_rows; /* [cap_tokens] */
-    int32_t *seq_start, *kv_len, *block_table;      /* per sequence */
+    int32_t *seq_start, *kv_len, *block_table, *state_slots; /* per sequence */
     bk_batch view;
 };
 
@@ -40,6 +40,7 @@ void batch_free(batch *b) {
     free(b->seq_start);
     free(b->kv_len);
     free(b->block_table);
+    free(b->state_slots);
     free(b);
 }
 
@@ -70,7 +71,8 @@ int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32
     if (b->n_seqs + 1 > b->cap_seqs) {
         int cap = b->cap_seqs ? b->cap_seqs * 2 : 8;
         if (!grow((void **)&b->seq_start, 4, cap + 1) || !grow((void **)&b->kv_len, 4, cap) ||
-            !grow((void **)&b->block_table, 4 * (size_t)b->max_blocks, cap))
+            !grow((void **)&b->block_table, 4 * (size_t)b->max_blocks, cap) ||
+            !grow((void **)&b->state_slots, 4, cap))
             return LLC_ERR_NOMEM;
         b->cap_seqs = cap;
     }
@@ -87,10 +89,15 @@ int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32
     b->n_tokens += n;
     b->seq_start[s + 1] = b->n_tokens;
     b->kv_len[s] = (int)end;
+    b->state_slots[s] = s;
     int32_t *bt = b->block_table + (size_t)s * b->max_blocks;
     memcpy(bt, blocks, (size_t)needed * sizeof *bt);
     memset(bt + needed, 0, (size_t)(b->max_blocks - needed) * sizeof *bt);
     return first_out;
+}
+
+void batch_set_state_slot(batch *b, int slot) {
+    if (b->n_seqs > 0) b->state_slots[b->n_seqs - 1] = slot;
 }
 
 const bk_batch *batch_view(batch *b) {
@@ -99,7 +106,7 @@ const bk_batch *batch_view(batch *b) {
         .n_seqs = b->n_seqs, .seq_start = b->seq_start, .kv_len = b->kv_len,
         .block_table = b->block_table, .max_blocks = b->max_blocks, .slots = b->slots,
         .n_out = b->n_out, .out_rows = b->out_rows, .n_hidden = b->n_hidden,
-        .hidden_rows = b->hidden_rows,
+        .hidden_rows = b->hidden_rows, .state_slots = b->state_slots,
     };
     return &b->view;
 }

@@ -27,6 +27,9 @@ void batch_clear(batch *b);
  * or a negative code. */
 int batch_add(batch *b, const int32_t *tokens, int n, int start_pos, const int32_t *blocks,
               int n_blocks, batch_out out);
+/* Names the recurrent-state slot of the sequence batch_add added last (hybrid
+ * models: model.h); a sequence without one uses its index in the batch. */
+void batch_set_state_slot(batch *b, int slot);
 /* The step description for model_forward; valid until the next batch_add/clear. */
 const bk_batch *batch_view(batch *b);
 

@@ -27,7 +27,9 @@ struct model_kv {
     uint32_t type;     /* element type of K and V */
     size_t *row_bytes; /* [n_layers] one slot's row of the layer's kv_dim elements */
     void **k, **v;     /* [n_layers] -> [n_blocks * block_size] rows (a layer that shares an
-                          earlier layer's cache points at it) */
+                          earlier layer's cache points at it; NULL for a recurrent layer) */
+    float **state;     /* [n_state] recurrent-state slots of model_state_bytes each (hybrid models) */
+    int n_state;
 };
 
 /* Serial numbers of models and caches: a recorded step names the ones it used,
@@ -69,6 +71,12 @@ static void free_activations(model *m) {
     m->h_ple_rows = NULL;
     m->h_router = NULL, m->h_rows = NULL, m->h_weights = NULL, m->h_count = NULL;
     m->h_all_rows = NULL, m->h_row_gate = NULL;
+    for (int i = 0; i < (int)LLC_ARRAY_LEN(m->rb); i++) {
+        if (m->rb[i]) m->be->ops->free(m->be->ctx, m->rb[i]);
+        m->rb[i] = NULL;
+    }
+    free(m->h_q_rows), free(m->h_g_rows);
+    m->h_q_rows = m->h_g_rows = NULL;
     m->cap_rows = m->cap_out = 0;
 }
 
@@ -79,6 +87,9 @@ void model_free(model *m) {
     free(m->expert_views);
     free(m->rope_factors);
     free(m->h_ones);
+    free(m->h_seq_state);
+    free(m->h_layer_state);
+    free(m->h_aux_state);
     free(m);
 }
 
@@ -111,6 +122,8 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
         {&m->router_out, moe * n_exp}, {&m->xe, moe * hp->dim}, {&m->ye, moe * hp->dim},
         {&m->moe_out, moe * hp->dim},
         {&m->ple, R * ple_all}, {&m->ple_proj, R * ple_all}, {&m->ple_l, R * pl}, {&m->ple_g, R * pl},
+        {&m->rb[0], R * m->rec_width}, {&m->rb[1], R * m->rec_width}, {&m->rb[2], R * m->rec_width},
+        {&m->rb[3], R * m->rec_width}, {&m->rb[4], R * m->rec_width}, {&m->rb[5], R * m->rec_width},
     };
     for (size_t i = 0; i < LLC_ARRAY_LEN(plan); i++) {
         if (!plan[i].n) continue;
@@ -131,6 +144,17 @@ static int ensure_activations(model *m, int rows, int n_out, llc_err *err) {
             free_activations(m);
             return llc_fail(err, LLC_ERR_NOMEM, "out of memory for expert routing of %d rows", cap_rows);
         }
+    }
+    bool gated = false;
+    for (int l = 0; l < hp->n_layers; l++) gated |= m->layers[l].attn_gate;
+    if (gated) { /* wq's output as rows of head_dim: head h of row t is row (t·heads + h)·2, its gate the next */
+        m->h_q_rows = malloc(R * (size_t)hp->n_heads * sizeof *m->h_q_rows);
+        m->h_g_rows = malloc(R * (size_t)hp->n_heads * sizeof *m->h_g_rows);
+        if (!m->h_q_rows || !m->h_g_rows) {
+            free_activations(m);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory for activations of %d rows", cap_rows);
+        }
+        for (size_t i = 0; i < R * (size_t)hp->n_heads; i++) m->h_q_rows[i] = (int32_t)(2 * i), m->h_g_rows[i] = (int32_t)(2 * i + 1);
     }
     if (pl && !(m->h_ple_rows = malloc(R * (size_t)hp->n_layers * sizeof *m->h_ple_rows))) {
         free_activations(m);
@@ -163,8 +187,9 @@ static size_t kv_row_bytes(const layer *ly, uint32_t type, char *why, size_t why
     }
 }
 
-/* Whether layer l keeps a cache of its own (not one shared with an earlier layer). */
-static bool owns_kv(const model *m, int l) { return m->layers[l].kv_layer == l; }
+/* Whether layer l keeps a cache of its own (not one shared with an earlier
+ * layer, and not a recurrent layer, which keeps a state instead). */
+static bool owns_kv(const model *m, int l) { return m->layers[l].kv_layer == l && m->layers[l].mixer == MIX_ATTN; }
 
 size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type) {
     size_t sum = 0;
@@ -180,7 +205,8 @@ size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type) {
 int model_kv_check_type(const model *m, uint32_t kv_type, llc_err *err) {
     char why[200];
     for (int l = 0; l < m->hp.n_layers; l++)
-        if (!kv_row_bytes(&m->layers[l], kv_type, why, sizeof why)) return llc_fail(err, LLC_ERR_UNSUPPORTED, "%s", why);
+        if (m->layers[l].mixer == MIX_ATTN && !kv_row_bytes(&m->layers[l], kv_type, why, sizeof why))
+            return llc_fail(err, LLC_ERR_UNSUPPORTED, "%s", why);
     return 0;
 }
 
@@ -252,6 +278,8 @@ void model_kv_free(model_kv *kv) {
         if (kv->k && kv->k[l]) be->ops->free(be->ctx, kv->k[l]);
         if (kv->v && kv->v[l]) be->ops->free(be->ctx, kv->v[l]);
     }
+    for (int i = 0; i < kv->n_state; i++) be->ops->free(be->ctx, kv->state[i]);
+    free(kv->state);
     free(kv->k);
     free(kv->v);
     free(kv->row_bytes);
@@ -275,6 +303,79 @@ int model_kv_copy_blocks(model_kv *kv, const int32_t *src, const int32_t *dst, i
 }
 
 int model_kv_type(const model_kv *kv) { return (int)kv->type; }
+
+/* ---- recurrent state slots ---- */
+
+size_t model_state_bytes(const model *m) { return m->state_n * sizeof(float); }
+int model_kv_state_slots(const model_kv *kv) { return kv->n_state; }
+
+/* The most slots a cache makes: far above any running set (a bad slot id is an error, not a huge allocation). */
+#define MODEL_MAX_STATE_SLOTS (1 << 16)
+
+/* Makes slots up to n (zeroed). */
+static int state_reserve(model_kv *kv, int n, llc_err *err) {
+    if (n <= kv->n_state) return 0;
+    const model *m = kv->m;
+    if (n > MODEL_MAX_STATE_SLOTS) return llc_fail(err, LLC_ERR_RANGE, "state slot %d is out of range", n - 1);
+    float **p = realloc(kv->state, (size_t)n * sizeof *p);
+    if (!p) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+    kv->state = p;
+    while (kv->n_state < n) {
+        float *st = m->be->ops->alloc(m->be->ctx, model_state_bytes(m));
+        if (!st || m->be->ops->memset0(m->be->ctx, st, model_state_bytes(m))) {
+            if (st) m->be->ops->free(m->be->ctx, st);
+            return llc_fail(err, LLC_ERR_NOMEM, "recurrent state of %.1f MiB does not fit in memory",
+                            (double)model_state_bytes(m) / (1024.0 * 1024.0));
+        }
+        kv->state[kv->n_state++] = st;
+    }
+    return 0;
+}
+
+int model_kv_state_copy(model_kv *kv, int src, int dst, llc_err *err) {
+    const model *m = kv->m;
+    if (!m->state_n) return 0;
+    if (src < 0 || dst < 0) return llc_fail(err, LLC_ERR_RANGE, "state copy %d -> %d: bad slot", src, dst);
+    int rc = state_reserve(kv, (src > dst ? src : dst) + 1, err);
+    if (rc || src == dst) return rc;
+    if (!m->be->ops->copy) return llc_fail(err, LLC_ERR_UNSUPPORTED, "the %s backend cannot copy states", m->be->name);
+    rc = m->be->ops->copy(m->be->ctx, kv->state[dst], kv->state[src], model_state_bytes(m));
+    return rc ? llc_fail(err, rc, "copying a recurrent state failed in the backend") : 0;
+}
+
+/* Each sequence's slot for this step (made if new; zeroed for a sequence that
+ * starts at position 0) into m->h_seq_state. Two sequences of one step may not
+ * share a slot. */
+static int prepare_states(model *m, model_kv *kv, const bk_batch *b, llc_err *err) {
+    if (b->n_seqs > m->cap_seqs) {
+        float **a = realloc(m->h_seq_state, (size_t)b->n_seqs * sizeof *a);
+        if (a) m->h_seq_state = a;
+        float **l = a ? realloc(m->h_layer_state, (size_t)b->n_seqs * sizeof *l) : NULL;
+        if (l) m->h_layer_state = l;
+        float **x = l ? realloc(m->h_aux_state, (size_t)b->n_seqs * sizeof *x) : NULL;
+        if (x) m->h_aux_state = x;
+        if (!a || !l || !x) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        m->cap_seqs = b->n_seqs;
+    }
+    int max_slot = -1;
+    for (int s = 0; s < b->n_seqs; s++) {
+        const int slot = b->state_slots ? b->state_slots[s] : s;
+        if (slot < 0 || slot >= MODEL_MAX_STATE_SLOTS)
+            return llc_fail(err, LLC_ERR_RANGE, "sequence %d: state slot %d is out of range", s, slot);
+        for (int t = 0; t < s; t++)
+            if ((b->state_slots ? b->state_slots[t] : t) == slot)
+                return llc_fail(err, LLC_ERR_RANGE, "sequences %d and %d of one step share state slot %d", t, s, slot);
+        if (slot > max_slot) max_slot = slot;
+    }
+    int rc = state_reserve(kv, max_slot + 1, err);
+    if (rc) return rc;
+    for (int s = 0; s < b->n_seqs; s++) {
+        float *st = kv->state[b->state_slots ? b->state_slots[s] : s];
+        m->h_seq_state[s] = st;
+        if (b->positions[b->seq_start[s]] == 0) OP(m->be->ops->memset0(m->be->ctx, st, model_state_bytes(m)));
+    }
+    return 0;
+}
 
 /* ---- forward ---- */
 
@@ -502,6 +603,47 @@ static int per_layer_embedding(model *m, const layer *ly, int l, int T, llc_err 
     return 0;
 }
 
+/* Attention of layer ly (l) over the normed rows in m->xb: Q, K, V (biases,
+ * norms, RoPE), K and V into the cache, causal attention, the output projection
+ * (and bias) into m->xb. */
+static int attention(model *m, model_kv *kv, const layer *ly, int l, int T, llc_err *err) {
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
+    const int nh = ly->n_heads, nkv = ly->n_kv_heads, hd = ly->head_dim;
+    const bool own_kv = ly->kv_layer == l; /* else K and V come from an earlier layer's cache */
+    int rc;
+    const bk_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
+    float *const qkv_out[3] = {ly->attn_gate ? m->rb[0] : m->q, m->k, m->v};
+    if ((rc = matmul_n(m, qkv, own_kv ? 3 : 1, m->xb, T, qkv_out, err))) return rc;
+    if (ly->attn_gate) { /* each head's query and its gate, apart */
+        OP(op->gather_rows(c, m->rb[0], hd, m->h_q_rows, T * nh, m->q));
+        OP(op->gather_rows(c, m->rb[0], hd, m->h_g_rows, T * nh, m->rb[1]));
+    }
+    if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
+    if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
+    if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));
+    if (ly->q_norm.data) OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * nh, hd, hp->norm_eps));
+    if (ly->k_norm.data) OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * nkv, hd, hp->norm_eps));
+    if (ly->v_norm && own_kv) OP(op->rmsnorm(c, m->v, &m->ones, m->v, T * nkv, hd, hp->norm_eps));
+    if (!ly->no_rope) {
+        bk_rope rope_q = *ly->rope;
+        rope_q.temp_scale = hp->attn_temp_scale;
+        rope_q.temp_floor = hp->attn_temp_floor;
+        OP(op->rope(c, m->q, nh, hd, &rope_q));
+        if (own_kv) OP(op->rope(c, m->k, nkv, hd, ly->rope));
+    }
+    if (own_kv) OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, nkv * hd, kv->type));
+    const bk_attn at = {.n_heads = nh, .n_kv_heads = nkv, .head_dim = hd, .kv_type = kv->type,
+                        .block_size = kv->block_size, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
+                        .window = ly->swa ? hp->swa_window : 0, .sinks = ly->sinks.data};
+    OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, &at));
+    if (ly->attn_gate) OP(op->mul_sigmoid(c, m->att, m->rb[1], (size_t)T * nh * hd));
+    OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
+    if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
+    return 0;
+}
+
 /* The step's ops: embedding, the layers, the hidden states asked for, and the
  * logits of the output rows into m->logits (still in backend memory). */
 static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hidden, llc_err *err) {
@@ -513,37 +655,19 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
 
     OP(op->embed(c, &m->tok_embd, m->x));
     if (hp->embd_scale) OP(op->scale(c, m->x, sqrtf((float)dim), (size_t)T * dim));
+    if (hp->embd_mult != 0.0f) OP(op->scale(c, m->x, hp->embd_mult, (size_t)T * dim));
     if (hp->n_embd_per_layer && (rc = per_layer_inputs(m, T, err))) return rc;
     for (int l = 0; l < hp->n_layers; l++) {
         const layer *ly = &m->layers[l];
-        const int nh = ly->n_heads, nkv = ly->n_kv_heads, hd = ly->head_dim;
-        const bool own_kv = ly->kv_layer == l; /* else K and V come from an earlier layer's cache */
-        /* attention */
         OP(op->rmsnorm(c, m->x, &ly->attn_norm, m->xb, T, dim, hp->norm_eps));
-        const bk_weight *qkv[3] = {&ly->wq, &ly->wk, &ly->wv};
-        float *const qkv_out[3] = {m->q, m->k, m->v};
-        if ((rc = matmul_n(m, qkv, own_kv ? 3 : 1, m->xb, T, qkv_out, err))) return rc;
-        if (ly->bq.data) OP(op->add_bias(c, m->q, &ly->bq, T));
-        if (ly->bk.data) OP(op->add_bias(c, m->k, &ly->bk, T));
-        if (ly->bv.data) OP(op->add_bias(c, m->v, &ly->bv, T));
-        if (ly->q_norm.data) OP(op->rmsnorm(c, m->q, &ly->q_norm, m->q, T * nh, hd, hp->norm_eps));
-        if (ly->k_norm.data) OP(op->rmsnorm(c, m->k, &ly->k_norm, m->k, T * nkv, hd, hp->norm_eps));
-        if (ly->v_norm && own_kv) OP(op->rmsnorm(c, m->v, &m->ones, m->v, T * nkv, hd, hp->norm_eps));
-        if (!ly->no_rope) {
-            bk_rope rope_q = *ly->rope;
-            rope_q.temp_scale = hp->attn_temp_scale;
-            rope_q.temp_floor = hp->attn_temp_floor;
-            OP(op->rope(c, m->q, nh, hd, &rope_q));
-            if (own_kv) OP(op->rope(c, m->k, nkv, hd, ly->rope));
+        if (ly->mixer == MIX_ATTN) rc = attention(m, kv, ly, l, T, err);
+        else { /* a recurrent layer: its part of each sequence's state */
+            for (int s = 0; s < batch->n_seqs; s++) m->h_layer_state[s] = m->h_seq_state[s] + ly->state_off;
+            rc = model_recurrent_mixer(m, ly, T, batch->n_seqs, m->h_layer_state, err);
         }
-        if (own_kv) OP(op->kv_store(c, kv->k[l], kv->v[l], m->k, m->v, nkv * hd, kv->type));
-        const bk_attn at = {.n_heads = nh, .n_kv_heads = nkv, .head_dim = hd, .kv_type = kv->type,
-                            .block_size = kv->block_size, .scale = hp->attn_scale, .softcap = hp->attn_softcap,
-                            .window = ly->swa ? hp->swa_window : 0, .sinks = ly->sinks.data};
-        OP(op->attention(c, m->q, kv->k[l], kv->v[l], m->att, &at));
-        OP(op->matmul(c, &ly->wo, m->att, T, m->xb));
-        if (ly->bo.data) OP(op->add_bias(c, m->xb, &ly->bo, T));
+        if (rc) return rc;
         if (ly->post_attn_norm.data) OP(op->rmsnorm(c, m->xb, &ly->post_attn_norm, m->xb, T, dim, hp->norm_eps));
+        if (hp->residual_scale != 0.0f) OP(op->scale(c, m->xb, hp->residual_scale, (size_t)T * dim));
         OP(op->add(c, m->x, m->xb, (size_t)T * dim));
         /* feed-forward */
         OP(op->rmsnorm(c, m->x, &ly->ffn_norm, m->xb, T, dim, hp->norm_eps));
@@ -556,6 +680,7 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
             return rc;
         }
         if (ly->post_ffn_norm.data) OP(op->rmsnorm(c, ffn_out, &ly->post_ffn_norm, ffn_out, T, dim, hp->norm_eps));
+        if (hp->residual_scale != 0.0f) OP(op->scale(c, ffn_out, hp->residual_scale, (size_t)T * dim));
         OP(op->add(c, m->x, ffn_out, (size_t)T * dim));
         if (hp->n_embd_per_layer && (rc = per_layer_embedding(m, ly, l, T, err))) return rc;
         if (ly->out_scale != 1.0f) OP(op->scale(c, m->x, ly->out_scale, (size_t)T * dim));
@@ -584,11 +709,13 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     void *c = m->be->ctx;
     const model_hparams *hp = &m->hp;
     if ((rc = op->begin(c, batch, err))) return rc;
+    if (m->state_n && (rc = prepare_states(m, kv, batch, err))) return rc;
     /* A step whose ops all stay in backend memory can be recorded and replayed
      * (mixture-of-experts routing, per-layer embedding rows and hidden states go
      * between host and backend mid-step). */
     int graph = BK_GRAPH_NONE;
-    if (op->graph_begin && !hp->n_expert && !hp->n_embd_per_layer && batch->n_hidden == 0 && batch->n_out > 0)
+    if (op->graph_begin && !hp->n_expert && !hp->n_embd_per_layer && !hp->n_recurrent && batch->n_hidden == 0 &&
+        batch->n_out > 0)
         graph = op->graph_begin(c, step_key(m, kv, batch));
     if (graph != BK_GRAPH_REPLAYED) {
         rc = forward_ops(m, kv, batch, hidden, err);
@@ -601,6 +728,8 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     if (batch->n_out == 0) return 0;
     const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
     OP(op->to_host(c, logits, m->logits, n_logits * sizeof(float)));
+    if (hp->logit_scale > 0) /* granite: logits / logit_scale */
+        for (size_t i = 0; i < n_logits; i++) logits[i] /= hp->logit_scale;
     if (hp->final_softcap > 0) /* on the host: the logits are here anyway */
         for (size_t i = 0; i < n_logits; i++)
             logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);

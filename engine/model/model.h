@@ -7,7 +7,11 @@
  * gate+up), gemma2 and gemma3 (scaled embeddings, post norms, GELU gate,
  * sliding-window layers, soft-capping), mistral3 (YaRN, query temperature),
  * smollm3 (NoPE layers), qwen2moe (shared expert), gpt-oss (attention sinks,
- * biased experts, clamped SwiGLU). The model keeps views of the gguf's
+ * biased experts, clamped SwiGLU); the hybrids lfm2 (gated short-convolution
+ * layers beside attention layers) and qwen35, qwen35moe (gated delta-net
+ * layers beside gated attention) and granitehybrid (Mamba2 layers beside
+ * attention), whose recurrent layers keep a state per sequence (model_kv's
+ * state slots, below). The model keeps views of the gguf's
  * tensors (the CPU backend reads the mmapped file directly), so the gguf must
  * outlive it. */
 #ifndef LLC_MODEL_H
@@ -18,7 +22,8 @@
 
 typedef enum model_arch {
     ARCH_LLAMA, ARCH_MISTRAL3, ARCH_SMOLLM3, ARCH_QWEN2, ARCH_QWEN2MOE, ARCH_QWEN3, ARCH_QWEN3MOE, ARCH_PHI3,
-    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS
+    ARCH_GEMMA2, ARCH_GEMMA3, ARCH_GEMMA4, ARCH_GPT_OSS, ARCH_LFM2, ARCH_QWEN35, ARCH_QWEN35MOE,
+    ARCH_GRANITEHYBRID
 } model_arch;
 
 /* The gate of a gated FFN: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU
@@ -65,6 +70,13 @@ typedef struct model_hparams {
      * log(floor(pos / attn_temp_floor) + 1); 0 = off */
     float attn_temp_scale;
     int attn_temp_floor;
+    /* hybrid models: layers whose mixer is a recurrence (short convolution)
+     * instead of attention; they keep a state per sequence, not KV rows */
+    int n_recurrent;
+    /* granite's scales (0 = none): embeddings times embd_mult, each layer's mixer
+     * and FFN outputs times residual_scale before they are added, logits
+     * divided by logit_scale */
+    float embd_mult, residual_scale, logit_scale;
 } model_hparams;
 
 typedef struct model model;
@@ -100,6 +112,21 @@ size_t model_kv_bytes_per_token(const model *m, uint32_t kv_type);
  * qtype id, or -1. model_kv_type_name is the reverse ("?" for others). */
 int model_kv_type_from_name(const char *name);
 const char *model_kv_type_name(uint32_t kv_type);
+
+/* Recurrent state (hybrid models, hparams.n_recurrent > 0). Beside the KV
+ * blocks a cache holds state slots: one slot is one sequence's state after
+ * its last computed token, over all recurrent layers (model_state_bytes).
+ * A step names each sequence's slot (bk_batch.state_slots; without it
+ * sequence s of the batch uses slot s); a sequence whose first row in the step
+ * is position 0 starts from a zeroed state, any other continues from what its
+ * slot holds, so the caller must keep a slot in step with the KV entries it
+ * computed (after a fork, copy the slot; a sequence cut back must be
+ * recomputed from position 0). Slots are made as steps name them. */
+size_t model_state_bytes(const model *m);
+/* slot dst = slot src (made if needed); LLC_ERR_RANGE for negative slots */
+int model_kv_state_copy(model_kv *kv, int src, int dst, llc_err *err);
+/* State slots the cache has made so far. */
+int model_kv_state_slots(const model_kv *kv);
 
 /* Runs one step. logits (host memory) receives n_out rows of n_vocab floats, in the
  * order of batch->out_rows. Returns 0 or negative with err set (bad token ids,

@@ -16,7 +16,17 @@
  * attn_qkv, a gate+up ffn_up, stacked experts) are loaded as views of their row
  * ranges, so the forward pass sees separate matrices either way; it multiplies
  * Q, K, V (and gate, up) in one backend call whether the file fused them or not. */
+/* What mixes a layer's tokens: attention over the KV cache, or a recurrence
+ * with a state per sequence (model_recurrent.c). */
+typedef enum layer_mixer {
+    MIX_ATTN,
+    MIX_SHORTCONV, /* lfm2: in_proj to B, C, x; C ⊙ conv(B ⊙ x); out_proj */
+    MIX_DELTANET,  /* qwen35: conv + SiLU over q, k, v; the gated delta rule; gated RMSNorm; out */
+    MIX_MAMBA2,    /* granitehybrid: in to z, xBC, dt; conv + SiLU over xBC; selective scan; gate; grouped norm */
+} layer_mixer;
+
 typedef struct layer {
+    layer_mixer mixer;
     /* this layer's geometry: the model's, except where layers differ (gemma4's
      * sliding-window and full layers have their own heads and head sizes) */
     int n_heads, n_kv_heads, head_dim, ffn_dim;
@@ -40,7 +50,21 @@ typedef struct layer {
     bool swa;                         /* sliding-window attention in this layer */
     bool no_rope;                     /* keys and queries are not rotated (smollm3's NoPE layers) */
     bool v_norm;                      /* V RMS-normed without a weight (gemma4) */
+    bool attn_gate;                   /* wq gives each head's query then its output gate, and the
+                                         attention's output is times sigmoid(gate) (qwen35) */
     bk_weight ple_gate, ple_proj, ple_norm; /* gemma4's per-layer embedding: gate, projection, norm */
+    /* recurrent mixers: the layer's part of a sequence's state slot (floats) */
+    size_t state_off, state_n;
+    int conv_k, conv_ch;              /* convolution taps and channels */
+    bk_weight rec_in[3];              /* shortconv: in_proj's row ranges B, C, x; deltanet: [0] attn_qkv;
+                                         mamba2: ssm_in's row ranges z, xBC, dt */
+    bk_weight conv_w, conv_b;         /* [conv_ch] rows of conv_k taps (F32); bias (optional) */
+    bk_weight rec_out;                /* output projection */
+    bk_weight rec_z;                  /* deltanet: the output gate's projection (attn_gate) */
+    bk_weight dt_bias, ssm_a, ssm_alpha, ssm_beta, ssm_norm; /* deltanet: decay and beta gates, norm */
+    bk_delta delta;                   /* deltanet geometry */
+    bk_weight ssm_d;                  /* mamba2: the skip D per head (and dt_bias, ssm_a, ssm_norm) */
+    bk_ssm ssm;                       /* mamba2 geometry */
 } layer;
 
 struct model {
@@ -70,7 +94,22 @@ struct model {
     int *h_count;     /* [n_expert] */
     int32_t *h_all_rows; /* [cap_rows] 0, 1, 2, ...: the shared expert's rows */
     float *h_row_gate;   /* [cap_rows] the shared expert's gate per row */
+    /* recurrent layers: a sequence's state floats over all of them, the widest
+     * activation a mixer needs, its buffers [cap_rows][rec_width], and per step
+     * each sequence's slot and this layer's part of it */
+    size_t state_n;
+    int rec_width;
+    float *rb[6];
+    float **h_seq_state, **h_layer_state, **h_aux_state; /* [cap_seqs] */
+    int32_t *h_q_rows, *h_g_rows; /* gated attention: [cap_rows * n_heads] rows of head_dim of wq's output
+                                     that are queries, and gates */
+    int cap_seqs;
 };
+
+/* The recurrent mixer of layer ly over the T rows of m->xb into m->xb, each of
+ * the step's n_seqs sequences continuing from states[s] (its part of the
+ * sequence's slot), which it updates. model_recurrent.c. */
+int model_recurrent_mixer(model *m, const layer *ly, int T, int n_seqs, float *const *states, llc_err *err);
 
 /* Reads hyper-parameters and weights from g into m (m->be set); the caller frees m
  * on error. */

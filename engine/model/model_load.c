@@ -30,6 +30,15 @@ typedef struct arch_info {
     bool ffn_norm_post_attn; /* the FFN's norm is named post_attention_norm (gpt-oss) */
     bool layer_types; /* sliding-window layers from attention.sliding_window_pattern, each type with
                          its own heads, head size and RoPE; V = K where attn_v is absent (gemma4) */
+    /* hybrid models: the mixer of the recurrent layers, which are those with
+       attention.head_count_kv 0 (lfm2), or with rec_interval all but every
+       full_attention_interval-th (qwen35) */
+    layer_mixer recurrent;
+    bool rec_interval;
+    bool attn_gate;   /* wq gives each head's query then an output gate (qwen35) */
+    const char *out_norm; /* the final norm's tensor, when not output_norm.weight (lfm2) */
+    bool granite;     /* embedding, residual, attention and logit scales from the file; RoPE only
+                         where rope.scaling.finetuned says so; experts where the file has them */
 } arch_info;
 
 static const arch_info g_archs[] = {
@@ -49,20 +58,25 @@ static const arch_info g_archs[] = {
      .embd_scale = true, .act = FFN_GELU, .layer_types = true},
     {.name = "gpt-oss", .arch = ARCH_GPT_OSS, .rope = BK_ROPE_NEOX, .moe = true, .act = FFN_SWIGLU_OAI,
      .gating = MOE_TOPK_SOFTMAX, .swa_pattern = 2, .ffn_norm_post_attn = true},
+    {.name = "lfm2", .arch = ARCH_LFM2, .rope = BK_ROPE_NEOX, .qk_norm = true, .recurrent = MIX_SHORTCONV,
+     .out_norm = "token_embd_norm.weight"},
+    /* (text only: the multi-section RoPE's sections all take the token's position) */
+    {.name = "qwen35", .arch = ARCH_QWEN35, .rope = BK_ROPE_NEOX, .qk_norm = true, .ffn_norm_post_attn = true,
+     .recurrent = MIX_DELTANET, .rec_interval = true, .attn_gate = true},
+    {.name = "qwen35moe", .arch = ARCH_QWEN35MOE, .rope = BK_ROPE_NEOX, .qk_norm = true, .ffn_norm_post_attn = true,
+     .recurrent = MIX_DELTANET, .rec_interval = true, .attn_gate = true, .moe = true},
+    {.name = "granitehybrid", .arch = ARCH_GRANITEHYBRID, .rope = BK_ROPE_NORMAL, .recurrent = MIX_MAMBA2,
+     .granite = true},
 };
 #define ARCH_LIST                                                                                        \
     "llama (Mixtral-style experts too), mistral3, smollm3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, " \
-    "gemma3, gemma4 and gpt-oss"
+    "gemma3, gemma4, gpt-oss, lfm2, qwen35, qwen35moe and granitehybrid"
 
 /* Architectures close to a supported one, refused with what is missing. */
 static const struct {
     const char *name, *missing;
 } g_near_archs[] = {
     {"qwen3next", "its linear-attention layers are not implemented"},
-    {"qwen35", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
-    {"qwen35moe", "its gated delta-net layers need recurrent state, which the engine does not keep yet"},
-    {"lfm2", "its short-convolution layers need recurrent state, which the engine does not keep yet"},
-    {"granitehybrid", "its Mamba2 layers need recurrent state, which the engine does not keep yet"},
     {"gemma3n", "its per-layer embeddings and AltUp are not implemented"},
     {"command-r", "its parallel attention/FFN blocks and LayerNorm are not implemented"},
 };
@@ -353,15 +367,24 @@ static int load_layer_types(loader *L, int head_dim, int head_dim_swa) {
         return rc;
     if ((rc = get_int(L, "attention.shared_kv_layers", false, 0, 0, hp->n_layers - 1, &hp->n_kv_shared))) return rc;
     const int kv_from = hp->n_layers - hp->n_kv_shared;
+    int interval = 0;
+    if (ai->rec_interval && (rc = get_int(L, "full_attention_interval", false, 4, 1, 4096, &interval))) return rc;
     hp->head_dim = 0;
     for (int l = 0; l < hp->n_layers; l++) {
         layer *ly = &L->m->layers[l];
+        ly->out_scale = 1.0f;
+        if (ai->recurrent && (interval ? (l + 1) % interval != 0 : ly->n_kv_heads == 0)) {
+            /* a recurrent layer: no attention, no KV */
+            ly->mixer = ai->recurrent;
+            ly->kv_layer = l;
+            hp->n_recurrent++;
+            continue;
+        }
         ly->swa = ai->layer_types ? pat.data[l] != 0
                                   : hp->swa_pattern > 0 && l % hp->swa_pattern < hp->swa_pattern - 1;
         ly->n_heads = hp->n_heads;
         ly->head_dim = ly->swa ? head_dim_swa : head_dim;
         ly->rope = ly->swa ? &hp->rope_swa : &hp->rope;
-        ly->out_scale = 1.0f;
         if (ly->head_dim > hp->head_dim) hp->head_dim = ly->head_dim;
         if (ly->n_heads % ly->n_kv_heads)
             return llc_fail(L->err, LLC_ERR_FORMAT, "%d attention heads are not a multiple of %d KV heads (layer %d)",
@@ -401,7 +424,7 @@ static int load_hparams(loader *L) {
     const int BIG = 1 << 20;
     /* experts: qwen3moe always; llama when the file has them (Mixtral) */
     int64_t n_exp = 0;
-    const bool moe = ai->moe || (ai->arch == ARCH_LLAMA &&
+    const bool moe = ai->moe || ((ai->arch == ARCH_LLAMA || ai->granite) &&
                                  gguf_get_i64(L->g, arch_key(L, "expert_count"), &n_exp, NULL) == 0 && n_exp > 0);
     if ((rc = get_int(L, "embedding_length", true, 0, 1, BIG, &hp->dim)) ||
         (rc = get_int(L, "block_count", true, 0, 1, 4096, &hp->n_layers)) ||
@@ -412,8 +435,8 @@ static int load_hparams(loader *L) {
     if (!L->m->layers) return llc_fail(L->err, LLC_ERR_NOMEM, "out of memory");
     if ((rc = get_layer_ints(L, "feed_forward_length", offsetof(layer, ffn_dim), !moe, 0, moe ? 0 : 1, BIG,
                              &hp->ffn_dim)) ||
-        (rc = get_layer_ints(L, "attention.head_count_kv", offsetof(layer, n_kv_heads), false, hp->n_heads, 1, 4096,
-                             &hp->n_kv_heads)))
+        (rc = get_layer_ints(L, "attention.head_count_kv", offsetof(layer, n_kv_heads), false, hp->n_heads,
+                             ai->recurrent ? 0 : 1, 4096, &hp->n_kv_heads)))
         return rc;
     int def_head_dim = hp->dim % hp->n_heads ? 0 : hp->dim / hp->n_heads;
     int head_dim, head_dim_swa, vlen, vlen_swa;
@@ -430,6 +453,13 @@ static int load_hparams(loader *L) {
                         "keys of %d and values of %d per head are not supported (they must be equal)",
                         vlen != head_dim ? head_dim : head_dim_swa, vlen != head_dim ? vlen : vlen_swa);
     if ((rc = load_layer_types(L, head_dim, head_dim_swa))) return rc;
+    if (hp->n_recurrent) { /* before any weight goes to a backend that cannot run the model */
+        const backend_ops *op = L->m->be->ops;
+        if (!op->mul || !op->copy || !op->conv1d_state || !op->mul_sigmoid || !op->delta_net || !op->ssm_scan ||
+            !op->rmsnorm_groups)
+            return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "the %s backend has no recurrent-layer ops (%s is a hybrid model)",
+                            L->m->be->name, hp->arch_name);
+    }
     if ((rc = get_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->norm_eps, NULL))) return rc;
     if (hp->norm_eps <= 0) return llc_fail(L->err, LLC_ERR_RANGE, "RMSNorm epsilon must be positive");
 
@@ -465,6 +495,19 @@ static int load_hparams(loader *L) {
     }
     hp->no_rope_step = ai->no_rope_step;
     if ((rc = load_rope(L))) return rc;
+    if (ai->granite) {
+        bool found, finetuned = false;
+        if ((rc = get_float(L, "embedding_scale", 0.0f, &hp->embd_mult, NULL)) ||
+            (rc = get_float(L, "residual_scale", 0.0f, &hp->residual_scale, NULL)) ||
+            (rc = get_float(L, "logit_scale", 0.0f, &hp->logit_scale, NULL)) ||
+            (rc = get_float(L, "attention.scale", hp->attn_scale, &hp->attn_scale, &found)))
+            return rc;
+        if (found && hp->attn_scale == 0.0f) hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+        if (hp->logit_scale < 0) return llc_fail(L->err, LLC_ERR_RANGE, "%s.logit_scale must not be negative", ai->name);
+        rc = gguf_get_bool(L->g, arch_key(L, "rope.scaling.finetuned"), &finetuned, L->err);
+        if (rc && rc != LLC_ERR_NOTFOUND) return rc;
+        if (!finetuned) hp->no_rope_step = 1; /* no layer rotates */
+    }
     if (ai->attn_temp) {
         if ((rc = get_float(L, "attention.temperature_scale", 0.0f, &hp->attn_temp_scale, NULL))) return rc;
         hp->attn_temp_floor = hp->n_ctx_orig; /* the position step, as llama.cpp takes it */
@@ -499,12 +542,18 @@ static int load_attention(loader *L, int l, layer *ly) {
         if (!ly->wv.data) ly->wv = ly->wk;
         return load_attention_rest(L, l, ly, q_dim);
     }
-    const int64_t parts[3] = {q_dim, kv_dim, kv_dim};
+    /* qwen35: each head's query, then its output gate */
+    const int64_t q_rows = L->ai->attn_gate ? 2 * q_dim : q_dim;
+    if (L->ai->attn_gate) {
+        ly->attn_gate = true;
+        if (2 * q_dim > L->m->rec_width) L->m->rec_width = (int)(2 * q_dim);
+    }
+    const int64_t parts[3] = {q_rows, kv_dim, kv_dim};
     bk_weight *w[3] = {&ly->wq, &ly->wk, &ly->wv}, *b[3] = {&ly->bq, &ly->bk, &ly->bv};
     if ((rc = get_split(L, NAME("attn_qkv.weight"), hp->dim, parts, 3, false, w, &fused))) return rc;
     if (fused) {
         if ((rc = get_split(L, NAME("attn_qkv.bias"), 0, parts, 3, true, b, &fused))) return rc;
-    } else if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_dim, true, &ly->wq)) ||
+    } else if ((rc = get_weight(L, NAME("attn_q.weight"), hp->dim, q_rows, true, &ly->wq)) ||
                (rc = get_weight(L, NAME("attn_k.weight"), hp->dim, kv_dim, true, &ly->wk)) ||
                (rc = get_weight(L, NAME("attn_v.weight"), hp->dim, kv_dim, true, &ly->wv)) ||
                (rc = get_weight(L, NAME("attn_q.bias"), q_dim, 1, false, &ly->bq)) ||
@@ -645,11 +694,152 @@ static int load_layer_extras(loader *L, int l, layer *ly) {
     return 0;
 }
 
+/* ---- recurrent mixers (hybrid models; their forward pass: model_recurrent.c) ---- */
+
+/* A convolution's taps: [k, channels] F32 (+ an optional bias [channels]). */
+static int load_conv(loader *L, const char *name, const char *bias_name, int k, int channels, layer *ly) {
+    const gguf_tensor *t;
+    int rc = find_tensor(L, name, k, channels, 1, true, &t);
+    if (rc) return rc;
+    if (t->type != QT_F32)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "tensor '%s' is %s; convolution taps must be F32", name,
+                        qtype_name(t->type));
+    ly->conv_k = k;
+    ly->conv_ch = channels;
+    if ((rc = get_weight(L, name, k, channels, true, &ly->conv_w))) return rc;
+    return bias_name ? get_weight(L, bias_name, channels, 1, false, &ly->conv_b) : 0;
+}
+
+/* lfm2's gated short convolution: in_proj [dim -> 3 dim] (B, C, x), the
+ * convolution's taps (shortconv.l_cache of them), out_proj. State: the last
+ * l_cache - 1 values of B ⊙ x. */
+static int load_shortconv(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    const int64_t dim = m->hp.dim;
+    char n[96];
+    int k, rc;
+    bool found;
+    if ((rc = get_int(L, "shortconv.l_cache", true, 0, 2, 64, &k))) return rc;
+    const int64_t parts[3] = {dim, dim, dim};
+    bk_weight *w[3] = {&ly->rec_in[0], &ly->rec_in[1], &ly->rec_in[2]};
+    if ((rc = get_split(L, NAME("shortconv.in_proj.weight"), dim, parts, 3, false, w, &found))) return rc;
+    if (!found) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor '%s' is missing", n);
+    if ((rc = load_conv(L, NAME("shortconv.conv.weight"), NULL, k, (int)dim, ly)) ||
+        (rc = get_weight(L, NAME("shortconv.out_proj.weight"), dim, dim, true, &ly->rec_out)))
+        return rc;
+    ly->state_n = (size_t)(k - 1) * dim;
+    if (dim > m->rec_width) m->rec_width = (int)dim;
+    return 0;
+}
+
+/* qwen35's gated delta net: attn_qkv [dim -> q, k, v], attn_gate (the output
+ * gate z), the convolution over q, k, v (ssm.conv_kernel taps), per value head
+ * ssm_dt.bias, ssm_a (-exp(A_log)), ssm_alpha and ssm_beta projections, the
+ * heads' norm, ssm_out. Key heads: ssm.group_count of ssm.state_size; value
+ * heads: ssm.time_step_rank of ssm.inner_size / that. State: the convolution's
+ * window, then a [head_v x head_k] matrix per value head. */
+static int load_deltanet(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    const int64_t dim = m->hp.dim;
+    char n[96];
+    int k, d_state, n_group, dt_rank, inner, rc;
+    if ((rc = get_int(L, "ssm.conv_kernel", true, 0, 2, 64, &k)) ||
+        (rc = get_int(L, "ssm.state_size", true, 0, 1, 256, &d_state)) ||
+        (rc = get_int(L, "ssm.group_count", true, 0, 1, 4096, &n_group)) ||
+        (rc = get_int(L, "ssm.time_step_rank", true, 0, 1, 4096, &dt_rank)) ||
+        (rc = get_int(L, "ssm.inner_size", true, 0, 1, 1 << 20, &inner)))
+        return rc;
+    if (inner % dt_rank || inner / dt_rank != d_state || dt_rank % n_group)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED,
+                        "delta-net layers of %d value heads over %d inner, %d key heads of %d are not supported "
+                        "(value heads as wide as key heads, a multiple of them)", dt_rank, inner, n_group, d_state);
+    const int head_v = inner / dt_rank, conv_dim = 2 * n_group * d_state + inner;
+    if ((rc = get_weight(L, NAME("attn_qkv.weight"), dim, conv_dim, true, &ly->rec_in[0])) ||
+        (rc = get_weight(L, NAME("attn_gate.weight"), dim, inner, true, &ly->rec_z)) ||
+        (rc = load_conv(L, NAME("ssm_conv1d.weight"), NULL, k, conv_dim, ly)) ||
+        (rc = get_weight(L, NAME("ssm_dt.bias"), dt_rank, 1, true, &ly->dt_bias)) ||
+        (rc = get_weight(L, NAME("ssm_a"), dt_rank, 1, true, &ly->ssm_a)) ||
+        (rc = get_weight(L, NAME("ssm_alpha.weight"), dim, dt_rank, true, &ly->ssm_alpha)) ||
+        (rc = get_weight(L, NAME("ssm_beta.weight"), dim, dt_rank, true, &ly->ssm_beta)) ||
+        (rc = get_weight(L, NAME("ssm_norm.weight"), head_v, 1, true, &ly->ssm_norm)) ||
+        (rc = get_weight(L, NAME("ssm_out.weight"), inner, dim, true, &ly->rec_out)))
+        return rc;
+    ly->delta = (bk_delta){.n_k_heads = n_group, .n_v_heads = dt_rank, .head_k = d_state, .head_v = head_v,
+                           .eps = m->hp.norm_eps};
+    ly->state_n = (size_t)(k - 1) * conv_dim + (size_t)dt_rank * head_v * d_state;
+    if (conv_dim > m->rec_width) m->rec_width = conv_dim;
+    return 0;
+}
+
+/* Mamba2 (granitehybrid): ssm_in [dim -> z (inner), xBC (inner + 2 groups x
+ * state), dt (heads)], the convolution over xBC (ssm.conv_kernel taps, with a
+ * bias), per head ssm_dt.bias, ssm_a (-exp(A_log)), ssm_d, the grouped norm
+ * (optional), ssm_out. Heads: ssm.time_step_rank of ssm.inner_size / that.
+ * State: the convolution's window, then a [head_dim x state] matrix per head. */
+static int load_mamba2(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    const int64_t dim = m->hp.dim;
+    char n[96];
+    int k, d_state, n_group, n_head, inner, rc;
+    bool found;
+    if ((rc = get_int(L, "ssm.conv_kernel", true, 0, 2, 64, &k)) ||
+        (rc = get_int(L, "ssm.state_size", true, 0, 1, 1024, &d_state)) ||
+        (rc = get_int(L, "ssm.group_count", true, 0, 1, 4096, &n_group)) ||
+        (rc = get_int(L, "ssm.time_step_rank", true, 0, 1, 4096, &n_head)) ||
+        (rc = get_int(L, "ssm.inner_size", true, 0, 1, 1 << 20, &inner)))
+        return rc;
+    if (inner % n_head || n_head % n_group)
+        return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "Mamba2 layers of %d heads over %d inner in %d groups are not "
+                        "supported", n_head, inner, n_group);
+    const int conv_dim = inner + 2 * n_group * d_state;
+    const int64_t parts[3] = {inner, conv_dim, n_head};
+    bk_weight *w[3] = {&ly->rec_in[0], &ly->rec_in[1], &ly->rec_in[2]};
+    if ((rc = get_split(L, NAME("ssm_in.weight"), dim, parts, 3, false, w, &found))) return rc;
+    if (!found) return llc_fail(L->err, LLC_ERR_NOTFOUND, "tensor '%s' is missing", n);
+    if ((rc = load_conv(L, NAME("ssm_conv1d.weight"), NULL, k, conv_dim, ly)) ||
+        (rc = get_weight(L, NAME("ssm_conv1d.bias"), conv_dim, 1, false, &ly->conv_b)) ||
+        (rc = get_weight(L, NAME("ssm_dt.bias"), n_head, 1, true, &ly->dt_bias)) ||
+        (rc = get_weight(L, NAME("ssm_a"), 1, n_head, true, &ly->ssm_a)) ||
+        (rc = get_weight(L, NAME("ssm_d"), 1, n_head, true, &ly->ssm_d)) ||
+        (rc = get_weight(L, NAME("ssm_norm.weight"), inner / n_group, n_group, false, &ly->ssm_norm)) ||
+        (rc = get_weight(L, NAME("ssm_out.weight"), inner, dim, true, &ly->rec_out)))
+        return rc;
+    ly->ssm = (bk_ssm){.n_heads = n_head, .head_dim = inner / n_head, .n_groups = n_group, .d_state = d_state};
+    ly->state_n = (size_t)(k - 1) * conv_dim + (size_t)inner * d_state;
+    if (conv_dim > m->rec_width) m->rec_width = conv_dim;
+    return 0;
+}
+
+static const struct {
+    layer_mixer mixer;
+    int (*load)(loader *L, int l, layer *ly);
+} g_mixers[] = {
+    {MIX_SHORTCONV, load_shortconv},
+    {MIX_DELTANET, load_deltanet},
+    {MIX_MAMBA2, load_mamba2},
+};
+
+/* A recurrent layer's mixer weights, and its part of a sequence's state slot. */
+static int load_recurrent(loader *L, int l, layer *ly) {
+    model *m = L->m;
+    char n[96];
+    int rc;
+    if ((rc = get_weight(L, NAME("attn_norm.weight"), m->hp.dim, 1, true, &ly->attn_norm))) return rc;
+    for (size_t i = 0; i < LLC_ARRAY_LEN(g_mixers); i++)
+        if (g_mixers[i].mixer == ly->mixer) {
+            if ((rc = g_mixers[i].load(L, l, ly))) return rc;
+            ly->state_off = m->state_n;
+            m->state_n += ly->state_n;
+            return 0;
+        }
+    return llc_fail(L->err, LLC_ERR_UNSUPPORTED, "layer %d: its recurrent mixer is not implemented", l);
+}
+
 static int load_layer(loader *L, int l, layer *ly) {
     const model_hparams *hp = &L->m->hp;
     char n[96];
     int rc;
-    if ((rc = load_attention(L, l, ly)) ||
+    if ((rc = ly->mixer == MIX_ATTN ? load_attention(L, l, ly) : load_recurrent(L, l, ly)) ||
         (rc = get_weight(L, L->ai->ffn_norm_post_attn ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"),
                          hp->dim, 1, true, &ly->ffn_norm)) ||
         (rc = hp->n_expert ? load_moe_ffn(L, l, ly) : load_dense_ffn(L, l, ly)) ||
@@ -673,7 +863,8 @@ static int load_weights(loader *L) {
     hp->n_vocab = (int)emb->ne[1];
     int rc;
     if ((rc = get_weight(L, "token_embd.weight", hp->dim, hp->n_vocab, true, &m->tok_embd)) ||
-        (rc = get_weight(L, "output_norm.weight", hp->dim, 1, true, &m->out_norm)) ||
+        (rc = get_weight(L, L->ai->out_norm ? L->ai->out_norm : "output_norm.weight", hp->dim, 1, true,
+                         &m->out_norm)) ||
         (rc = get_weight(L, "output.weight", hp->dim, hp->n_vocab, false, &m->output)) ||
         (rc = get_weight(L, "output.bias", hp->n_vocab, 1, false, &m->b_output)))
         return rc;

@@ -83,6 +83,7 @@ static int run_step(engine *e, llc_err *err) {
         seq *s = snap[i];
         if (!s->rows || s->state != SEQ_RUNNING) continue; /* or ended by an error above */
         kv_seq_commit(s->kv, s->rows);
+        eng_state_snapshot(e, s);
         int rows_done = s->rows;
         s->rows = 0;
         if (s->req->embed) {
@@ -313,6 +314,21 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     e->n_vocab = hp->n_vocab;
     e->n_ctx = hp->n_ctx_train;
     e->max_blocks_per_seq = (e->n_ctx + e->p.block_size - 1) / e->p.block_size + 1;
+    e->recurrent = hp->n_recurrent > 0;
+    if (e->recurrent && (e->p.draft || e->p.ngram)) {
+        free(e);
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "speculative decoding is not supported for %s, a hybrid model: "
+                        "rejected draft tokens would stay in its recurrent state", hp->arch_name);
+    }
+    if (e->recurrent) { /* state snapshots by block id */
+        e->snap_slot = malloc((size_t)(e->p.n_blocks > 0 ? e->p.n_blocks : 1) * sizeof *e->snap_slot);
+        e->snap_key = malloc((size_t)(e->p.n_blocks > 0 ? e->p.n_blocks : 1) * sizeof *e->snap_key);
+        if (!e->snap_slot || !e->snap_key) {
+            free(e->snap_slot), free(e->snap_key), free(e);
+            return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < e->p.n_blocks; i++) e->snap_slot[i] = -1;
+    }
     int rc = model_kv_create(m, e->p.n_blocks, e->p.block_size, e->p.kv_type, &e->kv_store, err);
     if (!rc && kv_pool_create(e->p.n_blocks, e->p.block_size, &e->pool))
         rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory for the KV pool");
@@ -320,6 +336,7 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
         rc = llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     if (!rc) rc = eng_spec_init(e, err);
     if (rc) {
+        free(e->snap_slot), free(e->snap_key);
         eng_spec_free(e);
         eng_grammar_free(e);
         batch_free(e->batch);
@@ -340,6 +357,7 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
         batch_free(e->batch);
         kv_pool_free(e->pool);
         model_kv_free(e->kv_store);
+        free(e->snap_slot), free(e->snap_key);
         free(e);
         return llc_fail(err, LLC_ERR_NOMEM, "cannot start the engine thread");
     }
@@ -360,6 +378,9 @@ void engine_destroy(engine *e) {
         free(m);
     }
     free(e->running);
+    free(e->free_states);
+    free(e->snap_slot);
+    free(e->snap_key);
     free(e->slots);
     free(e->slots_work);
     free(e->logits);

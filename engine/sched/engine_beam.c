@@ -38,7 +38,8 @@ static int beam_fork(engine *e, request *r, seq *p, seq **out) {
     s->admitted_once = true;
     s->cached = p->cached;
     if (p->kv) {
-        if ((rc = kv_seq_fork(p->kv, &s->kv)) || (rc = eng_running_add(e, s))) {
+        if ((rc = kv_seq_fork(p->kv, &s->kv)) || (rc = eng_running_add(e, s)) || (rc = eng_state_fork(e, p, s))) {
+            if (s->state == SEQ_RUNNING) eng_running_remove(e, s);
             eng_seq_free(s);
             return rc;
         }

@@ -67,6 +67,9 @@ typedef struct seq {
     double *embd_sum; /* [dim] sum of its rows' final-norm hidden states so far */
     int hid_row;      /* index of its first hidden-state row in the current step */
     grammar_state *gst; /* where its text stands in the request's grammar, or NULL */
+    int state_slot;  /* hybrid models: its recurrent-state slot in the KV store while
+                        running (in step with kv_seq_computed), else -1 */
+    int snap_from;   /* at admission: the snapshot slot its prefix hit starts from, or -1 */
 } seq;
 
 struct request {
@@ -154,7 +157,21 @@ struct engine {
     seq **running;
     int n_running, cap_running;
     int64_t admit_counter;
+    /* hybrid models (recurrent layers): each running sequence holds a state
+     * slot of kv_store; the slots given back, and how many were ever made */
+    bool recurrent;
+    int *free_states;
+    int n_free_states, n_states;
+    /* state snapshots: block id -> the slot holding the state after that block's
+     * last token (-1: none) and the hash of the prefix it ends; the blocks that
+     * have one, oldest first (a ring of ENGINE_MAX_SNAPSHOTS) */
+    int32_t *snap_slot;
+    uint64_t *snap_key;
+    int32_t snap_ring[64];
+    int n_snaps, snap_head;
 };
+
+#define ENGINE_MAX_SNAPSHOTS 64
 
 /* engine_client.c */
 /* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text and
@@ -219,9 +236,16 @@ int eng_embed_seqs(engine *e, request *r);
 void eng_embed_take(engine *e, seq *s, int rows, const float *hidden);
 
 /* engine_sched.c */
-/* The running list (admission order is kept for preemption). */
+/* The running list (admission order is kept for preemption). Joining it gives
+ * a hybrid model's sequence a state slot, leaving it gives the slot back (its
+ * state is then lost: a sequence that runs again computes from position 0). */
 int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
+/* A fork's recurrent state: child's slot = parent's (both running). */
+int eng_state_fork(engine *e, const seq *parent, seq *child);
+/* After s's step is committed: when its computed tokens end at a block
+ * boundary, the state there is kept as that block's snapshot. */
+void eng_state_snapshot(engine *e, seq *s);
 /* Preempts running sequence s: drops its draft tokens and KV blocks (full ones stay
  * cached) and puts it back to waiting, to be computed again. */
 void eng_seq_requeue(engine *e, seq *s);

@@ -156,6 +156,8 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
     if (!s) return LLC_ERR_NOMEM;
     s->req = r;
     s->index = index;
+    s->state_slot = -1;
+    s->snap_from = -1;
     s->out_row = -1;
     s->end_token = -1;
     spec_policy_init(&s->spec, e->p.draft_max);
@@ -426,7 +428,13 @@ int eng_fork_samples(engine *e, request *r) {
         s->cached = s0->cached;
         r->seqs[i] = s;
         r->n_live++;
-        eng_running_add(e, s);
+        /* (a sample that could not run is preempted-like: it waits and recomputes) */
+        if (eng_running_add(e, s) || eng_state_fork(e, s0, s)) {
+            if (s->state == SEQ_RUNNING) eng_running_remove(e, s);
+            kv_seq_free(s->kv);
+            s->kv = NULL;
+            s->state = SEQ_WAITING;
+        }
     }
     r->forked = true;
     return 0;

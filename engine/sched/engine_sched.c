@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "engine/sched/engine_internal.h"
 
@@ -16,8 +17,79 @@ void eng_running_remove(engine *e, seq *s) {
         if (e->running[i] == s) {
             memmove(&e->running[i], &e->running[i + 1], (size_t)(e->n_running - i - 1) * sizeof *e->running);
             e->n_running--;
-            return;
+            break;
         }
+    if (e->recurrent && s->state_slot >= 0) { /* (free_states has room for every slot ever made) */
+        e->free_states[e->n_free_states++] = s->state_slot;
+        s->state_slot = -1;
+    }
+}
+
+/* A state slot for a sequence that starts running: one given back, or a new one. */
+static int take_state_slot(engine *e) {
+    if (e->n_free_states > 0) return e->free_states[--e->n_free_states];
+    int *f = realloc(e->free_states, (size_t)(e->n_states + 1) * sizeof *f);
+    if (!f) return LLC_ERR_NOMEM;
+    e->free_states = f;
+    return e->n_states++;
+}
+
+int eng_state_fork(engine *e, const seq *parent, seq *child) {
+    if (!e->recurrent) return 0;
+    return model_kv_state_copy(e->kv_store, parent->state_slot, child->state_slot, NULL);
+}
+
+/* ---- state snapshots (hybrid models) ----
+ * A KV block may own a snapshot: a state slot holding the state after the
+ * block's last token, with the hash of the token prefix it ends (blocks are
+ * evicted and reused, so a snapshot counts only where that hash matches). The
+ * newest ENGINE_MAX_SNAPSHOTS are kept. A prefix hit is cut back to its
+ * deepest block with a snapshot, and the sequence starts from a copy of it. */
+
+static uint64_t prefix_key(const int32_t *tokens, int n) { return XXH3_64bits(tokens, (size_t)n * sizeof *tokens); }
+
+void eng_state_snapshot(engine *e, seq *s) {
+    const int bs = e->p.block_size, done = kv_seq_computed(s->kv);
+    if (!e->recurrent || s->state_slot < 0 || s->req->embed || done == 0 || done % bs) return;
+    int n_blocks;
+    const int32_t blk = kv_seq_blocks(s->kv, &n_blocks)[done / bs - 1];
+    const uint64_t key = prefix_key(s->tokens, done);
+    if (e->snap_slot[blk] >= 0 && e->snap_key[blk] == key) return; /* (it is there already) */
+    int slot = e->snap_slot[blk];
+    if (slot < 0) {
+        if (e->n_snaps == ENGINE_MAX_SNAPSHOTS) { /* the oldest gives its slot */
+            const int32_t old = e->snap_ring[e->snap_head];
+            slot = e->snap_slot[old];
+            e->snap_slot[old] = -1;
+            e->snap_head = (e->snap_head + 1) % ENGINE_MAX_SNAPSHOTS;
+            e->n_snaps--;
+        }
+        if (slot < 0 && (slot = take_state_slot(e)) < 0) return; /* (out of memory: no snapshot) */
+        e->snap_ring[(e->snap_head + e->n_snaps++) % ENGINE_MAX_SNAPSHOTS] = blk;
+    }
+    e->snap_slot[blk] = -1;
+    if (model_kv_state_copy(e->kv_store, s->state_slot, slot, NULL)) {
+        e->free_states[e->n_free_states++] = slot; /* (its ring entry names a block without one) */
+        return;
+    }
+    e->snap_slot[blk] = slot;
+    e->snap_key[blk] = key;
+}
+
+/* s's prefix hit of hit tokens (blocks adopted from the cache), cut back to its
+ * deepest block with a matching snapshot; s->snap_from names it. */
+static int state_prefix(engine *e, seq *s, int hit) {
+    const int bs = e->p.block_size;
+    int n_blocks, j = hit / bs;
+    const int32_t *blocks = kv_seq_blocks(s->kv, &n_blocks);
+    s->snap_from = -1;
+    for (; j > 0; j--) {
+        const int32_t blk = blocks[j - 1];
+        if (e->snap_slot[blk] >= 0 && e->snap_key[blk] == prefix_key(s->tokens, j * bs)) break;
+    }
+    if (j > 0) s->snap_from = e->snap_slot[blocks[j - 1]];
+    if (j * bs < hit) kv_seq_truncate(s->kv, j * bs);
+    return j * bs;
 }
 
 int eng_running_add(engine *e, seq *s) {
@@ -27,6 +99,11 @@ int eng_running_add(engine *e, seq *s) {
         if (!r) return LLC_ERR_NOMEM;
         e->running = r;
         e->cap_running = cap;
+    }
+    if (e->recurrent && s->state_slot < 0) {
+        int slot = take_state_slot(e);
+        if (slot < 0) return slot;
+        s->state_slot = slot;
     }
     e->running[e->n_running++] = s;
     s->state = SEQ_RUNNING;
@@ -65,6 +142,13 @@ static int plan_rows(engine *e, seq *s, int budget, bool *no_space) {
     int rows = s->n_tokens - computed;
     if (rows > budget) rows = budget;
     if (rows <= 0) return 0;
+    if (e->recurrent && computed + rows < s->n_tokens) { /* a hybrid's chunk ends at a block boundary where */
+        const int bs = e->p.block_size, end = (computed + rows) / bs * bs; /* it can: a state snapshot there */
+        if (end > computed) rows = end - computed;
+    } else if (e->recurrent && rows > 1) { /* the prompt's last chunk: its last full block first */
+        const int bs = e->p.block_size, end = (s->n_tokens - 1) / bs * bs;
+        if (end > computed) rows = end - computed;
+    }
     for (;;) {
         int rc = kv_seq_append(s->kv, s->tokens + computed, rows);
         if (rc == 0) break;
@@ -136,6 +220,8 @@ int eng_plan_step(engine *e) {
         if (!s || (!embed && shares_uncomputed_prefix(e, s))) break;
         if (kv_seq_create(e->pool, &s->kv)) return LLC_ERR_NOMEM;
         int hit = embed ? 0 : kv_seq_match_prefix(s->kv, s->tokens, s->n_tokens);
+        s->snap_from = -1;
+        if (e->recurrent && hit > 0) hit = state_prefix(e, s, hit); /* only as far as a state was kept */
         int need = kv_seq_blocks_needed(s->kv, s->n_tokens - hit < budget ? s->n_tokens - hit : budget);
         if (need > kv_pool_available(e->pool)) {
             kv_seq_free(s->kv);
@@ -149,7 +235,14 @@ int eng_plan_step(engine *e) {
             e->stats.prompt_tokens += embed ? s->n_tokens : s->req->n_prompt;
             e->stats.cached_tokens += hit;
         }
-        eng_running_add(e, s);
+        if (eng_running_add(e, s) ||
+            (s->snap_from >= 0 && model_kv_state_copy(e->kv_store, s->snap_from, s->state_slot, NULL))) {
+            if (s->state == SEQ_RUNNING) eng_running_remove(e, s);
+            kv_seq_free(s->kv);
+            s->kv = NULL;
+            s->state = SEQ_WAITING;
+            return LLC_ERR_NOMEM;
+        }
         bool full;
         int rows = plan_rows(e, s, budget, &full);
         if (rows < 0 || full) {
@@ -177,6 +270,7 @@ int eng_plan_step(engine *e) {
             int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
                                BATCH_OUT_HIDDEN);
             if (rc < 0) return rc;
+            if (e->recurrent) batch_set_state_slot(e->batch, s->state_slot);
             s->hid_row = rc;
             total += s->rows;
             continue;
@@ -184,6 +278,7 @@ int eng_plan_step(engine *e) {
         int rc = batch_add(e->batch, s->tokens + computed, s->rows, computed, blocks, n_blocks,
                            s->n_draft ? BATCH_OUT_ALL : last ? BATCH_OUT_LAST : BATCH_OUT_NONE);
         if (rc < 0) return rc;
+        if (e->recurrent) batch_set_state_slot(e->batch, s->state_slot);
         s->out_row = last ? n_out : -1; /* with proposals: 1 + n_draft rows of logits */
         n_out += s->n_draft ? s->rows : last;
         total += s->rows;

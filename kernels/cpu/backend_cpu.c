@@ -15,6 +15,7 @@
 #include "kernels/cpu/hugemem.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/pool.h"
+#include "kernels/cpu/recurrent.h"
 
 typedef struct cpu_ctx {
     cpu_pool *pool;
@@ -409,6 +410,68 @@ static int cpu_scatter_add_rows(void *ctx, float *x, int dim, const int32_t *row
     return 0;
 }
 
+/* ---- recurrent layers ---- */
+
+static int cpu_mul(void *ctx, float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= y[i];
+    return 0;
+}
+
+static int cpu_copy(void *ctx, void *dst, const void *src, size_t bytes) {
+    memmove(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_conv1d_state(void *ctx_, const float *x, int channels, const bk_weight *w, const bk_weight *b,
+                            float *const *states, bool silu, float *out) {
+    cpu_ctx *ctx = ctx_;
+    if (w->type != QT_F32 || w->n_out != channels || (b && b->data && (b->type != QT_F32 || b->n_in != channels)))
+        return LLC_ERR_UNSUPPORTED;
+    cpu_conv1d_state_run(ctx->pool, &ctx->batch, x, channels, w->data, (int)w->n_in, b && b->data ? b->data : NULL,
+                         states, silu, out);
+    return 0;
+}
+
+static int cpu_mul_sigmoid(void *ctx, float *x, const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= 1.0f / (1.0f + expf(-g[i]));
+    return 0;
+}
+
+static int cpu_delta_net(void *ctx_, const float *qkv, const float *alpha, const float *beta, const bk_weight *dt_bias,
+                         const bk_weight *a, float *const *states, const bk_delta *d, float *out) {
+    cpu_ctx *ctx = ctx_;
+    if (dt_bias->type != QT_F32 || a->type != QT_F32 || d->head_k > 256 || d->n_k_heads < 1 ||
+        d->n_v_heads % d->n_k_heads)
+        return LLC_ERR_UNSUPPORTED;
+    cpu_delta_net_run(ctx->pool, &ctx->batch, qkv, alpha, beta, dt_bias->data, a->data, states, d, out);
+    return 0;
+}
+
+static int cpu_ssm_scan(void *ctx_, const float *xbc, const float *dt, const bk_weight *dt_bias, const bk_weight *a,
+                        const bk_weight *d, float *const *states, const bk_ssm *g, float *out) {
+    cpu_ctx *ctx = ctx_;
+    if (dt_bias->type != QT_F32 || a->type != QT_F32 || d->type != QT_F32 || g->n_groups < 1 ||
+        g->n_heads % g->n_groups)
+        return LLC_ERR_UNSUPPORTED;
+    cpu_ssm_scan_run(ctx->pool, &ctx->batch, xbc, dt, dt_bias->data, a->data, d->data, states, g, out);
+    return 0;
+}
+
+static int cpu_rmsnorm_groups(void *ctx, float *x, const bk_weight *w, int rows, int dim, int n_groups, float eps) {
+    if (w->type != QT_F32 || n_groups < 1 || dim % n_groups) return LLC_ERR_UNSUPPORTED;
+    const float *wd = w->data;
+    const int n = dim / n_groups;
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < n_groups; g++) {
+            float *v = x + (size_t)r * dim + (size_t)g * n;
+            float sum = 0.0f;
+            for (int i = 0; i < n; i++) sum += v[i] * v[i];
+            const float scale = 1.0f / sqrtf(sum / (float)n + eps);
+            for (int i = 0; i < n; i++) v[i] = v[i] * scale * wd[g * n + i];
+        }
+    return 0;
+}
+
 static const backend_ops g_cpu_ops = {
     .destroy = cpu_destroy,
     .weight_load = cpu_weight_load,
@@ -434,6 +497,13 @@ static const backend_ops g_cpu_ops = {
     .gather_rows = cpu_gather_rows,
     .scatter_add_rows = cpu_scatter_add_rows,
     .matmul_multi = cpu_matmul_multi_op,
+    .mul = cpu_mul,
+    .copy = cpu_copy,
+    .conv1d_state = cpu_conv1d_state,
+    .mul_sigmoid = cpu_mul_sigmoid,
+    .delta_net = cpu_delta_net,
+    .ssm_scan = cpu_ssm_scan,
+    .rmsnorm_groups = cpu_rmsnorm_groups,
 };
 
 int backend_cpu_create(int n_threads, backend **out, llc_err *err) {
