@@ -3,6 +3,8 @@
 #   make            build/llmchat
 #   make test       every test that needs no GPU; ends with "N passed, N failed"
 #   make check-layers  fails when an #include crosses the layering (scripts/check-layers)
+#                   or a call does, or .c files of a folder call each other in a new
+#                   circle (scripts/check-calls; builds the objects first)
 #   make test-cuda  CUDA parity tests (needs a GPU)
 #   make test-asan  the whole suite with the program itself built with ASan + UBSan
 #   make test-tsan  ThreadSanitizer: the engine and kernel tests, the server and the
@@ -55,7 +57,7 @@ APP_OBJ  := $(APP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 
-.PHONY: all deps test test-asan test-tsan fuzz test-cuda test-arm clean check-layers
+.PHONY: all deps test test-asan test-tsan fuzz test-cuda test-arm clean check-layers check-calls
 all: $(BUILD)/llmchat
 
 $(BUILD)/libllmchat.a: $(LIB_OBJ)
@@ -107,6 +109,12 @@ test: $(BUILD)/llmchat $(TEST_BIN) $(TOOL_BIN) $(JS_CLIENTS)
 
 check-layers:
 	@sh scripts/check-layers
+	@$(MAKE) --no-print-directory check-calls
+
+# check-calls: which .c file calls which (nm on the objects), no circle inside a
+# folder but the ones docs/ARCHITECTURE.md explains, no call up the layering.
+check-calls: $(LIB_OBJ) $(APP_OBJ)
+	@sh scripts/check-calls $(BUILD)/obj
 
 
 # ---- sanitizer builds ----
