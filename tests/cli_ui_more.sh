@@ -34,6 +34,7 @@ keys -l "draft one"
 keys C-t
 check "a second tab" " 2:New chat"
 keys -l "draft two"
+check "the second tab has its own draft" "^> draft two *$"
 mouse 0 3 1
 mouse 0 3 1 m
 check "a click on the first tab switches to it (its draft comes back)" "^> draft one *$"
