@@ -53,7 +53,10 @@ static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, 
 /* types the AVX-512 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx512_gemm(uint32_t type) {
     return type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0 || type == QT_Q4_0 ||
-           type == QT_Q4_K || type == QT_Q6_K || type == QT_Q5_K /* (the AVX2 GEMM, borrowed) */;
+           type == QT_Q4_K || type == QT_Q6_K ||
+           /* (the AVX2 GEMM, borrowed) */
+           type == QT_Q5_K || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_IQ4_NL ||
+           type == QT_IQ4_XS || type == QT_MXFP4;
 }
 
 /* types the AVX2 level multiplies with a blocked GEMM when T > 1 */
