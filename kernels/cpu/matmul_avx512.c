@@ -237,8 +237,10 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q4_0: return T >= 3 ? 16 : 0;
     case QT_Q4_K:
     case QT_Q6_K: return T >= 4 ? 16 : 0;
+    case QT_IQ4_NL:
+    case QT_IQ4_XS: return T >= 4 ? 16 : 0;
     case QT_Q5_K:
-    case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4:
+    case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
         return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
     case QT_F32:
     case QT_F16:
@@ -252,7 +254,7 @@ static int gemm_rows(uint32_t type, int64_t T) {
  * Q5_1, IQ4_NL, IQ4_XS and MXFP4 (3-5× their dot kernels at T = 128). */
 static int borrows_avx2(uint32_t type) {
     switch (type) {
-    case QT_Q5_K: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4: return 1;
+    case QT_Q5_K: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4: return 1;
     default: return 0;
     }
 }

@@ -129,7 +129,8 @@ static inline int mm_type_is_float(uint32_t type) { return type == QT_F32 || typ
 /* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles; the
  * others go through the dot kernels at every T. */
 static inline int mm_type_has_gemmq(uint32_t type) {
-    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_NL ||
+           type == QT_IQ4_XS;
 }
 
 /* ---- one call ------------------------------------------------------------------- */
