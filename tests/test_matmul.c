@@ -216,8 +216,7 @@ static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SI
 /* the types a level packs ahead (cpu_matmul_prepack at that level) */
 static int packs_ahead(cpu_simd_level level, uint32_t type) {
     if (level == CPU_SIMD_AVX512)
-        return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_NL ||
-               type == QT_IQ4_XS;
+        return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS;
     if (level == CPU_SIMD_AVX2) return type == QT_Q8_0;
     return 0;
 }

@@ -484,7 +484,7 @@ KERN_OF(kern_pair_xs32, KIND_XS32)
 static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
 
 size_t mm_avx512_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
-    if (!mm_type_has_gemmq(type)) return 0;
+    if (!mm_type_has_gemmq(type)) return 0; /* (IQ4_NL: packed per call only) */
     return (size_t)((n_out + PR_I8 - 1) / PR_I8) * (size_t)n_slices(n_in) * panel_bytes(type, kc_of(n_in));
 }
 
