@@ -53,15 +53,23 @@ static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, 
 /* types the AVX-512 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx512_gemm(uint32_t type) {
     return type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0 || type == QT_Q4_0 ||
-           type == QT_Q4_K || type == QT_Q6_K || type == QT_Q5_K /* (the AVX2 GEMM, borrowed) */;
+           type == QT_Q4_K || type == QT_Q6_K ||
+           /* (the AVX2 GEMM, borrowed) */
+           type == QT_Q5_K || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_IQ4_NL ||
+           type == QT_IQ4_XS || type == QT_MXFP4;
 }
 
 /* types the AVX2 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx2_gemm(uint32_t type) {
-    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K;
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
+           type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_IQ4_NL || type == QT_IQ4_XS ||
+           type == QT_MXFP4;
 }
 /* ... from this many rows (below, the dot kernels: each row's arithmetic as alone) */
-static int64_t avx2_gemm_min_rows(uint32_t type) { return type == QT_Q8_0 || type == QT_Q4_0 ? 4 : 8; }
+static int64_t avx2_gemm_min_rows(uint32_t type) {
+    if (type == QT_IQ4_NL || type == QT_IQ4_XS || type == QT_MXFP4) return 6;
+    return type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ? 8 : 4;
+}
 
 static int is_quant(uint32_t type) {
     return type != QT_F32 && type != QT_F16 && type != QT_BF16;
@@ -207,7 +215,8 @@ static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SI
 
 /* the types a level packs ahead (cpu_matmul_prepack at that level) */
 static int packs_ahead(cpu_simd_level level, uint32_t type) {
-    if (level == CPU_SIMD_AVX512) return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+    if (level == CPU_SIMD_AVX512)
+        return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS;
     if (level == CPU_SIMD_AVX2) return type == QT_Q8_0;
     return 0;
 }
@@ -368,6 +377,8 @@ static void test_large(void) {
         {QT_F16, 1100, 90, 26},   {QT_Q4_0, 1120, 33, 3},  {QT_F32, 600, 40, 64},
         {QT_BF16, 520, 35, 15},   {QT_Q8_0, 2080, 40, 100}, {QT_F16, 1040, 50, 100},
         {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9}, {QT_Q5_K, 2304, 45, 19},
+        {QT_Q4_1, 2080, 35, 13},  {QT_Q5_0, 2112, 30, 9},  {QT_Q5_1, 1024, 40, 50},
+        {QT_IQ4_NL, 2080, 40, 21}, {QT_IQ4_XS, 2560, 33, 17}, {QT_MXFP4, 2080, 20, 7},
     };
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
         problem p;

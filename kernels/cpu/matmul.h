@@ -7,8 +7,7 @@
  * Float weights (F32, F16, BF16) use f32 FMA.
  * At T == 1 each weight row is streamed once (GEMV, memory bound, prefetched); for
  * small T the same dot kernels reuse each 16-row block of weights from cache for
- * every activation row; above (T >= 3..6 depending on the type, AVX-512 only, and
- * only for F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K),
+ * every activation row; above (T >= 3..8 depending on the type and level),
  * weights are repacked tile by tile into a cache-resident layout that every
  * activation row then passes over (blocked GEMM, compute bound). Several matrices
  * that read the same activations can go in one call (cpu_matmul_multi).

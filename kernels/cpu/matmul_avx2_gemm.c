@@ -1,5 +1,6 @@
 /* matmul_avx2_gemm.c — the AVX2 blocked GEMM for quantized weights (Q8_0, Q4_0, Q4_K,
- * Q5_K, Q6_K) at T > 1 ("gemmq" of the AVX2 level; no VNNI): a chunk of output rows is
+ * Q5_K, Q6_K; Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4 in the layouts of two of them,
+ * below) at T > 1 ("gemmq" of the AVX2 level; no VNNI): a chunk of output rows is
  * repacked, one K-slice at a time, into 8-row panels, and every group of activation
  * rows then passes over them with an outer-product microkernel.
  *
@@ -17,7 +18,13 @@
  *         and a shift; a block's 8 maddubs results add up in int16 (<= 16·15·127 =
  *         30480) before one madd;
  *   Q5_K  5-bit values (0..31) unpacked to u8, four maddubs added in int16 (<= 31496);
- *   Q6_K  u = w + 32 (0..63) as u8, two maddubs added in int16 (<= 4·63·127 = 32004).
+ *   Q6_K  u = w + 32 (0..63) as u8, two maddubs added in int16 (<= 4·63·127 = 32004);
+ *   Q4_1, Q5_1, Q5_0  unpacked to u8 (0..31) in Q5_K's units and multiplied by its
+ *         kernel: the min m as Q5_K's min, or (Q5_0) the -16·Σq of u - 16 added to the
+ *         integer sum;
+ *   IQ4_NL, IQ4_XS, MXFP4  the levels (a byte shuffle of the nibbles; up to 127 in
+ *         size, so w + 128 would saturate maddubs) widened to int16 in Q8_0's units and
+ *         multiplied by its kernel; IQ4_XS's unit scale is d·(ls - 32).
  * Offsets come from the activations' per-block sums (aux, see matmul_internal.h):
  * Q4_0's -8·Σq, Q6_K's -32·Σq, Q4_K's and Q5_K's min term (one fma per block). Each block's
  * integer sum is exact; it is scaled once per block (cvt, mul by the activation
@@ -64,11 +71,19 @@ enum {
 
 /* elements per packed activation block: 16-groups for Q6_K, else 32-blocks */
 static int x_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
+/* Types whose signed 32-block values are widened to int16 in the panels, Q8_0's
+ * int16 layout (their values, up to 127 in size, would saturate maddubs against a
+ * w + 128 offset): the multiply is then Q8_0's kern_q8_0, one madd per 16 products */
+static int wide_type(uint32_t t) {
+    return t == QT_Q8_0 || t == QT_IQ4_NL || t == QT_IQ4_XS || t == QT_MXFP4;
+}
 /* Whether a Q8_0 call takes the int16 path (panels and activations widened): without
  * panels packed ahead always; with them (int8, read in place with the sign trick)
  * above FEW_ROWS rows, where widening a copy per call pays. Both give every output
  * the same exact block sums and float operations, so the results are identical. */
-static int q8_wide(const mm_args *a) { return a->type == QT_Q8_0 && !(a->wp && a->T <= FEW_ROWS); }
+static int q8_wide(const mm_args *a) {
+    return wide_type(a->type) && !(a->type == QT_Q8_0 && a->wp && a->T <= FEW_ROWS);
+}
 /* rows interleaved in a packed activation block: a group's own row count for Q8_0's
  * int8 panels packed ahead (see kern_q8_0_narrow), else XP */
 static int x_stride(const mm_args *a, int rx) { return a->type == QT_Q8_0 && !q8_wide(a) ? rx : XP; }
@@ -89,10 +104,13 @@ static size_t x_blk_bytes(uint32_t t, int wide) { return x_blk_bytes_at(t, wide,
  *   Q6_K  16: u8 u[4][8][4], f32 s[8] */
 static int w_unit(uint32_t t) { return t == QT_Q4_K ? 64 : t == QT_Q6_K ? 16 : 32; }
 static size_t w_unit_bytes(uint32_t t) {
+    if (wide_type(t)) return 512 + 32; /* Q8_0's layout */
     switch (t) {
-    case QT_Q8_0: return 512 + 32;
     case QT_Q4_0: return 128 + 32;
     case QT_Q4_K: return 256 + 128;
+    case QT_Q4_1:
+    case QT_Q5_0:
+    case QT_Q5_1: /* Q5_K's layout: u8 u[8][8][4], f32 s[8] = d, m[8] = m (Q5_0: no m) */
     case QT_Q5_K: return 256 + 64;
     default: return 128 + 32; /* Q6_K */
     }
@@ -115,6 +133,8 @@ int mm_avx2_gemmq_rows(uint32_t type, int64_t T) {
     case QT_Q4_K:
     case QT_Q5_K:
     case QT_Q6_K: return T >= 8 ? PR : 0;
+    case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: return T >= 4 ? PR : 0;
+    case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4: return T >= 6 ? PR : 0; /* (T = 4: as the dot kernels) */
     default: return 0;
     }
 }
@@ -129,7 +149,7 @@ void mm_avx2_gemmq_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
 }
 
 size_t mm_avx2_gemmq_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
-    return (size_t)mm_avx2_gemmq_groups(T) * xgroup_bytes(type, n_in, type == QT_Q8_0); /* (the larger) */
+    return (size_t)mm_avx2_gemmq_groups(T) * xgroup_bytes(type, n_in, wide_type(type)); /* (the larger) */
 }
 
 size_t mm_avx2_gemmq_scratch(const mm_args *a, int64_t rows) {
@@ -356,6 +376,89 @@ static void pack_q6_K(const uint8_t *const row[PR], int64_t g0, int64_t ng, uint
     }
 }
 
+/* ---- the other 32-block types, unpacked per row and transposed -------------------- */
+
+/* the 16 nibbles of qs[16] as 32 bytes in element order (low nibbles: 0-15, high: 16-31) */
+AI __m256i nib32(const uint8_t *qs) {
+    const __m128i q = _mm_loadu_si128((const __m128i *)(const void *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+/* bit j of the 4 bytes at qh as byte j: 0x10 where set (the fifth bit of Q5_0 / Q5_1) */
+AI __m256i hbit32(const uint8_t *qh) {
+    uint32_t x;
+    memcpy(&x, qh, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i b = _mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf),
+                                      _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
+}
+
+/* Block b of a row of `type` as 32 signed values and its scale (the int16 types but Q8_0). */
+AI __m256i wide_block(uint32_t type, const uint8_t *row, int64_t b, float *scale) {
+    switch (type) {
+    case QT_IQ4_NL: {
+        const uint8_t *w = row + (size_t)b * sizeof(block_iq4_nl);
+        *scale = h2f(w);
+        const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)iq4nl_values));
+        return _mm256_shuffle_epi8(lv, nib32(w + 2));
+    }
+    case QT_MXFP4: {
+        const uint8_t *w = row + (size_t)b * sizeof(block_mxfp4);
+        *scale = e8m0_half_to_f32(w[0]);
+        const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)mxfp4_values));
+        return _mm256_shuffle_epi8(lv, nib32(w + 1));
+    }
+    default: { /* IQ4_XS: sub-block j of super-block b / 8, d·(ls - 32) */
+        const uint8_t *w = row + (size_t)(b / 8) * sizeof(block_iq4_xs);
+        const int j = (int)(b % 8);
+        const int ls = (((w[4 + j / 2] >> (4 * (j & 1))) & 0xf) | ((mm_rd16(w + 2) >> (2 * j)) & 3) << 4) - 32;
+        *scale = h2f(w) * (float)ls;
+        const __m256i lv = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)iq4nl_values));
+        return _mm256_shuffle_epi8(lv, nib32(w + 8 + 16 * j));
+    }
+    }
+}
+
+/* IQ4_NL, IQ4_XS, MXFP4 → Q8_0's int16 units (s16 w[16][8 rows][2], f32 s[8]) */
+static void pack_wide(uint32_t type, const uint8_t *const row[PR], int64_t b0, int64_t nb, uint8_t *dst) {
+    int16_t st[PR][32] __attribute__((aligned(32)));
+    const uint8_t *p[PR];
+    for (int r = 0; r < PR; r++) p[r] = (const uint8_t *)st[r];
+    for (int64_t b = b0; b < b0 + nb; b++, dst += 544) {
+        float *s = (float *)(void *)(dst + 512);
+        for (int r = 0; r < PR; r++) {
+            const __m256i v = wide_block(type, row[r], b, &s[r]);
+            _mm256_store_si256((__m256i *)(void *)st[r], _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v)));
+            _mm256_store_si256((__m256i *)(void *)(st[r] + 16), _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1)));
+        }
+        pack32(p, 0, dst);
+        pack32(p, 32, dst + 256);
+    }
+}
+
+/* Q4_1, Q5_1 (d·u + m) → Q5_K's units (u8 u[8][8][4], f32 s[8] = d, m[8] = m): kern_q5_K
+ * with the activations' d·Σq as the min's partner; Q5_0 (d·(u - 16)) → the same units
+ * without m, for kern_q5_0 */
+static void pack_u5(uint32_t type, const uint8_t *const row[PR], int64_t b0, int64_t nb, uint8_t *dst) {
+    uint8_t st[PR][32] __attribute__((aligned(32)));
+    const uint8_t *p[PR];
+    for (int r = 0; r < PR; r++) p[r] = st[r];
+    const size_t bb = type == QT_Q5_1 ? sizeof(block_q5_1) : type == QT_Q5_0 ? sizeof(block_q5_0) : sizeof(block_q4_1);
+    for (int64_t b = b0; b < b0 + nb; b++, dst += 320) {
+        float *s = (float *)(void *)(dst + 256), *mn = s + 8;
+        for (int r = 0; r < PR; r++) {
+            const uint8_t *w = row[r] + (size_t)b * bb;
+            s[r] = h2f(w);
+            mn[r] = type == QT_Q5_0 ? 0.0f : h2f(w + 2);
+            const __m256i u = type == QT_Q5_1   ? _mm256_or_si256(nib32(w + 8), hbit32(w + 4))
+                              : type == QT_Q5_0 ? _mm256_or_si256(nib32(w + 6), hbit32(w + 2))
+                                                : nib32(w + 4);
+            _mm256_store_si256((__m256i *)(void *)st[r], u);
+        }
+        pack32(p, 0, dst);
+    }
+}
+
 /* The 8 rows of W from p0 for one panel (nvalid <= 8; missing rows repeat the last one). */
 static void panel_rows(const mm_args *a, int64_t p0, int nvalid, const uint8_t *row[PR]) {
     for (int r = 0; r < PR; r++) row[r] = a->W + (size_t)(p0 + (r < nvalid ? r : nvalid - 1)) * a->w_stride;
@@ -371,6 +474,8 @@ static void pack_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int
     case QT_Q4_K: pack_q4_K(row, k0 / 64, kn / 64, dst); break;
     case QT_Q5_K: pack_q5_K(row, k0 / 32, kn / 32, dst); break;
     case QT_Q6_K: pack_q6_K(row, k0 / 16, kn / 16, dst); break;
+    case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: pack_u5(a->type, row, k0 / 32, kn / 32, dst); break;
+    case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4: pack_wide(a->type, row, k0 / 32, kn / 32, dst); break;
     default: break;
     }
 }
@@ -408,8 +513,11 @@ void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
             float *af = d + xs;
             switch (a->type) {
             case QT_Q4_0: ai[t] = r.ai[b] / 16; break;
+            case QT_Q5_0: ai[t] = r.ai[b] / 8; break; /* -16·Σq */
             case QT_Q4_K:
-            case QT_Q5_K: af[t] = r.af[b]; break;
+            case QT_Q5_K:
+            case QT_Q4_1:
+            case QT_Q5_1: af[t] = r.af[b]; break;
             case QT_Q6_K: ai[t] = r.ai[b]; break;
             default: break;
             }
@@ -602,9 +710,11 @@ AI void kern_q4_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
     store_acc(fa, rx, y, ys, m);
 }
 
-/* Q5_K: 5-bit values (0..31), four maddubs added in int16 (<= 8·31·127 = 31496) */
-AI void kern_q5_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
-                  __m256i m, int accum) {
+/* Q5_K: 5-bit values (0..31), four maddubs added in int16 (<= 8·31·127 = 31496);
+ * also Q4_1 and Q5_1 (their d·u + m as Q5_K's scale and min) and, with `offset`, Q5_0:
+ * no min term, the -16·Σq of its u - 16 added to the exact integer sum instead */
+AI void kern_u5(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                __m256i m, int accum, const int offset) {
     const size_t xbs = x_blk_bytes(QT_Q5_K, 0);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 fa[RXMAX];
@@ -633,11 +743,21 @@ AI void kern_q5_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
         const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 288));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < rx; t++) {
+            if (offset) ia[t] = _mm256_add_epi32(ia[t], bx(xi + 9 * XP + t));
             fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), _mm256_set1_ps(xd[t])), s, fa[t]);
-            fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
+            if (!offset) fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
         }
     }
     store_acc(fa, rx, y, ys, m);
+}
+
+AI void kern_q5_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    kern_u5(pw, px, nu, rx, y, ys, m, accum, 0);
+}
+AI void kern_q5_0(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    kern_u5(pw, px, nu, rx, y, ys, m, accum, 1);
 }
 
 AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
@@ -686,6 +806,7 @@ KERN_FN(run_q8_0_narrow, kern_q8_0_narrow)
 KERN_FN(run_q4_0, kern_q4_0)
 KERN_FN(run_q4_K, kern_q4_K)
 KERN_FN(run_q5_K, kern_q5_K)
+KERN_FN(run_q5_0, kern_q5_0)
 KERN_FN(run_q6_K, kern_q6_K)
 
 /* ---- Q8_0 packed ahead: 8-row panel P's unit u at (P · n_in/32 + u) · Q8_NARROW_UNIT ---- */
@@ -748,7 +869,7 @@ void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                     run_q8_0_narrow(ahead + p * step, px, nu, rx, a->Y + t0 * a->n_out + p0, a->n_out, m, k0 > 0);
                     continue;
                 }
-                if (type == QT_Q8_0) { /* two panels per pass where there are two */
+                if (wide) { /* two panels per pass where there are two */
                     const int two = p + 1 < np;
                     const int nv = two ? (int)(o1 - p0 - PR < PR ? o1 - p0 - PR : PR) : 0;
                     const __m256i mv = _mm256_cmpgt_epi32(_mm256_set1_epi32(nv), lane);
@@ -762,7 +883,10 @@ void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 switch (type) {
                 case QT_Q4_0: run_q4_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 case QT_Q4_K: run_q4_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
-                case QT_Q5_K: run_q5_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q5_K:
+                case QT_Q4_1:
+                case QT_Q5_1: run_q5_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q5_0: run_q5_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 case QT_Q6_K: run_q6_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 default: break;
                 }

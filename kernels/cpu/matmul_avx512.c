@@ -237,7 +237,11 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q4_0: return T >= 3 ? 16 : 0;
     case QT_Q4_K:
     case QT_Q6_K: return T >= 4 ? 16 : 0;
-    case QT_Q5_K: return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
+    case QT_IQ4_NL:
+    case QT_IQ4_XS: return T >= 4 ? 16 : 0;
+    case QT_Q5_K:
+    case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
+        return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
     case QT_F32:
     case QT_F16:
     case QT_BF16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
@@ -246,8 +250,14 @@ static int gemm_rows(uint32_t type, int64_t T) {
 }
 
 /* Q5_K has no 512-bit GEMM: batches borrow the AVX2 one (matmul_avx2_gemm.c; this
- * CPU has AVX2), 3× the dot kernels' prompt speed on Q5_K_M files. */
-static int borrows_avx2(uint32_t type) { return type == QT_Q5_K; }
+ * CPU has AVX2), 3× the dot kernels' prompt speed on Q5_K_M files; so do Q4_1, Q5_0,
+ * Q5_1, IQ4_NL, IQ4_XS and MXFP4 (3-5× their dot kernels at T = 128). */
+static int borrows_avx2(uint32_t type) {
+    switch (type) {
+    case QT_Q5_K: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4: return 1;
+    default: return 0;
+    }
+}
 
 static int64_t gemm_groups(uint32_t type, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);

@@ -1,5 +1,5 @@
 /* matmul_avx512_gemm.c — the AVX-512 blocked GEMM for quantized weights (Q8_0, Q4_0,
- * Q4_K, Q6_K): a chunk of output rows is repacked, one K-slice at a time, into
+ * Q4_K, Q6_K, IQ4_NL, IQ4_XS): a chunk of output rows is repacked, one K-slice at a time, into
  * panels laid out for an outer-product microkernel (or the panels were packed once
  * ahead, gemm_prepack, and then serve every row count from one row on), and every
  * activation row then passes over them.
@@ -9,7 +9,10 @@
  * × 4 products. Q8_0 and Q4_0 panels hold unsigned bytes (w + 128); the K-quants'
  * panels stay about as small as the file (Q4_K: the nibbles as gathered, two blocks
  * to a byte; Q6_K: a four-bit and a two-bit plane; both with their six-/eight-bit
- * scales as bytes) and are unpacked in registers, once per pass for all its rows.
+ * scales as bytes) and are unpacked in registers, once per pass for all its rows;
+ * IQ4_NL and IQ4_XS keep the file's nibbles as gathered too (IQ4_XS's six-bit scales
+ * as int8 ls - 32), turned into level + 128 by one byte shuffle per step, so they run
+ * Q8_0's arithmetic (accumulators from -128·Σq, one scale per 32-block).
  * The integer sums of one unit (a 32-block; Q6_K's 16-group) are scaled once per
  * unit: 8 (4) vpdpbusd then cvt, mul, fma. The kernel (kern_i8_pair) takes two
  * panels per call for up to 12 activation rows, which halves the broadcasts and
@@ -49,7 +52,7 @@ enum {
 #define PF_HINT _MM_HINT_T1
 #endif
 
-typedef enum { KIND_INIT32, KIND_MIN32, KIND_INIT16 } i8_kind;
+typedef enum { KIND_INIT32, KIND_MIN32, KIND_INIT16, KIND_NL32, KIND_XS32 } i8_kind;
 
 /* A panel is a run of super-blocks: one 32-block (Q8_0, Q4_0) or 256 elements
  * (the K-quants) of its 16 rows, each made of units (32-blocks; Q6_K's 16-groups)
@@ -58,13 +61,23 @@ enum {
     SBW_I32 = 32 * 16 + 64,                     /* u8[8][16][4] (w + 128), f32 s[16] */
     SBW_Q4K = 128 + 256 + 4 * 512,              /* 2432, the file's 2304 */
     SBW_Q6K = 64 + 256 + 8 * (256 + 128),       /* 3392, the file's 3360 */
+    SBW_NL = 256 + 64,                          /* 320, the file's 288 */
+    SBW_XS = 64 + 128 + 8 * 256,                /* 2240, the file's 2176 */
 };
-#define SB_UNITS(kind) ((kind) == KIND_INIT32 ? 1 : (kind) == KIND_MIN32 ? 8 : 16)
-#define SB_BYTES(kind) ((size_t)((kind) == KIND_INIT32 ? SBW_I32 : (kind) == KIND_MIN32 ? SBW_Q4K : SBW_Q6K))
+#define SB_UNITS(kind) ((kind) == KIND_INIT32 || (kind) == KIND_NL32 ? 1 : (kind) == KIND_INIT16 ? 16 : 8)
+#define SB_BYTES(kind)                                                                                   \
+    ((size_t)((kind) == KIND_INIT32 ? SBW_I32 : (kind) == KIND_MIN32 ? SBW_Q4K : (kind) == KIND_INIT16 ? SBW_Q6K \
+              : (kind) == KIND_NL32 ? SBW_NL : SBW_XS))
 
 static int i8_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
 static i8_kind i8_kind_of(uint32_t t) {
-    return t == QT_Q6_K ? KIND_INIT16 : t == QT_Q4_K ? KIND_MIN32 : KIND_INIT32;
+    switch (t) {
+    case QT_Q6_K: return KIND_INIT16;
+    case QT_Q4_K: return KIND_MIN32;
+    case QT_IQ4_NL: return KIND_NL32;
+    case QT_IQ4_XS: return KIND_XS32;
+    default: return KIND_INIT32;
+    }
 }
 /* elements of one super-block */
 static int64_t i8_sbe(uint32_t t) { return (int64_t)i8_bs(t) * SB_UNITS(i8_kind_of(t)); }
@@ -207,6 +220,35 @@ static void pack_q6_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb
     }
 }
 
+/* IQ4_NL, per 32-block: the 16 nibble bytes of each row as gathered, u8[4][16][4] (dword
+ * j: elements 4j..4j+3 in the low nibbles, 16+4j.. in the high), then f32 d[16]; the
+ * levels are looked up in registers (a byte shuffle) */
+static void pack_iq4_nl(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    for (int64_t b = 0; b < nb; b++, base += sizeof(block_iq4_nl), dst += SBW_NL) {
+        for (int j = 0; j < 4; j++) _mm512_store_si512(dst + 64 * j, GATHER(m, vidx, base + 2 + 4 * j));
+        _mm512_store_ps(dst + 256, half_to_ps(GATHER(m, vidx, base), 0));
+    }
+}
+
+/* IQ4_XS, per super-block: f32 d[16], i8 sc[8][16] (ls - 32 of sub-block j of each row),
+ * then each sub-block's nibbles as IQ4_NL's. nb counts 32-blocks (a multiple of 8). */
+static void pack_iq4_xs(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    const __m512i m4 = _mm512_set1_epi32(0xf), m2 = _mm512_set1_epi32(3), b32 = _mm512_set1_epi32(32);
+    for (int64_t sb = 0; sb < nb / 8; sb++, base += sizeof(block_iq4_xs), dst += SBW_XS) {
+        const __m512i dh = GATHER(m, vidx, base), sl = GATHER(m, vidx, base + 4);
+        _mm512_store_ps(dst, half_to_ps(dh, 0));
+        const __m512i sh = _mm512_srli_epi32(dh, 16);
+        for (int j = 0; j < 8; j++) {
+            const __m512i lo = _mm512_and_si512(_mm512_srli_epi32(sl, 4 * j), m4); /* byte j/2, nibble j&1 */
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(sh, 2 * j), m2);
+            const __m512i ls = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), b32);
+            _mm_store_si128((__m128i *)(void *)(dst + 64 + 16 * j), _mm512_cvtepi32_epi8(ls));
+            for (int k = 0; k < 4; k++)
+                _mm512_store_si512(dst + 192 + 256 * j + 64 * k, GATHER(m, vidx, base + 8 + 16 * j + 4 * k));
+        }
+    }
+}
+
 /* Packs rows [p0, p0 + nvalid) (nvalid <= 16) of quantized W, elements [k0, k0 + kn). */
 static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int64_t kn, uint8_t *dst) {
     const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -218,6 +260,8 @@ static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, 
     case QT_Q4_0: pack_q4_0(row0 + (size_t)(k0 / 32) * sizeof(block_q4_0), vidx, m, kn / 32, dst); break;
     case QT_Q4_K: pack_q4_K(row0 + (size_t)(k0 / 256) * sizeof(block_q4_K), vidx, m, kn / 32, dst); break;
     case QT_Q6_K: pack_q6_K(row0 + (size_t)(k0 / 256) * sizeof(block_q6_K), vidx, m, kn / 16, dst); break;
+    case QT_IQ4_NL: pack_iq4_nl(row0 + (size_t)(k0 / 32) * sizeof(block_iq4_nl), vidx, m, kn / 32, dst); break;
+    case QT_IQ4_XS: pack_iq4_xs(row0 + (size_t)(k0 / 256) * sizeof(block_iq4_xs), vidx, m, kn / 32, dst); break;
     default: break;
     }
 }
@@ -273,6 +317,13 @@ void mm_avx512_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
 MM_AI __m512i unit_w(const uint8_t *sb, const i8_kind kind, int pair, const int odd, const int k) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     if (kind == KIND_INIT32) return _mm512_load_si512(sb + 64 * k);
+    if (kind == KIND_NL32 || kind == KIND_XS32) { /* IQ4: the level + 128 of each nibble */
+        const uint8_t *nb = kind == KIND_NL32 ? sb : sb + 192 + 256 * (2 * pair + odd);
+        const __m512i g = _mm512_load_si512(nb + 64 * (k & 3));
+        const __m512i lut = _mm512_broadcast_i32x4(_mm_xor_si128(
+            _mm_loadu_si128((const __m128i *)(const void *)iq4nl_values), _mm_set1_epi8((char)0x80)));
+        return _mm512_shuffle_epi8(lut, _mm512_and_si512(k >= 4 ? _mm512_srli_epi16(g, 4) : g, m4));
+    }
     if (kind == KIND_MIN32) {
         const __m512i g = _mm512_load_si512(sb + 384 + 512 * pair + 64 * k);
         return _mm512_and_si512(odd ? _mm512_srli_epi16(g, 4) : g, m4);
@@ -290,6 +341,10 @@ MM_AI __m512i unit_w(const uint8_t *sb, const i8_kind kind, int pair, const int 
 /* Unit u's per-row scale (and, Q4_K, -dmin·min) as floats. */
 MM_AI __m512 unit_scale(const uint8_t *sb, const i8_kind kind, int u, __m512 *mn) {
     if (kind == KIND_INIT32) return _mm512_load_ps(sb + 512);
+    if (kind == KIND_NL32) return _mm512_load_ps(sb + 256);
+    if (kind == KIND_XS32)
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 64 + 16 * u)))),
+                             _mm512_load_ps(sb));
     if (kind == KIND_MIN32) {
         *mn = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 256 + 16 * u)))),
                             _mm512_load_ps(sb + 64));
@@ -322,13 +377,13 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
                         const i8_kind kind, float *y, int64_t ys, __mmask16 m0, __mmask16 m1, int accum) {
     enum { RG = 4 };
     const int bs = kind == KIND_INIT16 ? 16 : 32, nk = bs / 4, nu = SB_UNITS(kind);
-    const int nu2 = kind == KIND_INIT32 ? 1 : 2; /* units taken together (sharing bytes) */
+    const int nu2 = kind == KIND_INIT32 || kind == KIND_NL32 ? 1 : 2; /* units taken together (sharing bytes) */
     const size_t sbw = SB_BYTES(kind), xbs = (size_t)(nk + 2) * rx * 4;
     const int pf_lines = (int)((sbw / 64 + (size_t)nu - 1) / (size_t)nu); /* lines prefetched per unit */
     /* Q8_0 and Q4_0 from 5 rows on: one pass with the float sums in L1 beats
      * loading the weights twice (8 rows: 1.25 vs 1.4x one row); the K-quants'
      * heavier passes gain nothing from it */
-    const int in_regs = rx <= (kind == KIND_INIT32 ? 4 : 8), rg_max = in_regs ? RG : rx;
+    const int in_regs = rx <= (kind == KIND_INIT32 || kind == KIND_NL32 ? 4 : 8), rg_max = in_regs ? RG : rx;
     __m512 f0[8], f1[8];
     float fm[RXMAX][32] __attribute__((aligned(64)));
     _Pragma("GCC unroll 16")
@@ -416,16 +471,20 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
 #define KERN_CALL_KIND_INIT32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_INIT32, y, ys, m0, m1, accum)
 #define KERN_CALL_KIND_MIN32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_MIN32, y, ys, m0, m1, accum)
 #define KERN_CALL_KIND_INIT16(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_INIT16, y, ys, m0, m1, accum)
+#define KERN_CALL_KIND_NL32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_NL32, y, ys, m0, m1, accum)
+#define KERN_CALL_KIND_XS32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_XS32, y, ys, m0, m1, accum)
 KERN_OF(kern_pair_init32, KIND_INIT32)
 KERN_OF(kern_pair_min32, KIND_MIN32)
 KERN_OF(kern_pair_init16, KIND_INIT16)
+KERN_OF(kern_pair_nl32, KIND_NL32)
+KERN_OF(kern_pair_xs32, KIND_XS32)
 
 /* ---- prepacked weights: panel P, K-slice s at ((P * n_slices) + s) * panel_bytes(kc) ---- */
 
 static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
 
 size_t mm_avx512_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
-    if (!mm_type_has_gemmq(type)) return 0;
+    if (!mm_type_has_gemmq(type)) return 0; /* (IQ4_NL: packed per call only) */
     return (size_t)((n_out + PR_I8 - 1) / PR_I8) * (size_t)n_slices(n_in) * panel_bytes(type, kc_of(n_in));
 }
 
@@ -481,6 +540,8 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 const uint8_t *pw1 = two ? pw + pstep : pw;
                 if (kind == KIND_INIT32) kern_pair_init32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
                 else if (kind == KIND_MIN32) kern_pair_min32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
+                else if (kind == KIND_NL32) kern_pair_nl32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
+                else if (kind == KIND_XS32) kern_pair_xs32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
                 else kern_pair_init16(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
             }
         }

@@ -129,8 +129,11 @@ static inline int mm_type_is_float(uint32_t type) { return type == QT_F32 || typ
 /* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles; the
  * others go through the dot kernels at every T. */
 static inline int mm_type_has_gemmq(uint32_t type) {
-    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K;
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS;
 }
+/* (IQ4_NL has the AVX-512 GEMM too, but packed per call only, from 4 rows: fewer rows
+ * and decode keep the dot kernels, as its 32-element units make one row over packed
+ * panels slower than the dot kernel: bench_matmul -P 1 -T 1, 0.6-0.9x.) */
 
 /* ---- one call ------------------------------------------------------------------- */
 typedef struct mm_args {
