@@ -712,16 +712,21 @@ static void cmd_system(ui_app *a, conv *c, const ui_cmd *cmd) {
         app_set_panel(a, text);
         return;
     }
-    char *s = cmd->ivalue ? strdup("") : strndup(cmd->arg, cmd->arg_len);
+    if (!app_set_system(a, c, cmd->ivalue ? "" : cmd->arg, cmd->ivalue ? 0 : cmd->arg_len)) return;
+    ui_app_notice(a, false, cmd->ivalue ? "system prompt cleared" : "system prompt set");
+}
+
+bool app_set_system(ui_app *a, conv *c, const char *text, size_t len) {
+    char *s = strndup(text, len);
     if (!s) {
         app_reject(a, "out of memory");
-        return;
+        return false;
     }
     free(c->system);
     c->system = s;
     c->meta_dirty = true;
     app_save_conv(a, c, true, 0);
-    ui_app_notice(a, false, cmd->ivalue ? "system prompt cleared" : "system prompt set");
+    return true;
 }
 
 static void cmd_rename(ui_app *a, conv *c, const char *arg, size_t len) {

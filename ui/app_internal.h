@@ -21,6 +21,9 @@ int app_add_tab(ui_app *a, conv *c);
 void app_save_tabs(ui_app *a);
 /* Saves a tab; a failure becomes the notice (the tab keeps everything). */
 void app_save_conv(ui_app *a, conv *c, bool force, double now);
+/* The tab's system prompt becomes text[0..len), saved with its session; false
+ * (and the command refused) when out of memory. Shared by /system and /role. */
+bool app_set_system(ui_app *a, conv *c, const char *text, size_t len);
 /* Removes tab i without saving it (its session was deleted). */
 void app_drop_tab(ui_app *a, int i);
 /* A session loaded from the database: its model fixed up for this app (the

@@ -47,15 +47,7 @@ void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len) {
     }
     for (int i = 0; i < cf->n_roles; i++) {
         if (strlen(cf->roles[i].name) != len || memcmp(cf->roles[i].name, name, len)) continue;
-        char *s = strdup(cf->roles[i].prompt);
-        if (!s) {
-            app_reject(a, "out of memory");
-            return;
-        }
-        free(c->system);
-        c->system = s;
-        c->meta_dirty = true;
-        app_save_conv(a, c, true, 0);
+        if (!app_set_system(a, c, cf->roles[i].prompt, strlen(cf->roles[i].prompt))) return;
         ui_app_notice(a, false, "role %s: its system prompt is this tab's now (/system shows it)", cf->roles[i].name);
         return;
     }
