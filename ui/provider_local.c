@@ -116,13 +116,16 @@ static int find_parser(prov_local *l, int64_t id, int seq) {
     return -1;
 }
 
-/* Answer i is over: what its parser holds goes out, then it goes. */
-static void end_parser(prov_local *l, int i) {
+/* Answer i is over: what its parser holds goes out, then it goes.
+ * Returns how many reasoning pieces it saw (one a token). */
+static int end_parser(prov_local *l, int i) {
     answer_parser *a = l->parsers[i];
     reasoning_finish(a->p);
+    const int pieces = reasoning_pieces(a->p);
     reasoning_parser_free(a->p);
     free(a);
     l->parsers[i] = l->parsers[--l->n_parsers];
+    return pieces;
 }
 
 /* The prompt; with thinking off (/think off) a Jinja template renders with
@@ -185,14 +188,14 @@ static prov_event *local_next(provider *p) {
         } else if (ev->kind == EV_TOKEN) {
             out = prov_event_text(ev->request_id, ev->seq_index, ev->text ? ev->text : "", ev->text_len);
         } else if (ev->kind == EV_DONE) {
-            if (pi >= 0) end_parser(l, pi); /* its held text is queued before the done */
+            const int reasoning_tokens = pi >= 0 ? end_parser(l, pi) : 0; /* held text queued before the done */
             static const char *names[] = {"", "stop", "length", "cancelled", "error"};
             int state = ev->finish == FINISH_CANCELLED ? DB_STATE_CANCELLED
                         : ev->finish == FINISH_ERROR   ? DB_STATE_ERROR
                                                        : DB_STATE_DONE;
             db_usage u = {.prompt_tokens = ev->prompt_tokens, .cached_tokens = ev->cached_tokens,
                           .completion_tokens = ev->completion_tokens, .ttft_ms = ev->ttft_ms, .tpot_ms = ev->tpot_ms};
-            if (pi >= 0) u.reasoning_tokens = reasoning_pieces(l->parsers[pi]->p); /* one piece a token */
+            u.reasoning_tokens = reasoning_tokens;
             const char *why = l->error_id == ev->request_id && l->error[0] ? l->error : "the engine failed";
             out = prov_event_done(ev->request_id, ev->seq_index, state,
                                   names[ev->finish <= FINISH_ERROR ? ev->finish : 0], &u,

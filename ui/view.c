@@ -595,16 +595,16 @@ static void on_mouse(view *v) {
     }
 }
 
-/* Mouse reports on (the wheel and button 1; Shift-drag still selects text in
- * xterm-like terminals), unless the config turned them off. */
+/* Mouse reports on (Shift-drag still selects text in xterm-like terminals),
+ * unless the config turned them off. Every button event is asked for, not
+ * only the ones on_mouse acts on: ncurses answers an event outside the mask
+ * by reading on for the next key, so a filtered release or right click would
+ * block get_wch even in nodelay mode (a press whose release followed before
+ * the frame was drawn left the click undrawn until the next key). Only
+ * motion stays off (REPORT_MOUSE_POSITION would ask for every move). */
 static void mouse_on(view *v) {
     if (v->a->cfg.no_mouse) return;
-    mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED
-#ifdef BUTTON5_PRESSED
-                  | BUTTON5_PRESSED
-#endif
-              ,
-              NULL);
+    mousemask(ALL_MOUSE_EVENTS, NULL);
     mouseinterval(0); /* presses at once, no wait for a click */
 }
 
