@@ -12,11 +12,14 @@
 # these runs out.
 # LLC_RUN_PREFIX runs each test program through a command (make test-arm: qemu-aarch64).
 # Every test has a time limit (LLC_TEST_TIMEOUT seconds, default 600): a hung test
-# fails with its name instead of hanging the run.
+# fails with its name instead of hanging the run. The run ends with its ten
+# slowest entries (CI's 90 minutes are a budget: this shows where they go).
 limit=${LLC_TEST_TIMEOUT:-600}
 total_pass=0
 total_fail=0
 log=$(mktemp)
+times=$(mktemp)
+run_start=$(date +%s)
 scripts=${LLC_CLI_SCRIPTS:-tests/cli_*.sh}
 [ -n "$LLC_NO_CLI" ] && scripts="" # (make test-cuda: the test programs only)
 simd_tests=""
@@ -45,12 +48,14 @@ for entry in "$@" $scripts $simd_tests $kv_tests; do
     if [ -n "$simd" ]; then echo "== LLC_SIMD=$simd $t"
     elif [ -n "$kv" ]; then echo "== LLC_TEST_KV_TYPE=$kv $t"
     else echo "== $t"; fi
+    t0=$(date +%s)
     case "$t" in
         *.sh) timeout -k 10 "$limit" sh "$t" >"$log" 2>&1 ;;
         *) LLC_SIMD=${simd:-$LLC_SIMD} LLC_TEST_KV_TYPE=${kv:-$LLC_TEST_KV_TYPE} \
                timeout -k 10 "$limit" $LLC_RUN_PREFIX "$t" >"$log" 2>&1 ;;
     esac
     rc=$?
+    echo "$(($(date +%s) - t0)) $entry" >>"$times"
     cat "$log"
     [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "   ($t ran past its ${limit} s limit and was stopped)"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
@@ -68,6 +73,8 @@ for entry in "$@" $scripts $simd_tests $kv_tests; do
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
 done
-rm -f "$log"
+echo "slowest (seconds) of $(($(date +%s) - run_start)) s in all:"
+sort -rn "$times" | head -n 10 | sed 's/^/    /'
+rm -f "$log" "$times"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
