@@ -162,7 +162,7 @@ static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv
     const char *const *stops = chat_stop_strings(l->cfg.tmpl);
     for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
     r.stop = stops;
-    r.special_text = l->reasoning == REASONING_HARMONY; /* its markers are control tokens */
+    r.special_text = reasoning_special_text(l->reasoning); /* its markers are control tokens */
     const bool opened = reasoning_prompt_ids_open(l->reasoning, l->cfg.tok, pr.ids, pr.n_ids);
     int64_t id = engine_submit(l->cfg.e, l->client, &r, err);
     free(pr.ids);

@@ -726,8 +726,8 @@ int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *e
         if (!strcmp(f->valuestring, "none")) g->reasoning = REASONING_NONE;
     }
     if (g->reasoning == REASONING_NONE) return 0;
-    /* harmony's markers are control tokens: the answer must show them */
-    if (g->reasoning == REASONING_HARMONY) g->req.special_text = true;
+    /* harmony's markers (Command-A's, Gemma 4's, ...) are control tokens: the answer must show them */
+    if (reasoning_special_text(g->reasoning)) g->req.special_text = true;
     /* a template that opens the block itself: the prompt's last tokens say so */
     g->in_reasoning = reasoning_prompt_ids_open(g->reasoning, m->tok, g->req.prompt, g->req.n_prompt);
     return 0;
