@@ -196,14 +196,17 @@ import json, sys; print(json.loads(sys.stdin.readline())["result"]["session"]["i
     got=$(printf '{"id":2,"method":"sessions.get","session":%s}\n' "$sid" | $C "$S" | python3 -c '
 import json, sys
 m = json.loads(sys.stdin.readline())["result"]["session"]["messages"][-1]
-print("%s|%s|%s" % (m["content"], m.get("reasoning_content"), m["usage"].get("reasoning_tokens", 0) > 0))')
-    same "ndjson sessions.get: the answer's reasoning_content and reasoning_tokens" "Hello there.|I plan.|True" "$got"
+u = m["usage"]
+print("%s|%s|%s|%s" % (m["content"], m.get("reasoning_content"), u.get("reasoning_tokens", 0) > 0, u.get("reasoning_ms", 0) > 0))')
+    same "ndjson sessions.get: the answer's reasoning_content, reasoning_tokens and reasoning_ms (not 0)" \
+        "Hello there.|I plan.|True|True" "$got"
     stop_server "$SP"
     stored=$(python3 -c '
 import sqlite3, sys
-for row in sqlite3.connect(sys.argv[1]).execute("SELECT content, reasoning, reasoning_tokens > 0 FROM messages WHERE role = 2"):
-    print("%s|%s|%d" % row)' "$TMP/n.db" 2>&1)
-    same "ndjson session chat: stored apart, with its token count" "Hello there.|I plan.|1" "$stored"
+for row in sqlite3.connect(sys.argv[1]).execute(
+        "SELECT content, reasoning, reasoning_tokens > 0, reasoning_ms > 0 FROM messages WHERE role = 2"):
+    print("%s|%s|%d|%d" % row)' "$TMP/n.db" 2>&1)
+    same "ndjson session chat: stored apart, with its token count and time" "Hello there.|I plan.|1|1" "$stored"
 else
     bad "serve (ndjson) starts" "$(cat "$TMP/serve.log")"
 fi
