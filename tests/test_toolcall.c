@@ -229,6 +229,23 @@ static const sample SAMPLES[] = {
      {{"get_weather", "{\"opts\": {\"k\":[1,true],\"opts\":\"x\"}, \"metric\": false}"}}},
     {TOOLCALL_MINIMAX_M3, "x ]<]minimax[>[<tool_call> ]<]minimax[>[<invo", "x ]<]minimax[>[<tool_call> ]<]minimax[>[<invo",
      {{0}}},
+    /* Apriel: a JSON array in <tool_calls> (MINIMAX_M1's reader), after the reasoning parser took
+       [BEGIN FINAL RESPONSE] */
+    {TOOLCALL_MINIMAX_M1,
+     "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}, "
+     "{\"name\": \"now\", \"arguments\": {}}]</tool_calls>",
+     "",
+     {{"get_weather", "{\"location\": \"Paris\"}"}, {"now", "{}"}}},
+    /* tencent Hy3: GLM's markup, every tag suffixed */
+    {TOOLCALL_HUNYUAN,
+     "Checking.<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+     "<arg_key:opensource>location</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n"
+     "<arg_key:opensource>days</arg_key:opensource>\n<arg_value:opensource>3</arg_value:opensource>\n"
+     "</tool_call:opensource>\n<tool_call:opensource>now<tool_sep:opensource>\n</tool_call:opensource>\n"
+     "</tool_calls:opensource>",
+     "Checking.",
+     {{"get_weather", "{\"location\": \"Paris\", \"days\": 3}"}, {"now", "{}"}}},
+    {TOOLCALL_HUNYUAN, "a <tool_calls:opensource> <tool_c", "a <tool_calls:opensource> <tool_c", {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -310,7 +327,8 @@ static void test_detect_real_templates(void) {
         {"GLM-4.6", TOOLCALL_GLM},
         {"MiniMax-M1", TOOLCALL_MINIMAX_M1}, /* JSON lines in <tool_calls> */
         {"MiniMax-M3", TOOLCALL_MINIMAX_M3}, /* markup namespaced by a token string */
-        {"Apriel-1.6-15b-Thinker-fixed", TOOLCALL_GENERIC}, /* a JSON array in <tool_calls>: not yet */
+        {"Apriel-1.6-15b-Thinker-fixed", TOOLCALL_MINIMAX_M1}, /* a JSON array in <tool_calls> */
+        {"tencent-Hy3", TOOLCALL_HUNYUAN},
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},
         {"google-gemma-2-2b-it", TOOLCALL_GENERIC}, /* no tools at all */
     };

@@ -663,7 +663,7 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     g->req.special_text = native && g->tools &&
                           (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3 ||
                            m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX ||
-                           m->tool_format == TOOLCALL_MINIMAX_M3);
+                           m->tool_format == TOOLCALL_MINIMAX_M3 || m->tool_format == TOOLCALL_HUNYUAN);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;

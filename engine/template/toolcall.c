@@ -53,9 +53,11 @@ toolcall_format toolcall_detect(const char *src) {
        string (]<]minimax[>[<invoke ...) */
     if (strstr(src, "<minimax:tool_call>") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX;
     if (strstr(src, "]<]minimax[>[") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX_M3;
-    /* MiniMax-M1: JSON objects one per line in <tool_calls> (Apriel's JSON array
-       in the same tags stays generic: its reasoning markers are not read yet) */
-    if (strstr(src, "<tool_calls>") && !strstr(src, "<tool_calls>[")) return TOOLCALL_MINIMAX_M1;
+    /* tencent Hy3 builds GLM-style tags with a suffix: '<tool_call{}>'.format(':opensource') */
+    if (strstr(src, "<tool_call{}>") && strstr(src, "<arg_key{}>") && strstr(src, ":opensource")) return TOOLCALL_HUNYUAN;
+    /* MiniMax-M1: JSON objects one per line in <tool_calls>; Apriel: a JSON array
+       in the same tags (the reader takes both) */
+    if (strstr(src, "<tool_calls>")) return TOOLCALL_MINIMAX_M1;
     if (strstr(src, "<tool_call>")) {
         if (strstr(src, "<function=") && strstr(src, "<parameter=")) return TOOLCALL_QWEN3_CODER;
         if (strstr(src, "<arg_key>") && strstr(src, "<arg_value>")) return TOOLCALL_GLM;
@@ -79,6 +81,7 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_MINIMAX: return "minimax";
     case TOOLCALL_MINIMAX_M1: return "minimax_m1";
     case TOOLCALL_MINIMAX_M3: return "minimax_m3";
+    case TOOLCALL_HUNYUAN: return "hunyuan";
     default: return "generic";
     }
 }
