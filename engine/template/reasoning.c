@@ -115,7 +115,9 @@ bool reasoning_prompt_opens(reasoning_format f, const char *prompt) {
 }
 
 bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n) {
-    const int k = n < 16 ? n : 16; /* "<mm:think>" and whitespace: a few tokens in any vocabulary */
+    /* the opening marker and whitespace: a few tokens in a real vocabulary, one a byte at worst
+       (Apriel's "Here are my reasoning steps:\n" is 29 bytes) */
+    const int k = n < 64 ? n : 64;
     char *tail = NULL;
     bool open = has_block(f) && k > 0 && tok_decode(tok, ids + n - k, k, true, &tail, NULL) == 0 &&
                 reasoning_prompt_opens(f, tail);

@@ -88,7 +88,7 @@ bool reasoning_special_text(reasoning_format f);
  * with the block's opening marker (THINK: "<think>"; APRIEL: "Here are my
  * reasoning steps:") and optional whitespace. */
 bool reasoning_prompt_opens(reasoning_format f, const char *prompt);
-/* The same for prompt tokens (the last few, rendered with their special tokens):
+/* The same for prompt tokens (the last 64, rendered with their special tokens):
  * what the server and the chat ask before they start a parser. */
 bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n);
 
