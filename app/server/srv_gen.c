@@ -706,8 +706,12 @@ int srv_gen_thinking_off(srv_gen *g, llc_err *err) {
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "enable_thinking");
     cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "thinking_mode");
+    cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "thinking");
+    cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "reasoning");
     return cJSON_AddFalseToObject(g->template_vars, "enable_thinking") &&
-                   cJSON_AddStringToObject(g->template_vars, "thinking_mode", "disabled") /* MiniMax-M3's */
+                   cJSON_AddStringToObject(g->template_vars, "thinking_mode", "disabled") && /* MiniMax-M3's */
+                   cJSON_AddFalseToObject(g->template_vars, "thinking") &&  /* Kimi K3's, DeepSeek V3.1's */
+                   cJSON_AddFalseToObject(g->template_vars, "reasoning")    /* Command-A's */
                ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
 }
 
