@@ -271,6 +271,15 @@ static const sample SAMPLES[] = {
      "",
      {{"get_weather", "{\"location\": \"Oslo\"}"}, {"now", "{}"}}},
     {TOOLCALL_COMMAND_A, "a <|START_ACTION|> b", "a <|START_ACTION|> b", {{0}}},
+    /* Gemma 4: bare keys, <|"|>-quoted strings, made JSON */
+    {TOOLCALL_GEMMA4,
+     "Sure.<|tool_call>call:get_weather{location:<|\"|>Paris, \"FR\" {x}<|\"|>,days:3,metric:true,"
+     "opts:{k:[1,<|\"|>a<|\"|>],w:cloudy}}<tool_call|><|tool_call>call:now{}<tool_call|>",
+     "Sure.",
+     {{"get_weather", "{\"location\":\"Paris, \\\"FR\\\" {x}\",\"days\":3,\"metric\":true,"
+                      "\"opts\":{\"k\":[1,\"a\"],\"w\":\"cloudy\"}}"},
+      {"now", "{}"}}},
+    {TOOLCALL_GEMMA4, "a <|tool_call>call:x y{}", "a <|tool_call>call:x y{}", {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -357,6 +366,7 @@ static void test_detect_real_templates(void) {
         {"Kimi-K2-Instruct", TOOLCALL_KIMI_K2},
         {"upstage-Solar-Open-100B", TOOLCALL_SOLAR},
         {"Cohere2MoE", TOOLCALL_COMMAND_A},
+        {"google-gemma-4-31B-it-interleaved", TOOLCALL_GEMMA4},
         {"CohereForAI-c4ai-command-r-plus-tool_use", TOOLCALL_GENERIC}, /* "Action: ```json": not read */
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},
         {"google-gemma-2-2b-it", TOOLCALL_GENERIC}, /* no tools at all */

@@ -52,6 +52,8 @@ toolcall_format toolcall_detect(const char *src) {
     /* sequences of control tokens around a JSON call: Kimi K2's, Solar Open's */
     if (strstr(src, "<|tool_call_begin|>") && strstr(src, "<|tool_call_argument_begin|>")) return TOOLCALL_KIMI_K2;
     if (strstr(src, "<|tool_call:begin|>") && strstr(src, "<|tool_call:args|>")) return TOOLCALL_SOLAR;
+    /* Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,...}<tool_call|> */
+    if (strstr(src, "<|tool_call>") && strstr(src, "<tool_call|>")) return TOOLCALL_GEMMA4;
     /* Command-A (Cohere2MoE): a JSON array of {"tool_call_id", "tool_name", "parameters"} */
     if (strstr(src, "<|START_ACTION|>") && strstr(src, "tool_name")) return TOOLCALL_COMMAND_A;
     /* XML-style arguments: MiniMax-M2's own block; M3's, namespaced by a token
@@ -90,6 +92,7 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_KIMI_K2: return "kimi_k2";
     case TOOLCALL_SOLAR: return "solar";
     case TOOLCALL_COMMAND_A: return "command_a";
+    case TOOLCALL_GEMMA4: return "gemma4";
     default: return "generic";
     }
 }
@@ -188,6 +191,8 @@ typedef enum pstate {
     P_SQ_LIST,      /* KIMI_K2, SOLAR: inside the section, before a call or its end */
     P_SQ_NAME,      /* KIMI_K2, SOLAR: a call's (id and) name, up to the arguments' marker */
     P_SQ_END,       /* KIMI_K2, SOLAR: after the arguments, the call's end marker */
+    P_G4_CALL,      /* GEMMA4: after <|tool_call>call:, the name and its {...} */
+    P_G4_END,       /* GEMMA4: after the arguments, <tool_call|> */
 } pstate;
 
 /* KIMI_K2 and SOLAR: a section of calls, each a sequence of markers around
@@ -252,6 +257,9 @@ static const char *const M1_OPEN = "<tool_calls>";
 static const char *const M1_CLOSE = "</tool_calls>";
 static const char *const CA_OPEN = "<|START_ACTION|>";
 static const char *const CA_CLOSE = "<|END_ACTION|>";
+static const char *const G4_OPEN = "<|tool_call>call:";
+static const char *const G4_CLOSE = "<tool_call|>";
+static const char *const G4_QUOTE = "<|\"|>"; /* Gemma 4's string delimiter */
 
 static const seq_markup *seq_of(toolcall_format f) {
     return f == TOOLCALL_KIMI_K2 ? &KIMI_K2 : f == TOOLCALL_SOLAR ? &SOLAR : NULL;
@@ -268,6 +276,7 @@ static const char *marker_of(toolcall_format f) {
     case TOOLCALL_HARMONY: return HARMONY_TO;
     case TOOLCALL_MINIMAX_M1: return M1_OPEN;
     case TOOLCALL_COMMAND_A: return CA_OPEN;
+    case TOOLCALL_GEMMA4: return G4_OPEN;
     case TOOLCALL_KIMI_K2: return KIMI_K2.open;
     case TOOLCALL_SOLAR: return SOLAR.open;
     default: return HERMES_OPEN;
@@ -561,6 +570,7 @@ static bool step_text(toolcall_parser *p, bool at_end) {
                       : p->fmt == TOOLCALL_HARMONY ? P_HA_NAME
                       : p->fmt == TOOLCALL_MINIMAX_M1 || p->fmt == TOOLCALL_COMMAND_A ? P_TC_LIST
                       : seq_of(p->fmt)                                            ? P_SQ_LIST
+                      : p->fmt == TOOLCALL_GEMMA4                                 ? P_G4_CALL
                                                                                   : P_H_OPEN;
         begin_markup(p, e, k + ml, next);
         return true;
@@ -631,6 +641,97 @@ static bool step_seq_list(toolcall_parser *p, bool at_end) {
         p->pos = i; /* the calls stand, the rest is text */
         p->st = P_TEXT;
     }
+    return true;
+}
+
+/* GEMMA4: the end of the value {...} at s[i] == '{' (nested braces and
+ * brackets, <|"|>-quoted strings skipped): just past its '}', 0 when s ends
+ * first, or (size_t)-1 when it is not one. */
+static size_t g4_value_end(const char *s, size_t i, size_t n) {
+    const size_t ql = strlen(G4_QUOTE);
+    int depth = 0;
+    for (size_t k = i; k < n; k++) {
+        if (s[k] == '<' && n - k >= ql && memcmp(s + k, G4_QUOTE, ql) == 0) {
+            const char *q = memmem(s + k + ql, n - k - ql, G4_QUOTE, ql);
+            if (!q) return 0;
+            k = (size_t)(q - s) + ql - 1;
+        } else if (s[k] == '{' || s[k] == '[') {
+            if (++depth > 64) return (size_t)-1;
+        } else if (s[k] == '}' || s[k] == ']') {
+            if (--depth == 0) return k + 1;
+        }
+    }
+    return 0;
+}
+
+/* GEMMA4: its value syntax as JSON: <|"|>text<|"|> a string, a bare word
+ * before ':' a key, true / false / null / a number as they are, any other bare
+ * word a string. */
+static void g4_to_json(sbuf *out, const char *s, size_t n) {
+    const size_t ql = strlen(G4_QUOTE);
+    for (size_t k = 0; k < n;) {
+        if (n - k >= ql && memcmp(s + k, G4_QUOTE, ql) == 0) {
+            const char *q = memmem(s + k + ql, n - k - ql, G4_QUOTE, ql);
+            const size_t e = q ? (size_t)(q - s) : n;
+            sb_add(out, "\"", 1);
+            sb_json_escape(out, s + k + ql, e - k - ql);
+            sb_add(out, "\"", 1);
+            k = q ? e + ql : n;
+        } else if (strchr("{}[],:", s[k]) || is_ws(s[k])) {
+            sb_add(out, s + k, 1);
+            k++;
+        } else {
+            size_t e = k;
+            while (e < n && !strchr("{}[],:", s[e]) && !(n - e >= ql && memcmp(s + e, G4_QUOTE, ql) == 0)) e++;
+            size_t b = e;
+            while (b > k && is_ws(s[b - 1])) b--;
+            const size_t after = skip_ws(s, e, n);
+            const bool key = after < n && s[after] == ':';
+            const char *lit_end = NULL;
+            cJSON *lit = key ? NULL : cJSON_ParseWithLengthOpts(s + k, b - k, &lit_end, false);
+            const bool raw = lit && lit_end == s + b && !cJSON_IsObject(lit) && !cJSON_IsArray(lit) && !cJSON_IsString(lit);
+            cJSON_Delete(lit);
+            if (raw) {
+                sb_add(out, s + k, b - k);
+            } else {
+                sb_add(out, "\"", 1);
+                sb_json_escape(out, s + k, b - k);
+                sb_add(out, "\"", 1);
+            }
+            sb_add(out, s + b, e - b);
+            k = e;
+        }
+    }
+}
+
+/* GEMMA4: NAME{...}: announces the call once its value is complete, with the
+ * value as JSON for its arguments. */
+static bool step_g4_call(toolcall_parser *p, bool at_end) {
+    const char *s = p->buf.p;
+    const size_t n = p->buf.len;
+    size_t k = p->pos;
+    while (k < n && s[k] != '{' && !is_ws(s[k]) && s[k] != '<' && k - p->pos <= 128) k++;
+    if (k == n && k - p->pos <= 128 && !at_end) return false; /* the name goes on */
+    const size_t end = k < n && s[k] == '{' && k > p->pos && k - p->pos <= 128 ? g4_value_end(s, k, n) : (size_t)-1;
+    if (end == 0 && !at_end) return false;
+    if (end == 0 || end == (size_t)-1) {
+        not_a_call(p);
+        return true;
+    }
+    char *name = strndup(s + p->pos, k - p->pos);
+    sbuf args = {0};
+    g4_to_json(&args, s + k, end - k);
+    if (!name || args.oom) {
+        p->oom = true;
+    } else {
+        out_call(p, name);
+        out_args(p, args.p, args.len);
+    }
+    free(name);
+    free(args.p);
+    p->cur = -1;
+    p->pos = end;
+    p->st = P_G4_END;
     return true;
 }
 
@@ -770,6 +871,8 @@ static bool step(toolcall_parser *p, bool at_end) {
         return begin_named_call(p, k, (size_t)(msg - s) + strlen(HARMONY_MESSAGE));
     }
     case P_HA_END: return step_close(p, HARMONY_CALL, at_end);
+    case P_G4_CALL: return step_g4_call(p, at_end);
+    case P_G4_END: return step_close(p, G4_CLOSE, at_end);
     case P_SQ_LIST: return step_seq_list(p, at_end);
     case P_SQ_NAME: return step_seq_name(p, at_end);
     case P_SQ_END: return step_close(p, seq_of(p->fmt)->call_close, at_end);

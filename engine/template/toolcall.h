@@ -47,7 +47,9 @@
  *          <|tool_call:end|>...<|calls|> (Solar Open)
  * COMMAND_A <|START_ACTION|>[{"tool_call_id": "0", "tool_name": N, "parameters": {...}},
  *          ...]<|END_ACTION|> (Cohere Command-A / Cohere2MoE)
- *          These three's markers are control tokens: the answer must show them.
+ * GEMMA4   <|tool_call>call:N{key:<|"|>text<|"|>,n:18,o:{k:true}}<tool_call|> (Gemma 4:
+ *          bare keys, <|"|>-quoted strings; made JSON once the value is complete)
+ *          These four's markers are control tokens: the answer must show them.
  * GENERIC  templates whose own tool format is not one of these (or that have
  *          none: the built-in formats): the conversation gets a system message
  *          describing the tools (toolcall_generic_messages) that asks for
@@ -93,6 +95,7 @@ typedef enum toolcall_format {
     TOOLCALL_KIMI_K2,
     TOOLCALL_SOLAR,
     TOOLCALL_COMMAND_A,
+    TOOLCALL_GEMMA4,
     TOOLCALL_N_FORMATS /* (a count, not a format) */
 } toolcall_format;
 
@@ -102,7 +105,7 @@ typedef enum toolcall_format {
  * not read here (command-r, functionary v3.1 / v3.2, DeepSeek ...). */
 toolcall_format toolcall_detect(const char *jinja_src);
 /* "generic", "hermes", "llama3", "mistral", "harmony", "qwen3_coder", "glm",
- * "minimax", "minimax_m1", "minimax_m3", "hunyuan", "kimi_k2", "solar", "command_a". */
+ * "minimax", "minimax_m1", "minimax_m3", "hunyuan", "kimi_k2", "solar", "command_a", "gemma4". */
 const char *toolcall_format_name(toolcall_format f);
 
 /* Where a parser's output goes as it is decided (each callback may be NULL;

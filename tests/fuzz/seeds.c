@@ -275,7 +275,7 @@ static void answer_seeds(void) {
                   "<tool_sep:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>"},
         {0xb9, 0, "<think>r</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:0"
                   "<|tool_call_argument_begin|>{\"x\": [1]}<|tool_call_end|><|tool_calls_section_end|>"},
-        {0x03, 1, "<|channel>thought\nx<channel|>y"},
+        {0xeb, 1, "<|channel>thought\nx<channel|><|tool_call>call:f{a:<|\"|>t, \"u\"<|\"|>,b:[1,{c:x}]}<tool_call|>"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         char name[32], buf[512];
