@@ -279,6 +279,16 @@ int conv_append(conv *c, int alt, const char *text, size_t len) {
     return 0;
 }
 
+void conv_reasoning_clock(conv_msg *m, bool reasoning, double now_ms) {
+    if (!m->reasoning_t0) { /* not running: the reasoning (re)starts it, its time so far kept */
+        const double t0 = now_ms - m->usage.reasoning_ms;
+        if (reasoning) m->reasoning_t0 = t0 > 0 ? t0 : 1e-9; /* (0 means stopped) */
+        return;
+    }
+    if (reasoning || !m->len) m->usage.reasoning_ms = now_ms - m->reasoning_t0;
+    if (!reasoning) m->reasoning_t0 = 0; /* the answer began: the time is kept */
+}
+
 int conv_append_reasoning(conv *c, int alt, const char *text, size_t len) {
     if (alt < 0 || alt >= c->n_alts) return LLC_ERR_RANGE;
     conv_msg *m = c->alts[alt];

@@ -35,8 +35,8 @@ typedef struct conv_msg {
     size_t r_len, r_cap;
     bool reasoning_dirty; /* changed since the last save (dirty is set too) */
     bool reasoning_shown; /* the view unfolds it (the UI's; not stored) */
-    double reasoning_t0;  /* when its reasoning began streaming, ms, while it does (the UI's
-                             clock for usage.reasoning_ms: ui/thinking.h) */
+    double reasoning_t0;  /* when its reasoning began streaming, ms, while it does (the clock
+                             for usage.reasoning_ms: conv_reasoning_clock) */
     tw_lines r_wrap;      /* the view's wrap of it */
     db_usage usage;
     char finish[16];     /* "stop", "length", "cancelled", "error", "" */
@@ -125,6 +125,11 @@ int conv_append(conv *c, int alt, const char *text, size_t len);
 /* Appends streamed reasoning to alternative i (stored beside its text; later
  * prompts carry it apart, chat_msg.reasoning, for the template to show or drop). */
 int conv_append_reasoning(conv *c, int alt, const char *text, size_t len);
+/* A piece of answer m arrived at now_ms: of its reasoning (the clock starts at
+ * the first and runs to the last) or of its text (the clock stops), so that
+ * usage.reasoning_ms is how long the reasoning streamed ("thought for 4.2 s";
+ * the chat and the server's sessions both keep it). */
+void conv_reasoning_clock(conv_msg *m, bool reasoning, double now_ms);
 /* Marks alternative i finished; usage (may be NULL) replaces its numbers, but a
  * reasoning size or time the caller measured while it streamed stays unless
  * usage has its own. */

@@ -4,7 +4,8 @@
 # message.reasoning_content and content, and streamed as delta.reasoning_content
 # and delta.content; "reasoning_format": "none" in a request, or
 # `serve --reasoning-format none`, leaves everything in content;
-# chat_template_kwargs ({"enable_thinking": false}) reach the template. Splitting at
+# chat_template_kwargs ({"enable_thinking": false}) reach the template; Apriel's
+# reasoning (opened by its prompt) and tool calls. Splitting at
 # every byte is tested in tests/test_reasoning.c.
 . tests/lib_cli.sh
 . tests/lib_server.sh
@@ -196,14 +197,17 @@ import json, sys; print(json.loads(sys.stdin.readline())["result"]["session"]["i
     got=$(printf '{"id":2,"method":"sessions.get","session":%s}\n' "$sid" | $C "$S" | python3 -c '
 import json, sys
 m = json.loads(sys.stdin.readline())["result"]["session"]["messages"][-1]
-print("%s|%s|%s" % (m["content"], m.get("reasoning_content"), m["usage"].get("reasoning_tokens", 0) > 0))')
-    same "ndjson sessions.get: the answer's reasoning_content and reasoning_tokens" "Hello there.|I plan.|True" "$got"
+u = m["usage"]
+print("%s|%s|%s|%s" % (m["content"], m.get("reasoning_content"), u.get("reasoning_tokens", 0) > 0, u.get("reasoning_ms", 0) > 0))')
+    same "ndjson sessions.get: the answer's reasoning_content, reasoning_tokens and reasoning_ms (not 0)" \
+        "Hello there.|I plan.|True|True" "$got"
     stop_server "$SP"
     stored=$(python3 -c '
 import sqlite3, sys
-for row in sqlite3.connect(sys.argv[1]).execute("SELECT content, reasoning, reasoning_tokens > 0 FROM messages WHERE role = 2"):
-    print("%s|%s|%d" % row)' "$TMP/n.db" 2>&1)
-    same "ndjson session chat: stored apart, with its token count" "Hello there.|I plan.|1" "$stored"
+for row in sqlite3.connect(sys.argv[1]).execute(
+        "SELECT content, reasoning, reasoning_tokens > 0, reasoning_ms > 0 FROM messages WHERE role = 2"):
+    print("%s|%s|%d|%d" % row)' "$TMP/n.db" 2>&1)
+    same "ndjson session chat: stored apart, with its token count and time" "Hello there.|I plan.|1|1" "$stored"
 else
     bad "serve (ndjson) starts" "$(cat "$TMP/serve.log")"
 fi
@@ -260,15 +264,9 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/re
     check "a bad reasoning_effort is a 400" "reasoning_effort.* 400$" "$out"
     stop_server "$SP"
 fi
-# gpt-oss's function calls: a commentary message to=functions.NAME becomes
-# tool_calls, beside the analysis as reasoning_content (on m4k.gguf: the tools
-# prompt is long)
-if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
-    --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
-    TOOL='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}'
-    F='<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Paris"}<|call|>'
-    for stream in false true; do
-        got=$($H -N http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL], \"stream\": $stream}")" | python3 -c '
+# tsplit: an answer's (one piece or streamed) "reasoning|content|call names|arguments|finish_reason"
+tsplit() {
+    python3 -c '
 import json, sys
 text = sys.stdin.read()
 objs = [json.loads(l[6:]) for l in text.split("\n") if l.startswith("data: {")] or [json.loads(text)]
@@ -283,10 +281,35 @@ for o in objs:
             name += f.get("name") or ""
             args += f.get("arguments") or ""
         fin = ch.get("finish_reason") or fin
-print("%s|%s|%s|%s|%s" % (r, c, name, args, fin))')
+print("%s|%s|%s|%s|%s" % (r, c, name, args, fin))'
+}
+TOOL='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}'
+# gpt-oss's function calls: a commentary message to=functions.NAME becomes
+# tool_calls, beside the analysis as reasoning_content (on m4k.gguf: the tools
+# prompt is long)
+if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
+    --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
+    F='<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Paris"}<|call|>'
+    for stream in false true; do
+        got=$($H -N http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL], \"stream\": $stream}")" | tsplit)
         same "gpt-oss harmony (stream $stream): reasoning, a call of get_weather, finish tool_calls" \
             'Need weather.||get_weather|{"location":"Paris"}|tool_calls' "$got"
     done
+    stop_server "$SP"
+fi
+# ServiceNow Apriel: its prompt ends "Here are my reasoning steps:", so the answer
+# starts inside the reasoning, which [BEGIN FINAL RESPONSE] ends; its calls are a
+# JSON array in <tool_calls>; a call forced by tool_choice "required" is no reasoning
+# (the other formats' parsers and readers: tests/test_reasoning.c, test_toolcall.c)
+if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
+    --chat-template-file "$SHARED/reference/templates/Apriel-1.6-15b-Thinker-fixed.jinja"; then
+    F=$(printf 'Need weather.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{"name": "get_weather", "arguments": {"location": "Paris"}}]</tool_calls>')
+    got=$($H http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL]}")" | tsplit)
+    same "Apriel: reasoning, then a call in its JSON array" \
+        'Need weather.||get_weather|{"location": "Paris"}|tool_calls' "$got"
+    got=$($H http://x/v1/chat/completions -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}],
+        \"max_tokens\": 200, \"temperature\": 0, \"tools\": [$TOOL], \"tool_choice\": \"required\"}" | tsplit)
+    check "Apriel: tool_choice required forces a call, read as one (not as reasoning)" '^||get_weather|{.*}|tool_calls$' "$got"
     stop_server "$SP"
 fi
 expect_fail "serve --reasoning-format sideways" 2 "--reasoning-format: 'sideways' is not auto or none" \

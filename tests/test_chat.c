@@ -2,6 +2,7 @@
  * real Hugging Face `tokenizer.chat_template` strings, names, stop strings and
  * edge cases (empty, system-only, same-role runs, continuation, bad input). */
 #include "engine/template/chat.h"
+#include "engine/template/reasoning.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/test.h"
@@ -979,6 +980,40 @@ static void check_tail(const char *name, const char *got, const char *tail) {
     }
 }
 
+/* The variables /think off (and Ollama's think false) send switch the reference
+ * thinking templates off: with them the prompt no longer opens the reasoning
+ * block (Kimi K3 reads `thinking`, Command-A `reasoning`, Qwen3-style ones
+ * enable_thinking); without them it does. */
+static void test_thinking_off_vars_reach_reference_templates(void) {
+    static const char *const files[] = {"Kimi-K3", "Cohere2MoE", "Apriel-1.6-15b-Thinker-fixed"};
+    static const char *const OFF =
+        "{\"enable_thinking\": false, \"thinking_mode\": \"disabled\", \"thinking\": false, \"reasoning\": false}";
+    for (size_t i = 0; i < LLC_ARRAY_LEN(files); i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/reference/templates/%s.jinja", t_shared(), files[i]);
+        char *src = t_read_file(path, NULL);
+        CHECKF(src != NULL, "cannot read %s", path);
+        chat_template *t = src ? jinja_ok(src, "<s>", true) : NULL;
+        free(src);
+        if (!t) continue;
+        const reasoning_format f = reasoning_detect(chat_tmpl_source(t));
+        cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"Hi\"}]"), *off = cJSON_Parse(OFF);
+        char *on_p = NULL, *off_p = NULL;
+        llc_err err = {{0}};
+        CHECKF(chat_apply_json_vars(t, msgs, NULL, true, NULL, &on_p, &err) == 0, "%s: %s", files[i], err.msg);
+        CHECKF(chat_apply_json_vars(t, msgs, NULL, true, off, &off_p, &err) == 0, "%s: %s", files[i], err.msg);
+        CHECKF(reasoning_prompt_opens(f, on_p), "%s (%s): the prompt opens the reasoning", files[i],
+               reasoning_format_name(f));
+        /* Apriel cannot switch its reasoning off: its prompt opens it either way */
+        const bool apriel = f == REASONING_APRIEL;
+        CHECKF(reasoning_prompt_opens(f, off_p) == apriel, "%s: thinking off, the prompt %s the reasoning", files[i],
+               apriel ? "still opens" : "does not open");
+        free(on_p), free(off_p);
+        cJSON_Delete(msgs), cJSON_Delete(off);
+        chat_template_free(t);
+    }
+}
+
 /* meetkai functionary v3.2 writes '>>>' + name + '\n' + arguments: string +
  * dict fails, so llama.cpp's probe (object arguments {"arg": ...}) never uses
  * arguments.arg and the arguments stay the JSON string they came as. The
@@ -1118,6 +1153,7 @@ int main(void) {
     RUN(test_gemma4_tool_result_stays_string);
     RUN(test_seed_oss);
     RUN(test_reasoning_reaches_the_template);
+    RUN(test_thinking_off_vars_reach_reference_templates);
     RUN(test_vocab_templates);
     return t_summary();
 }

@@ -128,6 +128,53 @@ static void test_minimax(void) {
     CHECK(!reasoning_prompt_opens(REASONING_THINK, "]~b]ai\n<mm:think>"));
 }
 
+/* The other templates' blocks: their markers, the prompt that opens the block,
+ * and the answer's wrapper markup dropped (tool-call markup after it kept). */
+static void test_block_formats(void) {
+    check(REASONING_GRANITE, false, "<think>I plan.</think><response>Hello there.</response>", "I plan.", "Hello there.");
+    check(REASONING_GRANITE, false, "Hello there.", "", "Hello there.");
+    check(REASONING_MISTRAL, false, "[THINK]I plan.[/THINK]Hello there.", "I plan.", "Hello there.");
+    check(REASONING_MISTRAL, false, "<think>x</think>[THINK", "", "<think>x</think>[THINK");
+    const reasoning_format C = REASONING_COMMAND_A;
+    check(C, true, "I plan.<|END_THINKING|><|START_RESPONSE|>Hello there.<|END_RESPONSE|>", "I plan.", "Hello there.");
+    check(C, false, "<|START_RESPONSE|>Hi<|END_RESPONSE|>", "", "Hi"); /* thinking off: the prompt closed it */
+    check(C, true, "Need it.<|END_THINKING|><|START_ACTION|>[{\"tool_name\": \"f\"}]<|END_ACTION|>", "Need it.",
+          "<|START_ACTION|>[{\"tool_name\": \"f\"}]<|END_ACTION|>");
+    check(C, false, "<|START_TEXT|>a <|START_RESP b<|END_TEXT|>", "", "a <|START_RESP b");
+    const reasoning_format G = REASONING_GEMMA4;
+    check(G, false, "<|channel>thought\nI plan.<channel|>Hello there.", "I plan.", "Hello there.");
+    check(G, false, "Hello there.", "", "Hello there.");
+    check(G, false, "<|channel>thought\nI plan.<channel|><|tool_call>call:f{}<tool_call|>", "I plan.",
+          "<|tool_call>call:f{}<tool_call|>");
+    const reasoning_format K = REASONING_KIMI_K3;
+    check(K, true, "I plan.<|close|>think<|sep|><|open|>response<|sep|>Hello there.<|close|>response<|sep|>", "I plan.",
+          "Hello there.");
+    check(K, false, "Hi<|close|>response<|sep|><|close|>message<|sep|>", "", "Hi"); /* the prompt opened response */
+    check(K, true, "a<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>x", "a",
+          "<|open|>tools<|sep|>x");
+    check(REASONING_HUNYUAN, false, "<think:opensource>\nI plan.\n</think:opensource>\nHello there.", "I plan.",
+          "Hello there.");
+    check(REASONING_HUNYUAN, false, "<think:opensource></think:opensource>Hi", "", "Hi");
+    const reasoning_format S = REASONING_SOLAR;
+    check(S, false, "<|think|>I plan.<|end|><|begin|>assistant<|content|>Hello there.<|end|>", "I plan.", "Hello there.");
+    check(S, false, "<|content|>Hi", "", "Hi");
+    check(REASONING_APERTUS, false, "<|inner_prefix|>I plan.<|inner_suffix|>Hello there.", "I plan.", "Hello there.");
+    const reasoning_format A = REASONING_APRIEL;
+    check(A, true, "I plan.\n[BEGIN FINAL RESPONSE]\nHello there.\n[END FINAL RESPONSE]\n", "I plan.", "Hello there.");
+    check(A, true, "Need it.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{\"name\": \"f\", \"arguments\": {}}]</tool_calls>",
+          "Need it.", "<tool_calls>[{\"name\": \"f\", \"arguments\": {}}]</tool_calls>");
+    check(A, true, "cut off [BEGIN FINAL", "cut off [BEGIN FINAL", "");
+    check(A, false, "Hello [END FINAL RESPONSE]", "", "Hello");
+    CHECK(reasoning_prompt_opens(A, "<|begin_assistant|>\nHere are my reasoning steps:\n"));
+    CHECK(reasoning_prompt_opens(C, "<|CHATBOT_TOKEN|><|START_THINKING|>"));
+    CHECK(!reasoning_prompt_opens(C, "<|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>"));
+    CHECK(reasoning_prompt_opens(K, "<|open|>message role=\"assistant\"<|sep|><|open|>think<|sep|>"));
+    CHECK(!reasoning_prompt_opens(K, "<|open|>message role=\"assistant\"<|sep|><|open|>response<|sep|>"));
+    CHECK(!reasoning_prompt_opens(G, "<|turn>model\n<|channel>thought\n<channel|>"));
+    CHECK(reasoning_special_text(C) && reasoning_special_text(REASONING_HARMONY) && !reasoning_special_text(A) &&
+          !reasoning_special_text(REASONING_THINK));
+}
+
 /* reasoning_pieces: the pieces fed inside the reasoning, its markers included,
  * whether the prompt opened it or the answer did. */
 static void test_pieces(void) {
@@ -174,6 +221,20 @@ static void test_detect(void) {
         {"mistralai-Mistral-Nemo-Instruct-2407.jinja", REASONING_NONE},
         {"MiniMax-M1.jinja", REASONING_THINK},   /* its model writes <think>; the template never shows it */
         {"MiniMax-M3.jinja", REASONING_MINIMAX}, /* <mm:think> */
+        {"ibm-granite-granite-3.3-2B-Instruct.jinja", REASONING_GRANITE},
+        {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", REASONING_MISTRAL},
+        {"Cohere2MoE.jinja", REASONING_COMMAND_A},
+        {"google-gemma-4-31B-it-interleaved.jinja", REASONING_GEMMA4},
+        {"Kimi-K3.jinja", REASONING_KIMI_K3},
+        {"tencent-Hy3.jinja", REASONING_HUNYUAN},
+        {"upstage-Solar-Open-100B.jinja", REASONING_SOLAR},
+        {"Apertus-8B-Instruct.jinja", REASONING_APERTUS},
+        {"Apriel-1.6-15b-Thinker-fixed.jinja", REASONING_APRIEL},
+        /* no reasoning markers: Kimi K2 Instruct, Command R+, GigaChat 3, LFM2 */
+        {"Kimi-K2-Instruct.jinja", REASONING_NONE},
+        {"CohereForAI-c4ai-command-r-plus-tool_use.jinja", REASONING_NONE},
+        {"GigaChat3-10B-A1.8B.jinja", REASONING_NONE},
+        {"LFM2-8B-A1B.jinja", REASONING_NONE},
     };
     for (size_t i = 0; i < LLC_ARRAY_LEN(cases); i++) {
         char path[512];
@@ -195,6 +256,7 @@ int main(void) {
     RUN(test_think);
     RUN(test_harmony);
     RUN(test_minimax);
+    RUN(test_block_formats);
     RUN(test_pieces);
     RUN(test_none_passes_everything);
     RUN(test_detect);

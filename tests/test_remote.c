@@ -219,6 +219,8 @@ static void test_reasoning_comes_apart(void) {
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs");
     CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking")));
     CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(kw, "thinking_mode")), "disabled")); /* MiniMax-M3 */
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "thinking")));  /* Kimi K3 */
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "reasoning"))); /* Command-A */
     cJSON_Delete(j);
     prov_free(p);
 }

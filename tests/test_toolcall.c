@@ -229,6 +229,57 @@ static const sample SAMPLES[] = {
      {{"get_weather", "{\"opts\": {\"k\":[1,true],\"opts\":\"x\"}, \"metric\": false}"}}},
     {TOOLCALL_MINIMAX_M3, "x ]<]minimax[>[<tool_call> ]<]minimax[>[<invo", "x ]<]minimax[>[<tool_call> ]<]minimax[>[<invo",
      {{0}}},
+    /* Apriel: a JSON array in <tool_calls> (MINIMAX_M1's reader), after the reasoning parser took
+       [BEGIN FINAL RESPONSE] */
+    {TOOLCALL_MINIMAX_M1,
+     "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}, "
+     "{\"name\": \"now\", \"arguments\": {}}]</tool_calls>",
+     "",
+     {{"get_weather", "{\"location\": \"Paris\"}"}, {"now", "{}"}}},
+    /* tencent Hy3: GLM's markup, every tag suffixed */
+    {TOOLCALL_HUNYUAN,
+     "Checking.<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+     "<arg_key:opensource>location</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n"
+     "<arg_key:opensource>days</arg_key:opensource>\n<arg_value:opensource>3</arg_value:opensource>\n"
+     "</tool_call:opensource>\n<tool_call:opensource>now<tool_sep:opensource>\n</tool_call:opensource>\n"
+     "</tool_calls:opensource>",
+     "Checking.",
+     {{"get_weather", "{\"location\": \"Paris\", \"days\": 3}"}, {"now", "{}"}}},
+    {TOOLCALL_HUNYUAN, "a <tool_calls:opensource> <tool_c", "a <tool_calls:opensource> <tool_c", {{0}}},
+    /* Kimi K2: "functions." and the call index are not the name */
+    {TOOLCALL_KIMI_K2,
+     "On it.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+     "{\"location\": \"Paris\"}<|tool_call_end|><|tool_call_begin|>functions.now:1<|tool_call_argument_begin|>{}"
+     "<|tool_call_end|><|tool_calls_section_end|>",
+     "On it.",
+     {{"get_weather", "{\"location\": \"Paris\"}"}, {"now", "{}"}}},
+    {TOOLCALL_KIMI_K2, "a <|tool_calls_section_begin|> b", "a <|tool_calls_section_begin|> b", {{0}}},
+    {TOOLCALL_KIMI_K2, "a <|tool_calls_section_begin|><|tool_call_begin|>x y<|tool_call_argument_begin|>{}",
+     "a <|tool_calls_section_begin|><|tool_call_begin|>x y<|tool_call_argument_begin|>{}", {{0}}},
+    /* Solar Open: an id, then the name */
+    {TOOLCALL_SOLAR,
+     "<|tool_calls|><|tool_call:begin|>call1<|tool_call:name|>get_weather<|tool_call:args|>{\"days\": 2}"
+     "<|tool_call:end|><|calls|>",
+     "",
+     {{"get_weather", "{\"days\": 2}"}}},
+    {TOOLCALL_SOLAR, "x <|tool_calls|><|tool_call:beg", "x <|tool_calls|><|tool_call:beg", {{0}}},
+    /* Command-A: a JSON array of tool_name/parameters objects */
+    {TOOLCALL_COMMAND_A,
+     "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": "
+     "{\"location\": \"Oslo\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"now\", \"parameters\": {}}\n]"
+     "<|END_ACTION|>",
+     "",
+     {{"get_weather", "{\"location\": \"Oslo\"}"}, {"now", "{}"}}},
+    {TOOLCALL_COMMAND_A, "a <|START_ACTION|> b", "a <|START_ACTION|> b", {{0}}},
+    /* Gemma 4: bare keys, <|"|>-quoted strings, made JSON */
+    {TOOLCALL_GEMMA4,
+     "Sure.<|tool_call>call:get_weather{location:<|\"|>Paris, \"FR\" {x}<|\"|>,days:3,metric:true,"
+     "opts:{k:[1,<|\"|>a<|\"|>],w:cloudy}}<tool_call|><|tool_call>call:now{}<tool_call|>",
+     "Sure.",
+     {{"get_weather", "{\"location\":\"Paris, \\\"FR\\\" {x}\",\"days\":3,\"metric\":true,"
+                      "\"opts\":{\"k\":[1,\"a\"],\"w\":\"cloudy\"}}"},
+      {"now", "{}"}}},
+    {TOOLCALL_GEMMA4, "a <|tool_call>call:x y{}", "a <|tool_call>call:x y{}", {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -310,7 +361,13 @@ static void test_detect_real_templates(void) {
         {"GLM-4.6", TOOLCALL_GLM},
         {"MiniMax-M1", TOOLCALL_MINIMAX_M1}, /* JSON lines in <tool_calls> */
         {"MiniMax-M3", TOOLCALL_MINIMAX_M3}, /* markup namespaced by a token string */
-        {"Apriel-1.6-15b-Thinker-fixed", TOOLCALL_GENERIC}, /* a JSON array in <tool_calls>: not yet */
+        {"Apriel-1.6-15b-Thinker-fixed", TOOLCALL_MINIMAX_M1}, /* a JSON array in <tool_calls> */
+        {"tencent-Hy3", TOOLCALL_HUNYUAN},
+        {"Kimi-K2-Instruct", TOOLCALL_KIMI_K2},
+        {"upstage-Solar-Open-100B", TOOLCALL_SOLAR},
+        {"Cohere2MoE", TOOLCALL_COMMAND_A},
+        {"google-gemma-4-31B-it-interleaved", TOOLCALL_GEMMA4},
+        {"CohereForAI-c4ai-command-r-plus-tool_use", TOOLCALL_GENERIC}, /* "Action: ```json": not read */
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},
         {"google-gemma-2-2b-it", TOOLCALL_GENERIC}, /* no tools at all */
     };

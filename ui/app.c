@@ -542,7 +542,7 @@ static void poll_provider(ui_app *a, provider *p, double now_ms) {
         if (c) {
             const int alt = c->alt_base + ev->seq_index;
             if (ev->kind != PROV_DONE && ev->text_len && alt >= 0 && alt < c->n_alts) /* "thought for 4.2 s" */
-                think_clock(c->alts[alt], ev->kind == PROV_REASONING, now_ms);
+                conv_reasoning_clock(c->alts[alt], ev->kind == PROV_REASONING, now_ms);
             if (ev->kind == PROV_TEXT) {
                 if (ev->text_len) conv_append(c, alt, ev->text, ev->text_len);
             } else if (ev->kind == PROV_REASONING) {

@@ -129,14 +129,16 @@ static int end_parser(prov_local *l, int i) {
 }
 
 /* The prompt; with thinking off (/think off) a Jinja template renders with
- * enable_thinking false (and thinking_mode "disabled": MiniMax-M3's). */
+ * enable_thinking false (and thinking_mode "disabled": MiniMax-M3's; thinking
+ * false: Kimi K3's, DeepSeek V3.1's; reasoning false: Command-A's). */
 static int build_prompt(prov_local *l, const chat_msg *msgs, int n, const conv_settings *s, prompt *pr,
                         llc_err *err) {
     const int budget = prompt_budget(l->cfg.n_ctx, conv_max_tokens(s));
     if (!s->no_think || !chat_tmpl_is_jinja(l->cfg.tmpl)) return prompt_build(l->cfg.tok, l->cfg.tmpl, msgs, n, budget, pr, err);
     cJSON *arr = chat_msgs_to_json(msgs, n), *vars = cJSON_CreateObject();
     bool ok = arr && vars && cJSON_AddFalseToObject(vars, "enable_thinking") &&
-              cJSON_AddStringToObject(vars, "thinking_mode", "disabled");
+              cJSON_AddStringToObject(vars, "thinking_mode", "disabled") && cJSON_AddFalseToObject(vars, "thinking") &&
+              cJSON_AddFalseToObject(vars, "reasoning");
     int rc = ok ? prompt_build_json(l->cfg.tok, l->cfg.tmpl, arr, NULL, vars, budget, pr, err)
                 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_Delete(arr);
@@ -162,7 +164,7 @@ static int64_t local_submit(provider *p, const chat_msg *msgs, int n, const conv
     const char *const *stops = chat_stop_strings(l->cfg.tmpl);
     for (r.n_stop = 0; stops[r.n_stop]; r.n_stop++) {}
     r.stop = stops;
-    r.special_text = l->reasoning == REASONING_HARMONY; /* its markers are control tokens */
+    r.special_text = reasoning_special_text(l->reasoning); /* its markers are control tokens */
     const bool opened = reasoning_prompt_ids_open(l->reasoning, l->cfg.tok, pr.ids, pr.n_ids);
     int64_t id = engine_submit(l->cfg.e, l->client, &r, err);
     free(pr.ids);

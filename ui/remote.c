@@ -555,6 +555,8 @@ static int64_t remote_submit(provider *p, const chat_msg *msgs, int n, const con
             cJSON *kw = cJSON_AddObjectToObject(j, "chat_template_kwargs");
             if (kw) cJSON_AddFalseToObject(kw, "enable_thinking");
             if (kw) cJSON_AddStringToObject(kw, "thinking_mode", "disabled"); /* MiniMax-M3's */
+            if (kw) cJSON_AddFalseToObject(kw, "thinking");                  /* Kimi K3's, DeepSeek V3.1's */
+            if (kw) cJSON_AddFalseToObject(kw, "reasoning");                 /* Command-A's */
         }
     }
     char *body = arr ? cJSON_PrintUnformatted(j) : NULL;

@@ -1,19 +1,9 @@
-/* thinking.c — the chat's line for a thinking model's reasoning and the clock
- * behind its time (see thinking.h). */
+/* thinking.c — the chat's line for a thinking model's reasoning (see
+ * thinking.h; its clock is storage/conv's conv_reasoning_clock). */
 #include "ui/thinking.h"
 
 #include <ctype.h>
 #include <stdio.h>
-
-void think_clock(conv_msg *m, bool reasoning, double now_ms) {
-    if (!m->reasoning_t0) { /* not running: the reasoning (re)starts it, its time so far kept */
-        const double t0 = now_ms - m->usage.reasoning_ms;
-        if (reasoning) m->reasoning_t0 = t0 > 0 ? t0 : 1e-9; /* (0 means stopped) */
-        return;
-    }
-    if (reasoning || !m->len) m->usage.reasoning_ms = now_ms - m->reasoning_t0;
-    if (!reasoning) m->reasoning_t0 = 0; /* the answer began: the time is kept */
-}
 
 /* Words in an answer's reasoning. */
 static size_t word_count(const conv_msg *m) {

@@ -1,6 +1,6 @@
 /* thinking.h — the folded line of a thinking model's reasoning in the chat:
  * "thought for 4.2 s, 312 tokens" once the answer began (the time the
- * reasoning streamed, measured here, and its token count from the provider;
+ * reasoning streamed, measured by conv_reasoning_clock, and its token count from the provider;
  * both stored with the message's usage, so a reopened chat says the same),
  * "thinking... 3.1 s" while it still streams, and the reasoning's words for
  * answers stored before times were kept. No curses: the view draws the line. */
@@ -12,9 +12,6 @@
 
 #include "storage/conv.h"
 
-/* A piece of an answer arrived at now_ms: of its reasoning (the clock starts
- * at the first and runs to the last) or of its text (the clock stops). */
-void think_clock(conv_msg *m, bool reasoning, double now_ms);
 /* The folded (or unfolded: m->reasoning_shown) line of answer m, which has
  * reasoning, into buf (always NUL-terminated). */
 void think_line(const conv_msg *m, double now_ms, char *buf, size_t n);

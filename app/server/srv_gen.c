@@ -582,7 +582,10 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, b
  * their own markup (srv_tools_xml.c); MISTRAL's markers are control tokens:
  * only the prompt asks. */
 static int tools_grammar(srv_gen *g, llc_err *err) {
-    if (g->tool_format == TOOLCALL_MISTRAL) return 0;
+    /* not forced: Mistral's, and the formats whose name is markup outside the JSON (Kimi K2's, Solar's) */
+    if (g->tool_format == TOOLCALL_MISTRAL || g->tool_format == TOOLCALL_KIMI_K2 || g->tool_format == TOOLCALL_SOLAR ||
+        g->tool_format == TOOLCALL_GEMMA4) /* (Gemma 4's values are not JSON) */
+        return 0;
     if (g->grammar)
         return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' \"required\" (or a named function) cannot be combined "
                                             "with 'response_format', 'grammar' or 'json_schema'");
@@ -591,7 +594,9 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
         int rc = srv_xml_tools_grammar(g->tool_format, g->tools, &gbnf, err);
         return rc ? rc : use_grammar(g, gbnf, "the tools' grammar", err);
     }
-    const char *args_key = g->tool_format == TOOLCALL_LLAMA3 ? "parameters" : "arguments";
+    const bool cmd_a = g->tool_format == TOOLCALL_COMMAND_A; /* [{"tool_name": N, "parameters": {...}}] */
+    const char *args_key = g->tool_format == TOOLCALL_LLAMA3 || cmd_a ? "parameters" : "arguments";
+    const char *name_key = cmd_a ? "tool_name" : "name";
     cJSON *schema = cJSON_CreateObject(), *any = cJSON_AddArrayToObject(schema, "anyOf");
     const cJSON *t;
     cJSON_ArrayForEach(t, g->tools) {
@@ -609,7 +614,7 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
         }
         cJSON *alt = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(alt, "properties");
         cJSON_AddStringToObject(alt, "type", "object");
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "name"), "const", tool_name(t));
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(props, name_key), "const", tool_name(t));
         cJSON *a = params ? cJSON_Duplicate(params, true) : NULL;
         if (!a) { /* no parameters: any object */
             a = cJSON_CreateObject();
@@ -618,7 +623,7 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
         }
         cJSON_AddItemToObject(props, args_key, a);
         cJSON *req = cJSON_AddArrayToObject(alt, "required");
-        cJSON_AddItemToArray(req, cJSON_CreateString("name"));
+        cJSON_AddItemToArray(req, cJSON_CreateString(name_key));
         cJSON_AddItemToArray(req, cJSON_CreateString(args_key));
         cJSON_AddItemToArray(any, alt);
     }
@@ -634,7 +639,10 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
     size_t n = strlen(gbnf) + 64;
     char *w = eol ? malloc(n) : NULL;
     const char *tag = g->tool_format == TOOLCALL_MINIMAX_M1 ? "tool_calls" : "tool_call"; /* M1's block */
-    if (w) snprintf(w, n, "root ::= \"<%s>\\n\" ( %.*s ) \"\\n</%s>\"%s", tag, (int)(eol - rhs), rhs, tag, eol);
+    if (w && cmd_a)
+        snprintf(w, n, "root ::= \"<|START_ACTION|>[\" ( %.*s ) \"]<|END_ACTION|>\"%s", (int)(eol - rhs), rhs, eol);
+    else if (w)
+        snprintf(w, n, "root ::= \"<%s>\\n\" ( %.*s ) \"\\n</%s>\"%s", tag, (int)(eol - rhs), rhs, tag, eol);
     free(gbnf);
     return use_grammar(g, w, "the tools' grammar", err);
 }
@@ -663,7 +671,9 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     g->req.special_text = native && g->tools &&
                           (m->tool_format == TOOLCALL_MISTRAL || m->tool_format == TOOLCALL_LLAMA3 ||
                            m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX ||
-                           m->tool_format == TOOLCALL_MINIMAX_M3);
+                           m->tool_format == TOOLCALL_MINIMAX_M3 || m->tool_format == TOOLCALL_HUNYUAN ||
+                           m->tool_format == TOOLCALL_KIMI_K2 || m->tool_format == TOOLCALL_SOLAR ||
+                           m->tool_format == TOOLCALL_COMMAND_A || m->tool_format == TOOLCALL_GEMMA4);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;
@@ -697,8 +707,12 @@ int srv_gen_thinking_off(srv_gen *g, llc_err *err) {
         return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "enable_thinking");
     cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "thinking_mode");
+    cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "thinking");
+    cJSON_DeleteItemFromObjectCaseSensitive(g->template_vars, "reasoning");
     return cJSON_AddFalseToObject(g->template_vars, "enable_thinking") &&
-                   cJSON_AddStringToObject(g->template_vars, "thinking_mode", "disabled") /* MiniMax-M3's */
+                   cJSON_AddStringToObject(g->template_vars, "thinking_mode", "disabled") && /* MiniMax-M3's */
+                   cJSON_AddFalseToObject(g->template_vars, "thinking") &&  /* Kimi K3's, DeepSeek V3.1's */
+                   cJSON_AddFalseToObject(g->template_vars, "reasoning")    /* Command-A's */
                ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
 }
 
@@ -726,10 +740,13 @@ int srv_gen_reasoning(const srv_model *m, const cJSON *j, srv_gen *g, llc_err *e
         if (!strcmp(f->valuestring, "none")) g->reasoning = REASONING_NONE;
     }
     if (g->reasoning == REASONING_NONE) return 0;
-    /* harmony's markers are control tokens: the answer must show them */
-    if (g->reasoning == REASONING_HARMONY) g->req.special_text = true;
-    /* a template that opens the block itself: the prompt's last tokens say so */
-    g->in_reasoning = reasoning_prompt_ids_open(g->reasoning, m->tok, g->req.prompt, g->req.n_prompt);
+    /* harmony's markers (Command-A's, Gemma 4's, ...) are control tokens: the answer must show them */
+    if (reasoning_special_text(g->reasoning)) g->req.special_text = true;
+    /* a template that opens the block itself: the prompt's last tokens say so; but
+     * a call forced by the tools' grammar (tool_choice "required") begins the
+     * answer, so it is never reasoning (Apriel's, QwQ's prompts open the block) */
+    g->in_reasoning = !(g->tools_required && g->grammar) &&
+                      reasoning_prompt_ids_open(g->reasoning, m->tok, g->req.prompt, g->req.n_prompt);
     return 0;
 }
 

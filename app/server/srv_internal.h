@@ -121,8 +121,9 @@ int srv_gen_template_vars(const cJSON *j, srv_gen *g, llc_err *err);
 /* The template variable reasoning_effort (gpt-oss's "Reasoning: high"): "low",
  * "medium" or "high", else LLC_ERR_TYPE; chat_template_kwargs that set it win. */
 int srv_gen_reasoning_effort(const char *effort, srv_gen *g, llc_err *err);
-/* The template variables enable_thinking false and thinking_mode "disabled"
- * (MiniMax-M3's): a thinking template renders
+/* The template variables enable_thinking false, thinking_mode "disabled"
+ * (MiniMax-M3's), thinking false (Kimi K3's) and reasoning false (Command-A's):
+ * a thinking template renders
  * the prompt that skips the reasoning (Ollama's "think": false, Anthropic's
  * "thinking": {"type": "disabled"}). */
 int srv_gen_thinking_off(srv_gen *g, llc_err *err);

@@ -360,6 +360,7 @@ static void session_token(srv *s, srv_req *r, int index, const char *text, size_
     conv *cv = r->cv;
     int alt = r->alt_base + index;
     if (alt >= cv->n_alts) return;
+    if (len) conv_reasoning_clock(cv->alts[alt], false, llc_now_ms()); /* the answer began: the time is kept */
     conv_append(cv, alt, text, len);
     srv_note_push(s, SRV_NOTE_TEXT, r->session_id, cv->alts[alt]->id, index, text, len);
     conv_save(cv, s->db, s->m.name, false, llc_now_ms()); /* about once a second */
@@ -369,6 +370,7 @@ static void session_token(srv *s, srv_req *r, int index, const char *text, size_
 static void session_reasoning(srv *s, srv_req *r, int index, const char *text, size_t len) {
     int alt = r->alt_base + index;
     if (alt >= r->cv->n_alts) return;
+    if (len) conv_reasoning_clock(r->cv->alts[alt], true, llc_now_ms()); /* "thought for 4.2 s", as the chat */
     conv_append_reasoning(r->cv, alt, text, len);
     conv_save(r->cv, s->db, s->m.name, false, llc_now_ms());
 }

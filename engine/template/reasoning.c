@@ -8,37 +8,61 @@
 
 #include "kernels/sbuf.h"
 
-#define THINK_OPEN "<think>"
-#define THINK_CLOSE "</think>"
-#define MM_OPEN "<mm:think>"
-#define MM_CLOSE "</mm:think>"
 #define H_MESSAGE "<|message|>"
 #define H_ANALYSIS "<|channel|>analysis"
 #define H_HEADER_MAX 512 /* a harmony header longer than this is not one: plain text */
 
+/* What a block format's answers look like (every format but NONE and HARMONY). */
+typedef struct fmt_info {
+    const char *name;
+    const char *open, *close; /* the reasoning block's markers (open NULL: only the prompt opens it) */
+    const char *prompt_open;  /* a prompt ending in this (and whitespace) leaves the model inside the
+                                 block (NULL: in open) */
+    const char *drop[4];      /* the answer's own wrapper markup: dropped from the content wherever it
+                                 shows, with the whitespace before it (and at the answer's end) */
+    bool special;             /* the markers are control tokens: the answer must show them */
+} fmt_info;
+
+static const fmt_info g_fmts[REASONING_N_FORMATS] = {
+    [REASONING_NONE] = {"none", NULL, NULL, NULL, {NULL}, false},
+    [REASONING_THINK] = {"think", "<think>", "</think>", NULL, {NULL}, false},
+    [REASONING_HARMONY] = {"harmony", NULL, NULL, NULL, {NULL}, true},
+    [REASONING_MINIMAX] = {"minimax", "<mm:think>", "</mm:think>", NULL, {NULL}, false},
+    [REASONING_GRANITE] = {"granite", "<think>", "</think>", NULL, {"<response>", "</response>"}, false},
+    [REASONING_MISTRAL] = {"mistral", "[THINK]", "[/THINK]", NULL, {NULL}, true},
+    [REASONING_COMMAND_A] = {"command_a", "<|START_THINKING|>", "<|END_THINKING|>", NULL,
+                             {"<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>"}, true},
+    [REASONING_GEMMA4] = {"gemma4", "<|channel>thought", "<channel|>", NULL, {NULL}, true},
+    [REASONING_KIMI_K3] = {"kimi_k3", "<|open|>think<|sep|>", "<|close|>think<|sep|>", NULL,
+                           {"<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>"}, true},
+    [REASONING_HUNYUAN] = {"hunyuan", "<think:opensource>", "</think:opensource>", NULL, {NULL}, true},
+    [REASONING_SOLAR] = {"solar", "<|think|>", "<|end|>", NULL, {"<|begin|>assistant", "<|content|>", "<|end|>"}, true},
+    [REASONING_APERTUS] = {"apertus", "<|inner_prefix|>", "<|inner_suffix|>", NULL, {NULL}, true},
+    [REASONING_APRIEL] = {"apriel", NULL, "[BEGIN FINAL RESPONSE]", "Here are my reasoning steps:",
+                          {"[END FINAL RESPONSE]"}, false},
+};
+
 typedef enum {
-    S_START,        /* THINK: before the answer's first non-space (a block may open) */
+    S_START,        /* before the answer's first non-space (a block may open) */
     S_REASON_LEAD,  /* reasoning, its leading whitespace not shown */
     S_REASON,       /* reasoning */
-    S_AFTER,        /* THINK: between the block and the answer (whitespace dropped) */
-    S_CONTENT,      /* the answer, to the end (THINK; HARMONY's plain text) */
+    S_AFTER,        /* between the block and the answer (whitespace dropped) */
+    S_CONTENT,      /* the answer, to the end (HARMONY's plain text) */
     S_HEADER,       /* HARMONY: a message's header, up to <|message|> */
     S_MSG_CONTENT,  /* HARMONY: a final / commentary message */
 } state;
 
 struct reasoning_parser {
     reasoning_format fmt;
+    const fmt_info *info;
     reasoning_sink sink;
     state st;
     sbuf held; /* text fed and not yet decided */
     bool reason_shown; /* some reasoning went out (HARMONY: separate messages by a newline) */
     bool to_function;  /* HARMONY: this message calls a function: its markup goes on (from "to=")
                           for the tool-call reader, <|call|> included */
-    const char *open, *close; /* THINK, MINIMAX: the block's markers */
     int pieces;        /* pieces fed while in the reasoning (reasoning_pieces) */
 };
-
-static const char *const g_names[] = {"none", "think", "harmony", "minimax"};
 
 /* Drops the first n bytes of the held text. */
 static void held_drop(reasoning_parser *p, size_t n) {
@@ -51,32 +75,51 @@ static void held_drop(reasoning_parser *p, size_t n) {
 reasoning_format reasoning_detect(const char *src) {
     if (!src) return REASONING_NONE;
     if (strstr(src, "<|channel|>") && strstr(src, "<|message|>")) return REASONING_HARMONY;
-    if (strstr(src, MM_OPEN) || strstr(src, MM_CLOSE)) return REASONING_MINIMAX;
-    if (strstr(src, THINK_OPEN) || strstr(src, THINK_CLOSE)) return REASONING_THINK;
+    if (strstr(src, "<|channel>") && strstr(src, "<channel|>")) return REASONING_GEMMA4; /* Gemma 4 */
+    if (strstr(src, "<mm:think>") || strstr(src, "</mm:think>")) return REASONING_MINIMAX;
+    /* tencent Hy3 builds its markers: '<think{}>'.format(':opensource') */
+    if (strstr(src, "<think:opensource>") || (strstr(src, "<think{}>") && strstr(src, ":opensource")))
+        return REASONING_HUNYUAN;
+    /* Kimi K3's tags: open_tag('think') renders <|open|>think<|sep|> */
+    if (strstr(src, "<|open|>") && strstr(src, "<|close|>") && strstr(src, "'think'")) return REASONING_KIMI_K3;
+    if (strstr(src, "<|START_THINKING|>")) return REASONING_COMMAND_A;
+    if (strstr(src, "[THINK]") && strstr(src, "[/THINK]")) return REASONING_MISTRAL;
+    if (strstr(src, "<|inner_prefix|>") && strstr(src, "<|inner_suffix|>")) return REASONING_APERTUS;
+    if (strstr(src, "<|think|>") && strstr(src, "<|begin|>assistant")) return REASONING_SOLAR;
+    if (strstr(src, "[BEGIN FINAL RESPONSE]")) return REASONING_APRIEL;
+    if (strstr(src, "<think>") && strstr(src, "<response>")) return REASONING_GRANITE; /* Granite 3.3 */
+    if (strstr(src, "<think>") || strstr(src, "</think>")) return REASONING_THINK;
     /* MiniMax-M1: its model opens <think> though the template never shows it */
     if (strstr(src, "<beginning_of_sentence>ai name=assistant")) return REASONING_THINK;
     return REASONING_NONE;
 }
 
 const char *reasoning_format_name(reasoning_format f) {
-    return (unsigned)f < LLC_ARRAY_LEN(g_names) ? g_names[f] : "?";
+    return (unsigned)f < REASONING_N_FORMATS ? g_fmts[f].name : "?";
 }
+
+bool reasoning_special_text(reasoning_format f) { return (unsigned)f < REASONING_N_FORMATS && g_fmts[f].special; }
 
 static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
+/* Whether format f reads a block (every format but NONE and HARMONY). */
+static bool has_block(reasoning_format f) { return (unsigned)f < REASONING_N_FORMATS && g_fmts[f].close; }
+
 bool reasoning_prompt_opens(reasoning_format f, const char *prompt) {
-    if ((f != REASONING_THINK && f != REASONING_MINIMAX) || !prompt) return false;
+    if (!has_block(f) || !prompt) return false;
     size_t n = strlen(prompt);
     while (n > 0 && is_space(prompt[n - 1])) n--;
-    const char *open = f == REASONING_MINIMAX ? MM_OPEN : THINK_OPEN;
+    const char *open = g_fmts[f].prompt_open ? g_fmts[f].prompt_open : g_fmts[f].open;
     const size_t k = strlen(open);
     return n >= k && memcmp(prompt + n - k, open, k) == 0;
 }
 
 bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n) {
-    const int k = n < 16 ? n : 16; /* "<mm:think>" and whitespace: a few tokens in any vocabulary */
+    /* the opening marker and whitespace: a few tokens in a real vocabulary, one a byte at worst
+       (Apriel's "Here are my reasoning steps:\n" is 29 bytes) */
+    const int k = n < 64 ? n : 64;
     char *tail = NULL;
-    bool open = (f == REASONING_THINK || f == REASONING_MINIMAX) && k > 0 && tok_decode(tok, ids + n - k, k, true, &tail, NULL) == 0 &&
+    bool open = has_block(f) && k > 0 && tok_decode(tok, ids + n - k, k, true, &tail, NULL) == 0 &&
                 reasoning_prompt_opens(f, tail);
     free(tail);
     return open;
@@ -88,8 +131,7 @@ int reasoning_parser_create(reasoning_format f, bool in_reasoning, const reasoni
     reasoning_parser *p = calloc(1, sizeof *p);
     if (!p) return LLC_ERR_NOMEM;
     p->fmt = f;
-    p->open = f == REASONING_MINIMAX ? MM_OPEN : THINK_OPEN;
-    p->close = f == REASONING_MINIMAX ? MM_CLOSE : THINK_CLOSE;
+    p->info = &g_fmts[(unsigned)f < REASONING_N_FORMATS ? f : REASONING_NONE];
     if (sink) p->sink = *sink;
     p->st = f == REASONING_HARMONY ? S_HEADER : f == REASONING_NONE ? S_CONTENT
             : in_reasoning         ? S_REASON_LEAD
@@ -141,24 +183,59 @@ static size_t reason_run(reasoning_parser *p, const char *s, size_t n, size_t ho
     return final ? n : show;
 }
 
-/* ---- THINK ---- */
+/* ---- a block: THINK and the formats of g_fmts ---- */
 
-static size_t step_think(reasoning_parser *p, const char *s, size_t n, bool final) {
+/* Whether s[0..n) (n < strlen(m)) may still grow into marker m (NULL: never). */
+static bool may_be(const char *s, size_t n, const char *m) {
+    return m && n < strlen(m) && memcmp(s, m, n) == 0;
+}
+
+/* The first of the markers ms (NULL-ended, at most 4) in s[0..n): its position (n: none), its length. */
+static size_t find_any(const char *const *ms, const char *s, size_t n, size_t *mlen) {
+    size_t best = n;
+    *mlen = 0;
+    for (int i = 0; i < 4 && ms[i]; i++) {
+        const size_t j = find(s, n, ms[i]);
+        if (j < best) best = j, *mlen = strlen(ms[i]);
+    }
+    return best;
+}
+
+/* The answer with the format's wrapper markup dropped: text up to a marker
+ * goes out, the marker and the whitespace before it do not; a possible start
+ * of a marker and whitespace are held until decided (final: the whitespace
+ * at the answer's end is dropped). */
+static size_t content_run(reasoning_parser *p, const char *s, size_t n, bool final) {
+    const char *const *drop = p->info->drop;
+    size_t mlen;
+    const size_t j = find_any(drop, s, n, &mlen);
+    size_t hold = 0;
+    for (int i = 0; j == n && !final && i < 4 && drop[i]; i++) {
+        const size_t k = partial(s, n, drop[i]);
+        if (k > hold) hold = k;
+    }
+    size_t show = j < n ? j : n - hold;
+    while (show > 0 && is_space(s[show - 1])) show--;
+    to_content(p, s, show);
+    return j < n ? j + mlen : final ? n : show;
+}
+
+static size_t step_block(reasoning_parser *p, const char *s, size_t n, bool final) {
+    const char *open = p->info->open, *close = p->info->close;
     switch (p->st) {
     case S_START: {
         size_t i = 0;
         while (i < n && is_space(s[i])) i++;
-        const size_t k = strlen(p->open), kc = strlen(p->close), rest = n - i;
-        if (rest >= k && memcmp(s + i, p->open, k) == 0) {
+        const size_t kc = strlen(close), rest = n - i;
+        if (open && rest >= strlen(open) && memcmp(s + i, open, strlen(open)) == 0) {
             p->st = S_REASON_LEAD;
-            return i + k;
+            return i + strlen(open);
         }
-        if (rest >= kc && memcmp(s + i, p->close, kc) == 0) { /* no thinking this time: the bare end marker */
+        if (rest >= kc && memcmp(s + i, close, kc) == 0) { /* no thinking this time: the bare end marker */
             p->st = S_AFTER;
             return i + kc;
         }
-        if (!final && ((rest < k && memcmp(s + i, p->open, rest) == 0) || (rest < kc && memcmp(s + i, p->close, rest) == 0)))
-            return 0; /* undecided */
+        if (!final && (may_be(s + i, rest, open) || may_be(s + i, rest, close))) return 0; /* undecided */
         p->st = S_CONTENT;
         return 0;
     }
@@ -170,15 +247,16 @@ static size_t step_think(reasoning_parser *p, const char *s, size_t n, bool fina
         return i;
     }
     case S_REASON: {
-        const size_t j = find(s, n, p->close);
+        const size_t j = find(s, n, close);
         if (j < n) {
             reason_run(p, s, j, 0, true);
             p->st = S_AFTER;
-            return j + strlen(p->close);
+            return j + strlen(close);
         }
-        return reason_run(p, s, n, partial(s, n, p->close), final);
+        return reason_run(p, s, n, partial(s, n, close), final);
     }
     default:
+        if (p->info->drop[0]) return content_run(p, s, n, final);
         to_content(p, s, n);
         return n;
     }
@@ -272,7 +350,7 @@ static int run(reasoning_parser *p, bool final) {
         const char *s = p->held.p ? p->held.p + off : "";
         const size_t n = p->held.len - off;
         const state before = p->st;
-        const size_t used = p->fmt == REASONING_HARMONY ? step_harmony(p, s, n, final) : step_think(p, s, n, final);
+        const size_t used = p->fmt == REASONING_HARMONY ? step_harmony(p, s, n, final) : step_block(p, s, n, final);
         off += used;
         if (used == 0 && p->st == before) break; /* needs more text */
     }
@@ -284,7 +362,7 @@ static bool thinking(const reasoning_parser *p) { return p->st == S_REASON_LEAD 
 
 int reasoning_feed(reasoning_parser *p, const char *text, size_t len) {
     if (!len) return 0;
-    if (p->st == S_CONTENT && !p->held.len) { /* the common case: straight through */
+    if (p->st == S_CONTENT && !p->held.len && !p->info->drop[0]) { /* the common case: straight through */
         to_content(p, text, len);
         return 0;
     }

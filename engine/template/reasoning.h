@@ -20,6 +20,28 @@
  *          its <|call|>, for the tool-call reader (toolcall.h's HARMONY). Its
  *          markers are control tokens: the request must render them
  *          (gen_request.special_text).
+ * The other templates that write a block, each with its own markers (those
+ * marked * are control tokens, shown by special_text as harmony's):
+ * GRANITE    Granite 3.3: <think>R</think><response>A</response> (the response
+ *            tags dropped)
+ * MISTRAL    Ministral 3 / Magistral: [THINK]R[/THINK]A *
+ * COMMAND_A  Cohere Command-A reasoning (Cohere2MoE): <|START_THINKING|>R
+ *            <|END_THINKING|><|START_RESPONSE|>A<|END_RESPONSE|> * (its template
+ *            opens the block in the prompt; <|START_TEXT|>/<|END_TEXT|> too)
+ * GEMMA4     Gemma 4: <|channel>thought\nR<channel|>A * (thinking off, the
+ *            prompt ends with an empty block: the answer is all content)
+ * KIMI_K3    Kimi K3: <|open|>think<|sep|>R<|close|>think<|sep|><|open|>response
+ *            <|sep|>A<|close|>response<|sep|> * (the prompt opens think, or
+ *            response when thinking is off: the parser starts in the answer)
+ * HUNYUAN    tencent Hy3: <think:opensource>R</think:opensource>A *
+ * SOLAR      Solar Open: <|think|>R<|end|><|begin|>assistant<|content|>A *
+ * APERTUS    Apertus: <|inner_prefix|>R<|inner_suffix|>A *
+ * APRIEL     ServiceNow Apriel: the prompt ends "Here are my reasoning steps:\n",
+ *            so the answer starts inside; R[BEGIN FINAL RESPONSE]A[END FINAL
+ *            RESPONSE] (plain text)
+ * The answer's wrapper markup of a format (the response tags above) is dropped
+ * from the content with the whitespace before it; what follows it (Kimi K3's
+ * tools block, Apriel's <tool_calls>) goes on to the tool-call reader.
  *
  * The parser is fed the answer's pieces as they come and hands each decided run
  * of text to the sink: reasoning or content. Markup never shows: a piece that may
@@ -42,16 +64,31 @@ typedef enum reasoning_format {
     REASONING_THINK,
     REASONING_HARMONY,
     REASONING_MINIMAX,
+    REASONING_GRANITE,
+    REASONING_MISTRAL,
+    REASONING_COMMAND_A,
+    REASONING_GEMMA4,
+    REASONING_KIMI_K3,
+    REASONING_HUNYUAN,
+    REASONING_SOLAR,
+    REASONING_APERTUS,
+    REASONING_APRIEL,
+    REASONING_N_FORMATS /* (a count, not a format) */
 } reasoning_format;
 
 /* The reasoning format of a Jinja chat template, by its markers (NULL: NONE). */
 reasoning_format reasoning_detect(const char *jinja_src);
-/* "none", "think", "harmony", "minimax". */
+/* "none", "think", "harmony", "minimax", "granite", "mistral", "command_a",
+ * "gemma4", "kimi_k3", "hunyuan", "solar", "apertus", "apriel". */
 const char *reasoning_format_name(reasoning_format f);
-/* Whether a rendered prompt leaves the model inside a reasoning block (THINK:
- * it ends with "<think>" and optional whitespace; MINIMAX: "<mm:think>"). */
+/* Whether the format's markers are control tokens, which the answer must show
+ * for the parser to see them (gen_request.special_text). */
+bool reasoning_special_text(reasoning_format f);
+/* Whether a rendered prompt leaves the model inside a reasoning block: it ends
+ * with the block's opening marker (THINK: "<think>"; APRIEL: "Here are my
+ * reasoning steps:") and optional whitespace. */
 bool reasoning_prompt_opens(reasoning_format f, const char *prompt);
-/* The same for prompt tokens (the last few, rendered with their special tokens):
+/* The same for prompt tokens (the last 64, rendered with their special tokens):
  * what the server and the chat ask before they start a parser. */
 bool reasoning_prompt_ids_open(reasoning_format f, const tokenizer *tok, const int32_t *ids, int n);
 

@@ -49,13 +49,22 @@ toolcall_format toolcall_detect(const char *src) {
     if (!src || !strstr(src, "tools")) return TOOLCALL_GENERIC;
     if (strstr(src, "<|channel|>") && strstr(src, " to=") && strstr(src, "functions.")) return TOOLCALL_HARMONY;
     if (strstr(src, "[TOOL_CALLS]")) return TOOLCALL_MISTRAL;
+    /* sequences of control tokens around a JSON call: Kimi K2's, Solar Open's */
+    if (strstr(src, "<|tool_call_begin|>") && strstr(src, "<|tool_call_argument_begin|>")) return TOOLCALL_KIMI_K2;
+    if (strstr(src, "<|tool_call:begin|>") && strstr(src, "<|tool_call:args|>")) return TOOLCALL_SOLAR;
+    /* Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,...}<tool_call|> */
+    if (strstr(src, "<|tool_call>") && strstr(src, "<tool_call|>")) return TOOLCALL_GEMMA4;
+    /* Command-A (Cohere2MoE): a JSON array of {"tool_call_id", "tool_name", "parameters"} */
+    if (strstr(src, "<|START_ACTION|>") && strstr(src, "tool_name")) return TOOLCALL_COMMAND_A;
     /* XML-style arguments: MiniMax-M2's own block; M3's, namespaced by a token
        string (]<]minimax[>[<invoke ...) */
     if (strstr(src, "<minimax:tool_call>") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX;
     if (strstr(src, "]<]minimax[>[") && strstr(src, "<invoke name=")) return TOOLCALL_MINIMAX_M3;
-    /* MiniMax-M1: JSON objects one per line in <tool_calls> (Apriel's JSON array
-       in the same tags stays generic: its reasoning markers are not read yet) */
-    if (strstr(src, "<tool_calls>") && !strstr(src, "<tool_calls>[")) return TOOLCALL_MINIMAX_M1;
+    /* tencent Hy3 builds GLM-style tags with a suffix: '<tool_call{}>'.format(':opensource') */
+    if (strstr(src, "<tool_call{}>") && strstr(src, "<arg_key{}>") && strstr(src, ":opensource")) return TOOLCALL_HUNYUAN;
+    /* MiniMax-M1: JSON objects one per line in <tool_calls>; Apriel: a JSON array
+       in the same tags (the reader takes both) */
+    if (strstr(src, "<tool_calls>")) return TOOLCALL_MINIMAX_M1;
     if (strstr(src, "<tool_call>")) {
         if (strstr(src, "<function=") && strstr(src, "<parameter=")) return TOOLCALL_QWEN3_CODER;
         if (strstr(src, "<arg_key>") && strstr(src, "<arg_value>")) return TOOLCALL_GLM;
@@ -79,6 +88,11 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_MINIMAX: return "minimax";
     case TOOLCALL_MINIMAX_M1: return "minimax_m1";
     case TOOLCALL_MINIMAX_M3: return "minimax_m3";
+    case TOOLCALL_HUNYUAN: return "hunyuan";
+    case TOOLCALL_KIMI_K2: return "kimi_k2";
+    case TOOLCALL_SOLAR: return "solar";
+    case TOOLCALL_COMMAND_A: return "command_a";
+    case TOOLCALL_GEMMA4: return "gemma4";
     default: return "generic";
     }
 }
@@ -173,8 +187,31 @@ typedef enum pstate {
     P_L3_NEXT,      /* after a bare JSON call: maybe "; {...}" */
     P_HA_NAME,      /* HARMONY: after to=functions., the name up to <|message|> */
     P_HA_END,       /* HARMONY: after the arguments, their <|call|> */
-    P_TC_LIST,      /* MINIMAX_M1: inside <tool_calls>, between objects */
+    P_TC_LIST,      /* MINIMAX_M1, COMMAND_A: inside the block, between objects */
+    P_SQ_LIST,      /* KIMI_K2, SOLAR: inside the section, before a call or its end */
+    P_SQ_NAME,      /* KIMI_K2, SOLAR: a call's (id and) name, up to the arguments' marker */
+    P_SQ_END,       /* KIMI_K2, SOLAR: after the arguments, the call's end marker */
+    P_G4_CALL,      /* GEMMA4: after <|tool_call>call:, the name and its {...} */
+    P_G4_END,       /* GEMMA4: after the arguments, <tool_call|> */
 } pstate;
+
+/* KIMI_K2 and SOLAR: a section of calls, each a sequence of markers around
+ * its name and JSON arguments. */
+typedef struct seq_markup {
+    const char *open, *close; /* the section */
+    const char *call_open;
+    const char *name_at;      /* NULL: the name follows call_open; else an id comes first, the name after this */
+    const char *args_at;      /* ends the name; the JSON arguments follow */
+    const char *call_close;
+    const char *prefix;       /* dropped from the front of the name (Kimi's "functions."), or NULL */
+    bool index;               /* a ":N" after the name is dropped (Kimi's call index) */
+} seq_markup;
+
+static const seq_markup KIMI_K2 = {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
+                                   "<|tool_call_begin|>", NULL, "<|tool_call_argument_begin|>",
+                                   "<|tool_call_end|>", "functions.", true};
+static const seq_markup SOLAR = {"<|tool_calls|>", "<|calls|>", "<|tool_call:begin|>", "<|tool_call:name|>",
+                                 "<|tool_call:args|>", "<|tool_call:end|>", NULL, false};
 
 typedef struct call {
     char *name;
@@ -218,6 +255,15 @@ static const char *const HARMONY_MESSAGE = "<|message|>";
 static const char *const HARMONY_CALL = "<|call|>";
 static const char *const M1_OPEN = "<tool_calls>";
 static const char *const M1_CLOSE = "</tool_calls>";
+static const char *const CA_OPEN = "<|START_ACTION|>";
+static const char *const CA_CLOSE = "<|END_ACTION|>";
+static const char *const G4_OPEN = "<|tool_call>call:";
+static const char *const G4_CLOSE = "<tool_call|>";
+static const char *const G4_QUOTE = "<|\"|>"; /* Gemma 4's string delimiter */
+
+static const seq_markup *seq_of(toolcall_format f) {
+    return f == TOOLCALL_KIMI_K2 ? &KIMI_K2 : f == TOOLCALL_SOLAR ? &SOLAR : NULL;
+}
 
 static void xml_content(void *ud, const char *text, size_t len);
 static void xml_call(void *ud, int index, const char *name);
@@ -229,6 +275,10 @@ static const char *marker_of(toolcall_format f) {
     case TOOLCALL_LLAMA3: return PYTHON_TAG;
     case TOOLCALL_HARMONY: return HARMONY_TO;
     case TOOLCALL_MINIMAX_M1: return M1_OPEN;
+    case TOOLCALL_COMMAND_A: return CA_OPEN;
+    case TOOLCALL_GEMMA4: return G4_OPEN;
+    case TOOLCALL_KIMI_K2: return KIMI_K2.open;
+    case TOOLCALL_SOLAR: return SOLAR.open;
     default: return HERMES_OPEN;
     }
 }
@@ -442,7 +492,7 @@ static bool step_obj(toolcall_parser *p, bool at_end) {
         if (s[v] != ':') goto malformed;
         v = skip_ws(s, v + 1, n);
         if (v >= n) goto wait;
-        bool is_name = key_is(s, i, kend, "name");
+        bool is_name = key_is(s, i, kend, "name") || (p->fmt == TOOLCALL_COMMAND_A && key_is(s, i, kend, "tool_name"));
         bool is_args = key_is(s, i, kend, "arguments") || key_is(s, i, kend, "parameters");
         if (!p->committed && p->first_member && !is_name && !key_is(s, i, kend, "type")) goto malformed;
         if (is_args && !p->args_seen) {
@@ -518,8 +568,10 @@ static bool step_text(toolcall_parser *p, bool at_end) {
         pstate next = p->fmt == TOOLCALL_MISTRAL ? P_M_OPEN
                       : p->fmt == TOOLCALL_LLAMA3 ? P_L3_TAG
                       : p->fmt == TOOLCALL_HARMONY ? P_HA_NAME
-                      : p->fmt == TOOLCALL_MINIMAX_M1 ? P_TC_LIST
-                                                   : P_H_OPEN;
+                      : p->fmt == TOOLCALL_MINIMAX_M1 || p->fmt == TOOLCALL_COMMAND_A ? P_TC_LIST
+                      : seq_of(p->fmt)                                            ? P_SQ_LIST
+                      : p->fmt == TOOLCALL_GEMMA4                                 ? P_G4_CALL
+                                                                                  : P_H_OPEN;
         begin_markup(p, e, k + ml, next);
         return true;
     }
@@ -557,8 +609,168 @@ static bool step_close(toolcall_parser *p, const char *m, bool at_end) {
     size_t i = skip_ws(s, p->pos, p->buf.len), cl = strlen(m), have = p->buf.len - i;
     if (have >= cl && memcmp(s + i, m, cl) == 0) p->pos = i + cl;
     else if (have < cl && memcmp(s + i, m, have) == 0 && !at_end) return false;
-    p->st = P_AFTER_CALL; /* with or without the marker */
+    p->st = p->st == P_SQ_END ? P_SQ_LIST : P_AFTER_CALL; /* with or without the marker */
     return true;
+}
+
+/* Whether marker m is at s[i..n): 1 yes, 0 no, -1 it may be (s ends inside it). */
+static int marker_at(const char *s, size_t i, size_t n, const char *m) {
+    const size_t ml = strlen(m), have = n - i;
+    if (have >= ml) return memcmp(s + i, m, ml) == 0;
+    return memcmp(s + i, m, have) == 0 ? -1 : 0;
+}
+
+/* KIMI_K2, SOLAR: inside the section, a call begins or the section ends. */
+static bool step_seq_list(toolcall_parser *p, bool at_end) {
+    const seq_markup *sq = seq_of(p->fmt);
+    const char *s = p->buf.p;
+    const size_t n = p->buf.len, i = skip_ws(s, p->pos, n);
+    if (i >= n && !at_end) return false;
+    const int open = i < n ? marker_at(s, i, n, sq->call_open) : 0, close = i < n ? marker_at(s, i, n, sq->close) : 0;
+    if (open == 1) {
+        p->pos = i + strlen(sq->call_open);
+        p->st = P_SQ_NAME;
+    } else if (close == 1 && p->n_calls > p->calls_at_mark) {
+        p->pos = i + strlen(sq->close);
+        p->st = P_AFTER_CALL;
+    } else if ((open < 0 || close < 0) && !at_end) {
+        return false;
+    } else if (p->n_calls == p->calls_at_mark) {
+        not_a_call(p); /* no call: the section's opening is text */
+    } else {
+        p->pos = i; /* the calls stand, the rest is text */
+        p->st = P_TEXT;
+    }
+    return true;
+}
+
+/* GEMMA4: the end of the value {...} at s[i] == '{' (nested braces and
+ * brackets, <|"|>-quoted strings skipped): just past its '}', 0 when s ends
+ * first, or (size_t)-1 when it is not one. */
+static size_t g4_value_end(const char *s, size_t i, size_t n) {
+    const size_t ql = strlen(G4_QUOTE);
+    int depth = 0;
+    for (size_t k = i; k < n; k++) {
+        if (s[k] == '<' && n - k >= ql && memcmp(s + k, G4_QUOTE, ql) == 0) {
+            const char *q = memmem(s + k + ql, n - k - ql, G4_QUOTE, ql);
+            if (!q) return 0;
+            k = (size_t)(q - s) + ql - 1;
+        } else if (s[k] == '{' || s[k] == '[') {
+            if (++depth > 64) return (size_t)-1;
+        } else if (s[k] == '}' || s[k] == ']') {
+            if (--depth == 0) return k + 1;
+        }
+    }
+    return 0;
+}
+
+/* GEMMA4: its value syntax as JSON: <|"|>text<|"|> a string, a bare word
+ * before ':' a key, true / false / null / a number as they are, any other bare
+ * word a string. */
+static void g4_to_json(sbuf *out, const char *s, size_t n) {
+    const size_t ql = strlen(G4_QUOTE);
+    for (size_t k = 0; k < n;) {
+        if (n - k >= ql && memcmp(s + k, G4_QUOTE, ql) == 0) {
+            const char *q = memmem(s + k + ql, n - k - ql, G4_QUOTE, ql);
+            const size_t e = q ? (size_t)(q - s) : n;
+            sb_add(out, "\"", 1);
+            sb_json_escape(out, s + k + ql, e - k - ql);
+            sb_add(out, "\"", 1);
+            k = q ? e + ql : n;
+        } else if (strchr("{}[],:", s[k]) || is_ws(s[k])) {
+            sb_add(out, s + k, 1);
+            k++;
+        } else {
+            size_t e = k;
+            while (e < n && !strchr("{}[],:", s[e]) && !(n - e >= ql && memcmp(s + e, G4_QUOTE, ql) == 0)) e++;
+            size_t b = e;
+            while (b > k && is_ws(s[b - 1])) b--;
+            const size_t after = skip_ws(s, e, n);
+            const bool key = after < n && s[after] == ':';
+            const char *lit_end = NULL;
+            cJSON *lit = key ? NULL : cJSON_ParseWithLengthOpts(s + k, b - k, &lit_end, false);
+            const bool raw = lit && lit_end == s + b && !cJSON_IsObject(lit) && !cJSON_IsArray(lit) && !cJSON_IsString(lit);
+            cJSON_Delete(lit);
+            if (raw) {
+                sb_add(out, s + k, b - k);
+            } else {
+                sb_add(out, "\"", 1);
+                sb_json_escape(out, s + k, b - k);
+                sb_add(out, "\"", 1);
+            }
+            sb_add(out, s + b, e - b);
+            k = e;
+        }
+    }
+}
+
+/* GEMMA4: NAME{...}: announces the call once its value is complete, with the
+ * value as JSON for its arguments. */
+static bool step_g4_call(toolcall_parser *p, bool at_end) {
+    const char *s = p->buf.p;
+    const size_t n = p->buf.len;
+    size_t k = p->pos;
+    while (k < n && s[k] != '{' && !is_ws(s[k]) && s[k] != '<' && k - p->pos <= 128) k++;
+    if (k == n && k - p->pos <= 128 && !at_end) return false; /* the name goes on */
+    const size_t end = k < n && s[k] == '{' && k > p->pos && k - p->pos <= 128 ? g4_value_end(s, k, n) : (size_t)-1;
+    if (end == 0 && !at_end) return false;
+    if (end == 0 || end == (size_t)-1) {
+        not_a_call(p);
+        return true;
+    }
+    char *name = strndup(s + p->pos, k - p->pos);
+    sbuf args = {0};
+    g4_to_json(&args, s + k, end - k);
+    if (!name || args.oom) {
+        p->oom = true;
+    } else {
+        out_call(p, name);
+        out_args(p, args.p, args.len);
+    }
+    free(name);
+    free(args.p);
+    p->cur = -1;
+    p->pos = end;
+    p->st = P_G4_END;
+    return true;
+}
+
+/* A call of the section is malformed: with no call before it, the section's
+ * opening is text; after calls, they stand and the rest is text. */
+static bool seq_fail(toolcall_parser *p) {
+    if (p->n_calls == p->calls_at_mark) not_a_call(p);
+    else p->st = P_TEXT;
+    return true;
+}
+
+/* KIMI_K2, SOLAR: [ID name_at] NAME args_at, within 256 bytes (the search and
+ * the give-up see the same window, so a cut never changes the answer). */
+static bool step_seq_name(toolcall_parser *p, bool at_end) {
+    const seq_markup *sq = seq_of(p->fmt);
+    const char *s = p->buf.p;
+    const size_t n = p->buf.len, window = n - p->pos < 256 ? n - p->pos : 256;
+    const char *args = memmem(s + p->pos, window, sq->args_at, strlen(sq->args_at));
+    if (!args) return at_end || window == 256 ? seq_fail(p) : false;
+    size_t a = p->pos, b = (size_t)(args - s);
+    if (sq->name_at) {
+        const char *at = memmem(s + a, b - a, sq->name_at, strlen(sq->name_at));
+        if (!at) return seq_fail(p);
+        a = (size_t)(at - s) + strlen(sq->name_at);
+    }
+    while (a < b && is_ws(s[a])) a++;
+    while (b > a && is_ws(s[b - 1])) b--;
+    const size_t pl = sq->prefix ? strlen(sq->prefix) : 0;
+    if (pl && b - a > pl && memcmp(s + a, sq->prefix, pl) == 0) a += pl;
+    if (sq->index) { /* NAME:0 */
+        size_t k = b;
+        while (k > a && s[k - 1] >= '0' && s[k - 1] <= '9') k--;
+        if (k < b && k > a + 1 && s[k - 1] == ':') b = k - 1;
+    }
+    bool bad = a == b || b - a > 128;
+    for (size_t k = a; k < b && !bad; k++) bad = is_ws(s[k]) || s[k] == '<';
+    if (bad) return seq_fail(p);
+    p->pos = a;
+    return begin_named_call(p, b, (size_t)(args - s) + strlen(sq->args_at));
 }
 
 static bool step(toolcall_parser *p, bool at_end) {
@@ -659,8 +871,13 @@ static bool step(toolcall_parser *p, bool at_end) {
         return begin_named_call(p, k, (size_t)(msg - s) + strlen(HARMONY_MESSAGE));
     }
     case P_HA_END: return step_close(p, HARMONY_CALL, at_end);
+    case P_G4_CALL: return step_g4_call(p, at_end);
+    case P_G4_END: return step_close(p, G4_CLOSE, at_end);
+    case P_SQ_LIST: return step_seq_list(p, at_end);
+    case P_SQ_NAME: return step_seq_name(p, at_end);
+    case P_SQ_END: return step_close(p, seq_of(p->fmt)->call_close, at_end);
     case P_TC_LIST: {
-        /* objects one per line (or a JSON array of them), then </tool_calls> */
+        /* objects one per line (or a JSON array of them), then </tool_calls> (<|END_ACTION|>) */
         i = p->pos;
         while (i < n && (is_ws(s[i]) || s[i] == ',' || s[i] == '[' || s[i] == ']')) i++;
         if (i >= n && !at_end) return false;
@@ -668,8 +885,9 @@ static bool step(toolcall_parser *p, bool at_end) {
             begin_obj(p, i, true, P_TC_LIST);
             return true;
         }
-        const size_t cl = strlen(M1_CLOSE), have = n - i;
-        if (have >= cl && memcmp(s + i, M1_CLOSE, cl) == 0) {
+        const char *close = p->fmt == TOOLCALL_COMMAND_A ? CA_CLOSE : M1_CLOSE;
+        const size_t cl = strlen(close), have = n - i;
+        if (have >= cl && memcmp(s + i, close, cl) == 0) {
             if (p->n_calls == p->calls_at_mark) { /* an empty block: text */
                 not_a_call(p);
                 return true;
@@ -678,7 +896,7 @@ static bool step(toolcall_parser *p, bool at_end) {
             p->st = P_AFTER_CALL;
             return true;
         }
-        if (have < cl && memcmp(s + i, M1_CLOSE, have) == 0 && !at_end) return false;
+        if (have < cl && memcmp(s + i, close, have) == 0 && !at_end) return false;
         if (p->n_calls == p->calls_at_mark) not_a_call(p); /* no call: the block's opening is text */
         else p->pos = i, p->st = P_TEXT;                   /* the calls stand, the rest is text */
         return true;
@@ -721,7 +939,7 @@ static bool step(toolcall_parser *p, bool at_end) {
             p->args_end = vend;
             end_call(p);
             p->pos = vend;
-            p->st = p->fmt == TOOLCALL_HARMONY ? P_HA_END : P_AFTER_CALL;
+            p->st = p->fmt == TOOLCALL_HARMONY ? P_HA_END : seq_of(p->fmt) ? P_SQ_END : P_AFTER_CALL;
             return true;
         }
         if (r == SCAN_MALFORMED || at_end) {

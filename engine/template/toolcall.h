@@ -28,14 +28,28 @@
  *          ]<]minimax[>[</K>...]<]minimax[>[</invoke>\n...]<]minimax[>[</tool_call> (MiniMax-M3:
  *          every marker namespaced by the token string ]<]minimax[>[; an object or
  *          array value is nested markup, <item> per array element)
- *          These four write raw-text values (engine/template/toolcall_xml.c):
+ * HUNYUAN  <tool_calls:opensource>\n<tool_call:opensource>N<tool_sep:opensource>\n
+ *          <arg_key:opensource>K</arg_key:opensource>\n<arg_value:opensource>VALUE
+ *          </arg_value:opensource>\n...</tool_call:opensource>\n</tool_calls:opensource>
+ *          (tencent Hy3: GLM's markup, every tag suffixed)
+ *          These five write raw-text values (engine/template/toolcall_xml.c):
  *          the arguments are built as a JSON object {"K": VALUE, ...}, a value
  *          typed by its parameter's schema in the offered tools: "string" as
  *          a string (streamed), anything else (or no schema) parsed as JSON
  *          once complete, a string when it is not JSON.
  * MINIMAX_M1 <tool_calls>\n{"name": N, "arguments": {...}}\n...</tool_calls>: JSON
- *          objects one per line in one block (MiniMax-M1; a JSON array of them,
- *          as Apriel writes, is read too)
+ *          objects one per line in one block (MiniMax-M1), or a JSON array of
+ *          them (ServiceNow Apriel, whose template shows <tool_calls>[...])
+ * KIMI_K2  <|tool_calls_section_begin|><|tool_call_begin|>functions.N:0
+ *          <|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
+ *          (Kimi K2; "functions." and the ":0" index are not the name)
+ * SOLAR    <|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>N<|tool_call:args|>{...}
+ *          <|tool_call:end|>...<|calls|> (Solar Open)
+ * COMMAND_A <|START_ACTION|>[{"tool_call_id": "0", "tool_name": N, "parameters": {...}},
+ *          ...]<|END_ACTION|> (Cohere Command-A / Cohere2MoE)
+ * GEMMA4   <|tool_call>call:N{key:<|"|>text<|"|>,n:18,o:{k:true}}<tool_call|> (Gemma 4:
+ *          bare keys, <|"|>-quoted strings; made JSON once the value is complete)
+ *          These four's markers are control tokens: the answer must show them.
  * GENERIC  templates whose own tool format is not one of these (or that have
  *          none: the built-in formats): the conversation gets a system message
  *          describing the tools (toolcall_generic_messages) that asks for
@@ -77,6 +91,11 @@ typedef enum toolcall_format {
     TOOLCALL_MINIMAX,
     TOOLCALL_MINIMAX_M1,
     TOOLCALL_MINIMAX_M3,
+    TOOLCALL_HUNYUAN,
+    TOOLCALL_KIMI_K2,
+    TOOLCALL_SOLAR,
+    TOOLCALL_COMMAND_A,
+    TOOLCALL_GEMMA4,
     TOOLCALL_N_FORMATS /* (a count, not a format) */
 } toolcall_format;
 
@@ -86,7 +105,7 @@ typedef enum toolcall_format {
  * not read here (command-r, functionary v3.1 / v3.2, DeepSeek ...). */
 toolcall_format toolcall_detect(const char *jinja_src);
 /* "generic", "hermes", "llama3", "mistral", "harmony", "qwen3_coder", "glm",
- * "minimax", "minimax_m1", "minimax_m3". */
+ * "minimax", "minimax_m1", "minimax_m3", "hunyuan", "kimi_k2", "solar", "command_a", "gemma4". */
 const char *toolcall_format_name(toolcall_format f);
 
 /* Where a parser's output goes as it is decided (each callback may be NULL;

@@ -1,5 +1,5 @@
 /* toolcall_xml.c — reading XML-style tool calls out of a streamed answer
- * (see toolcall_xml.h). The four formats differ only in their markers, so one
+ * (see toolcall_xml.h). The five formats differ only in their markers, so one
  * state machine reads them all from a table (xml_spec):
  *
  *   QWEN3_CODER  <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n
@@ -11,6 +11,9 @@
  *   MINIMAX_M3   NS<tool_call>\nNS<invoke name="NAME">NS<KEY>VALUENS</KEY>...NS</invoke>\n
  *                NS</tool_call>   (NS the token string ]<]minimax[>[; a value that is an
  *                object or array is nested NS<k>..NS</k> / NS<item>..NS</item> markup)
+ *   HUNYUAN      <tool_calls:opensource>\n<tool_call:opensource>NAME<tool_sep:opensource>\n
+ *                <arg_key:opensource>KEY</arg_key:opensource>\n<arg_value:opensource>VALUE
+ *                </arg_value:opensource>\n ... </tool_call:opensource>\n</tool_calls:opensource>
  *
  * Values are raw text. The arguments handed on are a JSON object built from
  * the pairs, {"KEY": VALUE, ...}: a value whose parameter the tool's schema
@@ -35,6 +38,10 @@ static const xml_spec GLM = {"<tool_call>", "</tool_call>", NULL, NULL, NULL,
                              "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false, NULL};
 static const xml_spec MINIMAX = {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=\"", "\">",
                                  "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false, NULL};
+#define HY ":opensource" /* tencent Hy3: every tag ends with its model's suffix */
+static const xml_spec HUNYUAN = {"<tool_calls" HY ">", "</tool_calls" HY ">", "<tool_call" HY ">", "<tool_sep" HY ">",
+                                 "</tool_call" HY ">", "<arg_key" HY ">", "</arg_key" HY ">", "<arg_value" HY ">",
+                                 "</arg_value" HY ">", false, NULL};
 #define M3_NS "]<]minimax[>["
 static const xml_spec MINIMAX_M3 = {M3_NS "<tool_call>", M3_NS "</tool_call>", M3_NS "<invoke name=\"", "\">",
                                     M3_NS "</invoke>", M3_NS "<", ">", NULL, NULL, false, M3_NS};
@@ -80,6 +87,7 @@ const toolcall_xml_markup *toolcall_xml_markup_of(toolcall_format f) {
     case TOOLCALL_GLM: return &GLM;
     case TOOLCALL_MINIMAX: return &MINIMAX;
     case TOOLCALL_MINIMAX_M3: return &MINIMAX_M3;
+    case TOOLCALL_HUNYUAN: return &HUNYUAN;
     default: return NULL;
     }
 }

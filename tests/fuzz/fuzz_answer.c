@@ -65,7 +65,8 @@ static bool same(const sbuf *a, const sbuf *b) { return a->len == b->len && (!a-
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
-    const reasoning_format rf = (reasoning_format)(data[0] & 3); /* none, think, harmony, minimax */
+    /* none, think, harmony, minimax by the low bits; the others by the step byte's high bits */
+    const reasoning_format rf = (reasoning_format)(((data[0] & 3) + 4 * (data[1] >> 4)) % REASONING_N_FORMATS);
     const bool opened = data[0] & 4, tools = data[0] & 8;
     const toolcall_format tf = (toolcall_format)((data[0] >> 4) % TOOLCALL_N_FORMATS);
     const size_t step = 1 + data[1] % 16;

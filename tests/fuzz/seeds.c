@@ -239,35 +239,49 @@ static void grammar_seeds(void) {
     }
 }
 
-/* answers of thinking models and tool calls: selector (reasoning format | opened
- * | tools | tool format << 4), the cut step, the text */
+/* answers of thinking models and tool calls: selector (reasoning format & 3 |
+ * opened | tools | tool format << 4), the reasoning format / 4 (the step byte's
+ * high bits), the text */
 static void answer_seeds(void) {
     static const struct {
-        unsigned char sel;
+        unsigned char sel, hi;
         const char *text;
     } items[] = {
-        {0x01, "<think>\nI plan.\n</think>\n\nHello there."},
-        {0x05, "I plan.\n</think>\n\nHi <tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>"},
-        {0x19, "<think>a</think><tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": [1, \"}\"]}}\n</tool_call>"},
-        {0x4a, "<|channel|>analysis<|message|>Need f.<|end|><|start|>assistant<|channel|>commentary "
+        {0x01, 0, "<think>\nI plan.\n</think>\n\nHello there."},
+        {0x05, 0, "I plan.\n</think>\n\nHi <tool_call>{\"name\":\"f\",\"arguments\":{}}</tool_call>"},
+        {0x19, 0, "<think>a</think><tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": [1, \"}\"]}}\n</tool_call>"},
+        {0x4a, 0, "<|channel|>analysis<|message|>Need f.<|end|><|start|>assistant<|channel|>commentary "
                "to=functions.f <|constrain|>json<|message|>{\"a\":1}<|call|>"},
-        {0x02, "<|channel|>final<|message|>Hi<|return|>"},
-        {0x39, "[TOOL_CALLS]f[ARGS]{\"a\": 1}"},
-        {0x29, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}"},
-        {0x58, "Hi\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nx <y>\n</parameter>\n"
+        {0x02, 0, "<|channel|>final<|message|>Hi<|return|>"},
+        {0x39, 0, "[TOOL_CALLS]f[ARGS]{\"a\": 1}"},
+        {0x29, 0, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}"},
+        {0x58, 0, "Hi\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nx <y>\n</parameter>\n"
                "</function>\n</tool_call>"},
-        {0x68, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>{\"k\": [1]}</arg_value>\n</tool_call>"},
-        {0x78, "<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">v</parameter>\n</invoke>\n"
+        {0x68, 0, "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>{\"k\": [1]}</arg_value>\n</tool_call>"},
+        {0x78, 0, "<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">v</parameter>\n</invoke>\n"
                "</minimax:tool_call>"},
-        {0x89, "<think>a</think><tool_calls>\n{\"name\": \"f\", \"arguments\": {}}\n{\"name\": \"g\"}\n</tool_calls>"},
-        {0x9b, "</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"f\">]<]minimax[>[<a>]<]minimax[>["
+        {0x89, 0, "<think>a</think><tool_calls>\n{\"name\": \"f\", \"arguments\": {}}\n{\"name\": \"g\"}\n</tool_calls>"},
+        {0x9b, 0, "</mm:think>]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"f\">]<]minimax[>[<a>]<]minimax[>["
                "<item>1]<]minimax[>[</item>]<]minimax[>[</a>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>"},
+        /* Apriel (12), Command-A (6), Kimi K3 (8), Solar (10), Hy3 (9), Gemma 4 (7) */
+        {0x8c, 3, "I plan.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{\"name\": \"f\", \"arguments\": {}}]</tool_calls>\n"
+                  "[END FINAL RESPONSE]"},
+        {0xde, 1, "Need f.<|END_THINKING|><|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"f\", "
+                  "\"parameters\": {\"a\": 1}}]<|END_ACTION|>"},
+        {0x04, 2, "a<|close|>think<|sep|><|open|>response<|sep|>Hi <|close|>response<|sep|><|close|>message<|sep|>"},
+        {0xca, 2, "<|think|>x<|end|><|begin|>assistant<|tool_calls|><|tool_call:begin|>c1<|tool_call:name|>f"
+                  "<|tool_call:args|>{}<|tool_call:end|><|calls|>"},
+        {0xa9, 2, "<think:opensource>r</think:opensource><tool_calls:opensource>\n<tool_call:opensource>f"
+                  "<tool_sep:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>"},
+        {0xb9, 0, "<think>r</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:0"
+                  "<|tool_call_argument_begin|>{\"x\": [1]}<|tool_call_end|><|tool_calls_section_end|>"},
+        {0xeb, 1, "<|channel>thought\nx<channel|><|tool_call>call:f{a:<|\"|>t, \"u\"<|\"|>,b:[1,{c:x}]}<tool_call|>"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         char name[32], buf[512];
         size_t len = strlen(items[i].text);
         buf[0] = (char)items[i].sel;
-        buf[1] = (char)(3 + i);
+        buf[1] = (char)(items[i].hi << 4 | ((3 + i) & 15));
         memcpy(buf + 2, items[i].text, len);
         snprintf(name, sizeof name, "answer-%02zu", i);
         put("answer", name, buf, len + 2);
