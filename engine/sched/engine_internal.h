@@ -281,8 +281,8 @@ void eng_spec_propose(engine *e);
 /* Takes a sequence's proposals back (when it gets no rows, or is preempted). */
 void eng_spec_drop(engine *e, seq *s);
 /* Whether s is decoding, as speculation counts it: one token pending (beyond
- * its proposals) or, on a hybrid model, a few generated tokens that a
- * rejection left to compute again. */
+ * its proposals) or, on a hybrid model, up to draft_max more generated tokens
+ * that rejections left to compute again. */
 bool eng_spec_decoding(const engine *e, const seq *s);
 /* Hybrid models, once the step is planned: keeps the state of each sequence
  * that verifies proposals in its spec_slot (drops the proposals, and the rows

@@ -108,7 +108,10 @@ bool eng_spec_decoding(const engine *e, const seq *s) {
     if (!s->kv) return false;
     const int pending = s->n_tokens - s->n_draft - kv_seq_computed(s->kv);
     if (pending == 1) return true;
-    return e->recurrent && (e->draft || e->p.ngram) && s->n_gen > 0 && pending > 1 && pending <= SPEC_MAX + 1;
+    /* (each rejection restores the state from before the step, so tokens computed
+     * again pile up while proposals keep failing: past draft_max of them, one plain
+     * step takes them all) */
+    return e->recurrent && (e->draft || e->p.ngram) && s->n_gen > 0 && pending > 1 && pending <= e->p.draft_max + 1;
 }
 
 void eng_spec_keep_states(engine *e) {
