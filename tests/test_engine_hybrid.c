@@ -219,7 +219,7 @@ static void check_spec(const char *name, const char *draft_name) {
         for (int j = 0; j < 12; j++) prompts[i][lens[i] - 12 + j] = prompts[i][j % 6];
     }
     gen_request reqs[4];
-    for (int i = 0; i < 4; i++) reqs[i] = greedy_req(prompts[i], lens[i], 40);
+    for (int i = 0; i < 4; i++) reqs[i] = greedy_req(prompts[i], lens[i], 28);
     gen_request greqs[4]; /* under a grammar that refuses some of the model's own choices */
     for (int i = 0; i < 4; i++) greqs[i] = reqs[i], greqs[i].grammar = "root ::= [^eE]*\n";
     static result plain[4], gplain[4], spec[4];
@@ -259,8 +259,8 @@ static void check_spec(const char *name, const char *draft_name) {
         if (pass < 2) CHECKF(m.spec_drafted > m.spec_accepted, "%s: no proposal was rejected", msg);
         else if (pass == 3) /* some accepted before a rejection (computed again after it); the draft
                                proposes the model's own choice wherever the grammar allows it, which
-                               here is over a third of them: a draft state that kept rejected tokens
-                               gets fewer than a fifth accepted */
+                               here is about 40% of them: a draft whose state kept the rejected
+                               tokens got 12 of 75 and 15 of 66 accepted when tried */
             CHECKF(m.spec_accepted < m.spec_drafted && m.spec_accepted * 4 > m.spec_drafted,
                    "%s: %lld of %lld accepted", msg, (long long)m.spec_accepted, (long long)m.spec_drafted);
         else CHECKF(m.spec_drafted > 0 && m.spec_accepted == m.spec_drafted, "%s: %lld of %lld accepted", msg,
