@@ -228,7 +228,15 @@ static int draft_pass(engine *e, seq **act, int *want, int n) {
     int n_copies = kv_pool_take_copies(e->dpool, &src, &dst);
     if (model_kv_copy_blocks(e->dkv_store, src, dst, n_copies, NULL) ||
         model_forward(e->draft, e->dkv_store, batch_view(e->dbatch), e->dlogits, NULL)) {
-        for (int i = 0; i < k; i++) kv_seq_truncate(act[i]->dkv, kv_seq_computed(act[i]->dkv));
+        for (int i = 0; i < k; i++) {
+            seq *s = act[i];
+            if (!e->drecurrent) kv_seq_truncate(s->dkv, kv_seq_computed(s->dkv));
+            else { /* the pass may have moved its state: the draft starts again from nothing */
+                kv_seq_free(s->dkv);
+                s->dkv = NULL;
+                s->dbak_len = -1;
+            }
+        }
         return 0;
     }
     for (int i = 0; i < k; i++) kv_seq_commit(act[i]->dkv, rows_of[i]);
