@@ -105,7 +105,7 @@ int cmd_info(int argc, char **argv) {
     if (hp->n_expert) printf(", %d of %d experts", hp->n_expert_used, hp->n_expert);
     if (hp->swa_window) printf(", sliding window %d", hp->swa_window);
     if (hp->n_recurrent)
-        printf(", %d recurrent layers: a state of %.1f KiB per sequence, no speculative decoding",
+        printf(", %d recurrent layers: a state of %.1f KiB per sequence",
                hp->n_recurrent, (double)model_state_bytes(L.m) / 1024.0);
     printf(")\n");
     llm_close(&L);

@@ -57,10 +57,14 @@ expect_grep "info: qwen3moe runs" "runs in llmchat: yes \\(qwen3moe.*2 of 8 expe
 expect_grep "info: a hybrid model runs, its recurrent state named" \
     "runs in llmchat: yes \\(qwen35, 4 layers.*3 recurrent layers: a state of 16.5 KiB per sequence" \
     $LLMCHAT info -m "$SHARED/models/arch/qwen35.gguf"
-$LLMCHAT generate -m "$SHARED/models/arch/lfm2.gguf" -p x -n 2 --ngram >"$TMP/out" 2>"$TMP/err"
-if [ $? -eq 1 ] && grep -q "^llmchat: speculative decoding is not supported for lfm2, a hybrid model" "$TMP/err"; then
-    ok "generate --ngram on a hybrid model is refused in one line"
-else bad "generate --ngram on lfm2" "$(cat "$TMP/err")"; fi
+# speculative decoding on a hybrid model (a hybrid draft) gives the plain tokens
+$LLMCHAT generate -m "$SHARED/models/arch/lfm2.gguf" -p "the cat the cat" -n 24 --json >"$TMP/plain" 2>"$TMP/err"
+$LLMCHAT generate -m "$SHARED/models/arch/lfm2.gguf" -p "the cat the cat" -n 24 --json \
+    --draft "$SHARED/models/arch/granitehybrid.gguf" --draft-min 2 >"$TMP/spec" 2>>"$TMP/err"
+if grep -ao '"tokens":\[[0-9,]*\]' "$TMP/plain" >"$TMP/t1" && grep -ao '"tokens":\[[0-9,]*\]' "$TMP/spec" >"$TMP/t2" &&
+   cmp -s "$TMP/t1" "$TMP/t2" && grep -aq '"drafted_tokens":[1-9]' "$TMP/spec"; then
+    ok "generate --draft on a hybrid model gives the plain tokens"
+else bad "generate --draft on lfm2" "$(cat "$TMP/err" "$TMP/t1" "$TMP/t2")"; fi
 expect_grep "info: an unsupported architecture is named" "runs in llmchat: no: architecture 'falcon' is not supported" \
     $LLMCHAT info -m "$SHARED/vocab/ggml-vocab-falcon.gguf"
 expect_grep "info FILE: the file without -m; the model's chat template" \

@@ -315,11 +315,6 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     e->n_ctx = hp->n_ctx_train;
     e->max_blocks_per_seq = (e->n_ctx + e->p.block_size - 1) / e->p.block_size + 1;
     e->recurrent = hp->n_recurrent > 0;
-    if (e->recurrent && (e->p.draft || e->p.ngram)) {
-        free(e);
-        return llc_fail(err, LLC_ERR_UNSUPPORTED, "speculative decoding is not supported for %s, a hybrid model: "
-                        "rejected draft tokens would stay in its recurrent state", hp->arch_name);
-    }
     if (e->recurrent) { /* state snapshots by block id */
         e->snap_slot = malloc((size_t)(e->p.n_blocks > 0 ? e->p.n_blocks : 1) * sizeof *e->snap_slot);
         e->snap_key = malloc((size_t)(e->p.n_blocks > 0 ? e->p.n_blocks : 1) * sizeof *e->snap_key);

@@ -80,7 +80,7 @@ int eng_embed_seqs(engine *e, request *r) {
             s->req = r;
             s->index = i;
             s->out_row = -1;
-            s->state_slot = s->snap_from = -1;
+            s->state_slot = s->snap_from = s->spec_slot = s->dslot = s->dbak_len = -1;
             s->state = SEQ_WAITING;
         }
         for (int k = r->input_start[i]; !rc && k < r->input_start[i + 1]; k++)

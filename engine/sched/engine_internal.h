@@ -63,6 +63,14 @@ typedef struct seq {
     sampler *dsmp;   /* the draft's sampler (same params, own RNG stream) */
     float *q;        /* [draft_max][n_vocab]: the draft's distributions (sampling) */
     int64_t drafted, accepted; /* totals, reported in its done event */
+    /* hybrid models: the recurrent state cannot be cut back like the KV, so a
+     * verify step keeps the state from before it (spec_slot, after spec_c0
+     * computed tokens) and a rejection restores it, the accepted tokens then
+     * computed again with the next step; a hybrid draft the same with its own
+     * pair of slots (dslot: 2·dslot working, 2·dslot+1 the state after dbak_len
+     * tokens, kept before its first proposal) */
+    int spec_slot, spec_c0;
+    int dslot, dbak_len;
     /* embeddings (engine_embed.c) */
     double *embd_sum; /* [dim] sum of its rows' final-norm hidden states so far */
     int hid_row;      /* index of its first hidden-state row in the current step */
@@ -169,6 +177,11 @@ struct engine {
     uint64_t *snap_key;
     int32_t snap_ring[64];
     int n_snaps, snap_head;
+    /* a hybrid draft model: pairs of state slots of dkv_store given back, and
+     * how many pairs were ever made */
+    bool drecurrent;
+    int *dfree_pairs;
+    int n_dfree_pairs, n_dpairs;
 };
 
 #define ENGINE_MAX_SNAPSHOTS 64
@@ -241,6 +254,10 @@ void eng_embed_take(engine *e, seq *s, int rows, const float *hidden);
  * state is then lost: a sequence that runs again computes from position 0). */
 int eng_running_add(engine *e, seq *s);
 void eng_running_remove(engine *e, seq *s);
+/* A state slot of kv_store for a running sequence: one given back, or a new
+ * one (negative when out of memory); eng_state_give returns it. */
+int eng_state_take(engine *e);
+void eng_state_give(engine *e, int slot);
 /* A fork's recurrent state: child's slot = parent's (both running). */
 int eng_state_fork(engine *e, const seq *parent, seq *child);
 /* After s's step is committed: when its computed tokens end at a block
@@ -263,6 +280,17 @@ int eng_plan_step(engine *e);
 void eng_spec_propose(engine *e);
 /* Takes a sequence's proposals back (when it gets no rows, or is preempted). */
 void eng_spec_drop(engine *e, seq *s);
+/* Whether s is decoding, as speculation counts it: one token pending (beyond
+ * its proposals) or, on a hybrid model, up to draft_max more generated tokens
+ * that rejections left to compute again. */
+bool eng_spec_decoding(const engine *e, const seq *s);
+/* Hybrid models, once the step is planned: keeps the state of each sequence
+ * that verifies proposals in its spec_slot (drops the proposals, and the rows
+ * they took, of one whose copy fails). */
+void eng_spec_keep_states(engine *e);
+/* Leaving the running set: gives back s's spec slot and draft state slots
+ * (the draft's KV goes with them). */
+void eng_spec_release(engine *e, seq *s);
 /* After the forward pass: checks s's proposals against the model's rows
  * logits[0..n_draft] (accept / resample), streams what is accepted, rolls back
  * both KV caches. Returns 0, or negative when it cannot go on. */

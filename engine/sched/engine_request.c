@@ -158,6 +158,7 @@ int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out)
     s->index = index;
     s->state_slot = -1;
     s->snap_from = -1;
+    s->spec_slot = s->dslot = s->dbak_len = -1;
     s->out_row = -1;
     s->end_token = -1;
     spec_policy_init(&s->spec, e->p.draft_max);

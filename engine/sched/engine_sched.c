@@ -19,14 +19,18 @@ void eng_running_remove(engine *e, seq *s) {
             e->n_running--;
             break;
         }
-    if (e->recurrent && s->state_slot >= 0) { /* (free_states has room for every slot ever made) */
-        e->free_states[e->n_free_states++] = s->state_slot;
+    if (e->recurrent && s->state_slot >= 0) {
+        eng_state_give(e, s->state_slot);
         s->state_slot = -1;
     }
+    eng_spec_release(e, s);
 }
 
+/* (free_states has room for every slot ever made) */
+void eng_state_give(engine *e, int slot) { e->free_states[e->n_free_states++] = slot; }
+
 /* A state slot for a sequence that starts running: one given back, or a new one. */
-static int take_state_slot(engine *e) {
+int eng_state_take(engine *e) {
     if (e->n_free_states > 0) return e->free_states[--e->n_free_states];
     int *f = realloc(e->free_states, (size_t)(e->n_states + 1) * sizeof *f);
     if (!f) return LLC_ERR_NOMEM;
@@ -64,7 +68,7 @@ void eng_state_snapshot(engine *e, seq *s) {
             e->snap_head = (e->snap_head + 1) % ENGINE_MAX_SNAPSHOTS;
             e->n_snaps--;
         }
-        if (slot < 0 && (slot = take_state_slot(e)) < 0) return; /* (out of memory: no snapshot) */
+        if (slot < 0 && (slot = eng_state_take(e)) < 0) return; /* (out of memory: no snapshot) */
         e->snap_ring[(e->snap_head + e->n_snaps++) % ENGINE_MAX_SNAPSHOTS] = blk;
     }
     e->snap_slot[blk] = -1;
@@ -101,7 +105,7 @@ int eng_running_add(engine *e, seq *s) {
         e->cap_running = cap;
     }
     if (e->recurrent && s->state_slot < 0) {
-        int slot = take_state_slot(e);
+        int slot = eng_state_take(e);
         if (slot < 0) return slot;
         s->state_slot = slot;
     }
@@ -145,7 +149,7 @@ static int plan_rows(engine *e, seq *s, int budget, bool *no_space) {
     if (e->recurrent && computed + rows < s->n_tokens) { /* a hybrid's chunk ends at a block boundary where */
         const int bs = e->p.block_size, end = (computed + rows) / bs * bs; /* it can: a state snapshot there */
         if (end > computed) rows = end - computed;
-    } else if (e->recurrent && rows > 1) { /* the prompt's last chunk: its last full block first */
+    } else if (e->recurrent && rows > 1 && !s->n_draft) { /* the prompt's last chunk: its last full block first */
         const int bs = e->p.block_size, end = (s->n_tokens - 1) / bs * bs;
         if (end > computed) rows = end - computed;
     }
@@ -203,8 +207,7 @@ int eng_plan_step(engine *e) {
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < e->n_running && budget > 0; i++) {
             seq *s = e->running[i];
-            int pending = s->n_tokens - kv_seq_computed(s->kv);
-            if (s->rows || (pass == 0) != (pending == 1 + s->n_draft)) continue;
+            if (s->rows || (pass == 0) != eng_spec_decoding(e, s)) continue;
             bool full;
             int rows = plan_rows(e, s, budget, &full);
             if (rows < 0) return rows;
@@ -257,6 +260,7 @@ int eng_plan_step(engine *e) {
     /* proposals of sequences that got no rows this step go back */
     for (int i = 0; i < e->n_running; i++)
         if (e->running[i]->n_draft && !e->running[i]->rows) eng_spec_drop(e, e->running[i]);
+    if (e->recurrent) eng_spec_keep_states(e);
     /* lay out the batch */
     batch_clear(e->batch);
     int n_out = 0, total = 0;
@@ -279,7 +283,9 @@ int eng_plan_step(engine *e) {
                            s->n_draft ? BATCH_OUT_ALL : last ? BATCH_OUT_LAST : BATCH_OUT_NONE);
         if (rc < 0) return rc;
         if (e->recurrent) batch_set_state_slot(e->batch, s->state_slot);
-        s->out_row = last ? n_out : -1; /* with proposals: 1 + n_draft rows of logits */
+        /* with proposals: logits for every row, the last 1 + n_draft checked (a hybrid's
+         * rows may first compute again the tokens a rejection left, eng_spec_verify) */
+        s->out_row = last ? n_out + (s->n_draft ? s->rows - 1 - s->n_draft : 0) : -1;
         n_out += s->n_draft ? s->rows : last;
         total += s->rows;
     }

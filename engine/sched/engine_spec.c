@@ -10,7 +10,17 @@
  * draw from the residual max(0, p - q), which leaves the main model's
  * distribution unchanged. The first rejection ends the run with the main
  * model's token; if all pass, one more comes from the last row. Rejected
- * positions are cut off both KV caches with truncate. */
+ * positions are cut off both KV caches with truncate.
+ *
+ * Hybrid models (docs/ARCHITECTURE.md, "Recurrent state"): a recurrent state
+ * cannot be cut back, so each verify step first copies the sequence's state
+ * (eng_spec_keep_states), and a rejection puts that copy back and cuts the KV
+ * back to where it was: the accepted tokens are computed again at the front of
+ * the sequence's next step, with its next proposals. A hybrid draft model
+ * keeps its state after the real tokens in the same way, before its first
+ * proposal of each round. So that speculation does not step over the block
+ * boundaries where state snapshots are kept, a hybrid's proposals end at the
+ * next boundary at the latest. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +44,7 @@ int eng_spec_init(engine *e, llc_err *err) {
     if (!e->probs || !e->resid) return llc_fail(err, LLC_ERR_NOMEM, "out of memory");
     if (!e->draft) return 0;
     const model_hparams *dh = model_hparams_of(e->draft);
+    e->drecurrent = dh->n_recurrent > 0;
     if (dh->n_vocab != e->n_vocab)
         return llc_fail(err, LLC_ERR_RANGE, "the draft model has %d tokens, the model %d: they must share one vocabulary",
                         dh->n_vocab, e->n_vocab);
@@ -51,6 +62,7 @@ void eng_spec_free(engine *e) {
     free(e->probs);
     free(e->resid);
     free(e->dlogits);
+    free(e->dfree_pairs);
     batch_free(e->dbatch);
     kv_pool_free(e->dpool);
     model_kv_free(e->dkv_store);
@@ -65,13 +77,77 @@ void eng_spec_seq_free(seq *s) {
     s->q = NULL;
 }
 
+/* The draft's KV (and a hybrid draft's state) cut back to the first keep
+ * tokens: a hybrid draft goes back to the state it kept before its proposals
+ * (or, without one, starts again from nothing). */
+static void draft_rollback(engine *e, seq *s, int keep) {
+    if (!s->dkv || kv_seq_len(s->dkv) <= keep) return;
+    if (!e->drecurrent) {
+        kv_seq_truncate(s->dkv, keep);
+        return;
+    }
+    if (s->dbak_len >= 0 && s->dbak_len <= keep &&
+        !model_kv_state_copy(e->dkv_store, 2 * s->dslot + 1, 2 * s->dslot, NULL)) {
+        kv_seq_truncate(s->dkv, s->dbak_len);
+        return;
+    }
+    kv_seq_free(s->dkv);
+    s->dkv = NULL;
+    s->dbak_len = -1;
+}
+
 void eng_spec_drop(engine *e, seq *s) {
-    (void)e;
     if (s->n_draft <= 0) return;
     s->n_tokens -= s->n_draft;
     if (s->dsmp) sampler_rollback(s->dsmp, s->n_draft);
-    if (s->dkv && kv_seq_len(s->dkv) > s->n_tokens) kv_seq_truncate(s->dkv, s->n_tokens);
+    draft_rollback(e, s, s->n_tokens);
     s->n_draft = 0;
+}
+
+bool eng_spec_decoding(const engine *e, const seq *s) {
+    if (!s->kv) return false;
+    const int pending = s->n_tokens - s->n_draft - kv_seq_computed(s->kv);
+    if (pending == 1) return true;
+    /* (each rejection restores the state from before the step, so tokens computed
+     * again pile up while proposals keep failing: past draft_max of them, one plain
+     * step takes them all) */
+    return e->recurrent && (e->draft || e->p.ngram) && s->n_gen > 0 && pending > 1 && pending <= e->p.draft_max + 1;
+}
+
+void eng_spec_keep_states(engine *e) {
+    for (int i = 0; i < e->n_running; i++) {
+        seq *s = e->running[i];
+        if (!s->rows || !s->n_draft) continue;
+        if (s->spec_slot < 0) s->spec_slot = eng_state_take(e);
+        if (s->spec_slot >= 0 && !model_kv_state_copy(e->kv_store, s->state_slot, s->spec_slot, NULL)) {
+            s->spec_c0 = kv_seq_computed(s->kv);
+            continue;
+        }
+        if (s->spec_slot < 0) s->spec_slot = -1; /* (none to be had) */
+        const int n_draft = s->n_draft; /* no copy: no proposals this step */
+        eng_spec_drop(e, s);
+        s->rows -= n_draft;
+        kv_seq_truncate(s->kv, kv_seq_computed(s->kv) + s->rows);
+    }
+}
+
+void eng_spec_release(engine *e, seq *s) {
+    if (s->spec_slot >= 0) eng_state_give(e, s->spec_slot);
+    s->spec_slot = -1;
+    if (s->dslot < 0) return;
+    kv_seq_free(s->dkv);
+    s->dkv = NULL;
+    e->dfree_pairs[e->n_dfree_pairs++] = s->dslot; /* (room for every pair ever made) */
+    s->dslot = s->dbak_len = -1;
+}
+
+/* A pair of the draft's state slots for a sequence (hybrid drafts). */
+static int draft_pair_take(engine *e) {
+    if (e->n_dfree_pairs > 0) return e->dfree_pairs[--e->n_dfree_pairs];
+    int *f = realloc(e->dfree_pairs, (size_t)(e->n_dpairs + 1) * sizeof *f);
+    if (!f) return LLC_ERR_NOMEM;
+    e->dfree_pairs = f;
+    return e->n_dpairs++;
 }
 
 /* The latest earlier occurrence of the text's last g tokens (g = 3, 2, 1), and
@@ -95,7 +171,7 @@ static int ngram_propose(const int32_t *t, int n, int k, int32_t *out) {
 static int spec_budget(const engine *e, seq *s) {
     const request *r = s->req;
     if (r->bs || r->embed || r->sp.n_logprobs > 0 || s->state != SEQ_RUNNING) return 0;
-    if (s->n_tokens - kv_seq_computed(s->kv) != 1) return 0; /* not in decode */
+    if (!eng_spec_decoding(e, s)) return 0;
     int k = spec_policy_budget(&s->spec); /* 0: mostly wrong lately, decoding plainly a while */
     if (k <= 0) return 0;
     int n_ctx = e->n_ctx;
@@ -104,6 +180,10 @@ static int spec_budget(const engine *e, seq *s) {
     int room_ctx = n_ctx - 2 - s->n_tokens, room_gen = r->max_tokens - s->n_gen - 1;
     if (k > room_ctx) k = room_ctx;
     if (k > room_gen) k = room_gen;
+    if (e->recurrent) { /* the step ends at the next block boundary at the latest (its state snapshot) */
+        const int bs = e->p.block_size, room_block = (kv_seq_computed(s->kv) / bs + 1) * bs - s->n_tokens;
+        if (k > room_block) k = room_block;
+    }
     return k > 0 ? k : 0;
 }
 
@@ -131,6 +211,7 @@ static int draft_pass(engine *e, seq **act, int *want, int n) {
             kv_seq_truncate(s->dkv, done);
             continue;
         }
+        if (e->drecurrent) batch_set_state_slot(e->dbatch, 2 * s->dslot);
         rows_of[k] = rows;
         s->out_row = n_out++;
         want[k] = want[i];
@@ -147,7 +228,15 @@ static int draft_pass(engine *e, seq **act, int *want, int n) {
     int n_copies = kv_pool_take_copies(e->dpool, &src, &dst);
     if (model_kv_copy_blocks(e->dkv_store, src, dst, n_copies, NULL) ||
         model_forward(e->draft, e->dkv_store, batch_view(e->dbatch), e->dlogits, NULL)) {
-        for (int i = 0; i < k; i++) kv_seq_truncate(act[i]->dkv, kv_seq_computed(act[i]->dkv));
+        for (int i = 0; i < k; i++) {
+            seq *s = act[i];
+            if (!e->drecurrent) kv_seq_truncate(s->dkv, kv_seq_computed(s->dkv));
+            else { /* the pass may have moved its state: the draft starts again from nothing */
+                kv_seq_free(s->dkv);
+                s->dkv = NULL;
+                s->dbak_len = -1;
+            }
+        }
         return 0;
     }
     for (int i = 0; i < k; i++) kv_seq_commit(act[i]->dkv, rows_of[i]);
@@ -181,8 +270,7 @@ void eng_spec_propose(engine *e) {
     if (!e->draft && !e->p.ngram) return;
     int decoding = 0;
     for (int i = 0; i < e->n_running; i++) {
-        seq *s = e->running[i];
-        if (s->n_tokens - kv_seq_computed(s->kv) == 1) decoding++;
+        if (eng_spec_decoding(e, e->running[i])) decoding++;
     }
     if (decoding == 0 || decoding > e->p.spec_max_seqs) return; /* compute-bound already: plain decode */
     seq *act[256];
@@ -197,9 +285,14 @@ void eng_spec_propose(engine *e) {
             for (int j = 0; j < m && !push_draft(s, prop[j]); j++) {}
             continue;
         }
+        if (e->drecurrent && s->dslot < 0 && (s->dslot = draft_pair_take(e)) < 0) {
+            s->dslot = -1;
+            continue;
+        }
         if (!s->dkv) {
             if (kv_seq_create(e->dpool, &s->dkv)) continue;
-            kv_seq_match_prefix(s->dkv, s->tokens, s->n_tokens);
+            /* a hybrid draft computes from the start: its cached blocks keep no state */
+            if (!e->drecurrent) kv_seq_match_prefix(s->dkv, s->tokens, s->n_tokens);
         }
         act[n] = s;
         want[n++] = k;
@@ -211,6 +304,9 @@ void eng_spec_propose(engine *e) {
         int still = 0;
         for (int i = 0; i < n; i++) {
             seq *s = act[i];
+            if (e->drecurrent && s->n_draft == 0) /* its state after the real tokens, for a rollback */
+                s->dbak_len = model_kv_state_copy(e->dkv_store, 2 * s->dslot, 2 * s->dslot + 1, NULL)
+                                  ? -1 : kv_seq_computed(s->dkv);
             int32_t x = draft_choose(e, s, e->dlogits + (size_t)s->out_row * e->n_vocab);
             if (x < 0 || push_draft(s, x)) continue;
             if (s->n_draft < want[i] && !tok_is_eog(e->tok, x)) {
@@ -280,9 +376,15 @@ int eng_spec_verify(engine *e, seq *s, const float *logits) {
     e->stats.spec_verifies++;
     s->drafted += k;
     s->accepted += accepted;
-    /* valid KV: up to the last accepted proposal; the token after it is pending */
-    if (s->kv && kv_seq_len(s->kv) > base + accepted) kv_seq_truncate(s->kv, base + accepted);
-    if (s->dkv && kv_seq_len(s->dkv) > base + accepted) kv_seq_truncate(s->dkv, base + accepted);
+    /* valid KV: up to the last accepted proposal; the token after it is pending.
+     * A hybrid's state holds the rejected ones too: back to the state kept
+     * before the step, the accepted tokens are computed again next step. */
+    if (s->kv && kv_seq_len(s->kv) > base + accepted) {
+        if (!e->recurrent) kv_seq_truncate(s->kv, base + accepted);
+        else if (model_kv_state_copy(e->kv_store, s->spec_slot, s->state_slot, NULL)) return LLC_ERR_NOMEM;
+        else kv_seq_truncate(s->kv, s->spec_c0);
+    }
+    draft_rollback(e, s, base + accepted);
     if (s->dsmp && !finished)
         for (int i = base; i < s->n_tokens; i++) sampler_accept(s->dsmp, s->tokens[i]);
     /* the next draft length; a sequence whose proposals keep failing pauses */
