@@ -1,6 +1,6 @@
-/* app_roles.c — the config file's chat defaults (see app_internal.h): a new
- * tab's temperature, max_tokens and system prompt, /role NAME (a named system
- * prompt) and the roles F1 lists. */
+/* app_roles.c — the config file's roles (see app_internal.h): /role NAME (a
+ * named system prompt) and the roles F1 lists. (A new tab's defaults from the
+ * config are set in app_tabs.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,21 +8,6 @@
 #include "ui/app_internal.h"
 #include "ui/command.h"
 #include "ui/textwrap.h"
-
-/* A new tab's settings from the config file's defaults. */
-int app_tab_defaults(const ui_app *a, conv *c) {
-    const ui_app_config *cf = &a->cfg;
-    if (cf->has_temperature) c->set.temperature = cf->temperature;
-    if (cf->max_tokens > 0) c->set.max_tokens = cf->max_tokens;
-    if (cf->system && *cf->system) {
-        char *s = strdup(cf->system);
-        if (!s) return LLC_ERR_NOMEM;
-        free(c->system);
-        c->system = s;
-    }
-    if (cf->has_temperature || cf->max_tokens > 0 || (cf->system && *cf->system)) c->meta_dirty = true;
-    return 0;
-}
 
 /* /role NAME: the config's role becomes the tab's system prompt; /role alone lists them. */
 void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len) {

@@ -248,3 +248,40 @@ void app_cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     if (rc) app_reject(a, "/export: %s", err.msg);
     else ui_app_notice(a, false, "exported to %s", path);
 }
+
+/* ---- another program's work on stored sessions (see app.h) ---- */
+
+void ui_app_session_changed(ui_app *a, int64_t session_id) {
+    if (!a->db) return;
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->session_id != session_id || c->req_id || conv_unsaved(c)) continue;
+        conv *fresh;
+        if (conv_load(a->db, session_id, &fresh, NULL)) continue;
+        app_loaded_conv(a, fresh);
+        fresh->scroll = c->scroll;
+        fresh->scroll_rows = c->scroll_rows;
+        fresh->draft = c->draft, c->draft = NULL;
+        a->tabs_gen++;
+        if (a->close_confirm == c) a->close_confirm = NULL;
+        conv_free(c);
+        a->tabs[i] = fresh;
+        a->changed = true;
+    }
+}
+
+void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
+                         size_t len) {
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->session_id != session_id) continue;
+        for (int k = 0; k < c->n_alts; k++) {
+            conv_msg *m = c->alts[k];
+            if (m->id != message_id) continue;
+            bool was_dirty = m->dirty;
+            conv_append(c, k, text, len);
+            m->dirty = was_dirty; /* the other program stores it, not this tab */
+            a->changed = true;
+        }
+    }
+}
