@@ -22,17 +22,20 @@
 #include <cjson/cJSON.h>
 
 void ui_app_warn(ui_app *a, const char *fmt, ...) {
+    sbuf w = {0};
+    sb_str(&w, a->warnings);
+    if (w.len) sb_putc(&w, '\n');
+    size_t start = w.len;
     va_list ap;
     va_start(ap, fmt);
-    char *line = NULL;
-    int n = vasprintf(&line, fmt, ap);
+    sb_vprintf(&w, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    for (char *p = line; *p; p++) /* one line each */
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    size_t len = a->warnings ? strlen(a->warnings) : 0;
-    app_cat(&a->warnings, &len, "%s%s", len ? "\n" : "", line);
-    free(line);
+    for (size_t i = start; !w.oom && i < w.len; i++) /* one line each */
+        if (w.p[i] == '\n' || w.p[i] == '\r') w.p[i] = ' ';
+    char *all = sb_take(&w);
+    if (!all) return; /* out of memory: the warnings so far stay */
+    free(a->warnings);
+    a->warnings = all;
     a->changed = true;
 }
 
@@ -513,10 +516,9 @@ static void cmd_system(ui_app *a, conv *c, const ui_cmd *cmd) {
             ui_app_notice(a, false, "no system prompt in this session (/system TEXT sets one)");
             return;
         }
-        char *text = NULL;
-        size_t len = 0;
-        app_cat(&text, &len, "System prompt (/system TEXT replaces it, /system --clear removes it)\n%s\n", c->system);
-        app_set_panel(a, text);
+        sbuf text = {0};
+        sb_printf(&text, "System prompt (/system TEXT replaces it, /system --clear removes it)\n%s\n", c->system);
+        app_show_panel(a, &text);
         return;
     }
     if (!app_set_system(a, c, cmd->ivalue ? "" : cmd->arg, cmd->ivalue ? 0 : cmd->arg_len)) return;

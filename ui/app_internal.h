@@ -6,6 +6,7 @@
 #ifndef LLC_UI_APP_INTERNAL_H
 #define LLC_UI_APP_INTERNAL_H
 
+#include "kernels/sbuf.h"
 #include "ui/app.h"
 
 /* ---- the tabs and the shared helpers (app_tabs.c): app.c and every command
@@ -19,8 +20,10 @@ const char *app_model_name(const ui_app *a, const conv *c);
 void app_reject(ui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shows text (malloc'd, taken) under the chat; NULL closes the panel. */
 void app_set_panel(ui_app *a, char *text);
-/* Appends to a growing text. */
-void app_cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Shows a panel's text built in an sbuf (taken: the buffer is left empty); when
+ * an append ran out of memory, the command is refused saying so instead of
+ * showing a part of the text. */
+void app_show_panel(ui_app *a, sbuf *text);
 /* Adds a tab and makes it current. */
 int app_add_tab(ui_app *a, conv *c);
 /* A new tab's temperature, max_tokens and system prompt from the config: 0 or LLC_ERR_NOMEM. */

@@ -38,21 +38,13 @@ void app_set_panel(ui_app *a, char *text) {
     a->changed = true;
 }
 
-/* Appends to a growing text. */
-void app_cat(char **buf, size_t *len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *piece = NULL;
-    int n = vasprintf(&piece, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    char *b = realloc(*buf, *len + (size_t)n + 1);
-    if (b) {
-        memcpy(b + *len, piece, (size_t)n + 1);
-        *len += (size_t)n;
-        *buf = b;
+void app_show_panel(ui_app *a, sbuf *text) {
+    char *t = sb_take(text);
+    if (!t) {
+        app_reject(a, "out of memory");
+        return;
     }
-    free(piece);
+    app_set_panel(a, t);
 }
 
 conv *ui_app_tab(const ui_app *a) { return a->n_tabs ? a->tabs[a->cur] : NULL; }
