@@ -20,6 +20,7 @@
 #include "app/fileio.h"
 #include "app/llm.h"
 #include "app/server/srv.h"
+#include "kernels/sbuf.h"
 
 static const char *g_session, *g_system, *g_template, *g_template_file, *g_grammar_file, *g_json_schema;
 static char *g_grammar; /* GBNF from --grammar-file / --json-schema */
@@ -53,8 +54,7 @@ const cli_cmd cli_ask = {
 
 typedef struct client {
     int fd;
-    char *buf;
-    size_t len, cap;
+    sbuf in; /* what was read and not yet parsed */
 } client;
 
 static int cl_connect(const char *path, client *c) {
@@ -98,26 +98,19 @@ static int cl_send(client *c, cJSON *req) {
 /* The next event line, parsed; NULL at end of stream. */
 static cJSON *cl_next(client *c) {
     for (;;) {
-        char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+        char *nl = c->in.len ? memchr(c->in.p, '\n', c->in.len) : NULL;
         if (nl) {
-            size_t n = (size_t)(nl - c->buf);
-            cJSON *j = cJSON_ParseWithLength(c->buf, n);
-            memmove(c->buf, nl + 1, c->len - n - 1);
-            c->len -= n + 1;
+            size_t n = (size_t)(nl - c->in.p);
+            cJSON *j = cJSON_ParseWithLength(c->in.p, n);
+            sb_drop(&c->in, n + 1);
             if (j) return j;
             continue;
         }
-        if (c->len + 65536 > c->cap) {
-            size_t cap = c->cap ? 2 * c->cap : 65536;
-            char *p = realloc(c->buf, cap);
-            if (!p) return NULL;
-            c->buf = p;
-            c->cap = cap;
-        }
-        ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+        if (!sb_reserve(&c->in, 65536)) return NULL;
+        ssize_t r = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1, 0);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return NULL;
-        c->len += (size_t)r;
+        sb_wrote(&c->in, (size_t)r);
     }
 }
 
@@ -249,24 +242,12 @@ static int ask(client *c, const char *prompt) {
     }
 }
 
+/* All of stdin; NULL when out of memory. */
 static char *read_stdin(void) {
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t n = fread(buf + len, 1, cap - len - 1, stdin);
-        len += n;
-        if (n == 0) break;
-        if (len + 1 == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) {
-                free(buf);
-                return NULL;
-            }
-            buf = p;
-        }
-    }
-    if (buf) buf[len] = 0;
-    return buf;
+    sbuf b = {0};
+    size_t n;
+    while (sb_reserve(&b, 4096) && (n = fread(b.p + b.len, 1, b.cap - b.len - 1, stdin)) > 0) sb_wrote(&b, n);
+    return sb_take(&b);
 }
 
 int cmd_ask(int argc, char **argv) {
@@ -334,7 +315,7 @@ int cmd_ask(int argc, char **argv) {
     status = ask(&c, text);
 out:
     if (c.fd >= 0) close(c.fd);
-    free(c.buf);
+    sb_free(&c.in);
     free(text);
     srv_stop(s);
     engine_destroy(e);

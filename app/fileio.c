@@ -9,6 +9,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
+#include "kernels/sbuf.h"
 
 char *file_read_all(const char *path, size_t *len, llc_err *err) {
     FILE *f = fopen(path, "rb");
@@ -16,27 +17,18 @@ char *file_read_all(const char *path, size_t *len, llc_err *err) {
         llc_fail(err, LLC_ERR_IO, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, (cap *= 2) + 1);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
+    sbuf b = {0};
+    for (size_t got; sb_reserve(&b, 1 << 16) && (got = fread(b.p + b.len, 1, b.cap - b.len - 1, f)) > 0;)
+        sb_wrote(&b, got);
     bool failed = ferror(f);
     fclose(f);
-    if (!buf || failed) {
-        llc_fail(err, buf ? LLC_ERR_IO : LLC_ERR_NOMEM, "%s: %s", path,
-                 buf ? "read error" : "out of memory");
-        free(buf);
+    if (b.oom || failed) {
+        llc_fail(err, b.oom ? LLC_ERR_NOMEM : LLC_ERR_IO, "%s: %s", path, b.oom ? "out of memory" : "read error");
+        sb_free(&b);
         return NULL;
     }
-    buf[n] = 0;
-    *len = n;
-    return buf;
+    *len = b.len;
+    return sb_take(&b);
 }
 
 char *file_read_secret(const char *path, llc_err *err) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* Room for `extra` more bytes and the NUL; false (and oom) when there is none. */
-static bool sb_reserve(sbuf *b, size_t extra) {
+bool sb_reserve(sbuf *b, size_t extra) {
     if (b->oom) return false;
     if (extra > SIZE_MAX - 1 - b->len) return !(b->oom = true);
     const size_t need = b->len + extra + 1;
@@ -56,6 +56,26 @@ void sb_printf(sbuf *b, const char *fmt, ...) {
     va_start(ap, fmt);
     sb_vprintf(b, fmt, ap);
     va_end(ap);
+}
+
+void sb_wrote(sbuf *b, size_t n) {
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+void sb_drop(sbuf *b, size_t n) {
+    if (n >= b->len) {
+        sb_clear(b);
+        return;
+    }
+    memmove(b->p, b->p + n, b->len - n);
+    b->len -= n;
+    b->p[b->len] = 0;
+}
+
+void sb_clear(sbuf *b) {
+    b->len = 0;
+    if (b->p) b->p[0] = 0;
 }
 
 const char *sb_cstr(const sbuf *b) { return b->p ? b->p : ""; }

@@ -22,6 +22,16 @@ void sb_str(sbuf *b, const char *s); /* (NULL appends nothing) */
 void sb_putc(sbuf *b, char c);
 void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(sbuf *b, const char *fmt, va_list ap);
+/* Room for n more bytes (and the NUL) after the content, to be written in place
+ * at p + len (a recv into the buffer) and counted with sb_wrote; false (and oom)
+ * when it cannot be had. */
+bool sb_reserve(sbuf *b, size_t n);
+/* Counts n bytes written in place after sb_reserve (n at most what it reserved). */
+void sb_wrote(sbuf *b, size_t n);
+/* Drops the first n bytes (the consumed head of a queue); the rest moves to the front. */
+void sb_drop(sbuf *b, size_t n);
+/* Empties the buffer, keeping its memory (and its oom flag). */
+void sb_clear(sbuf *b);
 /* The text so far ("" while empty); valid until the next append. */
 const char *sb_cstr(const sbuf *b);
 /* The malloc'd text (an empty string when empty), for the caller to free; the

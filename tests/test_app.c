@@ -20,6 +20,7 @@
 
 #include <sys/stat.h>
 #include "ui/app.h"
+#include "ui/app_internal.h" /* app_show_panel */
 #include "ui/thinking.h"
 
 /* ---- a provider the test drives by hand ---- */
@@ -935,6 +936,25 @@ static void test_second_ui_on_a_database_is_warned(void) {
     ui_app_free(a);
 }
 
+/* A panel whose text ran out of memory while built is refused, saying so, and
+ * the panel shown stays: no part of a list passes for the whole. */
+static void test_panel_out_of_memory_is_said(void) {
+    ui_app *a = open_app();
+    CHECK(input(a, "/help") && a->panel && strstr(a->panel, "/help"));
+    const char *shown = a->panel;
+    sbuf t = {0};
+    sb_str(&t, "Sessions (part of them)\n");
+    t.oom = true;
+    a->rejected = false;
+    app_show_panel(a, &t);
+    CHECK(a->rejected && a->notice_error && strstr(a->notice, "out of memory"));
+    CHECK(a->panel == shown && t.p == NULL);
+    sb_str(&t, "Sessions\n");
+    app_show_panel(a, &t);
+    CHECK(a->panel && !strcmp(a->panel, "Sessions\n") && t.p == NULL);
+    ui_app_free(a);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "/tmp/llc_test_app_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
@@ -951,6 +971,7 @@ int main(void) {
     RUN(test_cut_off_answers_are_marked);
     RUN(test_sessions_archive_and_delete);
     RUN(test_notices_and_panels_do_not_outstay);
+    RUN(test_panel_out_of_memory_is_said);
     RUN(test_tabs_past_nine_and_rename);
     RUN(test_second_ui_on_a_database_is_warned);
     RUN(test_set_alone_shows_the_values);

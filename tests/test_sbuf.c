@@ -1,7 +1,11 @@
 /* test_sbuf.c — the growable buffer every layer uses: appends of every kind keep
  * the text NUL-terminated and exact, long formatted appends are whole, take hands
- * over the text, and a failed append sticks. */
+ * over the text, a failed append sticks, and a queue (write in place, drop the
+ * head, clear) keeps the rest exact. */
 #include "kernels/sbuf.h"
+
+#include <stdint.h>
+
 #include "tests/test.h"
 
 static void test_appends(void) {
@@ -47,9 +51,34 @@ static void test_take(void) {
     CHECK(sb_take(&b) == NULL && !b.oom);
 }
 
+/* The byte queues of a server connection: read in place, drop what was parsed. */
+static void test_queue(void) {
+    sbuf b = {0};
+    CHECK(sb_reserve(&b, 100) && b.cap >= 101 && b.len == 0);
+    memcpy(b.p, "line one\nline", 13);
+    sb_wrote(&b, 13);
+    CHECK(b.len == 13 && b.p[13] == 0);
+    sb_drop(&b, 9);
+    CHECK(b.len == 4 && !strcmp(b.p, "line"));
+    size_t cap = b.cap;
+    sb_clear(&b);
+    CHECK(b.len == 0 && b.cap == cap && !strcmp(sb_cstr(&b), ""));
+    sb_str(&b, "abc");
+    sb_drop(&b, 5); /* more than there is: empty */
+    CHECK(b.len == 0 && b.p[0] == 0);
+    sb_free(&b);
+    sb_clear(&b); /* nothing allocated: still fine */
+    sb_drop(&b, 1);
+    CHECK(b.p == NULL && b.len == 0);
+    b.oom = true;
+    CHECK(!sb_reserve(&b, 1));
+    CHECK(!sb_reserve(&(sbuf){0}, SIZE_MAX)); /* cannot be had */
+}
+
 int main(void) {
     RUN(test_appends);
     RUN(test_long_printf);
     RUN(test_take);
+    RUN(test_queue);
     return t_summary();
 }

@@ -1,5 +1,7 @@
-/* app.c — the chat application's state and actions (see app.h): tabs,
- * commands, sending turns to the provider and routing its events back, saving. */
+/* app.c — the chat application's state and actions (see app.h): creating and
+ * freeing it, the input history, sending turns to the provider and routing its
+ * events back, and the commands, each dispatched to its file (app_*.c). The
+ * tab list and the helpers every command shares are in app_tabs.c. */
 #include "ui/app.h"
 
 #include <errno.h>
@@ -19,55 +21,22 @@
 
 #include <cjson/cJSON.h>
 
-void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
-    va_end(ap);
-    a->notice_error = error;
-    a->changed = true;
-}
-
 void ui_app_warn(ui_app *a, const char *fmt, ...) {
+    sbuf w = {0};
+    sb_str(&w, a->warnings);
+    if (w.len) sb_putc(&w, '\n');
+    size_t start = w.len;
     va_list ap;
     va_start(ap, fmt);
-    char *line = NULL;
-    int n = vasprintf(&line, fmt, ap);
+    sb_vprintf(&w, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    for (char *p = line; *p; p++) /* one line each */
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    size_t len = a->warnings ? strlen(a->warnings) : 0;
-    app_cat(&a->warnings, &len, "%s%s", len ? "\n" : "", line);
-    free(line);
+    for (size_t i = start; !w.oom && i < w.len; i++) /* one line each */
+        if (w.p[i] == '\n' || w.p[i] == '\r') w.p[i] = ' ';
+    char *all = sb_take(&w);
+    if (!all) return; /* out of memory: the warnings so far stay */
+    free(a->warnings);
+    a->warnings = all;
     a->changed = true;
-}
-
-/* Refuses a line of input: the notice says why and the view keeps the text in
- * the input box (ui_app_input returns false). */
-void app_reject(ui_app *a, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
-    va_end(ap);
-    a->notice_error = true;
-    a->rejected = true;
-    a->changed = true;
-}
-
-void app_set_panel(ui_app *a, char *text) {
-    free(a->panel);
-    a->panel = text;
-    a->panel_gen++;
-    a->changed = true;
-}
-
-conv *ui_app_tab(const ui_app *a) { return a->n_tabs ? a->tabs[a->cur] : NULL; }
-
-provider *app_tab_prov(const ui_app *a, const conv *c) { return c->prov ? c->prov : a->cfg.prov; }
-
-const char *app_model_name(const ui_app *a, const conv *c) {
-    return c->model[0] ? c->model : prov_model_name(a->cfg.prov);
 }
 
 int ui_app_fds(const ui_app *a, int *fds, int max) {
@@ -76,61 +45,6 @@ int ui_app_fds(const ui_app *a, int *fds, int max) {
     for (int i = 0; i < a->n_models && n < max; i++) fds[n++] = prov_fd(a->models[i].prov);
     if (app_models_fd(a) >= 0 && n < max) fds[n++] = app_models_fd(a);
     return n;
-}
-
-int app_add_tab(ui_app *a, conv *c) {
-    conv **t = realloc(a->tabs, (size_t)(a->n_tabs + 1) * sizeof *t);
-    if (!t) return LLC_ERR_NOMEM;
-    a->tabs = t;
-    a->tabs[a->n_tabs++] = c;
-    a->tabs_gen++;
-    a->cur = a->n_tabs - 1;
-    a->changed = true;
-    return 0;
-}
-
-void app_loaded_conv(ui_app *a, conv *c) {
-    /* no other models here, or the default model named by its path: the default */
-    if (!a->cfg.open_model || (a->cfg.model_path && !strcmp(c->model, a->cfg.model_path))) c->model[0] = 0;
-    app_models_attach(a, c);
-    app_count_versions(a, c);
-}
-
-void app_drop_tab(ui_app *a, int i) {
-    if (i < 0 || i >= a->n_tabs) return;
-    conv *c = a->tabs[i];
-    if (c->req_id) prov_cancel(app_tab_prov(a, c), c->req_id);
-    if (a->close_confirm == c) a->close_confirm = NULL;
-    conv_free(c);
-    memmove(&a->tabs[i], &a->tabs[i + 1], (size_t)(a->n_tabs - i - 1) * sizeof *a->tabs);
-    a->n_tabs--;
-    a->tabs_gen++;
-    if (a->cur > i || a->cur >= a->n_tabs) a->cur = a->cur > 0 ? a->cur - 1 : 0;
-    if (a->n_tabs == 0) ui_app_new_tab(a);
-    a->changed = true;
-}
-
-void app_save_tabs(ui_app *a) {
-    if (!a->db) return;
-    int64_t ids[256];
-    int n = 0, active = -1;
-    for (int i = 0; i < a->n_tabs && n < 256; i++) {
-        if (!a->tabs[i]->session_id) continue;
-        if (i == a->cur) active = n;
-        ids[n++] = a->tabs[i]->session_id;
-    }
-    db_tabs_save(a->db, ids, n, active, NULL);
-}
-
-void app_save_conv(ui_app *a, conv *c, bool force, double now) {
-    bool had_session = c->session_id != 0;
-    if (conv_save(c, a->db, app_model_name(a, c), force, now) == 0) {
-        if (!had_session && c->session_id) app_save_tabs(a);
-        return;
-    }
-    if (!a->notice_error || strcmp(a->notice, c->save_error))
-        ui_app_notice(a, true, "not saved (kept in memory, retrying): %s",
-                      a->db ? c->save_error : a->db_error);
 }
 
 /* ---- input history (a settings row of the database: a JSON list) ---- */
@@ -333,56 +247,6 @@ void ui_app_free(ui_app *a) {
     for (int i = 0; i < a->n_history; i++) free(a->history[i]);
     free(a->history);
     free(a);
-}
-
-void ui_app_new_tab(ui_app *a) {
-    conv *c = NULL;
-    if (conv_create(NULL, &c) || app_tab_defaults(a, c) || app_add_tab(a, c)) {
-        conv_free(c);
-        ui_app_notice(a, true, "out of memory");
-        return;
-    }
-    app_set_panel(a, NULL);
-}
-
-void ui_app_switch(ui_app *a, int index) {
-    if (a->n_tabs == 0) return;
-    if (index < 0) index = a->n_tabs - 1;
-    if (index >= a->n_tabs) index = 0;
-    if (index != a->cur) app_set_panel(a, NULL);
-    a->close_confirm = NULL;
-    a->cur = index;
-    a->changed = true;
-    app_save_tabs(a);
-}
-
-void ui_app_close_tab(ui_app *a) {
-    conv *c = ui_app_tab(a);
-    if (!c) return;
-    if (c->req_id) { /* closing keeps the session: let the answer end as cancelled */
-        prov_cancel(app_tab_prov(a, c), c->req_id);
-        c->req_id = 0;
-        for (int k = 0; k < c->n_alts; k++)
-            if (c->alts[k]->state == DB_STATE_STREAMING)
-                conv_finish(c, k, DB_STATE_CANCELLED, "cancelled", NULL);
-    }
-    app_save_conv(a, c, true, 0);
-    if (conv_unsaved(c) && a->close_confirm != c) { /* closing would lose it: ask once more */
-        a->close_confirm = c;
-        ui_app_notice(a, true, "this tab is not saved (%s): closing it again (Alt-W, /close) loses it",
-                      a->db ? c->save_error : a->db_error);
-        return;
-    }
-    a->close_confirm = NULL;
-    memmove(&a->tabs[a->cur], &a->tabs[a->cur + 1], (size_t)(a->n_tabs - a->cur - 1) * sizeof *a->tabs);
-    a->n_tabs--;
-    a->tabs_gen++;
-    conv_free(c);
-    if (a->cur >= a->n_tabs) a->cur = a->n_tabs - 1;
-    if (a->n_tabs == 0) ui_app_new_tab(a);
-    app_save_tabs(a);
-    app_set_panel(a, NULL);
-    a->changed = true;
 }
 
 /* ---- generating ---- */
@@ -589,61 +453,7 @@ void ui_app_tick(ui_app *a, double now_ms) {
     if (all_saved && a->notice_error && !strncmp(a->notice, "not saved", 9)) ui_app_notice(a, false, "saved");
 }
 
-/* ---- another program's work on stored sessions ---- */
-
-void ui_app_session_changed(ui_app *a, int64_t session_id) {
-    if (!a->db) return;
-    for (int i = 0; i < a->n_tabs; i++) {
-        conv *c = a->tabs[i];
-        if (c->session_id != session_id || c->req_id || conv_unsaved(c)) continue;
-        conv *fresh;
-        if (conv_load(a->db, session_id, &fresh, NULL)) continue;
-        app_loaded_conv(a, fresh);
-        fresh->scroll = c->scroll;
-        fresh->scroll_rows = c->scroll_rows;
-        fresh->draft = c->draft, c->draft = NULL;
-        a->tabs_gen++;
-        if (a->close_confirm == c) a->close_confirm = NULL;
-        conv_free(c);
-        a->tabs[i] = fresh;
-        a->changed = true;
-    }
-}
-
-void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
-                         size_t len) {
-    for (int i = 0; i < a->n_tabs; i++) {
-        conv *c = a->tabs[i];
-        if (c->session_id != session_id) continue;
-        for (int k = 0; k < c->n_alts; k++) {
-            conv_msg *m = c->alts[k];
-            if (m->id != message_id) continue;
-            bool was_dirty = m->dirty;
-            conv_append(c, k, text, len);
-            m->dirty = was_dirty; /* the other program stores it, not this tab */
-            a->changed = true;
-        }
-    }
-}
-
 /* ---- commands ---- */
-
-/* Appends to a growing text. */
-void app_cat(char **buf, size_t *len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *piece = NULL;
-    int n = vasprintf(&piece, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    char *b = realloc(*buf, *len + (size_t)n + 1);
-    if (b) {
-        memcpy(b + *len, piece, (size_t)n + 1);
-        *len += (size_t)n;
-        *buf = b;
-    }
-    free(piece);
-}
 
 /* /reasoning: the last answer's reasoning unfolds, or folds again. */
 static void cmd_reasoning(ui_app *a, conv *c) {
@@ -706,27 +516,13 @@ static void cmd_system(ui_app *a, conv *c, const ui_cmd *cmd) {
             ui_app_notice(a, false, "no system prompt in this session (/system TEXT sets one)");
             return;
         }
-        char *text = NULL;
-        size_t len = 0;
-        app_cat(&text, &len, "System prompt (/system TEXT replaces it, /system --clear removes it)\n%s\n", c->system);
-        app_set_panel(a, text);
+        sbuf text = {0};
+        sb_printf(&text, "System prompt (/system TEXT replaces it, /system --clear removes it)\n%s\n", c->system);
+        app_show_panel(a, &text);
         return;
     }
     if (!app_set_system(a, c, cmd->ivalue ? "" : cmd->arg, cmd->ivalue ? 0 : cmd->arg_len)) return;
     ui_app_notice(a, false, cmd->ivalue ? "system prompt cleared" : "system prompt set");
-}
-
-bool app_set_system(ui_app *a, conv *c, const char *text, size_t len) {
-    char *s = strndup(text, len);
-    if (!s) {
-        app_reject(a, "out of memory");
-        return false;
-    }
-    free(c->system);
-    c->system = s;
-    c->meta_dirty = true;
-    app_save_conv(a, c, true, 0);
-    return true;
 }
 
 static void cmd_rename(ui_app *a, conv *c, const char *arg, size_t len) {

@@ -170,3 +170,12 @@ void app_cmd_alt(ui_app *a, conv *c, long long k) {
     ui_app_notice(a, false, "answer %d of %d", c->alt_cur + 1, c->n_alts);
     app_save_conv(a, c, true, 0); /* remembers the branch shown as the active path */
 }
+
+/* ---- a session loaded from the database ---- */
+
+void app_loaded_conv(ui_app *a, conv *c) {
+    /* no other models here, or the default model named by its path: the default */
+    if (!a->cfg.open_model || (a->cfg.model_path && !strcmp(c->model, a->cfg.model_path))) c->model[0] = 0;
+    app_models_attach(a, c);
+    app_count_versions(a, c);
+}

@@ -102,11 +102,12 @@ void app_cmd_file(ui_app *a, const char *arg, size_t len) {
         return;
     }
     const char *fence = strstr(text, "```") ? "~~~~" : "```"; /* (a fence the file itself does not close) */
-    char *block = NULL;
-    size_t bl = 0;
-    app_cat(&block, &bl, "%s%s\n%s%s%s\n", fence, app_base_name(path), text, n && text[n - 1] != '\n' ? "\n" : "",
-            fence);
+    sbuf b = {0};
+    sb_printf(&b, "%s%s\n", fence, app_base_name(path));
+    sb_add(&b, text, n);
+    sb_printf(&b, "%s%s\n", n && text[n - 1] != '\n' ? "\n" : "", fence);
     free(text);
+    char *block = sb_take(&b);
     if (!block) {
         app_reject(a, "out of memory");
         return;

@@ -1,11 +1,16 @@
 /* app_internal.h — what the app*.c files of the chat application share (the
  * tabs, models, sessions, branches, copying and roles of one ui_app). Private to ui/ (make
- * check-layers). */
+ * check-layers). The calls go one way: app.c calls every file; the command
+ * files call app_tabs.c and each other downwards (sessions -> branch, files ->
+ * models); app_tabs.c calls none of them (scripts/check-calls). */
 #ifndef LLC_UI_APP_INTERNAL_H
 #define LLC_UI_APP_INTERNAL_H
 
+#include "kernels/sbuf.h"
 #include "ui/app.h"
 
+/* ---- the tabs and the shared helpers (app_tabs.c): app.c and every command
+ * file call these, they call none of them back ---- */
 /* The provider a tab talks to: its own model's, or the default. */
 provider *app_tab_prov(const ui_app *a, const conv *c);
 /* What a session stores as its model: its own model file, or the default's name. */
@@ -15,8 +20,14 @@ const char *app_model_name(const ui_app *a, const conv *c);
 void app_reject(ui_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Shows text (malloc'd, taken) under the chat; NULL closes the panel. */
 void app_set_panel(ui_app *a, char *text);
+/* Shows a panel's text built in an sbuf (taken: the buffer is left empty); when
+ * an append ran out of memory, the command is refused saying so instead of
+ * showing a part of the text. */
+void app_show_panel(ui_app *a, sbuf *text);
 /* Adds a tab and makes it current. */
 int app_add_tab(ui_app *a, conv *c);
+/* A new tab's temperature, max_tokens and system prompt from the config: 0 or LLC_ERR_NOMEM. */
+int app_tab_defaults(const ui_app *a, conv *c);
 /* Stores which sessions are open in tabs, and the current one. */
 void app_save_tabs(ui_app *a);
 /* Saves a tab; a failure becomes the notice (the tab keeps everything). */
@@ -26,13 +37,6 @@ void app_save_conv(ui_app *a, conv *c, bool force, double now);
 bool app_set_system(ui_app *a, conv *c, const char *text, size_t len);
 /* Removes tab i without saving it (its session was deleted). */
 void app_drop_tab(ui_app *a, int i);
-/* A session loaded from the database: its model fixed up for this app (the
- * default model's name means the default) and its message versions counted. */
-void app_loaded_conv(ui_app *a, conv *c);
-/* The file name of a path. */
-const char *app_base_name(const char *path);
-/* Appends to a growing text. */
-void app_cat(char **buf, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- files (app_files.c) ---- */
 /* A path typed in a command as the full path a shell would make of it (~ and
@@ -48,9 +52,7 @@ void app_cmd_file(ui_app *a, const char *arg, size_t len);
  * code block, or (block K) code block K. */
 void app_cmd_copy(ui_app *a, conv *c, long long message, int block);
 
-/* ---- the config's defaults and roles (app_roles.c) ---- */
-/* A new tab's temperature, max_tokens and system prompt from the config: 0 or LLC_ERR_NOMEM. */
-int app_tab_defaults(const ui_app *a, conv *c);
+/* ---- the config's roles (app_roles.c) ---- */
 /* /role NAME: the role's text becomes the tab's system prompt; alone: the list. */
 void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len);
 /* /help, F1: the keys and commands, then the config's roles. */
@@ -73,8 +75,13 @@ void app_cmd_versions(ui_app *a, conv *c, int dir);
 void app_cmd_alt(ui_app *a, conv *c, long long k);
 /* Counts the versions of each of the user's messages on the tab's path. */
 void app_count_versions(ui_app *a, conv *c);
+/* A session loaded from the database: its model fixed up for this app (the
+ * default model's name means the default) and its message versions counted. */
+void app_loaded_conv(ui_app *a, conv *c);
 
 /* ---- other models (app_models.c) ---- */
+/* The file name of a path. */
+const char *app_base_name(const char *path);
 /* A tab that wants a model of its own (conv.model) gets its provider once open. */
 void app_models_attach(ui_app *a, conv *c);
 /* Starts opening the first model a tab waits for (one at a time). */

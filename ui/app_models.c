@@ -228,30 +228,29 @@ static void picks_build(ui_app *a) {
     model_find_free(found, n_found);
 }
 
-static void show_picks(ui_app *a, conv *c, char **text, size_t *tl) {
+static void show_picks(ui_app *a, conv *c, sbuf *text) {
     picks_build(a);
-    app_cat(text, tl, "Models (/model N switches this tab to model N, /model PATH to any file; /model 1 goes back)\n");
+    sb_printf(text, "Models (/model N switches this tab to model N, /model PATH to any file; /model 1 goes back)\n");
     for (int i = 0; i < a->n_picks; i++) {
         const char *p = a->picks[i];
         bool is_default = !p[0], here = !strcmp(c->model, p);
         bool open = is_default || find_model(a, p), loading = a->loader && !strcmp(a->loader->path, p);
         const char *name = is_default ? prov_model_name(a->cfg.prov) : a->pick_names[i] ? a->pick_names[i] : app_base_name(p);
-        app_cat(text, tl, "%3d  %s%s%s%s%s%s\n", i + 1, name,
+        sb_printf(text, "%3d  %s%s%s%s%s%s\n", i + 1, name,
                 is_default ? "  (default)" : "", here ? "  (this tab)" : "", open && !is_default ? "  (open)" : "",
                 loading ? "  (loading)" : "", !is_default && access(p, R_OK) ? "  (missing)" : "");
-        if (!is_default) app_cat(text, tl, "       %s\n", p);
+        if (!is_default) sb_printf(text, "       %s\n", p);
     }
 }
 
 void app_cmd_model(ui_app *a, conv *c, const char *arg, size_t len, long long pick) {
     if (!len && !pick) {
         char *about = prov_about(app_tab_prov(a, c));
-        char *text = NULL;
-        size_t tl = 0;
-        app_cat(&text, &tl, "%s\n  database %s\n", about ? about : "", a->db ? db_path(a->db) : a->db_error);
+        sbuf text = {0};
+        sb_printf(&text, "%s\n  database %s\n", about ? about : "", a->db ? db_path(a->db) : a->db_error);
         free(about);
-        if (a->cfg.open_model) show_picks(a, c, &text, &tl);
-        app_set_panel(a, text);
+        if (a->cfg.open_model) show_picks(a, c, &text);
+        app_show_panel(a, &text);
         return;
     }
     if (!a->cfg.open_model) {

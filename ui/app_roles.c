@@ -1,6 +1,6 @@
-/* app_roles.c — the config file's chat defaults (see app_internal.h): a new
- * tab's temperature, max_tokens and system prompt, /role NAME (a named system
- * prompt) and the roles F1 lists. */
+/* app_roles.c — the config file's roles (see app_internal.h): /role NAME (a
+ * named system prompt) and the roles F1 lists. (A new tab's defaults from the
+ * config are set in app_tabs.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,40 +9,24 @@
 #include "ui/command.h"
 #include "ui/textwrap.h"
 
-/* A new tab's settings from the config file's defaults. */
-int app_tab_defaults(const ui_app *a, conv *c) {
-    const ui_app_config *cf = &a->cfg;
-    if (cf->has_temperature) c->set.temperature = cf->temperature;
-    if (cf->max_tokens > 0) c->set.max_tokens = cf->max_tokens;
-    if (cf->system && *cf->system) {
-        char *s = strdup(cf->system);
-        if (!s) return LLC_ERR_NOMEM;
-        free(c->system);
-        c->system = s;
-    }
-    if (cf->has_temperature || cf->max_tokens > 0 || (cf->system && *cf->system)) c->meta_dirty = true;
-    return 0;
-}
-
 /* /role NAME: the config's role becomes the tab's system prompt; /role alone lists them. */
 void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len) {
     const ui_app_config *cf = &a->cfg;
     if (!len) {
-        char *text = NULL;
-        size_t n = 0;
+        sbuf text = {0};
         if (!cf->n_roles) {
             ui_app_notice(a, false, "no roles: add 'role NAME = TEXT' lines to %s",
                           cf->config_path && *cf->config_path ? cf->config_path : "~/.config/llmchat/config");
             return;
         }
-        app_cat(&text, &n, "Roles (/role NAME makes one the system prompt of this tab)\n");
+        sb_str(&text, "Roles (/role NAME makes one the system prompt of this tab)\n");
         for (int i = 0; i < cf->n_roles; i++) {
             char line[80];
             size_t pl = strcspn(cf->roles[i].prompt, "\n");
             tw_ellipsize(cf->roles[i].prompt, pl, 60, line, sizeof line);
-            app_cat(&text, &n, "  %-14s %s\n", cf->roles[i].name, line);
+            sb_printf(&text, "  %-14s %s\n", cf->roles[i].name, line);
         }
-        app_set_panel(a, text);
+        app_show_panel(a, &text);
         return;
     }
     for (int i = 0; i < cf->n_roles; i++) {
@@ -57,12 +41,11 @@ void app_cmd_role(ui_app *a, conv *c, const char *name, size_t len) {
 
 /* /help and F1: the keys and commands, and the config's roles. */
 void app_cmd_help(ui_app *a) {
-    char *text = NULL;
-    size_t n = 0;
-    app_cat(&text, &n, "%s", ui_help_text());
+    sbuf text = {0};
+    sb_str(&text, ui_help_text());
     if (a->cfg.n_roles) {
-        app_cat(&text, &n, "\nRoles (/role NAME)\n ");
-        for (int i = 0; i < a->cfg.n_roles; i++) app_cat(&text, &n, " %s", a->cfg.roles[i].name);
+        sb_str(&text, "\nRoles (/role NAME)\n ");
+        for (int i = 0; i < a->cfg.n_roles; i++) sb_printf(&text, " %s", a->cfg.roles[i].name);
     }
-    app_set_panel(a, text);
+    app_show_panel(a, &text);
 }

@@ -41,10 +41,10 @@ void app_cmd_sessions(ui_app *a, bool all) {
         app_reject(a, "%s", a->db ? err.msg : a->db_error);
         return;
     }
-    char *text = NULL;
-    size_t len = 0;
+    sbuf text = {0};
     int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    app_cat(&text, &len, "Sessions%s (/open N reopens one, /archive N hides one%s)\n", all ? ", archived too" : "",
+    if (!ids) text.oom = true; /* the list would be cut short: say so */
+    sb_printf(&text, "Sessions%s (/open N reopens one, /archive N hides one%s)\n", all ? ", archived too" : "",
             all ? ", /unarchive N lists it again" : "; /sessions --all shows those");
     for (int i = 0; i < n && ids; i++) {
         ids[i] = s[i].id;
@@ -54,15 +54,15 @@ void app_cmd_sessions(ui_app *a, bool all) {
         for (const char *p = s[i].title; *p && tl + 1 < sizeof title; p++) /* one line each */
             title[tl++] = *p == '\n' || *p == '\r' || *p == '\t' ? ' ' : *p;
         title[tl] = 0;
-        app_cat(&text, &len, "%3d  %-16s  %s%s%s%s\n", i + 1, when, title, s[i].model[0] ? "  · " : "",
+        sb_printf(&text, "%3d  %-16s  %s%s%s%s\n", i + 1, when, title, s[i].model[0] ? "  · " : "",
                 app_base_name(s[i].model), s[i].archived ? "  [archived]" : "");
     }
-    if (n == 0) app_cat(&text, &len, "  (none yet)\n");
+    if (n == 0) sb_str(&text, "  (none yet)\n");
     if (ids) remember_listed(a, ids, NULL, n);
     a->listed_all = all;
     free(ids);
     db_sessions_free(s, n);
-    app_set_panel(a, text);
+    app_show_panel(a, &text);
 }
 
 /* Copies a search snippet onto one line: line breaks and tabs become spaces,
@@ -91,26 +91,27 @@ void app_cmd_search(ui_app *a, const char *q, size_t qlen) {
         free(query);
         return;
     }
-    char *text = NULL;
-    size_t len = 0;
+    sbuf text = {0};
     int64_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids), *msgs = malloc((size_t)(n ? n : 1) * sizeof *msgs);
-    app_cat(&text, &len, "Search: %s (/open N opens the session at the message)\n", query);
+    if (!ids || !msgs) text.oom = true; /* the list would be cut short: say so */
+    sb_printf(&text, "Search: %s (/open N opens the session at the message)\n", query);
     for (int i = 0; i < n && ids && msgs; i++) {
         ids[i] = h[i].session_id;
         msgs[i] = h[i].message_id;
         char *title = one_line(h[i].title), *snippet = one_line(h[i].snippet);
-        app_cat(&text, &len, "%3d  %s: %s%s\n", i + 1, title ? title : "", h[i].in_reasoning ? "(in the thinking) " : "",
+        if (!title || !snippet) text.oom = true;
+        sb_printf(&text, "%3d  %s: %s%s\n", i + 1, title ? title : "", h[i].in_reasoning ? "(in the thinking) " : "",
                 snippet ? snippet : "");
         free(title);
         free(snippet);
     }
-    if (n == 0) app_cat(&text, &len, "  no message contains that\n");
+    if (n == 0) sb_str(&text, "  no message contains that\n");
     if (ids && msgs) remember_listed(a, ids, msgs, n);
     free(ids);
     free(msgs);
     db_hits_free(h, n);
     free(query);
-    app_set_panel(a, text);
+    app_show_panel(a, &text);
 }
 
 /* The session numbered k in the last list, or 0 (rejected, saying so). */
@@ -247,4 +248,41 @@ void app_cmd_export(ui_app *a, conv *c, const char *arg, size_t len) {
     if (fclose(f) && !rc) rc = LLC_ERR_IO, snprintf(err.msg, sizeof err.msg, "write failed");
     if (rc) app_reject(a, "/export: %s", err.msg);
     else ui_app_notice(a, false, "exported to %s", path);
+}
+
+/* ---- another program's work on stored sessions (see app.h) ---- */
+
+void ui_app_session_changed(ui_app *a, int64_t session_id) {
+    if (!a->db) return;
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->session_id != session_id || c->req_id || conv_unsaved(c)) continue;
+        conv *fresh;
+        if (conv_load(a->db, session_id, &fresh, NULL)) continue;
+        app_loaded_conv(a, fresh);
+        fresh->scroll = c->scroll;
+        fresh->scroll_rows = c->scroll_rows;
+        fresh->draft = c->draft, c->draft = NULL;
+        a->tabs_gen++;
+        if (a->close_confirm == c) a->close_confirm = NULL;
+        conv_free(c);
+        a->tabs[i] = fresh;
+        a->changed = true;
+    }
+}
+
+void ui_app_session_text(ui_app *a, int64_t session_id, int64_t message_id, const char *text,
+                         size_t len) {
+    for (int i = 0; i < a->n_tabs; i++) {
+        conv *c = a->tabs[i];
+        if (c->session_id != session_id) continue;
+        for (int k = 0; k < c->n_alts; k++) {
+            conv_msg *m = c->alts[k];
+            if (m->id != message_id) continue;
+            bool was_dirty = m->dirty;
+            conv_append(c, k, text, len);
+            m->dirty = was_dirty; /* the other program stores it, not this tab */
+            a->changed = true;
+        }
+    }
 }

@@ -6,13 +6,12 @@
 #include <string.h>
 
 #include "kernels/common.h"
+#include "kernels/sbuf.h"
 
 struct sse {
     size_t max;
-    char *line;          /* the line being read */
-    size_t line_len, line_cap;
-    char *data;          /* the event's data so far */
-    size_t data_len, data_cap;
+    sbuf line;           /* the line being read */
+    sbuf data;           /* the event's data so far */
     bool has_data;
     char event[64];
     bool after_cr;       /* the last byte was \r: a \n right after it is the same line end */
@@ -29,33 +28,19 @@ int sse_create(size_t max_event, sse **out) {
 
 void sse_free(sse *s) {
     if (!s) return;
-    free(s->line);
-    free(s->data);
+    sb_free(&s->line);
+    sb_free(&s->data);
     free(s);
-}
-
-static int grow(char **buf, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need) c *= 2;
-    char *p = realloc(*buf, c);
-    if (!p) return LLC_ERR_NOMEM;
-    *buf = p;
-    *cap = c;
-    return 0;
 }
 
 /* One complete line (without its end). */
 static int on_line(sse *s, sse_on_event cb, void *ctx) {
-    const char *l = s->line;
-    size_t n = s->line_len;
+    const char *l = s->line.p;
+    size_t n = s->line.len;
     if (n == 0) { /* blank line: dispatch */
         int rc = 0;
-        if (s->has_data) {
-            s->data[s->data_len] = 0;
-            rc = cb(ctx, s->event[0] ? s->event : "message", s->data, s->data_len);
-        }
-        s->data_len = 0;
+        if (s->has_data) rc = cb(ctx, s->event[0] ? s->event : "message", sb_cstr(&s->data), s->data.len);
+        sb_clear(&s->data);
         s->has_data = false;
         s->event[0] = 0;
         return rc;
@@ -71,12 +56,11 @@ static int on_line(sse *s, sse_on_event cb, void *ctx) {
         if (vlen && val[0] == ' ') val++, vlen--;
     }
     if (colon == 4 && !memcmp(l, "data", 4)) {
-        size_t need = s->data_len + (s->has_data ? 1 : 0) + vlen + 1;
+        size_t need = s->data.len + (s->has_data ? 1 : 0) + vlen + 1;
         if (need > s->max) return LLC_ERR_RANGE;
-        if (grow(&s->data, &s->data_cap, need)) return LLC_ERR_NOMEM;
-        if (s->has_data) s->data[s->data_len++] = '\n';
-        memcpy(s->data + s->data_len, val, vlen);
-        s->data_len += vlen;
+        if (s->has_data) sb_putc(&s->data, '\n');
+        sb_add(&s->data, val, vlen);
+        if (s->data.oom) return LLC_ERR_NOMEM;
         s->has_data = true;
     } else if (colon == 5 && !memcmp(l, "event", 5)) {
         size_t k = vlen < sizeof s->event - 1 ? vlen : sizeof s->event - 1;
@@ -97,22 +81,22 @@ int sse_feed(sse *s, const char *buf, size_t n, sse_on_event cb, void *ctx) {
         s->after_cr = ch == '\r';
         if (ch == '\n' || ch == '\r') {
             int rc = on_line(s, cb, ctx);
-            s->line_len = 0;
+            sb_clear(&s->line);
             if (rc) {
                 if (rc == LLC_ERR_RANGE || rc == LLC_ERR_NOMEM) s->broken = true;
                 return rc;
             }
             continue;
         }
-        if (s->line_len + 1 > s->max) {
+        if (s->line.len + 1 > s->max) {
             s->broken = true;
             return LLC_ERR_RANGE;
         }
-        if (grow(&s->line, &s->line_cap, s->line_len + 1)) {
+        sb_putc(&s->line, ch);
+        if (s->line.oom) {
             s->broken = true;
             return LLC_ERR_NOMEM;
         }
-        s->line[s->line_len++] = ch;
     }
     return 0;
 }

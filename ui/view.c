@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/sbuf.h"
 #include "ui/clipboard.h"
 #include "ui/layout.h"
 #include "ui/lineedit.h"
@@ -47,8 +48,7 @@ typedef struct view {
     lineedit *le;
     bool color;
     bool in_paste;
-    char *paste;           /* bytes of a bracketed paste, inserted at its end */
-    size_t paste_len, paste_cap;
+    sbuf paste;            /* bytes of a bracketed paste, inserted at its end */
     tw_lines panel_wrap, input_wrap, queued_wrap, warn_wrap;
     double last_draw;
     bool ctrl_x;           /* Ctrl-X was pressed: Ctrl-E may follow */
@@ -519,17 +519,21 @@ static void sync_draft(view *v) {
     c->draft = d;
 }
 
-static void paste_add(view *v, const char *s, size_t n) {
-    if (v->paste_len + n > v->paste_cap) {
-        size_t cap = v->paste_cap ? v->paste_cap * 2 : 4096;
-        while (cap < v->paste_len + n) cap *= 2;
-        char *p = realloc(v->paste, cap);
-        if (!p) return;
-        v->paste = p;
-        v->paste_cap = cap;
-    }
-    memcpy(v->paste + v->paste_len, s, n);
-    v->paste_len += n;
+/* A paste begins: nothing held (and no failure from the last one). */
+static void paste_begin(view *v) {
+    if (v->paste.oom) sb_free(&v->paste);
+    else sb_clear(&v->paste);
+    v->in_paste = true;
+}
+
+/* The paste ends: into the input box whole, or, when it ran out of memory on
+ * the way, not at all (a paste with a hole in it would pass for the whole). */
+static void paste_end(view *v) {
+    v->in_paste = false;
+    if (v->paste.oom) ui_app_notice(v->a, true, "out of memory: the paste is not in the input");
+    else le_insert(v->le, v->paste.p, v->paste.len);
+    if (v->paste.oom) sb_free(&v->paste);
+    else sb_clear(&v->paste);
 }
 
 static void submit(view *v) {
@@ -639,22 +643,14 @@ static void on_alt_key(view *v, wint_t ch) {
 /* A whole file, NUL-terminated (NULL when it cannot be read). */
 static char *read_whole(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t len = 0, cap = 0, r = 1;
-    while (f && r > 0) {
-        if (len + 4097 > cap) {
-            char *b = realloc(buf, cap = cap ? cap * 2 : 8192);
-            if (!b) break;
-            buf = b;
-        }
-        len += r = fread(buf + len, 1, cap - len - 1, f);
-    }
-    bool ok = f && r == 0 && !ferror(f) && buf;
+    sbuf b = {0};
+    for (size_t r; f && sb_reserve(&b, 4096) && (r = fread(b.p + b.len, 1, b.cap - b.len - 1, f)) > 0;)
+        sb_wrote(&b, r);
+    bool ok = f && !ferror(f) && !b.oom;
     if (f) fclose(f);
-    if (!ok) return free(buf), NULL;
-    buf[len] = 0;
-    *n = len;
-    return buf;
+    if (!ok) return sb_free(&b), NULL;
+    *n = b.len;
+    return sb_take(&b);
 }
 
 /* Runs $VISUAL, else $EDITOR, else vi on path with curses put aside; the
@@ -732,15 +728,13 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     if (!(alt && !is_key && ch == 'k')) v->alt_k = false;
     if (v->in_paste) {
         if (is_key && ch == K_PASTE_END) {
-            v->in_paste = false;
-            le_insert(v->le, v->paste, v->paste_len);
-            v->paste_len = 0;
+            paste_end(v);
         } else if (!is_key) {
             char buf[8];
             wchar_t w = (wchar_t)(ch == '\r' ? '\n' : ch);
             mbstate_t st = {0};
             size_t n = wcrtomb(buf, w, &st);
-            if (n != (size_t)-1) paste_add(v, buf, n);
+            if (n != (size_t)-1) sb_add(&v->paste, buf, n);
         }
         return;
     }
@@ -757,7 +751,7 @@ static void on_key(view *v, int is_key, wint_t ch, bool alt) {
     }
     if (is_key) {
         switch (ch) {
-        case K_PASTE_BEGIN: v->in_paste = true; v->paste_len = 0; return;
+        case K_PASTE_BEGIN: paste_begin(v); return;
         case K_CTRL_PGUP: ui_app_switch(a, a->cur - 1); return;
         case K_CTRL_PGDN: ui_app_switch(a, a->cur + 1); return;
         case KEY_RESIZE: return;
@@ -925,7 +919,7 @@ int ui_run(ui_app *a, llc_err *err) {
     }
     restore_terminal();
     le_free(v.le);
-    free(v.paste);
+    sb_free(&v.paste);
     tw_lines_free(&v.panel_wrap);
     tw_lines_free(&v.input_wrap);
     tw_lines_free(&v.queued_wrap);

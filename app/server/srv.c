@@ -194,8 +194,8 @@ static void conn_free(srv *s, conn *c) {
     conn_uncount(s, c);
     srv_proto_conn_gone(s, c);
     if (c->fd >= 0) close(c->fd);
-    free(c->in);
-    free(c->out);
+    sb_free(&c->in);
+    sb_free(&c->out);
     free(c);
 }
 
@@ -203,11 +203,11 @@ static void conn_free(srv *s, conn *c) {
 static void conn_lines(srv *s, conn *c) {
     size_t start = 0;
     for (;;) {
-        char *nl = c->in_len > start ? memchr(c->in + start, '\n', c->in_len - start) : NULL;
+        char *nl = c->in.len > start ? memchr(c->in.p + start, '\n', c->in.len - start) : NULL;
         if (!nl) break;
-        size_t len = (size_t)(nl - (c->in + start));
+        size_t len = (size_t)(nl - (c->in.p + start));
         if (len > s->cfg.max_line) break;
-        const char *line = c->in + start;
+        const char *line = c->in.p + start;
         size_t l = len;
         while (l > 0 && (line[l - 1] == '\r' || line[l - 1] == ' ' || line[l - 1] == '\t')) l--;
         size_t k = 0;
@@ -216,49 +216,38 @@ static void conn_lines(srv *s, conn *c) {
         start += len + 1;
         if (c->dead || c->closing) break;
     }
-    if (start > 0) {
-        memmove(c->in, c->in + start, c->in_len - start);
-        c->in_len -= start;
-    }
-    if (!c->dead && !c->closing && c->in_len > s->cfg.max_line) {
+    sb_drop(&c->in, start);
+    if (!c->dead && !c->closing && c->in.len > s->cfg.max_line) {
         char msg[96];
         snprintf(msg, sizeof msg, "the request line is longer than %zu bytes; closing the connection",
                  s->cfg.max_line);
         srv_send_error(s, c, "null", "too_large", msg);
         c->closing = true;
-        c->in_len = 0;
+        sb_clear(&c->in);
     }
 }
 
 static void conn_read(srv *s, conn *c) {
-    size_t want = s->cfg.max_line + READ_CHUNK;
-    if (c->in_cap < want && c->in_len + READ_CHUNK > c->in_cap) {
-        size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK;
-        if (cap > want) cap = want;
-        char *p = realloc(c->in, cap);
-        if (!p) {
-            c->dead = true;
-            return;
-        }
-        c->in = p;
-        c->in_cap = cap;
+    /* what is kept is at most max_line (a longer line closes the connection),
+       so the input stays under max_line + READ_CHUNK */
+    if (!sb_reserve(&c->in, READ_CHUNK)) { /* out of memory */
+        c->dead = true;
+        return;
     }
-    size_t room = c->in_cap - c->in_len;
-    if (room > READ_CHUNK) room = READ_CHUNK;
-    ssize_t r = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
+    ssize_t r = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, MSG_DONTWAIT);
     if (r > 0) {
         c->t_active = llc_now_ms();
-        if (c->in_len == 0) c->t_partial = c->t_active;
-        c->in_len += (size_t)r;
-        size_t before = c->in_len;
+        if (c->in.len == 0) c->t_partial = c->t_active;
+        sb_wrote(&c->in, (size_t)r);
+        size_t before = c->in.len;
         conn_lines(s, c);
-        if (c->in_len < before) c->t_partial = c->in_len ? c->t_active : 0; /* a new line began */
+        if (c->in.len < before) c->t_partial = c->in.len ? c->t_active : 0; /* a new line began */
     } else if (r == 0) {
         /* end of input: a last line without its newline still counts; answers
            still streaming are sent (a half-closed client waits for them); with
            nothing in flight the connection is done */
-        if (c->in_len > 0 && c->in_len < c->in_cap && !c->closing) {
-            c->in[c->in_len++] = '\n';
+        if (c->in.len > 0 && !c->closing) { /* the room reserved above holds it */
+            sb_putc(&c->in, '\n');
             conn_lines(s, c);
         }
         c->eof = true;
@@ -306,7 +295,7 @@ static bool conn_idle(const conn *c);
  * request running, nothing to send and no unfinished line. */
 static bool evictable(const conn *c) {
     if (c->uncounted || c->dead) return false;
-    return c->kind == CONN_SNIFF || (conn_idle(c) && c->in_len == 0);
+    return c->kind == CONN_SNIFF || (conn_idle(c) && c->in.len == 0);
 }
 
 static bool make_room(srv *s, bool tcp) {
@@ -386,10 +375,10 @@ static void on_conn_socket(srv *s, void *ctx, short revents, double now) {
         return;
     }
     if (revents & POLLIN) conn_read(s, c);
-    if (c->t_partial > 0 && c->in_len > 0 && !c->closing && now - c->t_partial > SRV_BODY_MS) {
+    if (c->t_partial > 0 && c->in.len > 0 && !c->closing && now - c->t_partial > SRV_BODY_MS) {
         srv_send_error(s, c, "null", "timeout", "the request line did not end in time; closing the connection");
         c->closing = true; /* a line dripping in byte by byte */
-        c->in_len = 0;
+        sb_clear(&c->in);
     }
 }
 

@@ -1,5 +1,5 @@
-/* srv_conn.c — a socket connection's bytes: the capped output queue (a client
- * that stops reading is dropped, never waited on) flushed without blocking, and
+/* srv_conn.c — a socket connection's bytes: the capped output queue (an sbuf; a
+ * client that stops reading is dropped, never waited on) flushed without blocking, and
  * the NDJSON replies (errors, results) every method sends. The loop (srv.c),
  * the methods (srv_proto.c) and the sessions (srv_sessions.c) call these; they
  * call none of them back. */
@@ -10,7 +10,7 @@
 
 #include "app/server/srv_internal.h"
 
-size_t srv_conn_pending(const conn *c) { return c->out_len - c->out_off; }
+size_t srv_conn_pending(const conn *c) { return c->out.len - c->out_off; }
 
 void srv_conn_write(srv *s, conn *c, const char *p, size_t n) {
     if (c->dead) return;
@@ -18,30 +18,21 @@ void srv_conn_write(srv *s, conn *c, const char *p, size_t n) {
         c->dead = true;
         return;
     }
-    if (c->out_off > 0 && c->out_len + n > c->out_cap) { /* compact */
-        memmove(c->out, c->out + c->out_off, srv_conn_pending(c));
-        c->out_len -= c->out_off;
+    if (c->out_off > 0 && c->out.len + n >= c->out.cap) { /* compact rather than grow */
+        sb_drop(&c->out, c->out_off);
         c->out_off = 0;
     }
-    if (c->out_len + n > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
-        while (cap < c->out_len + n) cap *= 2;
-        char *q = realloc(c->out, cap);
-        if (!q) {
-            c->dead = true;
-            return;
-        }
-        c->out = q;
-        c->out_cap = cap;
+    sb_add(&c->out, p, n);
+    if (c->out.oom) { /* out of memory: the stream would have a hole, so it ends */
+        c->dead = true;
+        return;
     }
-    memcpy(c->out + c->out_len, p, n);
-    c->out_len += n;
     c->t_active = llc_now_ms();
 }
 
 void srv_conn_flush(conn *c) {
     while (!c->dead && srv_conn_pending(c) > 0) {
-        ssize_t w = send(c->fd, c->out + c->out_off, srv_conn_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = send(c->fd, c->out.p + c->out_off, srv_conn_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
             c->out_off += (size_t)w;
         } else if (w < 0 && errno == EINTR) {
@@ -51,7 +42,10 @@ void srv_conn_flush(conn *c) {
             break;
         }
     }
-    if (srv_conn_pending(c) == 0) c->out_off = c->out_len = 0;
+    if (srv_conn_pending(c) == 0) {
+        sb_clear(&c->out);
+        c->out_off = 0;
+    }
 }
 
 void srv_conn_send(srv *s, conn *c, sbuf *b) {

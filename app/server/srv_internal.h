@@ -223,10 +223,9 @@ typedef struct conn {
     double t_accept;    /* ms */
     double t_active;    /* ms: the last byte read or event sent (eviction picks the oldest idle) */
     double t_partial;   /* ms: when the unfinished line in `in` began (0: none) */
-    char *in;           /* unparsed input */
-    size_t in_len, in_cap;
-    char *out;          /* queued output: out[out_off..out_len) */
-    size_t out_len, out_off, out_cap;
+    sbuf in;            /* unparsed input (at most max_line + a read) */
+    sbuf out;           /* queued output: out.p[out_off..out.len) */
+    size_t out_off;
     engine_client *ec;  /* created with the first generation request */
     srv_req *reqs;      /* requests in flight */
     proto_prep *preps;  /* requests being read on a worker, not yet submitted */
