@@ -236,7 +236,9 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q8_0: return T >= 3 ? 16 : 0; /* T = 2: dot_q8_0_rows (51 vs 60 ms per step) */
     case QT_Q4_0: return T >= 3 ? 16 : 0;
     case QT_Q4_K:
-    case QT_Q6_K: return T >= 4 ? 16 : 0;
+    case QT_Q6_K:
+    case QT_Q2_K:
+    case QT_Q3_K: return T >= 4 ? 16 : 0;
     case QT_IQ4_NL:
     case QT_IQ4_XS: return T >= 4 ? 16 : 0;
     case QT_Q5_K:
