@@ -63,12 +63,12 @@ static int has_avx512_gemm(uint32_t type) {
 static int has_avx2_gemm(uint32_t type) {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
            type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_IQ4_NL || type == QT_IQ4_XS ||
-           type == QT_MXFP4;
+           type == QT_MXFP4 || type == QT_Q2_K || type == QT_Q3_K;
 }
 /* ... from this many rows (below, the dot kernels: each row's arithmetic as alone) */
 static int64_t avx2_gemm_min_rows(uint32_t type) {
     if (type == QT_IQ4_NL || type == QT_IQ4_XS || type == QT_MXFP4) return 6;
-    return type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ? 8 : 4;
+    return type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K || type == QT_Q2_K || type == QT_Q3_K ? 8 : 4;
 }
 
 static int is_quant(uint32_t type) {
