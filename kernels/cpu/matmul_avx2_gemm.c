@@ -48,7 +48,11 @@
 #if defined(__x86_64__)
 
 #pragma GCC push_options
+#ifdef MM_AVX2_VNNI /* compiled a second time by matmul_avxvnni_gemm.c */
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#else
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 #include <immintrin.h>
 
@@ -578,6 +582,18 @@ void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
 
 AI __m256i bx(const int32_t *p) { return _mm256_set1_epi32(*p); }
 
+/* u8 × s8 sums: h += Σ of 4-byte products. Without VNNI, maddubs into int16 pairs
+ * (each type keeps them in range, see the top) and isum32 widens them with madd; with
+ * AVX-VNNI (matmul_avxvnni_gemm.c) one vpdpbusd into int32, isum32 then a no-op.
+ * Both give the same exact integer sums, so the results are identical. */
+#ifdef MM_AVX2_VNNI
+AI __m256i acc_u8s8(__m256i h, __m256i w, __m256i x) { return _mm256_dpbusd_avx_epi32(h, w, x); }
+AI __m256i isum32(__m256i h, __m256i ones) { (void)ones; return h; }
+#else
+AI __m256i acc_u8s8(__m256i h, __m256i w, __m256i x) { return _mm256_add_epi16(h, _mm256_maddubs_epi16(w, x)); }
+AI __m256i isum32(__m256i h, __m256i ones) { return _mm256_madd_epi16(h, ones); }
+#endif
+
 AI void load_acc(__m256 *fa, const int rx, const float *y, int64_t ys, __m256i m, int accum) {
     _Pragma("GCC unroll 8")
     for (int t = 0; t < rx; t++) fa[t] = accum ? _mm256_maskload_ps(y + t * ys, m) : _mm256_setzero_ps();
@@ -708,14 +724,14 @@ AI void kern_q4_0(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
             const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
             _Pragma("GCC unroll 8")
             for (int t = 0; t < rx; t++) {
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(lo, bx(xi + j * XP + t)));
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(hi, bx(xi + (4 + j) * XP + t)));
+                h[t] = acc_u8s8(h[t], lo, bx(xi + j * XP + t));
+                h[t] = acc_u8s8(h[t], hi, bx(xi + (4 + j) * XP + t));
             }
         }
         const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 128));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < rx; t++) {
-            const __m256i i = _mm256_add_epi32(_mm256_madd_epi16(h[t], ones), bx(xi + 9 * XP + t));
+            const __m256i i = _mm256_add_epi32(isum32(h[t], ones), bx(xi + 9 * XP + t));
             fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(xd[t])), s, fa[t]);
         }
     }
@@ -744,13 +760,13 @@ AI void kern_q4_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
                 if (half) w = _mm256_srli_epi16(w, 4);
                 w = _mm256_and_si256(w, m4);
                 _Pragma("GCC unroll 8")
-                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+                for (int t = 0; t < rx; t++) h[t] = acc_u8s8(h[t], w, bx(xi + k * XP + t));
             }
             const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256 + 32 * half));
             const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 320 + 32 * half));
             _Pragma("GCC unroll 8")
             for (int t = 0; t < rx; t++) {
-                const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(h[t], ones));
+                const __m256 f = _mm256_cvtepi32_ps(isum32(h[t], ones));
                 fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_set1_ps(xd[t])), s, fa[t]);
                 fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
             }
@@ -783,10 +799,10 @@ AI void kern_u5(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, 
             for (int k = 4 * q; k < 4 * q + 4; k++) {
                 const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
                 _Pragma("GCC unroll 8")
-                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+                for (int t = 0; t < rx; t++) h[t] = acc_u8s8(h[t], w, bx(xi + k * XP + t));
             }
             _Pragma("GCC unroll 8")
-            for (int t = 0; t < rx; t++) ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(h[t], ones));
+            for (int t = 0; t < rx; t++) ia[t] = _mm256_add_epi32(ia[t], isum32(h[t], ones));
         }
         const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256));
         const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 288));
@@ -827,11 +843,10 @@ AI void kern_k16(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx,
         const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 128));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < rx; t++) {
-            const __m256i h0 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, bx(xi + t)),
-                                                _mm256_maddubs_epi16(w1, bx(xi + XP + t)));
-            const __m256i h1 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, bx(xi + 2 * XP + t)),
-                                                _mm256_maddubs_epi16(w3, bx(xi + 3 * XP + t)));
-            __m256i i = _mm256_add_epi32(_mm256_madd_epi16(h0, ones), _mm256_madd_epi16(h1, ones));
+            const __m256i z = _mm256_setzero_si256();
+            const __m256i h0 = acc_u8s8(acc_u8s8(z, w0, bx(xi + t)), w1, bx(xi + XP + t));
+            const __m256i h1 = acc_u8s8(acc_u8s8(z, w2, bx(xi + 2 * XP + t)), w3, bx(xi + 3 * XP + t));
+            __m256i i = _mm256_add_epi32(isum32(h0, ones), isum32(h1, ones));
             if (!min) i = _mm256_add_epi32(i, bx(xi + 5 * XP + t));
             fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(xd[t])), s, fa[t]);
             if (min)

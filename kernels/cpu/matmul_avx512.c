@@ -284,7 +284,7 @@ static size_t gemm_scratch(const mm_args *a, int64_t rows) {
     return mm_type_is_float(a->type) ? 0 : mm_avx512_gemmq_scratch(a->type, a->n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    if (borrows_avx2(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
+    if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else mm_avx512_gemmq(a, o0, o1, scratch);
 }
