@@ -53,7 +53,7 @@ static const uint32_t g_types[] = {QT_F32,  QT_F16,  QT_BF16, QT_Q8_0, QT_Q4_0, 
 /* types the AVX-512 level multiplies with a blocked GEMM when T > 1 */
 static int has_avx512_gemm(uint32_t type) {
     return type == QT_F32 || type == QT_F16 || type == QT_BF16 || type == QT_Q8_0 || type == QT_Q4_0 ||
-           type == QT_Q4_K || type == QT_Q6_K ||
+           type == QT_Q4_K || type == QT_Q6_K || type == QT_Q2_K || type == QT_Q3_K ||
            /* (the AVX2 GEMM, borrowed) */
            type == QT_Q5_K || type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_IQ4_NL ||
            type == QT_IQ4_XS || type == QT_MXFP4;
@@ -63,12 +63,12 @@ static int has_avx512_gemm(uint32_t type) {
 static int has_avx2_gemm(uint32_t type) {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ||
            type == QT_Q4_1 || type == QT_Q5_0 || type == QT_Q5_1 || type == QT_IQ4_NL || type == QT_IQ4_XS ||
-           type == QT_MXFP4;
+           type == QT_MXFP4 || type == QT_Q2_K || type == QT_Q3_K;
 }
 /* ... from this many rows (below, the dot kernels: each row's arithmetic as alone) */
 static int64_t avx2_gemm_min_rows(uint32_t type) {
     if (type == QT_IQ4_NL || type == QT_IQ4_XS || type == QT_MXFP4) return 6;
-    return type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K ? 8 : 4;
+    return type == QT_Q4_K || type == QT_Q5_K || type == QT_Q6_K || type == QT_Q2_K || type == QT_Q3_K ? 8 : 4;
 }
 
 static int is_quant(uint32_t type) {
@@ -216,7 +216,8 @@ static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SI
 /* the types a level packs ahead (cpu_matmul_prepack at that level) */
 static int packs_ahead(cpu_simd_level level, uint32_t type) {
     if (level == CPU_SIMD_AVX512)
-        return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS;
+        return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS ||
+               type == QT_Q2_K || type == QT_Q3_K;
     if (level == CPU_SIMD_AVX2) return type == QT_Q8_0;
     return 0;
 }
@@ -379,6 +380,7 @@ static void test_large(void) {
         {QT_Q6_K, 2560, 20, 50},  {QT_Q4_0, 4096 + 32, 17, 9}, {QT_Q5_K, 2304, 45, 19},
         {QT_Q4_1, 2080, 35, 13},  {QT_Q5_0, 2112, 30, 9},  {QT_Q5_1, 1024, 40, 50},
         {QT_IQ4_NL, 2080, 40, 21}, {QT_IQ4_XS, 2560, 33, 17}, {QT_MXFP4, 2080, 20, 7},
+        {QT_Q2_K, 2304, 37, 15},  {QT_Q3_K, 2560, 35, 13},
     };
     for (size_t c = 0; c < LLC_ARRAY_LEN(cases); c++) {
         problem p;
@@ -402,7 +404,8 @@ static void test_large(void) {
  * allows, so a scale, min or offset handled differently by one path shows up. Where
  * one kernel serves both the results must be identical bit for bit: one dot kernel
  * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), or
- * a GEMM over weights packed ahead (AVX-512: Q8_0, Q4_0, Q4_K, Q6_K; AVX2: Q8_0):
+ * a GEMM over weights packed ahead (AVX-512: Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q6_K, IQ4_XS;
+ * AVX2: Q8_0):
  * every row count reads the panels, as the CPU backend's calls do. */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};

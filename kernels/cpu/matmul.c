@@ -40,6 +40,23 @@ static cpu_simd_level detect_level(void) {
 }
 
 size_t mm_pf_dist = 4096;
+int mm_avx_vnni;
+
+/* AVX-VNNI (vpdpbusd on ymm, VEX): cpuid leaf 7 subleaf 1, eax bit 4, with AVX2
+ * (whose state the OS saves); LLC_AVXVNNI=0 keeps the maddubs path (to compare) */
+static int detect_avx_vnni(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *env = getenv("LLC_AVXVNNI");
+    if (env && !strcmp(env, "0")) return 0;
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    if (a < 7) return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+    return (a >> 4 & 1) && __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
 
 /* The prefetch distance of the dot kernels (see mm_pf_dist). Measured, TinyLlama
  * Q8_0 decode at AVX2, 2 threads: on the Xeon it was tuned on, 4 KB ahead beat 1-2 KB
@@ -64,6 +81,7 @@ static void level_init(void) {
     mm_pf_dist = detect_pf_dist();
     g_max_level = detect_level();
     g_level = g_max_level;
+    mm_avx_vnni = g_max_level >= CPU_SIMD_AVX2 && detect_avx_vnni();
     const char *env = getenv("LLC_SIMD");
     if (env && *env) {
         cpu_simd_level want = g_max_level;

@@ -58,7 +58,7 @@ static size_t gemm_scratch_avx2(const mm_args *a, int64_t rows) {
 }
 static void gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
-    else if (mm_type_is_quant(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
+    else if (mm_type_is_quant(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
 }
 
 const mm_impl mm_impl_avx2 = {

@@ -1,5 +1,5 @@
 /* matmul_avx2_gemm.c — the AVX2 blocked GEMM for quantized weights (Q8_0, Q4_0, Q4_K,
- * Q5_K, Q6_K; Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4 in the layouts of two of them,
+ * Q5_K, Q6_K; Q2_K and Q3_K in Q6_K's units; Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4 in the layouts of two of them,
  * below) at T > 1 ("gemmq" of the AVX2 level; no VNNI): a chunk of output rows is
  * repacked, one K-slice at a time, into 8-row panels, and every group of activation
  * rows then passes over them with an outer-product microkernel.
@@ -19,6 +19,7 @@
  *         30480) before one madd;
  *   Q5_K  5-bit values (0..31) unpacked to u8, four maddubs added in int16 (<= 31496);
  *   Q6_K  u = w + 32 (0..63) as u8, two maddubs added in int16 (<= 4·63·127 = 32004);
+ *         Q3_K as u + 4 (0..7) with its -4·Σq, Q2_K as u (0..3) with a min term;
  *   Q4_1, Q5_1, Q5_0  unpacked to u8 (0..31) in Q5_K's units and multiplied by its
  *         kernel: the min m as Q5_K's min, or (Q5_0) the -16·Σq of u - 16 added to the
  *         integer sum;
@@ -47,7 +48,11 @@
 #if defined(__x86_64__)
 
 #pragma GCC push_options
+#ifdef MM_AVX2_VNNI /* compiled a second time by matmul_avxvnni_gemm.c */
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#else
 #pragma GCC target("avx2,fma,f16c")
+#endif
 
 #include <immintrin.h>
 
@@ -70,7 +75,7 @@ enum {
 };
 
 /* elements per packed activation block: 16-groups for Q6_K, else 32-blocks */
-static int x_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
+static int x_bs(uint32_t t) { return t == QT_Q6_K || t == QT_Q2_K || t == QT_Q3_K ? 16 : 32; }
 /* Types whose signed 32-block values are widened to int16 in the panels, Q8_0's
  * int16 layout (their values, up to 127 in size, would saturate maddubs against a
  * w + 128 offset): the multiply is then Q8_0's kern_q8_0, one madd per 16 products */
@@ -101,8 +106,10 @@ static size_t x_blk_bytes(uint32_t t, int wide) { return x_blk_bytes_at(t, wide,
  *   Q4_K  64: nibbles [8][8][4] (low: sub-block A step j, high: B step j),
  *             f32 sA[8], sB[8], mA[8], mB[8] (scale d·sc, min -dmin·m)
  *   Q5_K  32: u8 u[8][8][4], f32 s[8], m[8] (scale d·sc, min -dmin·m)
- *   Q6_K  16: u8 u[4][8][4], f32 s[8] */
-static int w_unit(uint32_t t) { return t == QT_Q4_K ? 64 : t == QT_Q6_K ? 16 : 32; }
+ *   Q6_K  16: u8 u[4][8][4], f32 s[8]; Q3_K the same (u + 4, s = d·(sc - 32));
+ *   Q2_K  16: u8 u[4][8][4], f32 s[8], m[8] (scale d·sc, min -dmin·m) */
+static int k16_type(uint32_t t) { return t == QT_Q6_K || t == QT_Q2_K || t == QT_Q3_K; }
+static int w_unit(uint32_t t) { return t == QT_Q4_K ? 64 : k16_type(t) ? 16 : 32; }
 static size_t w_unit_bytes(uint32_t t) {
     if (wide_type(t)) return 512 + 32; /* Q8_0's layout */
     switch (t) {
@@ -112,7 +119,8 @@ static size_t w_unit_bytes(uint32_t t) {
     case QT_Q5_0:
     case QT_Q5_1: /* Q5_K's layout: u8 u[8][8][4], f32 s[8] = d, m[8] = m (Q5_0: no m) */
     case QT_Q5_K: return 256 + 64;
-    default: return 128 + 32; /* Q6_K */
+    case QT_Q2_K: return 128 + 64;
+    default: return 128 + 32; /* Q6_K, Q3_K */
     }
 }
 
@@ -132,7 +140,9 @@ int mm_avx2_gemmq_rows(uint32_t type, int64_t T) {
     case QT_Q4_0: return T >= 4 ? PR : 0;
     case QT_Q4_K:
     case QT_Q5_K:
-    case QT_Q6_K: return T >= 8 ? PR : 0;
+    case QT_Q6_K:
+    case QT_Q2_K:
+    case QT_Q3_K: return T >= 8 ? PR : 0;
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: return T >= 4 ? PR : 0;
     case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4: return T >= 6 ? PR : 0; /* (T = 4: as the dot kernels) */
     default: return 0;
@@ -339,14 +349,53 @@ static void q6_K_unpack(const uint8_t *w, uint8_t out[256]) {
     }
 }
 
-/* g0, ng: 16-groups (16 per super-block; g0 and ng multiples of 16) */
-static void pack_q6_K(const uint8_t *const row[PR], int64_t g0, int64_t ng, uint8_t *dst) {
+/* Q2_K (hm NULL: u, 0..3) and Q3_K (u + 4 = low bits | hmask bit << 2, 0..7): the 256
+ * values of one block as u8, in element order (element 128n + 32j + l: bits 2j of
+ * qs[32n + l], bit 4n + j of hmask[l]) */
+static void q23_K_unpack(const uint8_t *qs, const uint8_t *hm, uint8_t out[256]) {
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    const __m256i h = hm ? _mm256_loadu_si256((const __m256i *)(const void *)hm) : _mm256_setzero_si256();
+    for (int n = 0; n < 2; n++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * n));
+        for (int j = 0; j < 4; j++) {
+            __m256i v = _mm256_and_si256(_mm256_srli_epi16(q, 2 * j), m3);
+            if (hm) v = _mm256_or_si256(v, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4 * n + j), one), 2));
+            _mm256_storeu_si256((__m256i *)(void *)(out + 128 * n + 32 * j), v);
+        }
+    }
+}
+
+/* Q6_K, Q3_K, Q2_K (16-group units, w_unit_bytes apart); g0, ng: 16-groups (16 per
+ * super-block; g0 and ng multiples of 16) */
+static void pack_k16(uint32_t type, const uint8_t *const row[PR], int64_t g0, int64_t ng, uint8_t *dst) {
     uint8_t st[PR][256] __attribute__((aligned(32)));
     float sc[PR][16] __attribute__((aligned(32)));
-    for (int64_t sb = g0 / 16; sb < (g0 + ng) / 16; sb++, dst += 16 * 160) {
-        const size_t off = (size_t)sb * sizeof(block_q6_K);
+    float mn[PR][16] __attribute__((aligned(32)));
+    const size_t ub = w_unit_bytes(type);
+    const size_t bb = type == QT_Q6_K ? sizeof(block_q6_K) : type == QT_Q3_K ? sizeof(block_q3_K) : sizeof(block_q2_K);
+    for (int64_t sb = g0 / 16; sb < (g0 + ng) / 16; sb++, dst += 16 * ub) {
+        const size_t off = (size_t)sb * bb;
         for (int r = 0; r < PR; r++) {
             const uint8_t *blk = row[r] + off;
+            if (type == QT_Q2_K) {
+                const float d = h2f(blk + offsetof(block_q2_K, d)), dmin = h2f(blk + offsetof(block_q2_K, dmin));
+                q23_K_unpack(blk + offsetof(block_q2_K, qs), NULL, st[r]);
+                for (int g = 0; g < 16; g++) {
+                    sc[r][g] = d * (float)(blk[g] & 0xf);
+                    mn[r][g] = -dmin * (float)(blk[g] >> 4);
+                }
+                continue;
+            }
+            if (type == QT_Q3_K) {
+                const float d = h2f(blk + offsetof(block_q3_K, d));
+                const uint8_t *sbs = blk + offsetof(block_q3_K, scales);
+                q23_K_unpack(blk + offsetof(block_q3_K, qs), blk + offsetof(block_q3_K, hmask), st[r]);
+                for (int g = 0; g < 16; g++) {
+                    const int lo = g < 8 ? sbs[g] & 0xf : sbs[g - 8] >> 4;
+                    sc[r][g] = d * (float)((lo | ((sbs[8 + g % 4] >> (2 * (g / 4))) & 3) << 4) - 32);
+                }
+                continue;
+            }
             q6_K_unpack(blk, st[r]);
             const __m256 d = _mm256_set1_ps(h2f(blk + 208));
             const __m128i s8 = _mm_loadu_si128((const __m128i *)(const void *)(blk + 192));
@@ -362,16 +411,18 @@ static void pack_q6_K(const uint8_t *const row[PR], int64_t g0, int64_t ng, uint
             tr8x8(v);
             _Pragma("GCC unroll 8")
             for (int k = 0; k < 8; k++)
-                _mm256_store_si256((__m256i *)(void *)(dst + (2 * c + k / 4) * 160 + 32 * (k % 4)), v[k]);
+                _mm256_store_si256((__m256i *)(void *)(dst + (2 * c + k / 4) * ub + 32 * (k % 4)), v[k]);
         }
-        /* scales: row r's 16 group scales → group g's 8 row scales */
-        for (int h = 0; h < 2; h++) {
+        /* scales (and Q2_K's mins): row r's 16 group values → group g's 8 row values */
+        for (int h = 0; h < 2 * (type == QT_Q2_K ? 2 : 1); h++) {
             __m256i v[8];
+            const float (*src)[16] = h < 2 ? sc : mn;
             _Pragma("GCC unroll 8")
-            for (int r = 0; r < PR; r++) v[r] = _mm256_castps_si256(_mm256_load_ps(sc[r] + 8 * h));
+            for (int r = 0; r < PR; r++) v[r] = _mm256_castps_si256(_mm256_load_ps(src[r] + 8 * (h & 1)));
             tr8x8(v);
             _Pragma("GCC unroll 8")
-            for (int k = 0; k < 8; k++) _mm256_store_si256((__m256i *)(void *)(dst + (8 * h + k) * 160 + 128), v[k]);
+            for (int k = 0; k < 8; k++)
+                _mm256_store_si256((__m256i *)(void *)(dst + (8 * (h & 1) + k) * ub + 128 + 32 * (h >> 1)), v[k]);
         }
     }
 }
@@ -473,7 +524,7 @@ static void pack_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int
     case QT_Q4_0: pack_q4_0(row, k0 / 32, kn / 32, dst); break;
     case QT_Q4_K: pack_q4_K(row, k0 / 64, kn / 64, dst); break;
     case QT_Q5_K: pack_q5_K(row, k0 / 32, kn / 32, dst); break;
-    case QT_Q6_K: pack_q6_K(row, k0 / 16, kn / 16, dst); break;
+    case QT_Q6_K: case QT_Q2_K: case QT_Q3_K: pack_k16(a->type, row, k0 / 16, kn / 16, dst); break;
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: pack_u5(a->type, row, k0 / 32, kn / 32, dst); break;
     case QT_IQ4_NL: case QT_IQ4_XS: case QT_MXFP4: pack_wide(a->type, row, k0 / 32, kn / 32, dst); break;
     default: break;
@@ -519,6 +570,8 @@ void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
             case QT_Q4_1:
             case QT_Q5_1: af[t] = r.af[b]; break;
             case QT_Q6_K: ai[t] = r.ai[b]; break;
+            case QT_Q3_K: ai[t] = -4 * r.ai[b]; break; /* u - 4 */
+            case QT_Q2_K: af[t] = r.d[b / 2] * (float)r.ai[b]; break; /* d·Σq, for the min */
             default: break;
             }
         }
@@ -528,6 +581,18 @@ void mm_avx2_gemmq_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
 /* ---- microkernels: 8 outputs (one panel) × rx activation rows over nu units ------ */
 
 AI __m256i bx(const int32_t *p) { return _mm256_set1_epi32(*p); }
+
+/* u8 × s8 sums: h += Σ of 4-byte products. Without VNNI, maddubs into int16 pairs
+ * (each type keeps them in range, see the top) and isum32 widens them with madd; with
+ * AVX-VNNI (matmul_avxvnni_gemm.c) one vpdpbusd into int32, isum32 then a no-op.
+ * Both give the same exact integer sums, so the results are identical. */
+#ifdef MM_AVX2_VNNI
+AI __m256i acc_u8s8(__m256i h, __m256i w, __m256i x) { return _mm256_dpbusd_avx_epi32(h, w, x); }
+AI __m256i isum32(__m256i h, __m256i ones) { (void)ones; return h; }
+#else
+AI __m256i acc_u8s8(__m256i h, __m256i w, __m256i x) { return _mm256_add_epi16(h, _mm256_maddubs_epi16(w, x)); }
+AI __m256i isum32(__m256i h, __m256i ones) { return _mm256_madd_epi16(h, ones); }
+#endif
 
 AI void load_acc(__m256 *fa, const int rx, const float *y, int64_t ys, __m256i m, int accum) {
     _Pragma("GCC unroll 8")
@@ -659,14 +724,14 @@ AI void kern_q4_0(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
             const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
             _Pragma("GCC unroll 8")
             for (int t = 0; t < rx; t++) {
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(lo, bx(xi + j * XP + t)));
-                h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(hi, bx(xi + (4 + j) * XP + t)));
+                h[t] = acc_u8s8(h[t], lo, bx(xi + j * XP + t));
+                h[t] = acc_u8s8(h[t], hi, bx(xi + (4 + j) * XP + t));
             }
         }
         const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 128));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < rx; t++) {
-            const __m256i i = _mm256_add_epi32(_mm256_madd_epi16(h[t], ones), bx(xi + 9 * XP + t));
+            const __m256i i = _mm256_add_epi32(isum32(h[t], ones), bx(xi + 9 * XP + t));
             fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(xd[t])), s, fa[t]);
         }
     }
@@ -695,13 +760,13 @@ AI void kern_q4_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
                 if (half) w = _mm256_srli_epi16(w, 4);
                 w = _mm256_and_si256(w, m4);
                 _Pragma("GCC unroll 8")
-                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+                for (int t = 0; t < rx; t++) h[t] = acc_u8s8(h[t], w, bx(xi + k * XP + t));
             }
             const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256 + 32 * half));
             const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 320 + 32 * half));
             _Pragma("GCC unroll 8")
             for (int t = 0; t < rx; t++) {
-                const __m256 f = _mm256_cvtepi32_ps(_mm256_madd_epi16(h[t], ones));
+                const __m256 f = _mm256_cvtepi32_ps(isum32(h[t], ones));
                 fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_set1_ps(xd[t])), s, fa[t]);
                 fa[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(xd[XP + t]), fa[t]);
             }
@@ -734,10 +799,10 @@ AI void kern_u5(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, 
             for (int k = 4 * q; k < 4 * q + 4; k++) {
                 const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(pw + 32 * k));
                 _Pragma("GCC unroll 8")
-                for (int t = 0; t < rx; t++) h[t] = _mm256_add_epi16(h[t], _mm256_maddubs_epi16(w, bx(xi + k * XP + t)));
+                for (int t = 0; t < rx; t++) h[t] = acc_u8s8(h[t], w, bx(xi + k * XP + t));
             }
             _Pragma("GCC unroll 8")
-            for (int t = 0; t < rx; t++) ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(h[t], ones));
+            for (int t = 0; t < rx; t++) ia[t] = _mm256_add_epi32(ia[t], isum32(h[t], ones));
         }
         const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 256));
         const __m256 mn = _mm256_load_ps((const float *)(const void *)(pw + 288));
@@ -760,13 +825,15 @@ AI void kern_q5_0(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
     kern_u5(pw, px, nu, rx, y, ys, m, accum, 1);
 }
 
-AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
-                  __m256i m, int accum) {
-    const size_t xbs = x_blk_bytes(QT_Q6_K, 0);
+/* Q6_K and Q3_K (aux: the offset added to the integer sum), Q2_K (`min`: one fma
+ * with the group's -dmin·m against d·Σq) */
+AI void kern_k16(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                 __m256i m, int accum, const int min) {
+    const size_t xbs = x_blk_bytes(QT_Q6_K, 0), ub = min ? 192 : 160;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 fa[RXMAX];
     load_acc(fa, rx, y, ys, m, accum);
-    for (int64_t g = 0; g < nu; g++, pw += 160, px += xbs) {
+    for (int64_t g = 0; g < nu; g++, pw += ub, px += xbs) {
         const int32_t *xi = (const int32_t *)(const void *)px;
         const float *xd = (const float *)(const void *)(px + 4 * XP * 4);
         const __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)pw);
@@ -776,16 +843,26 @@ AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx
         const __m256 s = _mm256_load_ps((const float *)(const void *)(pw + 128));
         _Pragma("GCC unroll 8")
         for (int t = 0; t < rx; t++) {
-            const __m256i h0 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, bx(xi + t)),
-                                                _mm256_maddubs_epi16(w1, bx(xi + XP + t)));
-            const __m256i h1 = _mm256_add_epi16(_mm256_maddubs_epi16(w2, bx(xi + 2 * XP + t)),
-                                                _mm256_maddubs_epi16(w3, bx(xi + 3 * XP + t)));
-            const __m256i i = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(h0, ones), _mm256_madd_epi16(h1, ones)),
-                                               bx(xi + 5 * XP + t));
+            const __m256i z = _mm256_setzero_si256();
+            const __m256i h0 = acc_u8s8(acc_u8s8(z, w0, bx(xi + t)), w1, bx(xi + XP + t));
+            const __m256i h1 = acc_u8s8(acc_u8s8(z, w2, bx(xi + 2 * XP + t)), w3, bx(xi + 3 * XP + t));
+            __m256i i = _mm256_add_epi32(isum32(h0, ones), isum32(h1, ones));
+            if (!min) i = _mm256_add_epi32(i, bx(xi + 5 * XP + t));
             fa[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(i), _mm256_set1_ps(xd[t])), s, fa[t]);
+            if (min)
+                fa[t] = _mm256_fmadd_ps(_mm256_load_ps((const float *)(const void *)(pw + 160)), _mm256_set1_ps(xd[XP + t]),
+                                        fa[t]);
         }
     }
     store_acc(fa, rx, y, ys, m);
+}
+AI void kern_q6_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    kern_k16(pw, px, nu, rx, y, ys, m, accum, 0);
+}
+AI void kern_q2_K(const uint8_t *pw, const uint8_t *px, int64_t nu, const int rx, float *y, int64_t ys,
+                  __m256i m, int accum) {
+    kern_k16(pw, px, nu, rx, y, ys, m, accum, 1);
 }
 
 #define KERN_FN(NAME, KERN)                                                                          \
@@ -808,6 +885,7 @@ KERN_FN(run_q4_K, kern_q4_K)
 KERN_FN(run_q5_K, kern_q5_K)
 KERN_FN(run_q5_0, kern_q5_0)
 KERN_FN(run_q6_K, kern_q6_K)
+KERN_FN(run_q2_K, kern_q2_K)
 
 /* ---- Q8_0 packed ahead: 8-row panel P's unit u at (P · n_in/32 + u) · Q8_NARROW_UNIT ---- */
 
@@ -887,7 +965,9 @@ void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 case QT_Q4_1:
                 case QT_Q5_1: run_q5_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 case QT_Q5_0: run_q5_0(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
-                case QT_Q6_K: run_q6_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q6_K:
+                case QT_Q3_K: run_q6_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
+                case QT_Q2_K: run_q2_K(pw, px, nu, rx, y, a->n_out, m, k0 > 0); break;
                 default: break;
                 }
             }

@@ -17,5 +17,12 @@ void mm_avx2_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
 size_t mm_avx2_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out);
 void mm_avx2_gemmq_prepack(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp);
 int mm_avx2_gemmq_rows_prepacked(uint32_t type, int64_t T);
+/* mm_avx2_gemmq with AVX-VNNI's vpdpbusd (matmul_avxvnni_gemm.c): the same panels,
+ * activations and results; only where mm_avx_vnni says the CPU has it */
+void mm_avxvnni_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
+static inline void mm_avx2_gemmq_any(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
+    if (mm_avx_vnni) mm_avxvnni_gemmq(a, o0, o1, scratch);
+    else mm_avx2_gemmq(a, o0, o1, scratch);
+}
 
 #endif

@@ -236,7 +236,9 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q8_0: return T >= 3 ? 16 : 0; /* T = 2: dot_q8_0_rows (51 vs 60 ms per step) */
     case QT_Q4_0: return T >= 3 ? 16 : 0;
     case QT_Q4_K:
-    case QT_Q6_K: return T >= 4 ? 16 : 0;
+    case QT_Q6_K:
+    case QT_Q2_K:
+    case QT_Q3_K: return T >= 4 ? 16 : 0;
     case QT_IQ4_NL:
     case QT_IQ4_XS: return T >= 4 ? 16 : 0;
     case QT_Q5_K:
@@ -282,7 +284,7 @@ static size_t gemm_scratch(const mm_args *a, int64_t rows) {
     return mm_type_is_float(a->type) ? 0 : mm_avx512_gemmq_scratch(a->type, a->n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    if (borrows_avx2(a->type)) mm_avx2_gemmq(a, o0, o1, scratch);
+    if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else mm_avx512_gemmq(a, o0, o1, scratch);
 }

@@ -1,5 +1,5 @@
 /* matmul_avx512_gemm.c — the AVX-512 blocked GEMM for quantized weights (Q8_0, Q4_0,
- * Q4_K, Q6_K, IQ4_NL, IQ4_XS): a chunk of output rows is repacked, one K-slice at a time, into
+ * Q2_K, Q3_K, Q4_K, Q6_K, IQ4_NL, IQ4_XS): a chunk of output rows is repacked, one K-slice at a time, into
  * panels laid out for an outer-product microkernel (or the panels were packed once
  * ahead, gemm_prepack, and then serve every row count from one row on), and every
  * activation row then passes over them.
@@ -13,6 +13,10 @@
  * IQ4_NL and IQ4_XS keep the file's nibbles as gathered too (IQ4_XS's six-bit scales
  * as int8 ls - 32), turned into level + 128 by one byte shuffle per step, so they run
  * Q8_0's arithmetic (accumulators from -128·Σq, one scale per 32-block).
+ * Q2_K and Q3_K run Q6_K's 16-group units: their 2-bit planes (and Q3_K's high-bit
+ * mask) stay as gathered and are unpacked by a shift and a mask per step; Q2_K's
+ * min term is one fma per group against d·Σq (converted when the activations are
+ * packed), Q3_K's values enter as u + 4 (0..7) with the accumulators at -4·Σq.
  * The integer sums of one unit (a 32-block; Q6_K's 16-group) are scaled once per
  * unit: 8 (4) vpdpbusd then cvt, mul, fma. The kernel (kern_i8_pair) takes two
  * panels per call for up to 12 activation rows, which halves the broadcasts and
@@ -52,7 +56,7 @@ enum {
 #define PF_HINT _MM_HINT_T1
 #endif
 
-typedef enum { KIND_INIT32, KIND_MIN32, KIND_INIT16, KIND_NL32, KIND_XS32 } i8_kind;
+typedef enum { KIND_INIT32, KIND_MIN32, KIND_INIT16, KIND_NL32, KIND_XS32, KIND_Q2K16, KIND_Q3K16 } i8_kind;
 
 /* A panel is a run of super-blocks: one 32-block (Q8_0, Q4_0) or 256 elements
  * (the K-quants) of its 16 rows, each made of units (32-blocks; Q6_K's 16-groups)
@@ -63,16 +67,21 @@ enum {
     SBW_Q6K = 64 + 256 + 8 * (256 + 128),       /* 3392, the file's 3360 */
     SBW_NL = 256 + 64,                          /* 320, the file's 288 */
     SBW_XS = 64 + 128 + 8 * 256,                /* 2240, the file's 2176 */
+    SBW_Q2K = 64 + 64 + 256 + 1024,             /* 1408, the file's 1344 */
+    SBW_Q3K = 64 + 256 + 512 + 1024,            /* 1856, the file's 1760 */
 };
-#define SB_UNITS(kind) ((kind) == KIND_INIT32 || (kind) == KIND_NL32 ? 1 : (kind) == KIND_INIT16 ? 16 : 8)
+#define KIND_16(kind) ((kind) == KIND_INIT16 || (kind) == KIND_Q2K16 || (kind) == KIND_Q3K16)
+#define SB_UNITS(kind) ((kind) == KIND_INIT32 || (kind) == KIND_NL32 ? 1 : KIND_16(kind) ? 16 : 8)
 #define SB_BYTES(kind)                                                                                   \
     ((size_t)((kind) == KIND_INIT32 ? SBW_I32 : (kind) == KIND_MIN32 ? SBW_Q4K : (kind) == KIND_INIT16 ? SBW_Q6K \
-              : (kind) == KIND_NL32 ? SBW_NL : SBW_XS))
+              : (kind) == KIND_NL32 ? SBW_NL : (kind) == KIND_Q2K16 ? SBW_Q2K : (kind) == KIND_Q3K16 ? SBW_Q3K : SBW_XS))
 
-static int i8_bs(uint32_t t) { return t == QT_Q6_K ? 16 : 32; }
+static int i8_bs(uint32_t t) { return t == QT_Q6_K || t == QT_Q2_K || t == QT_Q3_K ? 16 : 32; }
 static i8_kind i8_kind_of(uint32_t t) {
     switch (t) {
     case QT_Q6_K: return KIND_INIT16;
+    case QT_Q2_K: return KIND_Q2K16;
+    case QT_Q3_K: return KIND_Q3K16;
     case QT_Q4_K: return KIND_MIN32;
     case QT_IQ4_NL: return KIND_NL32;
     case QT_IQ4_XS: return KIND_XS32;
@@ -249,6 +258,54 @@ static void pack_iq4_xs(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t 
     }
 }
 
+/* Q2_K, per super-block: f32 d[16], f32 -dmin[16], the 16 scale bytes of each row as
+ * gathered, u8[4][16][4] (dword q: groups 4q..4q+3, scale in the low and min in the
+ * high nibble), then the 64 bytes of 2-bit quants as gathered, u8[16][16][4]: dword
+ * 8n + 4h + k at shift 2j holds elements 4k..4k+3 of 16-group 8n + 2j + h (the file's
+ * order). Values are u (0..3), the min term one extra fma per group. nb counts
+ * 16-groups (a multiple of 16). */
+static void pack_q2_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    for (int64_t sb = 0; sb < nb / 16; sb++, base += sizeof(block_q2_K), dst += SBW_Q2K) {
+        const __m512i dd = GATHER(m, vidx, base + offsetof(block_q2_K, d));
+        _mm512_store_ps(dst, half_to_ps(dd, 0));
+        _mm512_store_ps(dst + 64, _mm512_sub_ps(_mm512_setzero_ps(), half_to_ps(dd, 1)));
+        for (int q = 0; q < 4; q++)
+            _mm512_store_si512(dst + 128 + 64 * q, GATHER(m, vidx, base + offsetof(block_q2_K, scales) + 4 * q));
+        for (int s = 0; s < 16; s++)
+            _mm512_store_si512(dst + 384 + 64 * s, GATHER(m, vidx, base + offsetof(block_q2_K, qs) + 4 * s));
+    }
+}
+
+/* Q3_K, per super-block: f32 d[16], i8 sc[16][16] (sc - 32 of group g of each row),
+ * the 32 hmask bytes as gathered, u8[8][16][4] (dword 4h + k, bit 4n + j: elements
+ * 4k..4k+3 of group 8n + 2j + h), then the 2-bit quants as Q2_K's. Values are u + 4
+ * (0..7); the accumulators start at -4·Σq. nb counts 16-groups (a multiple of 16). */
+static void pack_q3_K(const uint8_t *base, __m512i vidx, __mmask16 m, int64_t nb, uint8_t *dst) {
+    const __m512i k2 = _mm512_set1_epi32(0x0f0f0f0f), k1 = _mm512_set1_epi32(0x03030303);
+    const __m512i b32 = _mm512_set1_epi8(32);
+    for (int64_t sb = 0; sb < nb / 16; sb++, base += sizeof(block_q3_K), dst += SBW_Q3K) {
+        /* d sits at bytes 108-109, the block's end: read the dword at 106 */
+        _mm512_store_ps(dst, half_to_ps(GATHER(m, vidx, base + 106), 1));
+        const uint8_t *scp = base + offsetof(block_q3_K, scales);
+        const __m512i a0 = GATHER(m, vidx, scp), a1 = GATHER(m, vidx, scp + 4), t = GATHER(m, vidx, scp + 8);
+        __m512i sc[4]; /* bytes: scales 4q..4q+3 of each row (ggml's bit trick) */
+        sc[0] = _mm512_or_si512(_mm512_and_si512(a0, k2), _mm512_slli_epi32(_mm512_and_si512(t, k1), 4));
+        sc[1] = _mm512_or_si512(_mm512_and_si512(a1, k2),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, 2), k1), 4));
+        sc[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a0, 4), k2),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, 4), k1), 4));
+        sc[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a1, 4), k2),
+                                _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(t, 6), k1), 4));
+        for (int g = 0; g < 16; g++)
+            _mm_store_si128((__m128i *)(void *)(dst + 64 + 16 * g),
+                            _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_sub_epi8(sc[g >> 2], b32), 8 * (g & 3))));
+        for (int s = 0; s < 8; s++)
+            _mm512_store_si512(dst + 320 + 64 * s, GATHER(m, vidx, base + offsetof(block_q3_K, hmask) + 4 * s));
+        for (int s = 0; s < 16; s++)
+            _mm512_store_si512(dst + 832 + 64 * s, GATHER(m, vidx, base + offsetof(block_q3_K, qs) + 4 * s));
+    }
+}
+
 /* Packs rows [p0, p0 + nvalid) (nvalid <= 16) of quantized W, elements [k0, k0 + kn). */
 static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, int64_t kn, uint8_t *dst) {
     const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -262,6 +319,8 @@ static void pack_i8_panel(const mm_args *a, int64_t p0, int nvalid, int64_t k0, 
     case QT_Q6_K: pack_q6_K(row0 + (size_t)(k0 / 256) * sizeof(block_q6_K), vidx, m, kn / 16, dst); break;
     case QT_IQ4_NL: pack_iq4_nl(row0 + (size_t)(k0 / 32) * sizeof(block_iq4_nl), vidx, m, kn / 32, dst); break;
     case QT_IQ4_XS: pack_iq4_xs(row0 + (size_t)(k0 / 256) * sizeof(block_iq4_xs), vidx, m, kn / 32, dst); break;
+    case QT_Q2_K: pack_q2_K(row0 + (size_t)(k0 / 256) * sizeof(block_q2_K), vidx, m, kn / 16, dst); break;
+    case QT_Q3_K: pack_q3_K(row0 + (size_t)(k0 / 256) * sizeof(block_q3_K), vidx, m, kn / 16, dst); break;
     default: break;
     }
 }
@@ -298,8 +357,14 @@ static void pack_x_i8(const mm_args *a, int64_t t0, int rx, int64_t k0, int64_t 
         const int64_t gb = b0 + b;
         uint8_t *db = dst + b * xbs + (size_t)(bs / 4) * rx * 4;
         const int64_t di = bs == 32 ? gb : gb / 2;
-        _mm512_mask_storeu_epi32(db, m, GATHER(m, vidx, x0 + n + 4 * di));
-        _mm512_mask_storeu_epi32(db + rx * 4, m, GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb));
+        const __m512i dv = GATHER(m, vidx, x0 + n + 4 * di);
+        __m512i av = GATHER(m, vidx, x0 + n + 4 * (n / 32) + 4 * gb);
+        if (a->type == QT_Q2_K) /* Σq → d·Σq, for the min term's fma */
+            av = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(av), _mm512_castsi512_ps(dv)));
+        else if (a->type == QT_Q3_K) /* Σq → -4·Σq, the accumulators' start for u + 4 */
+            av = _mm512_mullo_epi32(av, _mm512_set1_epi32(-4));
+        _mm512_mask_storeu_epi32(db, m, dv);
+        _mm512_mask_storeu_epi32(db + rx * 4, m, av);
     }
 }
 
@@ -328,6 +393,16 @@ MM_AI __m512i unit_w(const uint8_t *sb, const i8_kind kind, int pair, const int 
         const __m512i g = _mm512_load_si512(sb + 384 + 512 * pair + 64 * k);
         return _mm512_and_si512(odd ? _mm512_srli_epi16(g, 4) : g, m4);
     }
+    if (kind == KIND_Q2K16 || kind == KIND_Q3K16) { /* group 8n + 2j + h */
+        const int u = 2 * pair + odd, n = u >> 3, j = (u >> 1) & 3, h = u & 1;
+        const __m512i q = _mm512_load_si512(sb + (kind == KIND_Q2K16 ? 384 : 832) + 64 * (8 * n + 4 * h + k));
+        const __m512i lo = _mm512_and_si512(j ? _mm512_srli_epi16(q, 2 * j) : q, _mm512_set1_epi8(3));
+        if (kind == KIND_Q2K16) return lo;
+        const __m512i hm = _mm512_load_si512(sb + 320 + 64 * (4 * h + k));
+        const int sh = 4 * n + j; /* the bit, moved to bit 2 */
+        const __m512i hb = sh > 2 ? _mm512_srli_epi16(hm, sh - 2) : sh < 2 ? _mm512_slli_epi16(hm, 2 - sh) : hm;
+        return _mm512_or_si512(lo, _mm512_and_si512(hb, _mm512_set1_epi8(4)));
+    }
     const uint8_t *pr = sb + 320 + 384 * pair;
     const __m512i n = _mm512_load_si512(pr + 64 * k), h = _mm512_load_si512(pr + 256 + 64 * odd);
     const __m512i lo = _mm512_and_si512(odd ? _mm512_srli_epi16(n, 4) : n, m4);
@@ -345,6 +420,12 @@ MM_AI __m512 unit_scale(const uint8_t *sb, const i8_kind kind, int u, __m512 *mn
     if (kind == KIND_XS32)
         return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 64 + 16 * u)))),
                              _mm512_load_ps(sb));
+    if (kind == KIND_Q2K16) { /* scale and min nibbles of group u */
+        const __m512i v = _mm512_srli_epi32(_mm512_load_si512(sb + 128 + 64 * (u >> 2)), 8 * (u & 3));
+        const __m512i m4 = _mm512_set1_epi32(0xf);
+        *mn = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v, 4), m4)), _mm512_load_ps(sb + 64));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(v, m4)), _mm512_load_ps(sb));
+    }
     if (kind == KIND_MIN32) {
         *mn = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(const void *)(sb + 256 + 16 * u)))),
                             _mm512_load_ps(sb + 64));
@@ -376,7 +457,7 @@ MM_AI __m512 unit_scale(const uint8_t *sb, const i8_kind kind, int u, __m512 *mn
 MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *px, int64_t nsb, const int rx,
                         const i8_kind kind, float *y, int64_t ys, __mmask16 m0, __mmask16 m1, int accum) {
     enum { RG = 4 };
-    const int bs = kind == KIND_INIT16 ? 16 : 32, nk = bs / 4, nu = SB_UNITS(kind);
+    const int bs = KIND_16(kind) ? 16 : 32, nk = bs / 4, nu = SB_UNITS(kind);
     const int nu2 = kind == KIND_INIT32 || kind == KIND_NL32 ? 1 : 2; /* units taken together (sharing bytes) */
     const size_t sbw = SB_BYTES(kind), xbs = (size_t)(nk + 2) * rx * 4;
     const int pf_lines = (int)((sbw / 64 + (size_t)nu - 1) / (size_t)nu); /* lines prefetched per unit */
@@ -420,7 +501,7 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
                     __m512i i0[RXMAX], i1[RXMAX];
                     _Pragma("GCC unroll 16")
                     for (int t = 0; t < rg; t++)
-                        i0[t] = i1[t] = kind == KIND_MIN32 ? _mm512_setzero_si512()
+                        i0[t] = i1[t] = kind == KIND_MIN32 || kind == KIND_Q2K16 ? _mm512_setzero_si512()
                                                            : _mm512_set1_epi32(xi[(nk + 1) * rx + g + t]);
                     _Pragma("GCC unroll 8")
                     for (int k = 0; k < nk; k++) {
@@ -439,7 +520,7 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
                         __m512 a1 = in_regs ? f1[(g + t) & 7] : _mm512_load_ps(fm[g + t] + 16);
                         a0 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i0[t]), dx), s0, a0);
                         a1 = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(i1[t]), dx), s1, a1);
-                        if (kind == KIND_MIN32) {
+                        if (kind == KIND_MIN32 || kind == KIND_Q2K16) {
                             const __m512 xs = _mm512_set1_ps(xf[(nk + 1) * rx + g + t]);
                             a0 = _mm512_fmadd_ps(mn0, xs, a0);
                             a1 = _mm512_fmadd_ps(mn1, xs, a1);
@@ -473,11 +554,15 @@ MM_AI void kern_i8_pair(const uint8_t *pw0, const uint8_t *pw1, const uint8_t *p
 #define KERN_CALL_KIND_INIT16(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_INIT16, y, ys, m0, m1, accum)
 #define KERN_CALL_KIND_NL32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_NL32, y, ys, m0, m1, accum)
 #define KERN_CALL_KIND_XS32(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_XS32, y, ys, m0, m1, accum)
+#define KERN_CALL_KIND_Q2K16(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_Q2K16, y, ys, m0, m1, accum)
+#define KERN_CALL_KIND_Q3K16(R) kern_i8_pair(pw0, pw1, px, nsb, R, KIND_Q3K16, y, ys, m0, m1, accum)
 KERN_OF(kern_pair_init32, KIND_INIT32)
 KERN_OF(kern_pair_min32, KIND_MIN32)
 KERN_OF(kern_pair_init16, KIND_INIT16)
 KERN_OF(kern_pair_nl32, KIND_NL32)
 KERN_OF(kern_pair_xs32, KIND_XS32)
+KERN_OF(kern_pair_q2k16, KIND_Q2K16)
+KERN_OF(kern_pair_q3k16, KIND_Q3K16)
 
 /* ---- prepacked weights: panel P, K-slice s at ((P * n_slices) + s) * panel_bytes(kc) ---- */
 
@@ -542,6 +627,8 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
                 else if (kind == KIND_MIN32) kern_pair_min32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
                 else if (kind == KIND_NL32) kern_pair_nl32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
                 else if (kind == KIND_XS32) kern_pair_xs32(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
+                else if (kind == KIND_Q2K16) kern_pair_q2k16(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
+                else if (kind == KIND_Q3K16) kern_pair_q3k16(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
                 else kern_pair_init16(pw, pw1, px, nsb, rx, y, a->n_out, m, m1, k0 > 0);
             }
         }

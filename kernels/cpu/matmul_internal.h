@@ -126,10 +126,12 @@ static inline int mm_type_is_quant(uint32_t type) { return mm_aux_of(type) != MM
 /* Float weights (F32, F16, BF16): no activation quantization. */
 static inline int mm_type_is_float(uint32_t type) { return type == QT_F32 || type == QT_F16 || type == QT_BF16; }
 
-/* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles; the
+/* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles (the
+ * AVX2 level packs ahead Q8_0 only, and checks the type itself); the
  * others go through the dot kernels at every T. */
 static inline int mm_type_has_gemmq(uint32_t type) {
-    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS;
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS ||
+           type == QT_Q2_K || type == QT_Q3_K;
 }
 /* (IQ4_NL has the AVX-512 GEMM too, but packed per call only, from 4 rows: fewer rows
  * and decode keep the dot kernels, as its 32-element units make one row over packed
@@ -213,6 +215,9 @@ extern const mm_impl mm_impl_scalar;
  * the SIMD level is first asked for, from the CPU's vendor (AMD: 0, the hardware
  * prefetcher alone; others: 4096), or from LLC_PREFETCH (bytes, 0-65536). */
 extern size_t mm_pf_dist;
+/* Whether the CPU has AVX-VNNI (set with the level): the AVX2 GEMM's integer sums
+ * then take vpdpbusd (matmul_avxvnni_gemm.c), with identical results. */
+extern int mm_avx_vnni;
 
 #if defined(__x86_64__)
 extern const mm_impl mm_impl_avx2;
