@@ -225,15 +225,29 @@ T_AVX512 static ALWAYS_INLINE float scores_avx512(const float *q, const uint8_t 
     for (int g0 = vlo & ~15; g0 < vhi; g0 += 16) {
         const int t_lo = g0 > vlo ? g0 : vlo, t_hi = g0 + 16 < vhi ? g0 + 16 : vhi;
         __m512 acc[16];
-        for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-        for (int t = t_lo; t < t_hi; t++) {
-            __m512 sum = _mm512_setzero_ps();
-            for (int v = 0; v < nv; v++) {
-                const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xffff;
-                sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v), ld16_avx512(type, kp[t], eoff + 16 * v, m),
-                                      sum);
+        if (t_lo == g0 && t_hi == g0 + 16) { /* the whole group: constant slots */
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; t++) {
+                __m512 sum = _mm512_setzero_ps();
+#pragma GCC unroll 8
+                for (int v = 0; v < nv; v++) {
+                    const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xffff;
+                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v),
+                                          ld16_avx512(type, kp[g0 + t], eoff + 16 * v, m), sum);
+                }
+                acc[slot16(t)] = sum;
             }
-            acc[slot16(t - g0)] = sum;
+        } else {
+            for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+            for (int t = t_lo; t < t_hi; t++) { /* the same sums, keys the row does not see left at 0 */
+                __m512 sum = _mm512_setzero_ps();
+                for (int v = 0; v < nv; v++) {
+                    const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xffff;
+                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v),
+                                          ld16_avx512(type, kp[t], eoff + 16 * v, m), sum);
+                }
+                acc[slot16(t - g0)] = sum;
+            }
         }
         const __mmask16 km = (__mmask16)(tail_mask(t_hi - g0) & ~tail_mask(t_lo - g0));
         __m512 s = _mm512_mul_ps(hsum16_avx512(acc), vscale);
@@ -255,6 +269,27 @@ T_AVX512 static ALWAYS_INLINE void pv_avx512(float *o, float corr, const float *
                                              int hd, int vlo, int vhi, const uint32_t type) {
     const __mmask16 tail = tail_mask(hd & 15 ? hd & 15 : 16);
     const __m512 vc = _mm512_set1_ps(corr);
+    if (hd % 64 == 0) { /* four named vectors: the sums stay in registers */
+        const __mmask16 all = 0xffff;
+        for (int d0 = 0; d0 < hd; d0 += 64) {
+            __m512 e0 = _mm512_loadu_ps(o + d0), e1 = _mm512_loadu_ps(o + d0 + 16);
+            __m512 e2 = _mm512_loadu_ps(o + d0 + 32), e3 = _mm512_loadu_ps(o + d0 + 48);
+            if (corr != 1.0f)
+                e0 = _mm512_mul_ps(e0, vc), e1 = _mm512_mul_ps(e1, vc), e2 = _mm512_mul_ps(e2, vc),
+                e3 = _mm512_mul_ps(e3, vc);
+            for (int t = vlo; t < vhi; t++) {
+                const __m512 pt = _mm512_set1_ps(p[t]);
+                const uint8_t *v = vp[t];
+                e0 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0, all), e0);
+                e1 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0 + 16, all), e1);
+                e2 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0 + 32, all), e2);
+                e3 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0 + 48, all), e3);
+            }
+            _mm512_storeu_ps(o + d0, e0), _mm512_storeu_ps(o + d0 + 16, e1);
+            _mm512_storeu_ps(o + d0 + 32, e2), _mm512_storeu_ps(o + d0 + 48, e3);
+        }
+        return;
+    }
     for (int d0 = 0; d0 < hd; d0 += 64) {
         const int nvd = (hd - d0 + 15) / 16 < 4 ? (hd - d0 + 15) / 16 : 4;
         __m512 e[4];
@@ -343,10 +378,10 @@ T_AVX2 static ALWAYS_INLINE void conv_avx2(float *dst, const uint8_t *row, int e
  * (rtype == QT_F32), which hold exactly the values the in-place reads produce. */
 #define DEFINE_FA_TASK(NAME, TARGET, SCORES, EXP_SUM, PV, CONV)                                                  \
     TARGET static ALWAYS_INLINE void NAME(const attn_job *j, long task, float *scr, const uint32_t ctype,          \
-                                          const uint32_t rtype) {                                                  \
+                                          const uint32_t rtype, const int HDC) {                                   \
         const bk_batch *b = j->b;                                                                                  \
         const bk_attn *a = j->a;                                                                                   \
-        const int group = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size;                        \
+        const int group = a->n_heads / a->n_kv_heads, hd = HDC ? HDC : a->head_dim, bs = a->block_size;           \
         const int hper = group / j->hsplit;                                                                        \
         const long per_tile = (long)a->n_kv_heads * j->hsplit;                                                     \
         const fa_tile *tl = &j->tiles[task / per_tile];                                                            \
@@ -414,7 +449,7 @@ T_AVX2 static ALWAYS_INLINE void conv_avx2(float *dst, const uint8_t *row, int e
 /* Tasks are dealt round-robin: a sequence's later query tiles see more keys, and
  * interleaving keeps the threads' shares even. A task of one query reads the
  * caches in place; more share f32 copies of each key tile. */
-#define DEFINE_FA_JOB(NAME, TARGET, TASK, TYPE)                                                                   \
+#define DEFINE_FA_JOB(NAME, TARGET, TASK, TYPE, HDC)                                                              \
     TARGET static void NAME(void *arg, int ith, int nth) {                                                        \
         const attn_job *j = arg;                                                                                  \
         float *scr = j->scratch + (size_t)ith * j->stride;                                                        \
@@ -423,42 +458,58 @@ T_AVX2 static ALWAYS_INLINE void conv_avx2(float *dst, const uint8_t *row, int e
         for (long t = ith; t < j->n_tasks; t += nth) {                                                            \
             const fa_tile *tl = &j->tiles[t / per_tile];                                                          \
             if ((TYPE) != QT_F32 && (tl->r1 - tl->r0) * hper > 1)                                                 \
-                TASK(j, t, scr, TYPE, QT_F32);                                                                    \
+                TASK(j, t, scr, TYPE, QT_F32, HDC);                                                               \
             else                                                                                                  \
-                TASK(j, t, scr, TYPE, TYPE);                                                                      \
+                TASK(j, t, scr, TYPE, TYPE, HDC);                                                                 \
         }                                                                                                         \
     }
 
 DEFINE_FA_TASK(fa_task_c, , scores_c, exp_sum_c, pv_c, conv_c)
-DEFINE_FA_JOB(attn_job_c_f32, , fa_task_c, QT_F32)
-DEFINE_FA_JOB(attn_job_c_f16, , fa_task_c, QT_F16)
-DEFINE_FA_JOB(attn_job_c_q8_0, , fa_task_c, QT_Q8_0)
+DEFINE_FA_JOB(attn_job_c_f32, , fa_task_c, QT_F32, 0)
+DEFINE_FA_JOB(attn_job_c_f16, , fa_task_c, QT_F16, 0)
+DEFINE_FA_JOB(attn_job_c_q8_0, , fa_task_c, QT_Q8_0, 0)
 #if defined(__x86_64__)
+/* The SIMD levels have bodies for heads of 64 and 128 (constant trip counts keep
+ * the value sums in registers) and one for any head size. */
+#define DEFINE_FA_JOBS(LEVEL, TARGET, TASK)                                  \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f32, TARGET, TASK, QT_F32, 0)           \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f16, TARGET, TASK, QT_F16, 0)           \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_q8_0, TARGET, TASK, QT_Q8_0, 0)         \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f32_64, TARGET, TASK, QT_F32, 64)       \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f16_64, TARGET, TASK, QT_F16, 64)       \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_q8_0_64, TARGET, TASK, QT_Q8_0, 64)     \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f32_128, TARGET, TASK, QT_F32, 128)     \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f16_128, TARGET, TASK, QT_F16, 128)     \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_q8_0_128, TARGET, TASK, QT_Q8_0, 128)
 DEFINE_FA_TASK(fa_task_avx2, T_AVX2, scores_avx2, exp_sum_avx2, pv_avx2, conv_avx2)
-DEFINE_FA_JOB(attn_job_avx2_f32, T_AVX2, fa_task_avx2, QT_F32)
-DEFINE_FA_JOB(attn_job_avx2_f16, T_AVX2, fa_task_avx2, QT_F16)
-DEFINE_FA_JOB(attn_job_avx2_q8_0, T_AVX2, fa_task_avx2, QT_Q8_0)
+DEFINE_FA_JOBS(avx2, T_AVX2, fa_task_avx2)
 DEFINE_FA_TASK(fa_task_avx512, T_AVX512, scores_avx512, exp_sum_avx512, pv_avx512, conv_avx512)
-DEFINE_FA_JOB(attn_job_avx512_f32, T_AVX512, fa_task_avx512, QT_F32)
-DEFINE_FA_JOB(attn_job_avx512_f16, T_AVX512, fa_task_avx512, QT_F16)
-DEFINE_FA_JOB(attn_job_avx512_q8_0, T_AVX512, fa_task_avx512, QT_Q8_0)
+DEFINE_FA_JOBS(avx512, T_AVX512, fa_task_avx512)
 #endif
 
 typedef void (*attn_fn)(void *arg, int ith, int nth);
 
-/* The job for the SIMD level and KV type: [f32, f16, q8_0]. */
-static attn_fn pick_job(uint32_t type) {
+/* The job for the SIMD level, KV type [f32, f16, q8_0] and head size. */
+static attn_fn pick_job(uint32_t type, int hd) {
     const int t = type == QT_F16 ? 1 : type == QT_Q8_0 ? 2 : 0;
     static const attn_fn c[3] = {attn_job_c_f32, attn_job_c_f16, attn_job_c_q8_0};
 #if defined(__x86_64__)
-    static const attn_fn avx2[3] = {attn_job_avx2_f32, attn_job_avx2_f16, attn_job_avx2_q8_0};
-    static const attn_fn avx512[3] = {attn_job_avx512_f32, attn_job_avx512_f16, attn_job_avx512_q8_0};
+    static const attn_fn avx2[3][3] = {
+        {attn_job_avx2_f32, attn_job_avx2_f16, attn_job_avx2_q8_0},
+        {attn_job_avx2_f32_64, attn_job_avx2_f16_64, attn_job_avx2_q8_0_64},
+        {attn_job_avx2_f32_128, attn_job_avx2_f16_128, attn_job_avx2_q8_0_128}};
+    static const attn_fn avx512[3][3] = {
+        {attn_job_avx512_f32, attn_job_avx512_f16, attn_job_avx512_q8_0},
+        {attn_job_avx512_f32_64, attn_job_avx512_f16_64, attn_job_avx512_q8_0_64},
+        {attn_job_avx512_f32_128, attn_job_avx512_f16_128, attn_job_avx512_q8_0_128}};
+    const int h = hd == 64 ? 1 : hd == 128 ? 2 : 0;
     switch (cpu_matmul_level()) {
-    case CPU_SIMD_AVX512: return avx512[t];
-    case CPU_SIMD_AVX2: return avx2[t];
+    case CPU_SIMD_AVX512: return avx512[h][t];
+    case CPU_SIMD_AVX2: return avx2[h][t];
     default: break;
     }
 #endif
+    (void)hd;
     return c[t];
 }
 
@@ -524,5 +575,5 @@ void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, cons
             tiles[n++] = (fa_tile){r, r + rows_per_tile < b->seq_start[s + 1] ? r + rows_per_tile : b->seq_start[s + 1], s};
     attn_job j = {b, a, q, k_cache, v_cache, qtype_row_bytes(a->kv_type, (int64_t)a->n_kv_heads * a->head_dim),
                   out, tiles, n_tiles * a->n_kv_heads * hsplit, hsplit, scratch, stride};
-    cpu_pool_run(pool, pick_job(a->kv_type), &j);
+    cpu_pool_run(pool, pick_job(a->kv_type, hd), &j);
 }
