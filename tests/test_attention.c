@@ -2,8 +2,10 @@
  * precision reference: several sequences (prefill chunks and decode rows) with
  * scrambled block tables, grouped-query heads, head sizes with and without a
  * vector tail, sliding windows and soft-capping, caches of f32, f16 and q8_0
- * (the reference reads their values dequantized); the result is the same for 1
- * and 2 threads. Writing cache rows gives the same bytes at every level. */
+ * (the reference reads their values dequantized), prefills over many key tiles;
+ * the result is the same for 1 and 2 threads, and every row computed alone (as a
+ * decode row) gives the bits it gives in its chunk. Writing cache rows gives the
+ * same bytes at every level. */
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/quant.h"
@@ -20,6 +22,7 @@ static int g_window;     /* and its sliding window (0: none) */
 static float g_softcap;  /* and its score soft-capping (0: none) */
 static uint32_t g_type = QT_F32; /* and its cache element type */
 static bool g_sinks;     /* and per-head sink logits (gpt-oss) */
+static int g_start0 = 10, g_rows0 = 40; /* and its first sequence's chunk */
 
 typedef struct setup {
     bk_attn a;
@@ -31,8 +34,9 @@ typedef struct setup {
     int max_kv;
 } setup;
 
-/* Three sequences: a 40-row prefill chunk starting at position 10, one decode
- * row at position 70, and a 5-row chunk at 0. Blocks are handed out shuffled. */
+/* Three sequences: a 40-row prefill chunk starting at position 10 (g_rows0 rows
+ * at g_start0), one decode row at position 70, and a 5-row chunk at 0. Blocks
+ * are handed out shuffled. */
 static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
     memset(s, 0, sizeof *s);
     s->a = (bk_attn){.n_heads = n_heads, .n_kv_heads = n_kv_heads, .head_dim = hd, .block_size = g_bs,
@@ -41,7 +45,7 @@ static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
         for (int h = 0; h < n_heads && h < 64; h++) s->sinks[h] = (float)(h % 4) * 3.0f - 4.0f + frand();
         s->a.sinks = s->sinks;
     }
-    int starts[3] = {10, 70, 0}, rows[3] = {40, 1, 5}, T = 0;
+    int starts[3] = {g_start0, 70, 0}, rows[3] = {g_rows0, 1, 5}, T = 0;
     int n_blocks = 0, order[48];
     for (int i = 0; i < 48; i++) order[i] = i;
     for (int i = 47; i > 0; i--) {
@@ -85,7 +89,7 @@ static void make_setup(setup *s, int n_heads, int n_kv_heads, int hd) {
 static void reference(const setup *s, double *out) {
     const bk_attn *a = &s->a;
     int group = a->n_heads / a->n_kv_heads, hd = a->head_dim, kv_dim = a->n_kv_heads * hd;
-    double sc[128];
+    double sc[256];
     for (int q = 0; q < 3; q++)
         for (int r = s->seq_start[q]; r < s->seq_start[q + 1]; r++)
             for (int h = 0; h < a->n_heads; h++) {
@@ -138,6 +142,20 @@ static void check_shape(int n_heads, int n_kv_heads, int hd) {
         CHECKF(worst < 2e-5, "%s heads %d/%d dim %d level %d: max error %g", qtype_name(g_type), n_heads,
                n_kv_heads, hd, lvl, worst);
         CHECKF(!memcmp(got, got1, n * sizeof *got), "level %d: 1 and 2 threads differ", lvl);
+        /* each row alone, as a decode step computes it: the same bits */
+        bool same = true;
+        for (int q = 0; q < 3; q++)
+            for (int r = s.seq_start[q]; r < s.seq_start[q + 1]; r++) {
+                bk_batch one = s.b;
+                int32_t pos = s.positions[r], start[2] = {0, 1};
+                one.n_tokens = 1, one.positions = &pos, one.n_seqs = 1, one.seq_start = start;
+                one.kv_len = &s.kv_len[q], one.block_table = s.table + q * 16;
+                const size_t row = (size_t)n_heads * hd;
+                cpu_attention_run(r % 2 ? p1 : p2, &one, &s.a, s.q + r * row, s.kc, s.vc, got1, s.max_kv);
+                same &= !memcmp(got + r * row, got1, row * sizeof *got);
+            }
+        CHECKF(same, "%s heads %d/%d dim %d level %d: a row alone differs from its chunk", qtype_name(g_type),
+               n_heads, n_kv_heads, hd, lvl);
     }
     cpu_matmul_set_level(saved);
     cpu_pool_free(p1);
@@ -221,6 +239,28 @@ static void test_f16_and_q8_0_caches(void) {
           !cpu_kv_type_supported(QT_Q8_0, 40, 8) && !cpu_kv_type_supported(QT_Q4_0, 64, 64));
 }
 
+/* A 200-row prefill from position 40 over 7 key tiles of 32 and 15 scrambled
+ * blocks (the running maximum rises and falls from tile to tile): every cache
+ * type, with a window across tiles, with sinks, and at an MHA shape (64 rows per
+ * task) and a wide GQA one. */
+static void test_long_prefill(void) {
+    g_start0 = 40, g_rows0 = 200;
+    const uint32_t types[] = {QT_F32, QT_F16, QT_Q8_0};
+    for (size_t i = 0; i < LLC_ARRAY_LEN(types); i++) {
+        g_type = types[i];
+        check_shape(8, 2, 64);
+    }
+    g_type = QT_F16;
+    check_shape(2, 2, 40);
+    g_window = 45;
+    g_sinks = true;
+    check_shape(16, 2, 32);
+    g_window = 0;
+    g_sinks = false;
+    g_type = QT_F32;
+    g_start0 = 10, g_rows0 = 40;
+}
+
 /* A written row is the same bytes at every SIMD level: f16 rounds to nearest even
  * (as f32_to_fp16, subnormals, ties and overflow included), q8_0 as quantize_row. */
 static void test_write_row_same_at_every_level(void) {
@@ -252,6 +292,7 @@ int main(void) {
     RUN(test_window_and_softcap);
     RUN(test_sinks);
     RUN(test_f16_and_q8_0_caches);
+    RUN(test_long_prefill);
     RUN(test_write_row_same_at_every_level);
     return t_summary();
 }

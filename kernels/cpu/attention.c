@@ -1,11 +1,14 @@
 /* attention.c — paged causal attention on the CPU (see attention.h), and writing
- * rows into the KV cache. One task is one (row, head): scores against every
- * visible key (all earlier ones, or those in a sliding window; optionally
- * soft-capped), softmax (with a per-head sink logit in its denominator where the
- * model has one), weighted sum of values. The caches are read in their own
- * element type (f32, f16 or q8_0), converted in registers. The same task body is
- * instantiated per type for AVX-512, AVX2+FMA+F16C and plain C; the levels differ
- * only in the helpers (load, dot, exp-and-sum, axpy). */
+ * rows into the KV cache. One task is a tile of query rows of one sequence times
+ * the query heads of one KV head; it walks the tiles of FA_KT keys its rows see
+ * (all earlier ones, or those in a sliding window; tiles past every row's
+ * position are skipped), keeping per query a running maximum, sum and output
+ * accumulator (scores optionally soft-capped; a per-head sink logit joins the
+ * denominator at the end). The caches are read in their own element type (f32,
+ * f16 or q8_0): in place, or converted once per key tile into f32 copies that the
+ * task's queries share. The task body is instantiated for AVX-512, AVX2+FMA+F16C
+ * and plain C; the levels differ only in the helpers (scores, exp-and-sum, the
+ * weighted value sum, conversion). */
 #include "kernels/cpu/attention.h"
 
 #if defined(__x86_64__)
@@ -20,6 +23,15 @@
 #include "kernels/cpu/vecmath.h"
 #endif
 
+/* Keys per tile of the online softmax, aligned to multiples of FA_KT positions;
+ * the most query vectors (rows x heads of one KV head) in one task. */
+enum { FA_KT = 32, FA_MAXQ = 64 };
+
+/* A query tile: rows [r0, r1) of sequence s. */
+typedef struct fa_tile {
+    int32_t r0, r1, s;
+} fa_tile;
+
 typedef struct attn_job {
     const bk_batch *b;
     const bk_attn *a;
@@ -27,9 +39,11 @@ typedef struct attn_job {
     const uint8_t *k_cache, *v_cache; /* a row of row_bytes per slot */
     size_t row_bytes;
     float *out;
-    const int32_t *row_seq; /* [T] sequence of each row */
-    float *scores;          /* [nth][max_kv_len] */
-    int max_kv_len;
+    const fa_tile *tiles;
+    long n_tasks;  /* tiles x KV heads x hsplit */
+    int hsplit;    /* a KV head's query heads go to this many tasks */
+    float *scratch; /* [nth][stride] */
+    size_t stride;
 } attn_job;
 
 /* The first key a row at position pos sees: 0, or the start of its window. */
@@ -197,169 +211,305 @@ T_AVX512 static inline __m512 hsum16_avx512(__m512 a[16]) {
                          _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-/* One (row, head) task, AVX-512: scores 16 keys at a time (the products of each
- * key summed by the tree above, so no per-key horizontal sum), the running maximum
- * kept as a vector, and the weighted sum of values in registers, 64 dimensions at
- * a time, with even and odd keys in separate sums so two FMA chains overlap. */
-T_AVX512 static ALWAYS_INLINE void attn_body_avx512(const attn_job *j, int ith, int nth, const uint32_t type) {
-    const bk_batch *b = j->b;
-    const bk_attn *a = j->a;
-    const int group = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size;
-    float *scores = j->scores + (size_t)ith * (size_t)j->max_kv_len;
-    const long n_tasks = (long)b->n_tokens * a->n_heads;
-    const int nv = (hd + 15) / 16; /* vectors per head */
+/* Scores of keys [vlo, vhi) of a tile (indices relative to its start, a multiple of
+ * 16 positions) against q, into sc[vlo..vhi); returns their maximum. 16 keys at a
+ * time: each key's products summed in one vector over the head, the 16 vectors by
+ * the tree above, so no per-key horizontal sum. Key j of a group always takes
+ * slot16(j), whichever keys of the group the row sees. */
+T_AVX512 static ALWAYS_INLINE float scores_avx512(const float *q, const uint8_t *const *kp, int eoff, int hd, int vlo,
+                                                  int vhi, float scale, float cap, float *sc, const uint32_t type) {
+    const int nv = (hd + 15) / 16;
     const __mmask16 tail = tail_mask(hd & 15 ? hd & 15 : 16);
-    for (long task = ith; task < n_tasks; task += nth) {
-        const int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads);
-        const int s = j->row_seq[r];
-        int n_kv = b->positions[r] + 1;
-        if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];
-        const int lo = first_key(a, b->positions[r]);
-        const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;
-        const int e0 = (h / group) * hd; /* the head's first element in a row */
-        const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;
-        float *o = j->out + ((size_t)r * a->n_heads + h) * hd;
-#define ROW_AT(cache, t) ((cache) + ((size_t)blocks[(t) / bs] * bs + (size_t)((t) % bs)) * j->row_bytes)
-        __m512 vmax = _mm512_set1_ps(-INFINITY);
-        const __m512 vscale = _mm512_set1_ps(a->scale);
-        for (int t0 = lo; t0 < n_kv; t0 += 16) {
-            const int nk = n_kv - t0 < 16 ? n_kv - t0 : 16;
-            __m512 acc[16];
-            for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
-            for (int t = 0; t < nk; t++) {
-                const uint8_t *k = ROW_AT(j->k_cache, t0 + t);
+    const __m512 vscale = _mm512_set1_ps(scale);
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int g0 = vlo & ~15; g0 < vhi; g0 += 16) {
+        const int t_lo = g0 > vlo ? g0 : vlo, t_hi = g0 + 16 < vhi ? g0 + 16 : vhi;
+        __m512 acc[16];
+        if (t_lo == g0 && t_hi == g0 + 16) { /* the whole group: constant slots */
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; t++) {
                 __m512 sum = _mm512_setzero_ps();
+#pragma GCC unroll 8
                 for (int v = 0; v < nv; v++) {
                     const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xffff;
-                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v), ld16_avx512(type, k, e0 + 16 * v, m), sum);
+                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v),
+                                          ld16_avx512(type, kp[g0 + t], eoff + 16 * v, m), sum);
                 }
                 acc[slot16(t)] = sum;
             }
-            const __mmask16 km = tail_mask(nk);
-            __m512 sc = _mm512_mul_ps(hsum16_avx512(acc), vscale);
-            if (a->softcap > 0) {
-                float tmp[16];
-                _mm512_storeu_ps(tmp, sc);
-                for (int t = 0; t < nk; t++) tmp[t] = softcap(tmp[t], a->softcap);
-                sc = _mm512_loadu_ps(tmp);
+        } else {
+            for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+            for (int t = t_lo; t < t_hi; t++) { /* the same sums, keys the row does not see left at 0 */
+                __m512 sum = _mm512_setzero_ps();
+                for (int v = 0; v < nv; v++) {
+                    const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xffff;
+                    sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + 16 * v),
+                                          ld16_avx512(type, kp[t], eoff + 16 * v, m), sum);
+                }
+                acc[slot16(t - g0)] = sum;
             }
-            _mm512_mask_storeu_ps(scores + (t0 - lo), km, sc);
-            vmax = _mm512_mask_max_ps(vmax, km, vmax, sc);
         }
-        float max = _mm512_reduce_max_ps(vmax);
-        if (a->sinks && a->sinks[h] > max) max = a->sinks[h];
-        const float sum = exp_sum_avx512(scores, n_kv - lo, max) + (a->sinks ? expf(a->sinks[h] - max) : 0.0f);
-        const float inv = sum > 0 ? 1.0f / sum : 0;
+        const __mmask16 km = (__mmask16)(tail_mask(t_hi - g0) & ~tail_mask(t_lo - g0));
+        __m512 s = _mm512_mul_ps(hsum16_avx512(acc), vscale);
+        if (cap > 0) {
+            float tmp[16];
+            _mm512_storeu_ps(tmp, s);
+            for (int t = t_lo - g0; t < t_hi - g0; t++) tmp[t] = softcap(tmp[t], cap);
+            s = _mm512_loadu_ps(tmp);
+        }
+        _mm512_mask_storeu_ps(sc + g0, km, s);
+        vmax = _mm512_mask_max_ps(vmax, km, vmax, s);
+    }
+    return _mm512_reduce_max_ps(vmax);
+}
+
+/* o = o * corr + Σ p[t] · V[t] over t in [vlo, vhi), in key order; 64 dimensions at
+ * a time in registers. corr == 1 leaves o as it is (the product would too). */
+T_AVX512 static ALWAYS_INLINE void pv_avx512(float *o, float corr, const float *p, const uint8_t *const *vp, int eoff,
+                                             int hd, int vlo, int vhi, const uint32_t type) {
+    const __mmask16 tail = tail_mask(hd & 15 ? hd & 15 : 16);
+    const __m512 vc = _mm512_set1_ps(corr);
+    if (hd % 64 == 0) { /* four named vectors: the sums stay in registers */
+        const __mmask16 all = 0xffff;
         for (int d0 = 0; d0 < hd; d0 += 64) {
-            __m512 e[4], od[4];
-            for (int i = 0; i < 4; i++) e[i] = od[i] = _mm512_setzero_ps();
-            const int nvd = (hd - d0 + 15) / 16 < 4 ? (hd - d0 + 15) / 16 : 4;
-            int t = lo;
-            for (; t + 2 <= n_kv; t += 2) {
-                const uint8_t *v0 = ROW_AT(j->v_cache, t), *v1 = ROW_AT(j->v_cache, t + 1);
-                const __m512 p0 = _mm512_set1_ps(scores[t - lo]), p1 = _mm512_set1_ps(scores[t + 1 - lo]);
-                for (int i = 0; i < nvd; i++) {
-                    const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
-                    e[i] = _mm512_fmadd_ps(p0, ld16_avx512(type, v0, e0 + d0 + 16 * i, m), e[i]);
-                    od[i] = _mm512_fmadd_ps(p1, ld16_avx512(type, v1, e0 + d0 + 16 * i, m), od[i]);
-                }
+            __m512 e0 = _mm512_loadu_ps(o + d0), e1 = _mm512_loadu_ps(o + d0 + 16);
+            __m512 e2 = _mm512_loadu_ps(o + d0 + 32), e3 = _mm512_loadu_ps(o + d0 + 48);
+            if (corr != 1.0f)
+                e0 = _mm512_mul_ps(e0, vc), e1 = _mm512_mul_ps(e1, vc), e2 = _mm512_mul_ps(e2, vc),
+                e3 = _mm512_mul_ps(e3, vc);
+            for (int t = vlo; t < vhi; t++) {
+                const __m512 pt = _mm512_set1_ps(p[t]);
+                const uint8_t *v = vp[t];
+                e0 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0, all), e0);
+                e1 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0 + 16, all), e1);
+                e2 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0 + 32, all), e2);
+                e3 = _mm512_fmadd_ps(pt, ld16_avx512(type, v, eoff + d0 + 48, all), e3);
             }
-            if (t < n_kv) {
-                const uint8_t *v0 = ROW_AT(j->v_cache, t);
-                const __m512 p0 = _mm512_set1_ps(scores[t - lo]);
-                for (int i = 0; i < nvd; i++) {
-                    const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
-                    e[i] = _mm512_fmadd_ps(p0, ld16_avx512(type, v0, e0 + d0 + 16 * i, m), e[i]);
-                }
-            }
-            const __m512 vinv = _mm512_set1_ps(inv);
+            _mm512_storeu_ps(o + d0, e0), _mm512_storeu_ps(o + d0 + 16, e1);
+            _mm512_storeu_ps(o + d0 + 32, e2), _mm512_storeu_ps(o + d0 + 48, e3);
+        }
+        return;
+    }
+    for (int d0 = 0; d0 < hd; d0 += 64) {
+        const int nvd = (hd - d0 + 15) / 16 < 4 ? (hd - d0 + 15) / 16 : 4;
+        __m512 e[4];
+        for (int i = 0; i < nvd; i++) {
+            const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
+            e[i] = _mm512_maskz_loadu_ps(m, o + d0 + 16 * i);
+            if (corr != 1.0f) e[i] = _mm512_mul_ps(e[i], vc);
+        }
+        for (int t = vlo; t < vhi; t++) {
+            const __m512 pt = _mm512_set1_ps(p[t]);
             for (int i = 0; i < nvd; i++) {
                 const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
-                _mm512_mask_storeu_ps(o + d0 + 16 * i, m, _mm512_mul_ps(_mm512_add_ps(e[i], od[i]), vinv));
+                e[i] = _mm512_fmadd_ps(pt, ld16_avx512(type, vp[t], eoff + d0 + 16 * i, m), e[i]);
             }
         }
-#undef ROW_AT
+        for (int i = 0; i < nvd; i++) {
+            const __mmask16 m = d0 + 16 * i + 16 > hd ? tail : (__mmask16)0xffff;
+            _mm512_mask_storeu_ps(o + d0 + 16 * i, m, e[i]);
+        }
     }
 }
 
-T_AVX512 static void attn_job_avx512_f32(void *arg, int ith, int nth) { attn_body_avx512(arg, ith, nth, QT_F32); }
-T_AVX512 static void attn_job_avx512_f16(void *arg, int ith, int nth) { attn_body_avx512(arg, ith, nth, QT_F16); }
-T_AVX512 static void attn_job_avx512_q8_0(void *arg, int ith, int nth) { attn_body_avx512(arg, ith, nth, QT_Q8_0); }
+/* dst[0..n) = row[e0 .. e0+n) as f32 (the values every reader converts to) */
+T_AVX512 static ALWAYS_INLINE void conv_avx512(float *dst, const uint8_t *row, int e0, int n, const uint32_t type) {
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, m, ld16_avx512(type, row, e0 + i, m));
+    }
+}
 
 #endif /* __x86_64__ */
 
-/* ---- the task body, once per level and KV type ---- */
+/* ---- the task body, once per level ---- */
 
-/* Tasks are dealt round-robin: rows of one sequence see more keys the later
- * they are, and interleaving keeps the threads' shares even. */
-#define DEFINE_ATTN_JOB(NAME, TARGET, DOT, EXP_SUM, AXPY, TYPE)                            \
-    TARGET static void NAME(void *arg, int ith, int nth) {                                 \
-        const attn_job *j = arg;                                                            \
-        const bk_batch *b = j->b;                                                           \
-        const bk_attn *a = j->a;                                                            \
-        const int group = a->n_heads / a->n_kv_heads, hd = a->head_dim, bs = a->block_size; \
-        const size_t rb = j->row_bytes;                                                     \
-        float *scores = j->scores + (size_t)ith * (size_t)j->max_kv_len;                    \
-        const long n_tasks = (long)b->n_tokens * a->n_heads;                                \
-        for (long task = ith; task < n_tasks; task += nth) {                                \
-            const int r = (int)(task / a->n_heads), h = (int)(task % a->n_heads);           \
-            const int s = j->row_seq[r];                                                    \
-            int n_kv = b->positions[r] + 1;                                                 \
-            if (n_kv > b->kv_len[s]) n_kv = b->kv_len[s];                                   \
-            const int lo = first_key(a, b->positions[r]);                                   \
-            const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;             \
-            const int e0 = (h / group) * hd; /* the head's first element in a row */        \
-            const float *q = j->q + ((size_t)r * a->n_heads + h) * hd;                      \
-            float *o = j->out + ((size_t)r * a->n_heads + h) * hd;                          \
-            float max = -INFINITY;                                                          \
-            for (int t0 = lo; t0 < n_kv; t0 = (t0 / bs + 1) * bs) {                         \
-                const uint8_t *k = j->k_cache + ((size_t)blocks[t0 / bs] * bs + t0 % bs) * rb; \
-                const int n = n_kv - t0 < bs - t0 % bs ? n_kv - t0 : bs - t0 % bs;          \
-                for (int t = 0; t < n; t++) {                                               \
-                    float sc = DOT(q, k + (size_t)t * rb, e0, hd, TYPE) * a->scale;         \
-                    if (a->softcap > 0) sc = softcap(sc, a->softcap);                       \
-                    scores[t0 + t - lo] = sc;                                               \
-                    if (sc > max) max = sc;                                                 \
-                }                                                                           \
-            }                                                                               \
-            if (a->sinks && a->sinks[h] > max) max = a->sinks[h];                           \
-            const float sum = EXP_SUM(scores, n_kv - lo, max) +                             \
-                              (a->sinks ? expf(a->sinks[h] - max) : 0.0f);                  \
-            const float inv = sum > 0 ? 1.0f / sum : 0;                                     \
-            memset(o, 0, (size_t)hd * sizeof *o);                                           \
-            for (int t0 = lo; t0 < n_kv; t0 = (t0 / bs + 1) * bs) {                         \
-                const uint8_t *v = j->v_cache + ((size_t)blocks[t0 / bs] * bs + t0 % bs) * rb; \
-                const int n = n_kv - t0 < bs - t0 % bs ? n_kv - t0 : bs - t0 % bs;          \
-                for (int t = 0; t < n; t++)                                                 \
-                    AXPY(o, scores[t0 + t - lo] * inv, v + (size_t)t * rb, e0, hd, TYPE);   \
-            }                                                                               \
-        }                                                                                   \
+/* Scores of keys [vlo, vhi) of a tile, one dot product each (C, AVX2). */
+#define DEFINE_SCORES(NAME, TARGET, DOT)                                                                          \
+    TARGET static ALWAYS_INLINE float NAME(const float *q, const uint8_t *const *kp, int eoff, int hd, int vlo,   \
+                                           int vhi, float scale, float cap, float *sc, const uint32_t type) {     \
+        float mx = -INFINITY;                                                                                     \
+        for (int t = vlo; t < vhi; t++) {                                                                         \
+            float s = DOT(q, kp[t], eoff, hd, type) * scale;                                                      \
+            if (cap > 0) s = softcap(s, cap);                                                                     \
+            sc[t] = s;                                                                                            \
+            if (s > mx) mx = s;                                                                                   \
+        }                                                                                                         \
+        return mx;                                                                                                \
     }
 
-DEFINE_ATTN_JOB(attn_job_c_f32, , dot_c, exp_sum_c, axpy_c, QT_F32)
-DEFINE_ATTN_JOB(attn_job_c_f16, , dot_c, exp_sum_c, axpy_c, QT_F16)
-DEFINE_ATTN_JOB(attn_job_c_q8_0, , dot_c, exp_sum_c, axpy_c, QT_Q8_0)
+#define DEFINE_PV(NAME, TARGET, AXPY)                                                                            \
+    TARGET static ALWAYS_INLINE void NAME(float *o, float corr, const float *p, const uint8_t *const *vp,       \
+                                          int eoff, int hd, int vlo, int vhi, const uint32_t type) {            \
+        if (corr != 1.0f)                                                                                        \
+            for (int i = 0; i < hd; i++) o[i] *= corr;                                                           \
+        for (int t = vlo; t < vhi; t++) AXPY(o, p[t], vp[t], eoff, hd, type);                                    \
+    }
+
+static ALWAYS_INLINE void conv_c(float *dst, const uint8_t *row, int e0, int n, const uint32_t type) {
+    for (int i = 0; i < n; i++) dst[i] = kv_elem(type, row, e0 + i);
+}
+
+DEFINE_SCORES(scores_c, , dot_c)
+DEFINE_PV(pv_c, , axpy_c)
 #if defined(__x86_64__)
-DEFINE_ATTN_JOB(attn_job_avx2_f32, T_AVX2, dot_avx2, exp_sum_avx2, axpy_avx2, QT_F32)
-DEFINE_ATTN_JOB(attn_job_avx2_f16, T_AVX2, dot_avx2, exp_sum_avx2, axpy_avx2, QT_F16)
-DEFINE_ATTN_JOB(attn_job_avx2_q8_0, T_AVX2, dot_avx2, exp_sum_avx2, axpy_avx2, QT_Q8_0)
+DEFINE_SCORES(scores_avx2, T_AVX2, dot_avx2)
+DEFINE_PV(pv_avx2, T_AVX2, axpy_avx2)
+T_AVX2 static ALWAYS_INLINE void conv_avx2(float *dst, const uint8_t *row, int e0, int n, const uint32_t type) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, ld8_avx2(type, row, e0 + i));
+    for (; i < n; i++) dst[i] = kv_elem(type, row, e0 + i);
+}
+#endif
+
+/* One task: a query tile's rows x `hper` heads of one KV head, against the tiles
+ * of FA_KT keys the rows see (a key tile wholly above every row's position or
+ * before every row's window is never read). Each query keeps a running maximum m,
+ * sum l and output accumulator: per key tile, its scores' maximum raises m, the
+ * accumulator and l are rescaled by exp(m_old - m_new), and the tile's
+ * exp(score - m) weights are added with their values, key by key.
+ *
+ * What a query computes depends only on its own q and the keys it sees: tiles and
+ * 16-key groups lie at fixed positions, the keys of one are taken in order, and
+ * other queries of the task only share the loads. So a row gives the same bits
+ * alone (decode), in a prefill chunk of any length, at any thread count or tile
+ * split. The caches are read where they are (ctype == rtype) or, when the task
+ * has several queries to share them, converted per key tile into f32 tiles
+ * (rtype == QT_F32), which hold exactly the values the in-place reads produce. */
+#define DEFINE_FA_TASK(NAME, TARGET, SCORES, EXP_SUM, PV, CONV)                                                  \
+    TARGET static ALWAYS_INLINE void NAME(const attn_job *j, long task, float *scr, const uint32_t ctype,          \
+                                          const uint32_t rtype, const int HDC) {                                   \
+        const bk_batch *b = j->b;                                                                                  \
+        const bk_attn *a = j->a;                                                                                   \
+        const int group = a->n_heads / a->n_kv_heads, hd = HDC ? HDC : a->head_dim, bs = a->block_size;           \
+        const int hper = group / j->hsplit;                                                                        \
+        const long per_tile = (long)a->n_kv_heads * j->hsplit;                                                     \
+        const fa_tile *tl = &j->tiles[task / per_tile];                                                            \
+        const int g = (int)(task % per_tile / j->hsplit), h0 = g * group + (int)(task % j->hsplit) * hper;         \
+        const int s = tl->s, nr = tl->r1 - tl->r0;                                                                 \
+        const int32_t *blocks = b->block_table + (size_t)s * b->max_blocks;                                        \
+        const int e0 = g * hd, eoff = rtype == ctype ? e0 : 0;                                                     \
+        float *acc = scr, *m = acc + (size_t)FA_MAXQ * hd, *l = m + FA_MAXQ, *kt = l + FA_MAXQ;                    \
+        float *vt = kt + (size_t)FA_KT * hd, *p = vt + (size_t)FA_KT * hd;                                         \
+        int rlo[FA_MAXQ], rhi[FA_MAXQ], klo = 0, khi = 0;                                                          \
+        for (int ri = 0; ri < nr; ri++) {                                                                          \
+            const int pos = b->positions[tl->r0 + ri];                                                             \
+            rhi[ri] = pos + 1 < b->kv_len[s] ? pos + 1 : b->kv_len[s];                                             \
+            rlo[ri] = first_key(a, pos);                                                                           \
+            if (ri == 0 || rlo[ri] < klo) klo = rlo[ri];                                                           \
+            if (rhi[ri] > khi) khi = rhi[ri];                                                                      \
+        }                                                                                                          \
+        memset(acc, 0, (size_t)nr * hper * hd * sizeof *acc);                                                      \
+        for (int i = 0; i < nr * hper; i++) m[i] = -INFINITY, l[i] = 0;                                            \
+        const uint8_t *kp[FA_KT], *vp[FA_KT];                                                                      \
+        for (int c0 = klo & ~(FA_KT - 1); c0 < khi; c0 += FA_KT) {                                                 \
+            const int tlo = (klo > c0 ? klo : c0) - c0, thi = (khi < c0 + FA_KT ? khi : c0 + FA_KT) - c0;          \
+            for (int t = tlo; t < thi; t++) {                                                                      \
+                const size_t slot = (size_t)blocks[(c0 + t) / bs] * bs + (size_t)((c0 + t) % bs);                  \
+                const uint8_t *kr = j->k_cache + slot * j->row_bytes, *vr = j->v_cache + slot * j->row_bytes;      \
+                if (rtype != ctype) {                                                                              \
+                    CONV(kt + (size_t)t * hd, kr, e0, hd, ctype);                                                  \
+                    CONV(vt + (size_t)t * hd, vr, e0, hd, ctype);                                                  \
+                    kp[t] = (const uint8_t *)(kt + (size_t)t * hd), vp[t] = (const uint8_t *)(vt + (size_t)t * hd); \
+                } else                                                                                             \
+                    kp[t] = kr, vp[t] = vr;                                                                        \
+            }                                                                                                      \
+            for (int ri = 0; ri < nr; ri++) {                                                                      \
+                const int vlo = (rlo[ri] > c0 ? rlo[ri] : c0) - c0;                                                \
+                const int vhi = (rhi[ri] < c0 + FA_KT ? rhi[ri] : c0 + FA_KT) - c0;                                \
+                if (vlo >= vhi) continue;                                                                          \
+                for (int hi = 0; hi < hper; hi++) {                                                                \
+                    const int qi = ri * hper + hi;                                                                 \
+                    const float *q = j->q + ((size_t)(tl->r0 + ri) * a->n_heads + h0 + hi) * hd;                   \
+                    const float tmax = SCORES(q, kp, eoff, hd, vlo, vhi, a->scale, a->softcap, p, rtype);          \
+                    const float mnew = tmax > m[qi] ? tmax : m[qi];                                                \
+                    const float corr = mnew == m[qi] ? 1.0f : expf(m[qi] - mnew);                                  \
+                    m[qi] = mnew;                                                                                  \
+                    l[qi] = l[qi] * corr + EXP_SUM(p + vlo, vhi - vlo, mnew);                                      \
+                    PV(acc + (size_t)qi * hd, corr, p, vp, eoff, hd, vlo, vhi, rtype);                             \
+                }                                                                                                  \
+            }                                                                                                      \
+        }                                                                                                          \
+        for (int ri = 0; ri < nr; ri++)                                                                            \
+            for (int hi = 0; hi < hper; hi++) {                                                                    \
+                const int qi = ri * hper + hi, h = h0 + hi;                                                        \
+                float c = 1.0f, sum = l[qi];                                                                       \
+                if (a->sinks) { /* the sink joins the denominator only */                                          \
+                    const float mf = a->sinks[h] > m[qi] ? a->sinks[h] : m[qi];                                    \
+                    c = m[qi] == -INFINITY ? 0.0f : expf(m[qi] - mf);                                              \
+                    sum = sum * c + expf(a->sinks[h] - mf);                                                        \
+                }                                                                                                  \
+                const float inv = sum > 0 ? c / sum : 0;                                                           \
+                const float *src = acc + (size_t)qi * hd;                                                          \
+                float *o = j->out + ((size_t)(tl->r0 + ri) * a->n_heads + h) * hd;                                 \
+                for (int i = 0; i < hd; i++) o[i] = src[i] * inv;                                                  \
+            }                                                                                                      \
+    }
+
+/* Tasks are dealt round-robin: a sequence's later query tiles see more keys, and
+ * interleaving keeps the threads' shares even. A task of one query reads the
+ * caches in place; more share f32 copies of each key tile. */
+#define DEFINE_FA_JOB(NAME, TARGET, TASK, TYPE, HDC)                                                              \
+    TARGET static void NAME(void *arg, int ith, int nth) {                                                        \
+        const attn_job *j = arg;                                                                                  \
+        float *scr = j->scratch + (size_t)ith * j->stride;                                                        \
+        const long per_tile = (long)j->a->n_kv_heads * j->hsplit;                                                 \
+        const int hper = j->a->n_heads / j->a->n_kv_heads / j->hsplit;                                            \
+        for (long t = ith; t < j->n_tasks; t += nth) {                                                            \
+            const fa_tile *tl = &j->tiles[t / per_tile];                                                          \
+            if ((TYPE) != QT_F32 && (tl->r1 - tl->r0) * hper > 1)                                                 \
+                TASK(j, t, scr, TYPE, QT_F32, HDC);                                                               \
+            else                                                                                                  \
+                TASK(j, t, scr, TYPE, TYPE, HDC);                                                                 \
+        }                                                                                                         \
+    }
+
+DEFINE_FA_TASK(fa_task_c, , scores_c, exp_sum_c, pv_c, conv_c)
+DEFINE_FA_JOB(attn_job_c_f32, , fa_task_c, QT_F32, 0)
+DEFINE_FA_JOB(attn_job_c_f16, , fa_task_c, QT_F16, 0)
+DEFINE_FA_JOB(attn_job_c_q8_0, , fa_task_c, QT_Q8_0, 0)
+#if defined(__x86_64__)
+/* The SIMD levels have bodies for heads of 64 and 128 (constant trip counts keep
+ * the value sums in registers) and one for any head size. */
+#define DEFINE_FA_JOBS(LEVEL, TARGET, TASK)                                  \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f32, TARGET, TASK, QT_F32, 0)           \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f16, TARGET, TASK, QT_F16, 0)           \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_q8_0, TARGET, TASK, QT_Q8_0, 0)         \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f32_64, TARGET, TASK, QT_F32, 64)       \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f16_64, TARGET, TASK, QT_F16, 64)       \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_q8_0_64, TARGET, TASK, QT_Q8_0, 64)     \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f32_128, TARGET, TASK, QT_F32, 128)     \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_f16_128, TARGET, TASK, QT_F16, 128)     \
+    DEFINE_FA_JOB(attn_job_##LEVEL##_q8_0_128, TARGET, TASK, QT_Q8_0, 128)
+DEFINE_FA_TASK(fa_task_avx2, T_AVX2, scores_avx2, exp_sum_avx2, pv_avx2, conv_avx2)
+DEFINE_FA_JOBS(avx2, T_AVX2, fa_task_avx2)
+DEFINE_FA_TASK(fa_task_avx512, T_AVX512, scores_avx512, exp_sum_avx512, pv_avx512, conv_avx512)
+DEFINE_FA_JOBS(avx512, T_AVX512, fa_task_avx512)
 #endif
 
 typedef void (*attn_fn)(void *arg, int ith, int nth);
 
-/* The job for the SIMD level and KV type: [f32, f16, q8_0]. */
-static attn_fn pick_job(uint32_t type) {
+/* The job for the SIMD level, KV type [f32, f16, q8_0] and head size. */
+static attn_fn pick_job(uint32_t type, int hd) {
     const int t = type == QT_F16 ? 1 : type == QT_Q8_0 ? 2 : 0;
     static const attn_fn c[3] = {attn_job_c_f32, attn_job_c_f16, attn_job_c_q8_0};
 #if defined(__x86_64__)
-    static const attn_fn avx2[3] = {attn_job_avx2_f32, attn_job_avx2_f16, attn_job_avx2_q8_0};
-    static const attn_fn avx512[3] = {attn_job_avx512_f32, attn_job_avx512_f16, attn_job_avx512_q8_0};
+    static const attn_fn avx2[3][3] = {
+        {attn_job_avx2_f32, attn_job_avx2_f16, attn_job_avx2_q8_0},
+        {attn_job_avx2_f32_64, attn_job_avx2_f16_64, attn_job_avx2_q8_0_64},
+        {attn_job_avx2_f32_128, attn_job_avx2_f16_128, attn_job_avx2_q8_0_128}};
+    static const attn_fn avx512[3][3] = {
+        {attn_job_avx512_f32, attn_job_avx512_f16, attn_job_avx512_q8_0},
+        {attn_job_avx512_f32_64, attn_job_avx512_f16_64, attn_job_avx512_q8_0_64},
+        {attn_job_avx512_f32_128, attn_job_avx512_f16_128, attn_job_avx512_q8_0_128}};
+    const int h = hd == 64 ? 1 : hd == 128 ? 2 : 0;
     switch (cpu_matmul_level()) {
-    case CPU_SIMD_AVX512: return avx512[t];
-    case CPU_SIMD_AVX2: return avx2[t];
+    case CPU_SIMD_AVX512: return avx512[h][t];
+    case CPU_SIMD_AVX2: return avx2[h][t];
     default: break;
     }
 #endif
+    (void)hd;
     return c[t];
 }
 
@@ -400,15 +550,30 @@ void cpu_kv_write_row(uint32_t type, void *dst, const float *src, int n) {
 
 void cpu_attention_run(cpu_pool *pool, const bk_batch *b, const bk_attn *a, const float *q,
                        const void *k_cache, const void *v_cache, float *out, int max_kv_len) {
-    int nth = cpu_pool_size(pool);
-    if (max_kv_len < 1) max_kv_len = 1;
-    size_t score_floats = (size_t)nth * (size_t)max_kv_len;
-    float *scratch = cpu_pool_scratch(pool, score_floats * sizeof(float) +
-                                                (size_t)b->n_tokens * sizeof(int32_t));
-    int32_t *row_seq = (int32_t *)(scratch + score_floats);
+    (void)max_kv_len; /* tiles bound the scratch, not the keys */
+    const int nth = cpu_pool_size(pool), group = a->n_heads / a->n_kv_heads, hd = a->head_dim;
+    /* a task's heads: all of a KV head's group where they fit FA_MAXQ */
+    int hsplit = 1;
+    while (group / hsplit > FA_MAXQ || group % hsplit) hsplit++;
+    const int rows_per_tile = FA_MAXQ / (group / hsplit);
+    long n_tiles = 0;
     for (int s = 0; s < b->n_seqs; s++)
-        for (int r = b->seq_start[s]; r < b->seq_start[s + 1]; r++) row_seq[r] = s;
+        n_tiles += (b->seq_start[s + 1] - b->seq_start[s] + rows_per_tile - 1) / rows_per_tile;
+    /* few tasks (decode of one or two sequences): split each group further so every
+     * thread has work; what a query computes does not change */
+    while (n_tiles * a->n_kv_heads * hsplit < 2L * nth && hsplit < group) {
+        hsplit++;
+        while (group % hsplit) hsplit++;
+    }
+    /* per thread: acc [FA_MAXQ][hd], m and l [FA_MAXQ], K and V tiles [FA_KT][hd], scores [FA_KT] */
+    const size_t stride = ((size_t)(FA_MAXQ + 2 * FA_KT) * hd + 2 * FA_MAXQ + FA_KT + 15) & ~(size_t)15;
+    float *scratch = cpu_pool_scratch(pool, (size_t)nth * stride * sizeof(float) + (size_t)n_tiles * sizeof(fa_tile));
+    fa_tile *tiles = (fa_tile *)(scratch + (size_t)nth * stride);
+    long n = 0;
+    for (int s = 0; s < b->n_seqs; s++)
+        for (int r = b->seq_start[s]; r < b->seq_start[s + 1]; r += rows_per_tile)
+            tiles[n++] = (fa_tile){r, r + rows_per_tile < b->seq_start[s + 1] ? r + rows_per_tile : b->seq_start[s + 1], s};
     attn_job j = {b, a, q, k_cache, v_cache, qtype_row_bytes(a->kv_type, (int64_t)a->n_kv_heads * a->head_dim),
-                  out, row_seq, scratch, max_kv_len};
-    cpu_pool_run(pool, pick_job(a->kv_type), &j);
+                  out, tiles, n_tiles * a->n_kv_heads * hsplit, hsplit, scratch, stride};
+    cpu_pool_run(pool, pick_job(a->kv_type, hd), &j);
 }

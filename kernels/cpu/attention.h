@@ -3,9 +3,12 @@
  * sequence, through the sequence's block table. Grouped-query heads share K/V.
  * The caches hold a->kv_type elements (f32, f16 or q8_0, see bk_attn), read as
  * they are; cpu_kv_write_row writes a row of them.
- * Vectorized (AVX-512 or AVX2+FMA, chosen with the matmul's SIMD level) with a
- * plain C fallback; every (row, head) is computed by one thread in a fixed
- * order, so results do not depend on the thread count. */
+ * FlashAttention-style: tiles of query rows against tiles of 32 keys with an
+ * online softmax (no score row as long as the context), split over the pool by
+ * (query tile, KV head). Vectorized (AVX-512 or AVX2+FMA, chosen with the
+ * matmul's SIMD level) with a plain C fallback. A row's result depends only on
+ * its own query and keys (tiles lie at fixed positions), so it is the same bits
+ * alone (decode), in any prefill chunk, and at any thread count. */
 #ifndef LLC_CPU_ATTENTION_H
 #define LLC_CPU_ATTENTION_H
 
