@@ -10,13 +10,17 @@
 
 #include "ui/app_internal.h"
 
+static void notice_v(ui_app *a, bool error, const char *fmt, va_list ap) {
+    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    a->notice_error = error;
+    a->changed = true;
+}
+
 void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    notice_v(a, error, fmt, ap);
     va_end(ap);
-    a->notice_error = error;
-    a->changed = true;
 }
 
 /* Refuses a line of input: the notice says why and the view keeps the text in
@@ -24,11 +28,9 @@ void ui_app_notice(ui_app *a, bool error, const char *fmt, ...) {
 void app_reject(ui_app *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(a->notice, sizeof a->notice, fmt, ap);
+    notice_v(a, true, fmt, ap);
     va_end(ap);
-    a->notice_error = true;
     a->rejected = true;
-    a->changed = true;
 }
 
 void app_set_panel(ui_app *a, char *text) {
