@@ -16,6 +16,7 @@ bool sb_reserve(sbuf *b, size_t extra) {
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *p = realloc(b->p, cap);
     if (!p) return !(b->oom = true);
+    p[b->len] = 0; /* a fresh buffer reads as "" even when nothing is written */
     b->p = p;
     b->cap = cap;
     return true;

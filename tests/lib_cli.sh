@@ -26,7 +26,7 @@ expect_out() {
 expect_fail() {
     name=$1 want_rc=$2 pat=$3
     shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
+    timeout -k 5 "${LLC_FAIL_TIMEOUT:-300}" "$@" >"$TMP/out" 2>"$TMP/err" # a refusal that hangs fails here
     rc=$?
     lines=$(wc -l <"$TMP/err")
     if [ $rc -eq "$want_rc" ] && [ "$lines" -eq 1 ] && grep -qE -- "$pat" "$TMP/err" && [ ! -s "$TMP/out" ]; then

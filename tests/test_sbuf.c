@@ -75,10 +75,24 @@ static void test_queue(void) {
     CHECK(!sb_reserve(&(sbuf){0}, SIZE_MAX)); /* cannot be had */
 }
 
+/* A read loop that reserves and then reads nothing (an empty file) leaves "",
+ * not the allocator's leftovers: an empty --api-key-file once became a key. */
+static void test_reserve_reads_empty(void) {
+    sbuf b = {0};
+    CHECK(sb_reserve(&b, 1 << 16) && !strcmp(sb_cstr(&b), ""));
+    char *text = sb_take(&b);
+    CHECK(text && text[0] == 0);
+    free(text);
+    sb_str(&b, "abc");
+    CHECK(sb_reserve(&b, 1 << 20) && !strcmp(b.p, "abc")); /* a grown buffer keeps its end */
+    sb_free(&b);
+}
+
 int main(void) {
     RUN(test_appends);
     RUN(test_long_printf);
     RUN(test_take);
     RUN(test_queue);
+    RUN(test_reserve_reads_empty);
     return t_summary();
 }
