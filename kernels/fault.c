@@ -20,6 +20,12 @@ void llc_fault_fail_events(bool on) { atomic_store(&g_events_fail, on); }
 
 bool llc_fault_event_fails(void) { return atomic_load_explicit(&g_events_fail, memory_order_relaxed); }
 
+static atomic_bool g_text_fails;
+
+void llc_fault_fail_text(bool on) { atomic_store(&g_text_fails, on); }
+
+bool llc_fault_text_fails(void) { return atomic_load_explicit(&g_text_fails, memory_order_relaxed); }
+
 bool llc_fault_alloc_fails(void) {
     int n = atomic_load_explicit(&g_countdown, memory_order_relaxed);
     while (n > 0)

@@ -18,5 +18,9 @@ bool llc_fault_alloc_fails(void);
  * what a client receives when memory runs out mid-answer. */
 void llc_fault_fail_events(bool on);
 bool llc_fault_event_fails(void);
+/* While on, the text of every token the engine streams cannot be kept
+ * (engine_request.c): what a sample does when memory runs out for its text. */
+void llc_fault_fail_text(bool on);
+bool llc_fault_text_fails(void);
 
 #endif

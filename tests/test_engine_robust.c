@@ -162,6 +162,40 @@ static void test_done_survives_lost_events(void) {
     engine_destroy(e);
 }
 
+/* Memory runs out for an answer's text (fault.h's text failures): the sample ends
+ * with an error that says so, not with text silently missing from the answer it
+ * streams and the client saves; then the engine serves the next request. */
+static void test_lost_text_ends_with_an_error(void) {
+    int32_t prompt[] = {1, 403, 407, 261, 378};
+    engine *e = make_engine(64, 512);
+    if (!e) return;
+    engine_client *c;
+    CHECK(engine_client_create(e, &c) == 0);
+    llc_err err;
+    gen_request r = greedy_req(prompt, 5, 12);
+    llc_fault_fail_text(true);
+    int64_t id = engine_submit(e, c, &r, &err);
+    CHECK(id > 0);
+    int tokens = 0, errors = 0;
+    engine_finish finish = FINISH_NONE;
+    char msg[256] = "";
+    for (engine_event *ev; finish == FINISH_NONE && (ev = engine_client_wait(c, 20000));) {
+        if (ev->kind == EV_TOKEN) tokens++;
+        if (ev->kind == EV_ERROR) errors++, snprintf(msg, sizeof msg, "%s", ev->message);
+        if (ev->kind == EV_DONE && ev->request_id == id) finish = ev->finish;
+        engine_event_free(ev);
+    }
+    llc_fault_fail_text(false);
+    CHECKF(finish == FINISH_ERROR, "finish %d", (int)finish);
+    CHECKF(tokens == 0 && errors == 1 && strstr(msg, "out of memory"), "%d tokens, %d errors: %s", tokens, errors, msg);
+    engine_client_free(c);
+    result res;
+    gen_request one = greedy_req(prompt, 5, 8);
+    run_all(e, &one, 1, 1, &res);
+    CHECK(res.done && res.n_tokens == 8 && res.text[0]);
+    engine_destroy(e);
+}
+
 /* engine_params.warmup: after engine_create, no block is used or cached and no
  * metric has moved; a prompt made of the warm-up's own tokens finds nothing in
  * the prefix cache; answers are those of an engine without it. */
@@ -205,6 +239,7 @@ int main(void) {
     RUN(test_oom_in_step_ends_only_its_request);
     RUN(test_oom_with_one_request);
     RUN(test_done_survives_lost_events);
+    RUN(test_lost_text_ends_with_an_error);
     teardown();
     return t_summary();
 }

@@ -121,7 +121,12 @@ static void beam_emit(engine *e, request *r, int rank, double t_end) {
     for (int i = 0; have && i < n && !stopped; i++) {
         char *text = NULL;
         size_t len = 0;
-        stopped = eng_token_text(ts, ss, toks[i], i == n - 1, &text, &len);
+        int rc = eng_token_text(ts, ss, toks[i], i == n - 1, &text, &len);
+        if (rc < 0) { /* out of memory: this hypothesis ends in an error */
+            have = false, done.finish = FINISH_ERROR;
+            break;
+        }
+        stopped = rc == 1;
         engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = rank,
                            .token = toks[i], .text = text, .text_len = text ? len : 0};
         ev.lp.token = toks[i];

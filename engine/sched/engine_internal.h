@@ -229,12 +229,13 @@ int eng_fork_samples(engine *e, request *r);
 int eng_seq_create(engine *e, request *r, int index, const seq *from, seq **out);
 void eng_seq_free(seq *s);
 int eng_seq_push_token(seq *s, int32_t tok);
-void eng_text_add(char **buf, size_t *len, const char *src, size_t n);
 
 /* The text token `tok` adds to a stream: the detokenizer's piece through the
- * stop matcher, and at_end also what they still hold. *text (malloc'd, never
- * NULL on success) and *len grow. Returns true when a stop string matched. */
-bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len);
+ * stop matcher, and at_end also what they still hold, in *text (malloc'd) and
+ * *len. Returns 1 when a stop string matched, 0 while the text goes on, and
+ * LLC_ERR_NOMEM when memory ran out (*text NULL: the caller ends the sample
+ * with an error rather than stream an answer with a hole in it). */
+int eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len);
 /* Streams one sampled token (false while the sample goes on). */
 bool eng_emit_token(engine *e, seq *s, const sample_result *res);
 

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "engine/sched/engine_internal.h"
+#include "kernels/fault.h"
+#include "kernels/sbuf.h"
 
 void eng_inbox_post(engine *e, inbox_msg *msg) {
     pthread_mutex_lock(&e->mu);
@@ -346,35 +348,30 @@ void eng_drain_inbox(engine *e, bool *stop) {
     }
 }
 
-/* Appends n bytes to a growable heap string. */
-void eng_text_add(char **buf, size_t *len, const char *src, size_t n) {
-    char *p = realloc(*buf, *len + n + 1);
-    if (!p) return;
-    memcpy(p + *len, src, n);
-    *len += n;
-    p[*len] = 0;
-    *buf = p;
-}
-
-bool eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len) {
+int eng_token_text(tok_stream *ts, stopstr *ss, int32_t tok, bool at_end, char **text, size_t *len) {
     char piece[512];
     const char *show;
     size_t show_len;
+    sbuf out = {0};
     int n = tok_stream_push(ts, tok, piece, sizeof piece);
-    bool stopped = stopstr_push(ss, piece, (size_t)(n > 0 ? n : 0), &show, &show_len);
-    eng_text_add(text, len, show, show_len);
-    if (at_end && !stopped) { /* what the detokenizer and the stop matcher still hold */
-        while (!stopped && (n = tok_stream_flush(ts, piece, sizeof piece)) > 0) {
-            stopped = stopstr_push(ss, piece, (size_t)n, &show, &show_len);
-            eng_text_add(text, len, show, show_len);
+    int rc = llc_fault_text_fails() ? LLC_ERR_NOMEM : stopstr_push(ss, piece, (size_t)(n > 0 ? n : 0), &show, &show_len);
+    if (rc >= 0) sb_add(&out, show, show_len);
+    if (at_end && rc == 0) { /* what the detokenizer and the stop matcher still hold */
+        while (rc == 0 && (n = tok_stream_flush(ts, piece, sizeof piece)) > 0) {
+            rc = stopstr_push(ss, piece, (size_t)n, &show, &show_len);
+            if (rc >= 0) sb_add(&out, show, show_len);
         }
-        if (!stopped) {
-            stopstr_flush(ss, &show, &show_len);
-            eng_text_add(text, len, show, show_len);
-        }
+        if (rc == 0 && (rc = stopstr_flush(ss, &show, &show_len)) == 0) sb_add(&out, show, show_len);
     }
-    if (!*text) eng_text_add(text, len, "", 0);
-    return stopped;
+    *len = out.len;
+    *text = sb_take(&out);
+    if (rc < 0 || !*text) {
+        free(*text);
+        *text = NULL;
+        *len = 0;
+        return LLC_ERR_NOMEM;
+    }
+    return rc;
 }
 
 /* Streams a sampled token: detokenize, stop strings, events. Returns true when the
@@ -406,7 +403,12 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     bool at_end = grammar_done || s->n_gen >= r->max_tokens || s->n_tokens + 1 >= e->n_ctx;
     size_t len = 0;
     char *text = NULL;
-    bool stopped = eng_token_text(s->ts, s->ss, tok, at_end, &text, &len);
+    int rc = eng_token_text(s->ts, s->ss, tok, at_end, &text, &len);
+    if (rc < 0) { /* the text is lost: end here, saying so, not with a hole in the answer */
+        eng_seq_error(e, s, "out of memory: the answer's text could not be kept");
+        return true;
+    }
+    bool stopped = rc == 1;
     engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = s->index, .token = tok,
                        .text = text, .text_len = text ? len : 0, .lp = *res};
     if (!r->client->closed) eng_client_push(r->client, &ev);

@@ -6,16 +6,15 @@
 #include <string.h>
 
 #include "kernels/common.h"
+#include "kernels/sbuf.h"
 
 struct stopstr {
     char **stops;
     size_t *lens;
     int n;
     bool stopped;
-    char *pending; /* held text + newest piece */
-    size_t len, cap;
-    char *out;     /* what the last call emitted */
-    size_t out_cap;
+    sbuf pending; /* held text + newest piece */
+    sbuf out;     /* what the last call emitted */
 };
 
 int stopstr_create(const char *const *stops, int n, stopstr **out) {
@@ -45,71 +44,60 @@ void stopstr_free(stopstr *s) {
     for (int i = 0; i < s->n; i++) free(s->stops[i]);
     free(s->stops);
     free(s->lens);
-    free(s->pending);
-    free(s->out);
+    sb_free(&s->pending);
+    sb_free(&s->out);
     free(s);
 }
 
-static bool reserve(char **p, size_t *cap, size_t need) {
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    char *np = realloc(*p, c);
-    if (!np) return false;
-    *p = np;
-    *cap = c;
+/* Moves the first n pending bytes to the output buffer; false when it cannot
+ * hold them (out of memory: nothing is emitted, the pending text is kept). */
+static bool emit_front(stopstr *s, size_t n, const char **emit, size_t *emit_len) {
+    sb_clear(&s->out);
+    sb_add(&s->out, s->pending.p, n);
+    if (s->out.oom) return false;
+    sb_drop(&s->pending, n);
+    *emit = s->out.p ? s->out.p : "";
+    *emit_len = n;
     return true;
 }
 
-/* Moves the first n pending bytes to the output buffer. */
-static void emit_front(stopstr *s, size_t n, const char **emit, size_t *emit_len) {
-    if (!reserve(&s->out, &s->out_cap, n + 1)) n = 0;
-    if (n) memcpy(s->out, s->pending, n);
-    memmove(s->pending, s->pending + n, s->len - n);
-    s->len -= n;
-    *emit = s->out;
-    *emit_len = n;
-}
-
-bool stopstr_push(stopstr *s, const char *piece, size_t len, const char **emit, size_t *emit_len) {
+int stopstr_push(stopstr *s, const char *piece, size_t len, const char **emit, size_t *emit_len) {
     *emit = "";
     *emit_len = 0;
-    if (s->stopped) return true;
-    if (!reserve(&s->pending, &s->cap, s->len + len + 1)) return false;
-    memcpy(s->pending + s->len, piece, len);
-    s->len += len;
+    if (s->stopped) return 1;
+    sb_add(&s->pending, piece, len);
+    if (s->pending.oom) return LLC_ERR_NOMEM;
+    const char *text = s->pending.p ? s->pending.p : "";
+    const size_t have = s->pending.len;
     /* earliest full match */
     size_t best = SIZE_MAX;
     for (int i = 0; i < s->n; i++) {
-        if (s->lens[i] > s->len) continue;
-        const char *hit = memmem(s->pending, s->len, s->stops[i], s->lens[i]);
-        if (hit && (size_t)(hit - s->pending) < best) best = (size_t)(hit - s->pending);
+        if (s->lens[i] > have) continue;
+        const char *hit = memmem(text, have, s->stops[i], s->lens[i]);
+        if (hit && (size_t)(hit - text) < best) best = (size_t)(hit - text);
     }
     if (best != SIZE_MAX) {
         s->stopped = true;
-        emit_front(s, best, emit, emit_len);
-        s->len = 0;
-        return true;
+        if (!emit_front(s, best, emit, emit_len)) return LLC_ERR_NOMEM;
+        sb_clear(&s->pending);
+        return 1;
     }
     /* hold back the longest tail that a stop string starts with */
     size_t hold = 0;
     for (int i = 0; i < s->n; i++) {
-        size_t max = s->lens[i] - 1 < s->len ? s->lens[i] - 1 : s->len;
+        size_t max = s->lens[i] - 1 < have ? s->lens[i] - 1 : have;
         for (size_t k = max; k > hold; k--)
-            if (!memcmp(s->pending + s->len - k, s->stops[i], k)) {
+            if (!memcmp(text + have - k, s->stops[i], k)) {
                 hold = k;
                 break;
             }
     }
-    emit_front(s, s->len - hold, emit, emit_len);
-    return false;
+    return emit_front(s, have - hold, emit, emit_len) ? 0 : LLC_ERR_NOMEM;
 }
 
-void stopstr_flush(stopstr *s, const char **emit, size_t *emit_len) {
-    if (s->stopped) {
-        *emit = "";
-        *emit_len = 0;
-        return;
-    }
-    emit_front(s, s->len, emit, emit_len);
+int stopstr_flush(stopstr *s, const char **emit, size_t *emit_len) {
+    *emit = "";
+    *emit_len = 0;
+    if (s->stopped) return 0;
+    return emit_front(s, s->pending.len, emit, emit_len) ? 0 : LLC_ERR_NOMEM;
 }

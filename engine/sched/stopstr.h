@@ -13,10 +13,11 @@ typedef struct stopstr stopstr;
 int stopstr_create(const char *const *stops, int n, stopstr **out);
 void stopstr_free(stopstr *s);
 /* Adds a piece. emit, emit_len: text now safe to show (valid until the next call).
- * Returns true when a stop string matched: the emitted text ends right before it
- * and nothing after it is ever emitted. */
-bool stopstr_push(stopstr *s, const char *piece, size_t len, const char **emit, size_t *emit_len);
-/* At the end of generation: whatever was held back. */
-void stopstr_flush(stopstr *s, const char **emit, size_t *emit_len);
+ * Returns 1 when a stop string matched: the emitted text ends right before it
+ * and nothing after it is ever emitted; 0 while the text goes on; LLC_ERR_NOMEM
+ * when memory ran out (text was lost: the stream cannot go on truthfully). */
+int stopstr_push(stopstr *s, const char *piece, size_t len, const char **emit, size_t *emit_len);
+/* At the end of generation: whatever was held back. 0, or LLC_ERR_NOMEM. */
+int stopstr_flush(stopstr *s, const char **emit, size_t *emit_len);
 
 #endif
