@@ -264,6 +264,18 @@ if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/re
     check "a bad reasoning_effort is a 400" "reasoning_effort.* 400$" "$out"
     stop_server "$SP"
 fi
+# tencent Hy3's template knows only no_think/low/high and raises on anything else:
+# "medium" (what OpenAI's clients send by default) asks it for "high"
+if serve "$TMP/serve.log" --socket "$S" --db "" --chat-template-file "$SHARED/reference/templates/tencent-Hy3.jinja"; then
+    n_of() { num_field prompt_tokens "$($H http://x/v1/chat/completions -d "$(body x "$1")")"; }
+    n_med=$(n_of '{"reasoning_effort": "medium"}') n_high=$(n_of '{"reasoning_effort": "high"}')
+    n_low=$(n_of '{"reasoning_effort": "low"}')
+    if [ -n "$n_med" ] && [ "$n_med" = "$n_high" ] && [ -n "$n_low" ]; then
+        ok "Hy3: reasoning_effort medium renders as high ($n_med prompt tokens; low $n_low)"
+    else bad "Hy3: reasoning_effort medium renders as high" "medium '$n_med' high '$n_high' low '$n_low'" \
+        "$($H http://x/v1/chat/completions -d "$(body x '{"reasoning_effort": "medium"}')" | head -c 300)"; fi
+    stop_server "$SP"
+fi
 # tsplit: an answer's (one piece or streamed) "reasoning|content|call names|arguments|finish_reason"
 tsplit() {
     python3 -c '

@@ -647,6 +647,17 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
     return use_grammar(g, w, "the tools' grammar", err);
 }
 
+/* reasoning_effort as the model's template names its levels (Hy3's template
+ * raises on "medium", the level OpenAI's clients send by default). */
+static int effort_in_template_words(const srv_model *m, srv_gen *g, llc_err *err) {
+    cJSON *effort = cJSON_GetObjectItemCaseSensitive(g->template_vars, "reasoning_effort");
+    if (!cJSON_IsString(effort)) return 0;
+    const char *word = reasoning_effort_word(reasoning_detect(chat_tmpl_source(m->tmpl)), effort->valuestring);
+    if (word == effort->valuestring) return 0;
+    return cJSON_ReplaceItemInObjectCaseSensitive(g->template_vars, "reasoning_effort", cJSON_CreateString(word))
+               ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");
+}
+
 int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err *err) {
     if (!cJSON_IsArray(messages) || cJSON_GetArraySize(messages) == 0)
         return llc_fail(err, LLC_ERR_TYPE, "'messages' must be a non-empty array of {role, content}");
@@ -680,7 +691,8 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
     }
     if (native) {
         prompt p;
-        rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, g->template_vars, budget_of(m, g), &p, err);
+        rc = effort_in_template_words(m, g, err);
+        if (!rc) rc = prompt_build_json(m->tok, m->tmpl, msgs, g->tools, g->template_vars, budget_of(m, g), &p, err);
         if (!rc) rc = take_prompt(m, &p, g, err);
     } else {
         cJSON *plain = NULL;

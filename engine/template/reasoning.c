@@ -21,6 +21,7 @@ typedef struct fmt_info {
     const char *drop[4];      /* the answer's own wrapper markup: dropped from the content wherever it
                                  shows, with the whitespace before it (and at the answer's end) */
     bool special;             /* the markers are control tokens: the answer must show them */
+    const char *medium;       /* the template's word for reasoning_effort "medium" (NULL: "medium") */
 } fmt_info;
 
 static const fmt_info g_fmts[REASONING_N_FORMATS] = {
@@ -35,7 +36,8 @@ static const fmt_info g_fmts[REASONING_N_FORMATS] = {
     [REASONING_GEMMA4] = {"gemma4", "<|channel>thought", "<channel|>", NULL, {NULL}, true},
     [REASONING_KIMI_K3] = {"kimi_k3", "<|open|>think<|sep|>", "<|close|>think<|sep|>", NULL,
                            {"<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>"}, true},
-    [REASONING_HUNYUAN] = {"hunyuan", "<think:opensource>", "</think:opensource>", NULL, {NULL}, true},
+    [REASONING_HUNYUAN] = {"hunyuan", "<think:opensource>", "</think:opensource>", NULL, {NULL}, true,
+                           "high" /* its template raises on anything but no_think/low/high */},
     [REASONING_SOLAR] = {"solar", "<|think|>", "<|end|>", NULL, {"<|begin|>assistant", "<|content|>", "<|end|>"}, true},
     [REASONING_APERTUS] = {"apertus", "<|inner_prefix|>", "<|inner_suffix|>", NULL, {NULL}, true},
     [REASONING_APRIEL] = {"apriel", NULL, "[BEGIN FINAL RESPONSE]", "Here are my reasoning steps:",
@@ -99,6 +101,12 @@ const char *reasoning_format_name(reasoning_format f) {
 }
 
 bool reasoning_special_text(reasoning_format f) { return (unsigned)f < REASONING_N_FORMATS && g_fmts[f].special; }
+
+const char *reasoning_effort_word(reasoning_format f, const char *effort) {
+    if ((unsigned)f < REASONING_N_FORMATS && g_fmts[f].medium && effort && !strcmp(effort, "medium"))
+        return g_fmts[f].medium;
+    return effort;
+}
 
 static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 

@@ -84,6 +84,10 @@ const char *reasoning_format_name(reasoning_format f);
 /* Whether the format's markers are control tokens, which the answer must show
  * for the parser to see them (gen_request.special_text). */
 bool reasoning_special_text(reasoning_format f);
+/* The word the format's template takes for the API's reasoning_effort "low",
+ * "medium" or "high": the effort itself, except where a template has levels of
+ * its own (Hy3 knows only no_think/low/high: "medium" asks for "high"). */
+const char *reasoning_effort_word(reasoning_format f, const char *effort);
 /* Whether a rendered prompt leaves the model inside a reasoning block: it ends
  * with the block's opening marker (THINK: "<think>"; APRIEL: "Here are my
  * reasoning steps:") and optional whitespace. */
