@@ -272,7 +272,23 @@ int llm_kv_mem_check(const llm *l, int64_t bytes, llc_err *err) {
                     fmt_bytes(k, sizeof k, (double)bytes), fmt_bytes(a, sizeof a, (double)avail));
 }
 
-int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err) {
+/* A hybrid model's recurrent states out of the budget (see llm.h): at most half
+ * of it, an eighth for snapshots; the bytes they take. */
+static int64_t plan_states(const llm *l, int64_t budget, llm_kv_plan *plan) {
+    const int64_t state = (int64_t)model_state_bytes(l->m);
+    if (model_hparams_of(l->m)->n_recurrent <= 0 || state <= 0) return 0;
+    int64_t snaps = budget / 8 / state, states = budget / 2 / state;
+    if (snaps > ENGINE_MAX_SNAPSHOTS) snaps = ENGINE_MAX_SNAPSHOTS;
+    int64_t running = states - snaps - LLM_SPEC_SPARE_STATES;
+    if (running > LLM_MAX_RUNNING) running = LLM_MAX_RUNNING;
+    if (running < 1) running = 1; /* one sequence runs, whatever the budget */
+    plan->max_running = (int)running;
+    plan->max_snapshots = snaps > 0 ? (int)snaps : -1;
+    return (running + snaps + LLM_SPEC_SPARE_STATES) * state;
+}
+
+int llm_kv_plan_make(const llm *l, const cli_common *common, int block_size, llm_kv_plan *plan, llc_err *err) {
+    *plan = (llm_kv_plan){0};
     const model_hparams *hp = model_hparams_of(l->m);
     const uint32_t kv_type = llm_kv_type(common);
     const int64_t per_token = (int64_t)model_kv_bytes_per_token(l->m, kv_type);
@@ -302,21 +318,28 @@ int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_er
         }
         if (avail >= 0 && budget > avail / 2) budget = avail / 2 > min_budget ? avail / 2 : min_budget;
     }
-    int64_t blocks = budget / per_block;
+    const int64_t state_bytes = plan_states(l, budget, plan);
+    int64_t blocks = (budget - state_bytes) / per_block;
     if (blocks < 2)
-        return llc_fail(err, LLC_ERR_RANGE, "--kv-mem %lld bytes hold fewer than 2 KV blocks of %lld bytes",
-                        (long long)budget, (long long)per_block);
+        return llc_fail(err, LLC_ERR_RANGE, "--kv-mem %lld bytes hold fewer than 2 KV blocks of %lld bytes%s",
+                        (long long)budget, (long long)per_block,
+                        state_bytes ? " beside the model's recurrent states" : "");
     if (blocks > (1 << 24)) blocks = 1 << 24;
-    rc = llm_kv_mem_check(l, blocks * per_block, err);
-    return rc ? rc : (int)blocks;
+    rc = llm_kv_mem_check(l, blocks * per_block + state_bytes, err);
+    if (rc) return rc;
+    plan->n_blocks = (int)blocks;
+    return 0;
 }
 
 int llm_engine_create(llm *l, const cli_common *common, engine **out, llc_err *err) {
     engine_params p = {.block_size = 16, .kv_type = llm_kv_type(common), .draft = l->draft, .ngram = common->ngram && !l->draft,
                        .draft_max = common->draft_max, .draft_min = common->draft_min,
                        .draft_p_min = common->draft_p_min, .warmup = !common->no_warmup};
-    int blocks = llm_kv_blocks(l, common, p.block_size, err);
-    if (blocks < 0) return blocks;
-    p.n_blocks = blocks;
+    llm_kv_plan plan;
+    int rc = llm_kv_plan_make(l, common, p.block_size, &plan, err);
+    if (rc) return rc;
+    p.n_blocks = plan.n_blocks;
+    p.max_running = plan.max_running;
+    p.max_snapshots = plan.max_snapshots;
     return engine_create(l->m, l->tok, &p, out, err);
 }

@@ -33,7 +33,7 @@ typedef struct llm {
     char device_note[300];
     /* memory: the tensor data of the file (what the weights need, in the page
      * cache or copied), and the memory available before they were loaded (-1:
-     * unknown); the KV cache gets what the weights leave (llm_kv_blocks) */
+     * unknown); the KV cache gets what the weights leave (llm_kv_plan_make) */
     uint64_t file_weight_bytes;
     int64_t mem_at_open;
 } llm;
@@ -86,13 +86,27 @@ int llm_chat_template_file(llm *l, const char *path, llc_err *err);
 #define LLM_DEFAULT_KV_TYPE QT_F16
 uint32_t llm_kv_type(const cli_common *common);
 
-/* KV blocks of block_size tokens for --kv-mem, or the default budget above, with
- * K/V stored as llm_kv_type (a smaller type fits more tokens in the same bytes).
- * Negative with err set when --kv-mem holds fewer than 2 blocks, or when the
- * weights and one short context (2048 tokens, or the model's context if shorter)
- * do not fit in the memory available (said in one line, before the cache is
- * allocated). */
-int llm_kv_blocks(const llm *l, const cli_common *common, int block_size, llc_err *err);
+/* What the KV budget (--kv-mem, or the default above) holds: KV blocks of
+ * block_size tokens, K/V stored as llm_kv_type (a smaller type fits more tokens
+ * in the same bytes). A hybrid model's recurrent states (model_state_bytes each)
+ * come out of the same budget, at most half of it: one per running sequence,
+ * LLM_SPEC_SPARE_STATES that speculative decoding restores from, and snapshots
+ * at block ends for prefix reuse (an eighth of the budget, at most
+ * ENGINE_MAX_SNAPSHOTS); so a model with big states runs fewer sequences at once
+ * rather than outgrowing the memory it was given. max_running and max_snapshots
+ * are 0 (the engine's defaults) for other models. */
+typedef struct llm_kv_plan {
+    int n_blocks;
+    int max_running;   /* engine_params.max_running */
+    int max_snapshots; /* engine_params.max_snapshots */
+} llm_kv_plan;
+#define LLM_SPEC_SPARE_STATES 4 /* engine_params.spec_max_seqs' default */
+#define LLM_MAX_RUNNING 256     /* engine_params.max_running's default */
+/* 0, or negative with err set when the budget holds fewer than 2 blocks, or when
+ * the weights and one short context (2048 tokens, or the model's context if
+ * shorter) do not fit in the memory available (said in one line, before the
+ * cache is allocated). */
+int llm_kv_plan_make(const llm *l, const cli_common *common, int block_size, llm_kv_plan *plan, llc_err *err);
 
 /* 0 when a KV cache of `bytes` can be allocated: on the CPU backend, no more than
  * the memory available now (the allocation would succeed, overcommitted, and

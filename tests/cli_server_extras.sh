@@ -194,4 +194,22 @@ for ref in "$SHARED"/reference/templates/*.json; do
     stop_server "$SP"
 done
 
+# ---- a hybrid model's recurrent states come out of --kv-mem ----
+# qwen35.gguf keeps a 16.5 KiB state per sequence beside 256 B of KV per token.
+# In 256 KiB, states take at most half (7): one snapshot (an eighth), the 4 spares
+# speculation restores from, so 2 sequences run at once; the KV blocks get the
+# rest (35 blocks of 16 tokens, not the 64 the whole budget would hold). Four
+# samples still all finish: they take turns.
+if serve "$TMP/hy.log" -m "$SHARED/models/arch/qwen35.gguf" --socket "$TMP/hy.sock" --db "" --kv-mem 256K; then
+    HY="curl -s --max-time 60 --unix-socket $TMP/hy.sock"
+    slots=$($HY http://x/props | jq .total_slots)
+    kv=$(printf '{"id":1,"method":"status"}\n' | $C --timeout 20 "$TMP/hy.sock" | grep -oE '"kv_total":[0-9]+' | grep -oE '[0-9]+$')
+    same "a hybrid under --kv-mem 256K: 2 sequences run at once, 35 KV blocks" "2 35" "$slots $kv"
+    n=$($HY http://x/v1/completions -d '{"prompt":"Once","max_tokens":6,"n":4}' | jq '[.choices[] | select(.finish_reason == "length")] | length')
+    same "a hybrid under --kv-mem 256K: four samples all finish" 4 "$n"
+    stop_server "$SP"
+else
+    bad "serve a hybrid model under --kv-mem 256K" "$(cat "$TMP/hy.log")"
+fi
+
 finish

@@ -310,6 +310,10 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
     if (e->p.block_size <= 0) e->p.block_size = 16;
     if (e->p.max_step_tokens <= 0) e->p.max_step_tokens = 512;
     if (e->p.max_running <= 0) e->p.max_running = 256;
+    e->max_snaps = e->p.max_snapshots < 0                     ? 0
+                   : e->p.max_snapshots == 0                  ? ENGINE_MAX_SNAPSHOTS
+                   : e->p.max_snapshots > ENGINE_MAX_SNAPSHOTS ? ENGINE_MAX_SNAPSHOTS
+                                                               : e->p.max_snapshots;
     const model_hparams *hp = model_hparams_of(m);
     e->n_vocab = hp->n_vocab;
     e->n_ctx = hp->n_ctx_train;

@@ -33,6 +33,8 @@ typedef struct engine_params {
     float draft_p_min;     /* the draft stops when its best token is less likely (default 0.5) */
     int spec_max_seqs;     /* speculate only while at most this many sequences decode (default 4):
                               a bigger batch is compute-bound already */
+    int max_snapshots;     /* hybrid models: recurrent states kept at block ends for prefix
+                              reuse, the newest first (0: ENGINE_MAX_SNAPSHOTS; -1: none) */
     bool warmup;           /* engine_create runs one short forward pass (ENGINE_WARMUP_TOKENS
                               tokens, of the draft model too) before it returns, so the first
                               answer does not pay for paging in the mmapped weights and sizing
@@ -41,6 +43,7 @@ typedef struct engine_params {
 } engine_params;
 
 #define ENGINE_WARMUP_TOKENS 8
+#define ENGINE_MAX_SNAPSHOTS 64
 
 typedef struct gen_request {
     const int32_t *prompt; /* copied */

@@ -175,8 +175,8 @@ struct engine {
      * have one, oldest first (a ring of ENGINE_MAX_SNAPSHOTS) */
     int32_t *snap_slot;
     uint64_t *snap_key;
-    int32_t snap_ring[64];
-    int n_snaps, snap_head;
+    int32_t snap_ring[ENGINE_MAX_SNAPSHOTS];
+    int n_snaps, snap_head, max_snaps; /* max_snaps: engine_params.max_snapshots resolved */
     /* a hybrid draft model: pairs of state slots of dkv_store given back, and
      * how many pairs were ever made */
     bool drecurrent;
@@ -184,7 +184,6 @@ struct engine {
     int n_dfree_pairs, n_dpairs;
 };
 
-#define ENGINE_MAX_SNAPSHOTS 64
 
 /* engine_client.c */
 /* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text and

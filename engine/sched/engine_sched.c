@@ -47,29 +47,29 @@ int eng_state_fork(engine *e, const seq *parent, seq *child) {
  * A KV block may own a snapshot: a state slot holding the state after the
  * block's last token, with the hash of the token prefix it ends (blocks are
  * evicted and reused, so a snapshot counts only where that hash matches). The
- * newest ENGINE_MAX_SNAPSHOTS are kept. A prefix hit is cut back to its
+ * newest max_snaps (engine_params.max_snapshots) are kept. A prefix hit is cut back to its
  * deepest block with a snapshot, and the sequence starts from a copy of it. */
 
 static uint64_t prefix_key(const int32_t *tokens, int n) { return XXH3_64bits(tokens, (size_t)n * sizeof *tokens); }
 
 void eng_state_snapshot(engine *e, seq *s) {
     const int bs = e->p.block_size, done = kv_seq_computed(s->kv);
-    if (!e->recurrent || s->state_slot < 0 || s->req->embed || done == 0 || done % bs) return;
+    if (!e->recurrent || !e->max_snaps || s->state_slot < 0 || s->req->embed || done == 0 || done % bs) return;
     int n_blocks;
     const int32_t blk = kv_seq_blocks(s->kv, &n_blocks)[done / bs - 1];
     const uint64_t key = prefix_key(s->tokens, done);
     if (e->snap_slot[blk] >= 0 && e->snap_key[blk] == key) return; /* (it is there already) */
     int slot = e->snap_slot[blk];
     if (slot < 0) {
-        if (e->n_snaps == ENGINE_MAX_SNAPSHOTS) { /* the oldest gives its slot */
+        if (e->n_snaps == e->max_snaps) { /* the oldest gives its slot */
             const int32_t old = e->snap_ring[e->snap_head];
             slot = e->snap_slot[old];
             e->snap_slot[old] = -1;
-            e->snap_head = (e->snap_head + 1) % ENGINE_MAX_SNAPSHOTS;
+            e->snap_head = (e->snap_head + 1) % e->max_snaps;
             e->n_snaps--;
         }
         if (slot < 0 && (slot = eng_state_take(e)) < 0) return; /* (out of memory: no snapshot) */
-        e->snap_ring[(e->snap_head + e->n_snaps++) % ENGINE_MAX_SNAPSHOTS] = blk;
+        e->snap_ring[(e->snap_head + e->n_snaps++) % e->max_snaps] = blk;
     }
     e->snap_slot[blk] = -1;
     if (model_kv_state_copy(e->kv_store, s->state_slot, slot, NULL)) {
