@@ -324,6 +324,20 @@ if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
     check "Apriel: tool_choice required forces a call, read as one (not as reasoning)" '^||get_weather|{.*}|tool_calls$' "$got"
     stop_server "$SP"
 fi
+# Kimi K3: its prompt opens <|open|>think<|sep|>, so the answer starts in the
+# reasoning, which <|close|>think<|sep|> ends; the answer's own response wrapper
+# dropped, a call with attributes after its name and each key (the type="string"
+# of a key no schema types keeps "42" a string)
+if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
+    --chat-template-file "$SHARED/reference/templates/Kimi-K3.jinja"; then
+    F='Need weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="location" type="string"<|sep|>Paris<|close|>argument<|sep|><|open|>argument key="note" type="string"<|sep|>42<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>'
+    for stream in false true; do
+        got=$($H -N http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL], \"stream\": $stream, \"max_tokens\": 1000}")" | tsplit)
+        same "Kimi K3 (stream $stream): reasoning, a call of get_weather, finish tool_calls" \
+            'Need weather.||get_weather|{"location": "Paris", "note": "42"}|tool_calls' "$got"
+    done
+    stop_server "$SP"
+fi
 expect_fail "serve --reasoning-format sideways" 2 "--reasoning-format: 'sideways' is not auto or none" \
     $LLMCHAT serve --reasoning-format sideways
 finish

@@ -280,6 +280,21 @@ static const sample SAMPLES[] = {
                       "\"opts\":{\"k\":[1,\"a\"],\"w\":\"cloudy\"}}"},
       {"now", "{}"}}},
     {TOOLCALL_GEMMA4, "a <|tool_call>call:x y{}", "a <|tool_call>call:x y{}", {{0}}},
+    /* Kimi K3: attributes after the name and each key; type="string" types a value no schema
+       does ("note"), the schema wins where it says ("days") */
+    {TOOLCALL_KIMI_K3,
+     "Let me look.<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|>"
+     "<|open|>argument key=\"location\" type=\"string\"<|sep|>Paris <b>FR</b><|close|>argument<|sep|>"
+     "<|open|>argument key=\"days\" type=\"number\"<|sep|>3<|close|>argument<|sep|>"
+     "<|open|>argument key=\"note\" type=\"string\"<|sep|>42<|close|>argument<|sep|>"
+     "<|open|>argument key=\"opts\" type=\"object\"<|sep|>{\"k\": [1, 2]}<|close|>argument<|sep|>"
+     "<|close|>call<|sep|><|open|>call tool=\"now\" index=\"2\"<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",
+     "Let me look.",
+     {{"get_weather", "{\"location\": \"Paris <b>FR</b>\", \"days\": 3, \"note\": \"42\", \"opts\": {\"k\":[1,2]}}"},
+      {"now", "{}"}}},
+    /* a call stands once named; what breaks its attributes is text */
+    {TOOLCALL_KIMI_K3, "a <|open|>tools<|sep|><|open|>call tool=\"x\" <oops>", "a <oops>", {{"x", "{}"}}},
+    {TOOLCALL_KIMI_K3, "a <|open|>tools<|sep|><|open|>cal", "a <|open|>tools<|sep|><|open|>cal", {{0}}},
 };
 
 static void test_every_split_point(void) {
@@ -367,6 +382,7 @@ static void test_detect_real_templates(void) {
         {"upstage-Solar-Open-100B", TOOLCALL_SOLAR},
         {"Cohere2MoE", TOOLCALL_COMMAND_A},
         {"google-gemma-4-31B-it-interleaved", TOOLCALL_GEMMA4},
+        {"Kimi-K3", TOOLCALL_KIMI_K3},
         {"CohereForAI-c4ai-command-r-plus-tool_use", TOOLCALL_GENERIC}, /* "Action: ```json": not read */
         {"meetkai-functionary-medium-v3.1", TOOLCALL_GENERIC},
         {"google-gemma-2-2b-it", TOOLCALL_GENERIC}, /* no tools at all */

@@ -582,9 +582,11 @@ static int sane_messages(const cJSON *messages, cJSON **out, bool *uses_tools, b
  * their own markup (srv_tools_xml.c); MISTRAL's markers are control tokens:
  * only the prompt asks. */
 static int tools_grammar(srv_gen *g, llc_err *err) {
-    /* not forced: Mistral's, and the formats whose name is markup outside the JSON (Kimi K2's, Solar's) */
+    /* not forced: Mistral's, the formats whose name is markup outside the JSON (Kimi K2's, Solar's),
+       and Kimi K3's attributes */
     if (g->tool_format == TOOLCALL_MISTRAL || g->tool_format == TOOLCALL_KIMI_K2 || g->tool_format == TOOLCALL_SOLAR ||
-        g->tool_format == TOOLCALL_GEMMA4) /* (Gemma 4's values are not JSON) */
+        g->tool_format == TOOLCALL_GEMMA4 || /* (Gemma 4's values are not JSON) */
+        g->tool_format == TOOLCALL_KIMI_K3)  /* (its markup is control tokens with attributes) */
         return 0;
     if (g->grammar)
         return llc_fail(err, LLC_ERR_RANGE, "'tool_choice' \"required\" (or a named function) cannot be combined "
@@ -684,7 +686,8 @@ int srv_gen_chat(const srv_model *m, const cJSON *messages, srv_gen *g, llc_err 
                            m->tool_format == TOOLCALL_GLM || m->tool_format == TOOLCALL_MINIMAX ||
                            m->tool_format == TOOLCALL_MINIMAX_M3 || m->tool_format == TOOLCALL_HUNYUAN ||
                            m->tool_format == TOOLCALL_KIMI_K2 || m->tool_format == TOOLCALL_SOLAR ||
-                           m->tool_format == TOOLCALL_COMMAND_A || m->tool_format == TOOLCALL_GEMMA4);
+                           m->tool_format == TOOLCALL_COMMAND_A || m->tool_format == TOOLCALL_GEMMA4 ||
+                           m->tool_format == TOOLCALL_KIMI_K3);
     if (g->tools_required && (rc = tools_grammar(g, err))) {
         cJSON_Delete(msgs);
         return rc;

@@ -52,6 +52,9 @@ toolcall_format toolcall_detect(const char *src) {
     /* sequences of control tokens around a JSON call: Kimi K2's, Solar Open's */
     if (strstr(src, "<|tool_call_begin|>") && strstr(src, "<|tool_call_argument_begin|>")) return TOOLCALL_KIMI_K2;
     if (strstr(src, "<|tool_call:begin|>") && strstr(src, "<|tool_call:args|>")) return TOOLCALL_SOLAR;
+    /* Kimi K3: tags with attributes, <|open|>call tool="NAME" index="1"<|sep|> */
+    if (strstr(src, "<|open|>") && strstr(src, "open_tag('call'") && strstr(src, "open_tag('argument'"))
+        return TOOLCALL_KIMI_K3;
     /* Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,...}<tool_call|> */
     if (strstr(src, "<|tool_call>") && strstr(src, "<tool_call|>")) return TOOLCALL_GEMMA4;
     /* Command-A (Cohere2MoE): a JSON array of {"tool_call_id", "tool_name", "parameters"} */
@@ -93,6 +96,7 @@ const char *toolcall_format_name(toolcall_format f) {
     case TOOLCALL_SOLAR: return "solar";
     case TOOLCALL_COMMAND_A: return "command_a";
     case TOOLCALL_GEMMA4: return "gemma4";
+    case TOOLCALL_KIMI_K3: return "kimi_k3";
     default: return "generic";
     }
 }

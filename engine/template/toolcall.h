@@ -96,6 +96,7 @@ typedef enum toolcall_format {
     TOOLCALL_SOLAR,
     TOOLCALL_COMMAND_A,
     TOOLCALL_GEMMA4,
+    TOOLCALL_KIMI_K3,
     TOOLCALL_N_FORMATS /* (a count, not a format) */
 } toolcall_format;
 
@@ -105,7 +106,8 @@ typedef enum toolcall_format {
  * not read here (command-r, functionary v3.1 / v3.2, DeepSeek ...). */
 toolcall_format toolcall_detect(const char *jinja_src);
 /* "generic", "hermes", "llama3", "mistral", "harmony", "qwen3_coder", "glm",
- * "minimax", "minimax_m1", "minimax_m3", "hunyuan", "kimi_k2", "solar", "command_a", "gemma4". */
+ * "minimax", "minimax_m1", "minimax_m3", "hunyuan", "kimi_k2", "solar", "command_a", "gemma4",
+ * "kimi_k3". */
 const char *toolcall_format_name(toolcall_format f);
 
 /* Where a parser's output goes as it is decided (each callback may be NULL;

@@ -11,6 +11,10 @@
  *   MINIMAX_M3   NS<tool_call>\nNS<invoke name="NAME">NS<KEY>VALUENS</KEY>...NS</invoke>\n
  *                NS</tool_call>   (NS the token string ]<]minimax[>[; a value that is an
  *                object or array is nested NS<k>..NS</k> / NS<item>..NS</item> markup)
+ *   KIMI_K3      <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|>
+ *                <|open|>argument key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>
+ *                ... <|close|>call<|sep|><|close|>tools<|sep|>   (the attributes after a
+ *                name or key are skipped up to <|sep|>; type="string" types a value)
  *   HUNYUAN      <tool_calls:opensource>\n<tool_call:opensource>NAME<tool_sep:opensource>\n
  *                <arg_key:opensource>KEY</arg_key:opensource>\n<arg_value:opensource>VALUE
  *                </arg_value:opensource>\n ... </tool_call:opensource>\n</tool_calls:opensource>
@@ -33,25 +37,30 @@
 typedef toolcall_xml_markup xml_spec;
 
 static const xml_spec QWEN3_CODER = {"<tool_call>", "</tool_call>", "<function=", ">", "</function>",
-                                     "<parameter=", ">", NULL, "</parameter>", true, NULL};
+                                     "<parameter=", ">", NULL, "</parameter>", true, NULL, NULL};
 static const xml_spec GLM = {"<tool_call>", "</tool_call>", NULL, NULL, NULL,
-                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false, NULL};
+                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false, NULL, NULL};
 static const xml_spec MINIMAX = {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=\"", "\">",
-                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false, NULL};
+                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false, NULL, NULL};
+#define K3_SEP "<|sep|>"
+static const xml_spec KIMI_K3 = {"<|open|>tools" K3_SEP, "<|close|>tools" K3_SEP, "<|open|>call tool=\"", "\"",
+                                 "<|close|>call" K3_SEP, "<|open|>argument key=\"", "\"", K3_SEP,
+                                 "<|close|>argument" K3_SEP, false, NULL, K3_SEP};
 #define HY ":opensource" /* tencent Hy3: every tag ends with its model's suffix */
 static const xml_spec HUNYUAN = {"<tool_calls" HY ">", "</tool_calls" HY ">", "<tool_call" HY ">", "<tool_sep" HY ">",
                                  "</tool_call" HY ">", "<arg_key" HY ">", "</arg_key" HY ">", "<arg_value" HY ">",
-                                 "</arg_value" HY ">", false, NULL};
+                                 "</arg_value" HY ">", false, NULL, NULL};
 #define M3_NS "]<]minimax[>["
 static const xml_spec MINIMAX_M3 = {M3_NS "<tool_call>", M3_NS "</tool_call>", M3_NS "<invoke name=\"", "\">",
-                                    M3_NS "</invoke>", M3_NS "<", ">", NULL, NULL, false, M3_NS};
+                                    M3_NS "</invoke>", M3_NS "<", ">", NULL, NULL, false, M3_NS, NULL};
 
-enum { NAME_MAX_LEN = 128, NEST_MAX = 32 };
+enum { NAME_MAX_LEN = 128, NEST_MAX = 32, ATTRS_MAX_LEN = 256 };
 
 typedef enum xstate {
     X_TEXT,  /* outside calls */
     X_BLOCK, /* inside the block, before a call (call_open) or the block's end */
     X_NAME,  /* a call's name */
+    X_ATTRS, /* attrs_end formats: a call's attributes after its name */
     X_PAIRS, /* inside a call: the next key, or the call's end */
     X_KEY,   /* a key */
     X_VOPEN, /* after a key: value_open */
@@ -88,6 +97,7 @@ const toolcall_xml_markup *toolcall_xml_markup_of(toolcall_format f) {
     case TOOLCALL_MINIMAX: return &MINIMAX;
     case TOOLCALL_MINIMAX_M3: return &MINIMAX_M3;
     case TOOLCALL_HUNYUAN: return &HUNYUAN;
+    case TOOLCALL_KIMI_K3: return &KIMI_K3;
     default: return NULL;
     }
 }
@@ -497,6 +507,34 @@ static bool step_name(xml_reader *r, bool at_end) {
     if (m == M_NO) return malformed(r, r->pos);
     if (!begin_call(r, r->pos, to)) return false;
     r->pos = next;
+    r->st = r->sp->attrs_end ? X_ATTRS : X_PAIRS;
+    return true;
+}
+
+/* attrs_end formats: the attributes from r->pos up to attrs_end (name="value"
+ * pairs, no tag in them): M_YES with *end at the marker, M_MORE, or M_NO. */
+static int skip_attrs(xml_reader *r, bool at_end, size_t *end) {
+    const char *s = r->buf.p, *m = r->sp->attrs_end;
+    size_t n = r->buf.len, k = r->pos;
+    for (; k < n && k - r->pos <= ATTRS_MAX_LEN; k++) {
+        if (s[k] != m[0]) continue;
+        int hit = match(s, k, n, m);
+        if (hit == M_YES) {
+            *end = k;
+            return M_YES;
+        }
+        if (hit == M_MORE) return at_end ? M_NO : M_MORE;
+        return M_NO; /* another tag: not attributes */
+    }
+    return k - r->pos > ATTRS_MAX_LEN || at_end ? M_NO : M_MORE;
+}
+
+static bool step_attrs(xml_reader *r, bool at_end) {
+    size_t end;
+    int m = skip_attrs(r, at_end, &end);
+    if (m == M_MORE) return false;
+    if (m == M_NO) return at_end ? cut_off(r) : malformed(r, r->pos);
+    r->pos = end + strlen(r->sp->attrs_end);
     r->st = X_PAIRS;
     return true;
 }
@@ -538,6 +576,19 @@ static bool step_key(xml_reader *r, bool at_end) {
 }
 
 static bool step_vopen(xml_reader *r, bool at_end) {
+    if (r->sp->attrs_end) { /* the key's attributes, then the value (value_open is attrs_end) */
+        size_t end;
+        int m = skip_attrs(r, at_end, &end);
+        if (m == M_MORE) return false;
+        if (m == M_NO) return at_end ? cut_off(r) : malformed(r, r->pos);
+        const cJSON *prop = cJSON_GetObjectItemCaseSensitive(r->props, r->key);
+        static const char as_string[] = "type=\"string\"";
+        if (!cJSON_GetObjectItemCaseSensitive(prop, "type") &&
+            memmem(r->buf.p + r->pos, end - r->pos, as_string, sizeof as_string - 1))
+            r->raw = true; /* the schema does not type it; the model says string */
+        begin_value(r, end + strlen(r->sp->attrs_end));
+        return true;
+    }
     const char *s = r->buf.p;
     size_t n = r->buf.len, i = skip_ws(s, r->pos, n);
     int m = i < n ? match(s, i, n, r->sp->value_open) : M_MORE;
@@ -600,6 +651,7 @@ static bool step(xml_reader *r, bool at_end) {
     case X_TEXT: return step_text(r, at_end);
     case X_BLOCK: return step_block(r, at_end);
     case X_NAME: return step_name(r, at_end);
+    case X_ATTRS: return step_attrs(r, at_end);
     case X_PAIRS: return step_pairs(r, at_end);
     case X_KEY: return step_key(r, at_end);
     case X_VOPEN: return step_vopen(r, at_end);

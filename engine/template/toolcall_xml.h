@@ -1,5 +1,5 @@
 /* toolcall_xml.h — the reader of XML-style tool calls (Qwen3-Coder, GLM 4.5/4.6,
- * MiniMax-M2 and M3), whose arguments are key/value markup rather than one JSON
+ * MiniMax-M2 and M3, Hy3, Kimi K3), whose arguments are key/value markup rather than one JSON
  * object. Internal to engine/template: toolcall.c dispatches to it for those
  * formats and records what it emits (see toolcall.h for the formats and for
  * what the sink receives). */
@@ -26,6 +26,9 @@ typedef struct toolcall_xml_markup {
     bool trim_nl;              /* one newline each side of a value is markup */
     const char *ns;            /* MiniMax-M3: the token string before every tag, whose
                                   nested tags make an object or array value; or NULL */
+    const char *attrs_end;     /* Kimi K3: after a name or key, attributes (name="value" ...)
+                                  run up to this marker; a key's type="string" makes its
+                                  value a string where the schema does not say. NULL: none */
 } toolcall_xml_markup;
 
 /* The markup of f, or NULL when f is not an XML format. */
