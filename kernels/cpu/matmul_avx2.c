@@ -29,13 +29,18 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 #include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx2_float.h"
 
+void mm_avxvnni_dot_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);
+
 /* ---- routing by weight type: float → the row loop, quantized → gemmq ------------ */
+
+/* Types whose dot kernels take AVX-VNNI's vpdpbusd where the CPU has it
+ * (matmul_avxvnni_dot.c): the same exact integer sums, so the same results. */
+static int vnni_dot_type(uint32_t type) { return type == QT_Q2_K || type == QT_Q3_K; }
 
 static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if (mm_type_is_float(a->type)) mm_avx2_dotf_rows(a, o0, o1, t0, t1);
-    else if ((a->type == QT_Q4_K || a->type == QT_Q5_K || a->type == QT_Q6_K) && t1 - t0 > 1)
-        dot_rows_paired_256(a, o0, o1, t0, t1);
-    else dot_rows_256(a, o0, o1, t0, t1);
+    else if (mm_avx_vnni && vnni_dot_type(a->type)) mm_avxvnni_dot_rows(a, o0, o1, t0, t1);
+    else dot_rows_quant_256(a, o0, o1, t0, t1);
 }
 static int gemm_rows_avx2(uint32_t type, int64_t T) {
     return mm_type_is_float(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;

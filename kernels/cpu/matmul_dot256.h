@@ -49,7 +49,8 @@ static inline float f16(const uint8_t *p) { return _cvtsh_ss(mm_rd16(p)); }
 
 /* ---- activation quantization ---------------------------------------------------- */
 
-static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq) {
+/* (unused where the file is included for its dot kernels alone: matmul_avxvnni_dot.c) */
+__attribute__((unused)) static void quantize_x_256(uint32_t type, const float *x, int64_t n, uint8_t *xq) {
     int8_t *q = (int8_t *)xq;
     float *d = (float *)(void *)(xq + n);
     int32_t *ai = (int32_t *)(void *)(xq + n + 4 * (n / 32));
@@ -606,14 +607,17 @@ static float dot_iq1_m(const uint8_t *w, const mm_xrow *x, int64_t n) { return d
 
 /* Q2_K / Q3_K: per 16-group float scales gs (groups 0-7, 8-15) as for Q6_K; chunk j
  * (32 elements) of half h is bits 2j..2j+1 of the half's 32 qs bytes (Q3_K: plus
- * bit 4h+j of hmask as bit 2), its lanes 0-3 group 8h+2j and 4-7 group 8h+2j+1. */
-static inline void k16_group_scales(const __m256 dx, const __m128i sc8, float d, __m256 gs[2]) {
-    const __m256i lo_idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-    const __m256i hi_idx = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
-    const __m256 dd = _mm256_mul_ps(dx, _mm256_set1_ps(d));
-    gs[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), _mm256_permutevar8x32_ps(dd, lo_idx));
-    gs[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))),
-                          _mm256_permutevar8x32_ps(dd, hi_idx));
+ * bit 4h+j of hmask as bit 2), its lanes 0-3 group 8h+2j and 4-7 group 8h+2j+1.
+ * gs_g = sc_g · dd, dd = d_x·d in every lane (a superblock's eight activation scales
+ * are one value, mm_act_span). */
+static inline void k16_group_scales(const __m128i sc8, const __m256 dd, __m256 gs[2]) {
+    gs[0] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)), dd);
+    gs[1] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), dd);
+}
+
+/* d_x·d for superblock i in every lane */
+static inline __m256 k16_dd(const mm_xrow *x, int64_t i, float d) {
+    return _mm256_mul_ps(_mm256_broadcast_ss(x->d + 8 * i), _mm256_set1_ps(d));
 }
 
 static inline __m256 k16_chunk_scale(__m256 gs, int j) {
@@ -631,10 +635,9 @@ static float dot_q2_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
         const __m128i sb = _mm_loadu_si128((const __m128i *)w);
         const __m128i sc8 = _mm_and_si128(sb, _mm_set1_epi8(0x0f));
         const __m128i mn8 = _mm_and_si128(_mm_srli_epi16(sb, 4), _mm_set1_epi8(0x0f));
-        const __m256 dx = _mm256_loadu_ps(x->d + 8 * i);
         __m256 gs[2], gm[2];
-        k16_group_scales(dx, sc8, f16(w + 80), gs);
-        k16_group_scales(dx, mn8, f16(w + 82), gm);
+        k16_group_scales(sc8, k16_dd(x, i, f16(w + 80)), gs);
+        k16_group_scales(mn8, k16_dd(x, i, f16(w + 82)), gm);
         const int32_t *aux = x->ai + 16 * i;
         macc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)aux)), gm[0], macc);
         macc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(aux + 8))), gm[1], macc);
@@ -654,28 +657,44 @@ static float dot_q2_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return hsum8(sum) - hsum8(macc);
 }
 
-/* Q3_K's 16 six-bit scales, minus 32, as 16 signed bytes (the 12 bytes read as
- * three little-endian words; x86 only). */
-static inline __m128i q3k_scales_i8(const uint8_t *p) {
-    uint32_t a[3], o[4];
-    memcpy(a, p, 12);
-    o[0] = (a[0] & 0x0f0f0f0fu) | ((a[2] & 0x03030303u) << 4);
-    o[1] = (a[1] & 0x0f0f0f0fu) | (((a[2] >> 2) & 0x03030303u) << 4);
-    o[2] = ((a[0] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 4) & 0x03030303u) << 4);
-    o[3] = ((a[1] >> 4) & 0x0f0f0f0fu) | (((a[2] >> 6) & 0x03030303u) << 4);
-    return _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)o), _mm_set1_epi8(32));
+/* Q3_K's 16 six-bit scales, minus 32, as 16 signed bytes, from the 16 bytes that
+ * end the block (w + 94: qs[62..63], the 12 scale bytes, d), so nothing past the
+ * block is read. Scale i: the low (i < 8) or high nibble of byte i % 8, and two
+ * bits from byte 8 + i % 4 at shift 2·(i / 4). */
+static inline __m128i q3k_scales_i8(const uint8_t *w) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 94));
+    const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9));
+    const __m128i lo = _mm_and_si128(_mm_srlv_epi64(b, _mm_set_epi64x(4, 0)), _mm_set1_epi8(0x0f));
+    const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13));
+    const __m128i hi = _mm_and_si128(_mm_slli_epi32(_mm_srlv_epi32(t, _mm_setr_epi32(0, 2, 4, 6)), 4), _mm_set1_epi8(0x30));
+    return _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
 }
 
+/* Bit k of every byte moved to bit 2, the rest cleared (no bit of a neighbouring
+ * byte reaches bit 2). */
+static inline __m256i bit_to_2(__m256i v, int k) {
+    const __m256i b = k == 2 ? v : k < 2 ? _mm256_slli_epi16(v, 2 - k) : _mm256_srli_epi16(v, k - 2);
+    return _mm256_and_si256(b, _mm256_set1_epi8(4));
+}
+
+/* Chunk j of half h (32 elements) of a Q3_K block as u + 4 = the two low bits (2j of
+ * the half's qs bytes qv) | the hmask bit 4h + j as bit 2, 0..7. */
+static inline __m256i q3k_chunk(__m256i qv, __m256i hm, int h, int j) {
+    const __m256i lo = _mm256_and_si256(j ? _mm256_srli_epi16(qv, 2 * j) : qv, _mm256_set1_epi8(3));
+    return _mm256_or_si256(lo, bit_to_2(hm, 4 * h + j));
+}
+
+/* Q3_K: chunk j's int32 lanes (4 elements each) scaled per lane by its group's
+ * d·d_x·(sc - 32) into acc[j]; the -4 offset is Σ_g gs_g·Σq_g (cacc), taken off four
+ * times at the end. */
 static float dot_q3_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     __m256 cacc = _mm256_setzero_ps();
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_q3_K)) {
         _mm_prefetch((const char *)w + MM_PF_DIST, MM_PF_HINT);
         _mm_prefetch((const char *)w + MM_PF_DIST + 64, MM_PF_HINT);
         __m256 gs[2];
-        k16_group_scales(_mm256_loadu_ps(x->d + 8 * i), q3k_scales_i8(w + 96), f16(w + 108), gs);
-        /* the -4 offset: Σ_g gs_g · Σq_g, taken off four times at the end */
+        k16_group_scales(q3k_scales_i8(w), k16_dd(x, i, f16(w + 108)), gs);
         const int32_t *aux = x->ai + 16 * i;
         cacc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)aux)), gs[0], cacc);
         cacc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(aux + 8))), gs[1], cacc);
@@ -686,10 +705,8 @@ static float dot_q3_K(const uint8_t *w, const mm_xrow *x, int64_t n) {
             const __m256i qv = _mm256_loadu_si256((const __m256i *)(w + 32 + 32 * h));
             _Pragma("GCC unroll 4")
             for (int j = 0; j < 4; j++) {
-                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), one);
-                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3),
-                                                  _mm256_slli_epi16(hb, 2));
-                const __m256i s = dot_u8s8(u, _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * j)));
+                const __m256i s = dot_u8s8(q3k_chunk(qv, hm, h, j),
+                                           _mm256_loadu_si256((const __m256i *)(qx + 128 * h + 32 * j)));
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), k16_chunk_scale(gs[h], j), acc[j]);
             }
         }
@@ -765,5 +782,15 @@ static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, MM_PF_HINT);
     mm_dot_rows_blocked(a, o0, o1, t0, t1, dot_pair_256);
 }
+
+#ifdef MM_DOT256_Q6_K_ROWS
+/* The AVX2 level's quantized rows: Q4_K, Q5_K and Q6_K with T > 1 in activation
+ * pairs, the rest (and one row) one pair at a time. */
+static void dot_rows_quant_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    if ((a->type == QT_Q4_K || a->type == QT_Q5_K || a->type == QT_Q6_K) && t1 - t0 > 1)
+        dot_rows_paired_256(a, o0, o1, t0, t1);
+    else dot_rows_256(a, o0, o1, t0, t1);
+}
+#endif
 
 #endif
