@@ -4,7 +4,8 @@
  *    types without a GEMM at every T (the rows of a chunk stay in cache while the
  *    activation rows pass), and the blocked GEMM of matmul_avx2_gemm.c for Q8_0,
  *    Q4_0, Q4_K, Q5_K and Q6_K at larger T; Q8_0's panels may be packed ahead, and
- *    the GEMM then serves it at every T (one row included);
+ *    the GEMM then serves it at every T (one row included); the i-quants' GEMM
+ *    (matmul_iq_gemm.c, bit-identical to their dot kernels) from T = 4;
  *  - float weights (F32, F16, BF16): matmul_avx2_float.c's row loop at every T,
  *    over L2-sized blocks of activation rows for prompts (batched == alone); it
  *    takes the GEMM hooks for the planner's chunking and packs nothing.

@@ -11,7 +11,7 @@
  * gives the same float result; the float steps are then done in the same order.
  *
  * Rows unpacked (unpack_row, per superblock, SB bytes): int8 lv[256] (the signed
- * levels, iq_unpack's), int16 m[8][16] (per sub-block, 8 × mul of each half: the
+ * levels, decoded with the dot kernels' gathers; IQ1_M by iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the
  * madd partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an
  * xor), so maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no
  * saturation) and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the
