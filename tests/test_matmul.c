@@ -454,7 +454,8 @@ static void test_iq_gemm_exact(void) {
  * plus a tiny absolute epsilon — far below the quantization error the reference test
  * allows, so a scale, min or offset handled differently by one path shows up. Where
  * one kernel serves both the results must be identical bit for bit: one dot kernel
- * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), or
+ * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), the
+ * i-quants' GEMM (it builds their dot kernel's exact lanes: see test_iq_gemm_exact), or
  * a GEMM over weights packed ahead (AVX-512: Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q6_K, IQ4_XS;
  * AVX2: Q8_0):
  * every row count reads the panels, as the CPU backend's calls do. */
