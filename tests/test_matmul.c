@@ -396,6 +396,57 @@ static void test_large(void) {
     }
 }
 
+/* The i-quants' GEMM (AVX2, AVX-VNNI, AVX-512: T >= 4) builds the dot kernels' exact
+ * integer lanes and does their float steps in the same order, so every row of a batch
+ * equals the row alone (the dot kernel) bit for bit. Shapes around its tiles: odd
+ * superblock counts (the two float accumulators), n_out below and not a multiple of
+ * the weight-row tile, every remainder of the activation-row tile, one thread and two;
+ * each against the reference too. */
+static void test_iq_gemm_exact(void) {
+    static const uint32_t types[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
+    const int64_t n_ins[] = {256, 768}, n_outs[] = {1, 7, 37}, Ts[] = {4, 5, 6, 7, 9};
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
+        for (size_t ii = 0; ii < LLC_ARRAY_LEN(n_ins); ii++)
+            for (size_t oi = 0; oi < LLC_ARRAY_LEN(n_outs); oi++)
+                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+                    const uint32_t type = types[ti];
+                    const int64_t n_in = n_ins[ii], n_out = n_outs[oi], T = Ts[k];
+                    problem p;
+                    float *Yb = malloc(sizeof(float) * (size_t)(n_out * T));
+                    float *Y1 = malloc(sizeof(float) * (size_t)n_out);
+                    if (!Yb || !Y1 || problem_make(&p, type, n_in, n_out, T)) {
+                        CHECK(0);
+                        free(Yb), free(Y1);
+                        continue;
+                    }
+                    for (size_t li = 1; li < LLC_ARRAY_LEN(g_levels); li++) {
+                        if (g_levels[li] > cpu_matmul_max_level()) continue;
+                        cpu_matmul_set_level(g_levels[li]);
+                        problem_check(&p, g_pool2, "iq gemm");
+                        for (int np = 1; np <= 2; np++) {
+                            cpu_pool *pool = np == 1 ? g_pool1 : g_pool2;
+                            CHECK(cpu_matmul(pool, type, problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
+                            int bad = 0;
+                            for (int64_t t = 0; t < T && !bad; t++) {
+                                CHECK(cpu_matmul(pool, type, problem_w(&p), n_in, n_out, p.X + t * n_in, 1, Y1) == 0);
+                                for (int64_t o = 0; o < n_out && !bad; o++)
+                                    if (memcmp(&Yb[t * n_out + o], &Y1[o], 4)) {
+                                        bad = 1;
+                                        CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld threads=%d: row %lld o=%lld "
+                                               "batched %.9g vs single %.9g", cpu_simd_name(), qtype_name(type),
+                                               (long long)n_in, (long long)n_out, (long long)T, np, (long long)t,
+                                               (long long)o, Yb[t * n_out + o], Y1[o]);
+                                    }
+                            }
+                        }
+                    }
+                    cpu_matmul_set_level(cpu_matmul_max_level());
+                    problem_free(&p);
+                    free(Yb);
+                    free(Y1);
+                }
+}
+
 /* A row computed inside a batch (T > 1: the GEMM path where a level has one) and the
  * same row computed alone (T = 1: the one-row path) must agree to float rounding:
  * both use the same int8-quantized activations, so only the order of the f32 sums
@@ -403,7 +454,8 @@ static void test_large(void) {
  * plus a tiny absolute epsilon — far below the quantization error the reference test
  * allows, so a scale, min or offset handled differently by one path shows up. Where
  * one kernel serves both the results must be identical bit for bit: one dot kernel
- * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), or
+ * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), the
+ * i-quants' GEMM (it builds their dot kernel's exact lanes: see test_iq_gemm_exact), or
  * a GEMM over weights packed ahead (AVX-512: Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q6_K, IQ4_XS;
  * AVX2: Q8_0):
  * every row count reads the panels, as the CPU backend's calls do. */
@@ -780,6 +832,7 @@ int main(void) {
     RUN(test_exact_activations);
     RUN(test_large);
     RUN(test_batch_vs_single);
+    RUN(test_iq_gemm_exact);
     RUN(test_threads_bitwise);
     RUN(test_float_row_loop_exact);
     RUN(test_guard_pages);

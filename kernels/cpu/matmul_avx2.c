@@ -4,7 +4,8 @@
  *    types without a GEMM at every T (the rows of a chunk stay in cache while the
  *    activation rows pass), and the blocked GEMM of matmul_avx2_gemm.c for Q8_0,
  *    Q4_0, Q4_K, Q5_K and Q6_K at larger T; Q8_0's panels may be packed ahead, and
- *    the GEMM then serves it at every T (one row included);
+ *    the GEMM then serves it at every T (one row included); the i-quants' GEMM
+ *    (matmul_iq_gemm.c, bit-identical to their dot kernels) from T = 4;
  *  - float weights (F32, F16, BF16): matmul_avx2_float.c's row loop at every T,
  *    over L2-sized blocks of activation rows for prompts (batched == alone); it
  *    takes the GEMM hooks for the planner's chunking and packs nothing.
@@ -28,6 +29,7 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
 #include "kernels/cpu/matmul_dot256.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx2_float.h"
+#include "kernels/cpu/matmul_iq_gemm.h"
 
 void mm_avxvnni_dot_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);
 
@@ -42,27 +44,32 @@ static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     else if (mm_avx_vnni && vnni_dot_type(a->type)) mm_avxvnni_dot_rows(a, o0, o1, t0, t1);
     else dot_rows_quant_256(a, o0, o1, t0, t1);
 }
+/* (the i-quants' GEMM reads the quantized rows in place: one group, nothing packed) */
 static int gemm_rows_avx2(uint32_t type, int64_t T) {
+    if (mm_iq_gemm_type(type)) return mm_iq_gemm_rows(type, T);
     return mm_type_is_float(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
 static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
-    return mm_type_is_float(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+    return mm_type_is_float(type) || mm_iq_gemm_type(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
 static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (mm_type_is_float(type)) *t0 = 0, *t1 = T;
+    if (mm_type_is_float(type) || mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
     else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
+    return mm_type_is_quant(type) && !mm_iq_gemm_type(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
 }
 static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    if (mm_type_is_quant(a->type) && !mm_iq_gemm_type(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
 }
 static size_t gemm_scratch_avx2(const mm_args *a, int64_t rows) {
+    if (mm_iq_gemm_type(a->type)) return mm_iq_gemm_scratch(a, rows);
     return mm_type_is_quant(a->type) ? mm_avx2_gemmq_scratch(a, rows) : 0;
 }
 static void gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
+    else if (mm_iq_gemm_type(a->type) && mm_avx_vnni) mm_iq_gemm_avxvnni(a, o0, o1, scratch);
+    else if (mm_iq_gemm_type(a->type)) mm_iq_gemm_avx2(a, o0, o1, scratch);
     else if (mm_type_is_quant(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/cpu/matmul_avx2_float.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx512_gemm.h"
+#include "kernels/cpu/matmul_iq_gemm.h"
 #include "kernels/cpu/matmul_internal.h"
 
 static inline __m256i dot_u8s8(__m256i u, __m256i s) {
@@ -247,7 +248,7 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_F32:
     case QT_F16:
     case QT_BF16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
-    default: return 0;
+    default: return mm_iq_gemm_rows(type, T); /* the i-quants (matmul_iq_gemm_512.c), else 0 */
     }
 }
 
@@ -261,31 +262,34 @@ static int borrows_avx2(uint32_t type) {
     }
 }
 
+/* (the i-quants' GEMM reads the quantized rows in place: one group, nothing packed) */
 static int64_t gemm_groups(uint32_t type, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);
-    return mm_type_is_float(type) ? 1 : mm_avx512_gemmq_groups(T);
+    return mm_type_is_float(type) || mm_iq_gemm_type(type) ? 1 : mm_avx512_gemmq_groups(T);
 }
 static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
     if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
-    else if (mm_type_is_float(type)) *t0 = 0, *t1 = T;
+    else if (mm_type_is_float(type) || mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
     else mm_avx512_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
     if (borrows_avx2(type)) return mm_avx2_gemmq_xp_bytes(type, n_in, T);
-    return mm_type_is_float(type) ? 0 : mm_avx512_gemmq_xp_bytes(type, n_in, T);
+    return mm_type_is_float(type) || mm_iq_gemm_type(type) ? 0 : mm_avx512_gemmq_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
-    else if (!mm_type_is_float(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
+    else if (!mm_type_is_float(a->type) && !mm_iq_gemm_type(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
 }
 static size_t gemm_scratch(const mm_args *a, int64_t rows) {
     if (borrows_avx2(a->type)) return mm_avx2_gemmq_scratch(a, rows);
+    if (mm_iq_gemm_type(a->type)) return mm_iq_gemm_scratch(a, rows);
     if (a->wp) return 0; /* the panels packed ahead are read in place */
     return mm_type_is_float(a->type) ? 0 : mm_avx512_gemmq_scratch(a->type, a->n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
+    else if (mm_iq_gemm_type(a->type)) mm_iq_gemm_avx512(a, o0, o1, scratch);
     else mm_avx512_gemmq(a, o0, o1, scratch);
 }
 

@@ -128,7 +128,8 @@ static inline int mm_type_is_float(uint32_t type) { return type == QT_F32 || typ
 
 /* Quantized types the AVX-512 blocked GEMM (and its packing ahead) handles (the
  * AVX2 level packs ahead Q8_0 only, and checks the type itself); the
- * others go through the dot kernels at every T. */
+ * others go through the dot kernels at every T, or (the i-quants, T >= 4) through
+ * matmul_iq_gemm.c, which decodes the rows per call. */
 static inline int mm_type_has_gemmq(uint32_t type) {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS ||
            type == QT_Q2_K || type == QT_Q3_K;

@@ -1,0 +1,200 @@
+/* matmul_iq_gemm.c — the i-quants' GEMM (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+ * IQ3_S) for T > 1, identical bit for bit to their dot kernel (matmul_dot256.h,
+ * dot_iq_t), which decodes the grid per activation row; here each weight row is
+ * decoded once per call and every activation row then runs over plain bytes.
+ *
+ * The dot kernel, per 256-superblock i, builds 8 int32 lanes: lane j = Σ over the 8
+ * sub-blocks of mul · Σ lv·q over the sub-block's elements 4j..4j+3 (mul = 2s+1 per
+ * 16 elements: lanes 0-3 and 4-7), converts them to float and adds them with one fma,
+ * scaled by (d · d_x) · 1/div, into accumulator a0 (even i) or a1 (odd i); the row is
+ * hsum8(a0 + a1). The lanes are exact integers, so any exact way to the same lanes
+ * gives the same float result; the float steps are then done in the same order.
+ *
+ * Rows unpacked (unpack_row, per superblock, SB bytes): int8 lv[256] (the signed
+ * levels, decoded with the dot kernels' gathers; IQ1_M by iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the
+ * madd partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an
+ * xor), so maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no
+ * saturation) and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the
+ * same sums at x = 0) takes off after the superblock. Per 32 elements and pair of
+ * rows: maddubs, then madd and add (AVX2) or one vpdpwssd (AVX-VNNI, AVX-512 VNNI).
+ *
+ * A chunk's rows are taken IQ_R at a time (unpacked, then IQ_C activation rows at a
+ * time pass over them, their int sums in registers). This file is compiled three
+ * times: plain AVX2 here, and by matmul_iq_gemm_vnni.c (MM_IQ_AVXVNNI) and
+ * matmul_iq_gemm_512.c (MM_IQ_AVX512), which only change the pair sum and tiles. */
+#if defined(__x86_64__)
+
+#pragma GCC push_options
+#if defined(MM_IQ_AVX512)
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+#define IQ_GEMM mm_iq_gemm_avx512
+#define IQ_R 4 /* weight rows per tile (32 vector registers) */
+#define IQ_C 4 /* activation rows per tile */
+#elif defined(MM_IQ_AVXVNNI)
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#define IQ_GEMM mm_iq_gemm_avxvnni
+#define IQ_R 2
+#define IQ_C 4
+#else
+#pragma GCC target("avx2,fma,f16c")
+#define IQ_GEMM mm_iq_gemm_avx2
+#define IQ_R 2
+#define IQ_C 4
+#endif
+
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_iq_gemm.h"
+
+#define AI static inline __attribute__((always_inline))
+
+enum {
+    SB_LV = 0,     /* int8 lv[256] */
+    SB_M = 256,    /* int16 m[8][16] */
+    SB_CORR = 512, /* int32 corr[8] */
+    SB_D = 544,    /* float d */
+    SB = 576,      /* bytes of one unpacked superblock */
+};
+
+/* acc + Σ of int16 pairs p·m into int32 lanes (exact: no saturation either way) */
+AI __m256i acc_pairs(__m256i acc, __m256i p, __m256i m) {
+#if defined(MM_IQ_AVX512)
+    return _mm256_dpwssd_epi32(acc, p, m);
+#elif defined(MM_IQ_AVXVNNI)
+    return _mm256_dpwssd_avx_epi32(acc, p, m);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, m));
+#endif
+}
+
+static size_t row_bytes(int64_t n_in) { return (size_t)(n_in / QK_K) * SB; }
+
+/* 1/div of the dot kernel's scale */
+static float inv_div_of(uint32_t type) { return type == QT_IQ3_S ? 1.0f : type == QT_IQ3_XXS ? 0.25f : 0.125f; }
+
+#if !defined(MM_IQ_AVX512) && !defined(MM_IQ_AVXVNNI) /* (once, in the plain build) */
+/* From 4 rows: decoding a row costs about one dot-kernel row, and each further
+ * activation row then runs several times faster than the dot kernel's. */
+int mm_iq_gemm_rows(uint32_t type, int64_t T) { return mm_iq_gemm_type(type) && T >= 4 ? 4 : 0; }
+
+size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
+    (void)rows;
+    return 4 * row_bytes(a->n_in) + 64; /* (IQ_R <= 4 rows at a time) */
+}
+#endif
+
+/* One weight row's nsb superblocks → unpacked superblocks at dst (64-byte aligned). */
+static void unpack_row(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
+    const size_t bb = qtype_get(type)->block_bytes;
+    const __m256i x0 = _mm256_set1_epi8((char)0x80);
+    iq_unpacked u;
+    for (int64_t i = 0; i < nsb; i++, src += bb, dst += SB) {
+        iq_unpack(type, src, &u);
+        memcpy(dst + SB_LV, u.lv, QK_K);
+        int16_t *m = (int16_t *)(void *)(dst + SB_M);
+        __m256i corr = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            for (int l = 0; l < 8; l++) m[16 * ib + l] = u.mul[2 * ib], m[16 * ib + 8 + l] = u.mul[2 * ib + 1];
+            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(dst + SB_LV + 32 * ib));
+            const __m256i mv = _mm256_load_si256((const __m256i *)(const void *)(m + 16 * ib));
+            corr = acc_pairs(corr, _mm256_maddubs_epi16(x0, w), mv);
+        }
+        _mm256_store_si256((__m256i *)(void *)(dst + SB_CORR), corr);
+        memcpy(dst + SB_D, &u.d, sizeof u.d);
+    }
+}
+
+static inline float hsum8(__m256 v) { /* (as matmul_dot256.h's: the same order) */
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
+ * for activation rows t0 .. t0 + C - 1. */
+AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
+             float inv_div) {
+    const int64_t nsb = a->n_in / QK_K;
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    mm_xrow xr[IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int c = 0; c < C; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + c) * a->xq_stride, a->n_in);
+    __m256 fa[2][IQ_R][IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) fa[0][r][c] = fa[1][r][c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        __m256i ia[IQ_R][IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++)
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++) ia[r][c] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 2")
+        for (int ib = 0; ib < 8; ib++) {
+            __m256i xv[IQ_C];
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++)
+                xv[c] = _mm256_xor_si256(
+                    _mm256_loadu_si256((const __m256i *)(const void *)(xr[c].q + QK_K * i + 32 * ib)), flip);
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < IQ_R; r++) {
+                const uint8_t *s = wr[r] + (size_t)i * SB;
+                const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
+                const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
+                _Pragma("GCC unroll 8")
+                for (int c = 0; c < C; c++) ia[r][c] = acc_pairs(ia[r][c], _mm256_maddubs_epi16(xv[c], w), m);
+            }
+        }
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++) {
+            const uint8_t *s = wr[r] + (size_t)i * SB;
+            const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(s + SB_CORR));
+            float d;
+            memcpy(&d, s + SB_D, sizeof d);
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++) {
+                const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(ia[r][c], corr));
+                const __m256 sc = _mm256_set1_ps(d * xr[c].d[8 * i] * inv_div);
+                fa[i & 1][r][c] = _mm256_fmadd_ps(v, sc, fa[i & 1][r][c]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++)
+            if (r < nr) a->Y[(t0 + c) * a->n_out + o + r] = hsum8(_mm256_add_ps(fa[0][r][c], fa[1][r][c]));
+}
+
+static void tile_c(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, int C,
+                   float inv_div) {
+    switch (C) {
+    case 1: tile(a, wr, nr, o, t0, 1, inv_div); break;
+    case 2: tile(a, wr, nr, o, t0, 2, inv_div); break;
+    case 3: tile(a, wr, nr, o, t0, 3, inv_div); break;
+    default: tile(a, wr, nr, o, t0, IQ_C, inv_div); break;
+    }
+}
+
+void IQ_GEMM(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
+    const int64_t nsb = a->n_in / QK_K;
+    const size_t rb = row_bytes(a->n_in);
+    const float inv_div = inv_div_of(a->type);
+    uint8_t *buf = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    for (int64_t o = o0; o < o1; o += IQ_R) {
+        const int nr = (int)(o1 - o < IQ_R ? o1 - o : IQ_R);
+        const uint8_t *wr[IQ_R];
+        for (int r = 0; r < IQ_R; r++) {
+            if (r < nr) unpack_row(a->type, a->W + (size_t)(o + r) * a->w_stride, nsb, buf + (size_t)r * rb);
+            wr[r] = buf + (size_t)(r < nr ? r : nr - 1) * rb;
+        }
+        for (int64_t t = 0; t < a->T; t += IQ_C)
+            tile_c(a, wr, nr, o, t, (int)(a->T - t < IQ_C ? a->T - t : IQ_C), inv_div);
+    }
+}
+
+#pragma GCC pop_options
+
+#endif
