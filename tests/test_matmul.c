@@ -23,6 +23,7 @@
 #include "kernels/common.h"
 #include "kernels/quant.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_internal.h" /* mm_avx_vnni, for test_avx_vnni_same */
 #include "kernels/cpu/pool.h"
 #include "tests/test.h"
 
@@ -608,6 +609,41 @@ static void test_threads_bitwise(void) {
     }
 }
 
+/* The AVX2 level's GEMM with AVX-VNNI (vpdpbusd; IQ4_NL, IQ4_XS and MXFP4 then keep
+ * their nibbles and add level + 128 from -128·Σq) gives the same bits as without it
+ * (maddubs; the level types widened to int16): the integer block sums are exact and
+ * the float operations around them the same. T = 9 and 40 (the GEMM, one group and
+ * several), n_in above one K-slice. Skipped where the CPU has no AVX-VNNI. */
+static void test_avx_vnni_same(void) {
+    if (cpu_matmul_max_level() < CPU_SIMD_AVX2 || !mm_avx_vnni) {
+        printf("     (no AVX-VNNI: skipped)\n");
+        return;
+    }
+    const uint32_t types[] = {QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K, QT_Q3_K};
+    const int64_t Ts[] = {9, 40};
+    cpu_matmul_set_level(CPU_SIMD_AVX2);
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
+        for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+            const uint32_t type = types[ti];
+            const int64_t n_in = 2560, n_out = 43, T = Ts[k];
+            problem p;
+            const size_t ny = (size_t)(n_out * T);
+            float *yv = malloc(ny * sizeof(float)), *yn = malloc(ny * sizeof(float));
+            if (problem_make(&p, type, n_in, n_out, T) == 0 && yv && yn) {
+                CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, yv) == 0);
+                mm_avx_vnni = 0;
+                CHECK(cpu_matmul(g_pool2, type, problem_w(&p), n_in, n_out, p.X, T, yn) == 0);
+                mm_avx_vnni = 1;
+                CHECKF(memcmp(yv, yn, ny * sizeof(float)) == 0, "avx2 %s T=%lld: AVX-VNNI and maddubs differ",
+                       qtype_name(type), (long long)T);
+            }
+            free(yv);
+            free(yn);
+            problem_free(&p);
+        }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+}
+
 static void test_errors(void) {
     float X[64] = {0}, Y[4] = {0};
     uint8_t W[1024] = {0};
@@ -834,6 +870,7 @@ int main(void) {
     RUN(test_batch_vs_single);
     RUN(test_iq_gemm_exact);
     RUN(test_threads_bitwise);
+    RUN(test_avx_vnni_same);
     RUN(test_float_row_loop_exact);
     RUN(test_guard_pages);
     RUN(test_nonfinite);

@@ -40,7 +40,6 @@ static cpu_simd_level detect_level(void) {
 }
 
 size_t mm_pf_dist = 4096;
-int mm_avx_vnni;
 
 /* AVX-VNNI (vpdpbusd on ymm, VEX): cpuid leaf 7 subleaf 1, eax bit 4, with AVX2
  * (whose state the OS saves); LLC_AVXVNNI=0 keeps the maddubs path (to compare) */

@@ -3,7 +3,9 @@
  * of maddubs, an int16 add and a madd per 8 × 4 products. Same panels, activations
  * and exact integer sums, so the same results; matmul_avx2.c calls it (through
  * mm_avx2_gemmq_any) where cpuid reports AVX-VNNI (mm_avx_vnni). Only the driver
- * is used from here; the rest keeps the AVX2 build's. */
+ * (with kern_nib, the nibble kernel of IQ4_NL, IQ4_XS and MXFP4 that only this build
+ * has) is used from here; the rest keeps the AVX2 build's, which reads mm_avx_vnni
+ * to pack those types' panels and activations for it. */
 #if defined(__x86_64__)
 #define MM_AVX2_VNNI 1
 #define mm_avx2_gemmq_rows mm_avxvnni_gemmq_rows_

@@ -216,8 +216,9 @@ extern const mm_impl mm_impl_scalar;
  * the SIMD level is first asked for, from the CPU's vendor (AMD: 0, the hardware
  * prefetcher alone; others: 4096), or from LLC_PREFETCH (bytes, 0-65536). */
 extern size_t mm_pf_dist;
-/* Whether the CPU has AVX-VNNI (set with the level): the AVX2 GEMM's integer sums
- * then take vpdpbusd (matmul_avxvnni_gemm.c), with identical results. */
+/* Whether the CPU has AVX-VNNI (set with the level; defined in matmul_avx2_gemm.c):
+ * the AVX2 GEMM's integer sums then take vpdpbusd (matmul_avxvnni_gemm.c), and
+ * IQ4_NL, IQ4_XS, MXFP4 its nibble panels, with identical results. */
 extern int mm_avx_vnni;
 
 #if defined(__x86_64__)
