@@ -7,7 +7,8 @@
  *    the GEMM then serves it at every T (one row included);
  *  - float weights (F32, F16, BF16): matmul_avx2_float.c's row loop at every T,
  *    over L2-sized blocks of activation rows for prompts (batched == alone); it
- *    takes the GEMM hooks for the planner's chunking and packs nothing.
+ *    takes the GEMM hooks for the planner's chunking, and packs only BF16's
+ *    activations (rounded to bf16, as every level multiplies BF16 weights).
  * Compiled for AVX2 by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
@@ -41,17 +42,18 @@ static int gemm_rows_avx2(uint32_t type, int64_t T) {
     return mm_type_is_float(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
 static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
-    return mm_type_is_float(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+    return mm_type_is_float(type) ? mm_avx2_dotf_groups(type, T) : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
 static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (mm_type_is_float(type)) *t0 = 0, *t1 = T;
+    if (mm_type_is_float(type)) mm_avx2_dotf_group(type, T, g, t0, t1);
     else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
-    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : mm_avx2_dotf_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
     if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    else mm_avx2_dotf_pack_x(a, g, xp);
 }
 static size_t gemm_scratch_avx2(const mm_args *a, int64_t rows) {
     return mm_type_is_quant(a->type) ? mm_avx2_gemmq_scratch(a, rows) : 0;
