@@ -8,8 +8,9 @@
  * the end of an mmapped GGUF file may be), and NaN/inf activations propagate;
  * cpu_matmul_multi equals separate calls bit for bit (test_multi).
  *
- * Tolerances. The reference uses the exact activations x; the kernels use them
- * exactly for float weights, and quantized to int8 per 32-element block for the
+ * Tolerances. The reference uses the exact activations x (for BF16 weights x rounded
+ * to bf16, as every level and ggml multiply them); the kernels use them so for float
+ * weights, and quantized to int8 per 32-element block for the
  * quantized types (x̂ = d_b·q, d_b = max|x| / 127 over the block, |x - x̂| ≤ d_b/2,
  * rounding error close to uniform on ±d_b/2 and independent across elements). The
  * error of one output is then Σ w_i (x_i - x̂_i), a sum of independent terms with

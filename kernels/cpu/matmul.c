@@ -40,6 +40,7 @@ static cpu_simd_level detect_level(void) {
 }
 
 size_t mm_pf_dist = 4096;
+int mm_avx512_bf16;
 
 /* AVX-VNNI (vpdpbusd on ymm, VEX): cpuid leaf 7 subleaf 1, eax bit 4, with AVX2
  * (whose state the OS saves); LLC_AVXVNNI=0 keeps the maddubs path (to compare) */
@@ -52,6 +53,23 @@ static int detect_avx_vnni(void) {
     if (a < 7) return 0;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
     return (a >> 4 & 1) && __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+/* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16): cpuid leaf 7 subleaf 1, eax bit 5; used by
+ * the AVX-512 level only (so LLC_SIMD=avx2 never runs it); LLC_AVX512BF16=0 keeps
+ * the f32 row loop there (to compare, and to test that path on such CPUs). */
+static int detect_avx512_bf16(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *env = getenv("LLC_AVX512BF16");
+    if (env && !strcmp(env, "0")) return 0;
+    unsigned a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    if (a < 7) return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
+    return a >> 5 & 1;
 #else
     return 0;
 #endif
@@ -81,6 +99,7 @@ static void level_init(void) {
     g_max_level = detect_level();
     g_level = g_max_level;
     mm_avx_vnni = g_max_level >= CPU_SIMD_AVX2 && detect_avx_vnni();
+    mm_avx512_bf16 = g_max_level >= CPU_SIMD_AVX512 && detect_avx512_bf16();
     const char *env = getenv("LLC_SIMD");
     if (env && *env) {
         cpu_simd_level want = g_max_level;
@@ -548,7 +567,11 @@ int cpu_matmul_ref(uint32_t type, const void *W, int64_t n_in, int64_t n_out, co
         for (int64_t t = 0; t < T; t++) {
             const float *x = X + t * n_in;
             double s = 0;
-            for (int64_t i = 0; i < n_in; i++) s += (double)row[i] * (double)x[i];
+            /* BF16 weights multiply activations rounded to bf16 at every level (as ggml) */
+            if (type == QT_BF16)
+                for (int64_t i = 0; i < n_in; i++) s += (double)row[i] * (double)bf16_to_f32(f32_to_bf16(x[i]));
+            else
+                for (int64_t i = 0; i < n_in; i++) s += (double)row[i] * (double)x[i];
             Y[t * n_out + o] = (float)s;
         }
     }

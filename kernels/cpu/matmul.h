@@ -85,7 +85,8 @@ int cpu_matmul_multi(cpu_pool *pool, const cpu_matmul_w *w, int n, const float *
                      float *const *Y);
 
 /* Scalar reference: dequantizes each row with dequantize_row and takes the dot product
- * with exact X in double precision. Slow; used by the tests. */
+ * with exact X in double precision (for BF16 weights, X rounded to bf16, as every
+ * level and ggml multiply them). Slow; used by the tests. */
 int cpu_matmul_ref(uint32_t type, const void *W, int64_t n_in, int64_t n_out, const float *X,
                    int64_t T, float *Y);
 

@@ -8,7 +8,8 @@
  *    (matmul_iq_gemm.c, bit-identical to their dot kernels) from T = 4;
  *  - float weights (F32, F16, BF16): matmul_avx2_float.c's row loop at every T,
  *    over L2-sized blocks of activation rows for prompts (batched == alone); it
- *    takes the GEMM hooks for the planner's chunking and packs nothing.
+ *    takes the GEMM hooks for the planner's chunking, and packs only BF16's
+ *    activations (rounded to bf16, as every level multiplies BF16 weights).
  * Compiled for AVX2 by a target pragma; only called after cpuid says so. */
 #if defined(__x86_64__)
 
@@ -50,17 +51,23 @@ static int gemm_rows_avx2(uint32_t type, int64_t T) {
     return mm_type_is_float(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
 static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
-    return mm_type_is_float(type) || mm_iq_gemm_type(type) ? 1 : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
+    return mm_type_is_float(type)  ? mm_avx2_dotf_groups(type, T)
+           : mm_iq_gemm_type(type) ? 1
+           : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
 static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (mm_type_is_float(type) || mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
+    if (mm_type_is_float(type)) mm_avx2_dotf_group(type, T, g, t0, t1);
+    else if (mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
     else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
-    return mm_type_is_quant(type) && !mm_iq_gemm_type(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : 0;
+    if (mm_iq_gemm_type(type)) return 0; /* (read in place) */
+    return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : mm_avx2_dotf_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (mm_type_is_quant(a->type) && !mm_iq_gemm_type(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    if (mm_iq_gemm_type(a->type)) return;
+    if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    else mm_avx2_dotf_pack_x(a, g, xp);
 }
 static size_t gemm_scratch_avx2(const mm_args *a, int64_t rows) {
     if (mm_iq_gemm_type(a->type)) return mm_iq_gemm_scratch(a, rows);

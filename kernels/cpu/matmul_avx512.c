@@ -3,7 +3,8 @@
  * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
  * blocked GEMM of matmul_avx512_gemm.c for quantized T > 1 (at every T over weights
  * packed ahead); float weights borrow the AVX2 row loop (matmul_avx2_float.c) at every
- * T. Compiled for AVX-512 by a target pragma; only called after cpuid says so.
+ * T, except BF16 on CPUs with AVX512_BF16 (vdpbf16ps: matmul_avx512_bf16.c).
+ * Compiled for AVX-512 by a target pragma; only called after cpuid says so.
  * Never uses AMX. */
 #if defined(__x86_64__)
 
@@ -14,6 +15,7 @@
 
 #include "kernels/cpu/matmul_avx2_float.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
+#include "kernels/cpu/matmul_avx512_bf16.h"
 #include "kernels/cpu/matmul_avx512_gemm.h"
 #include "kernels/cpu/matmul_iq_gemm.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -209,6 +211,10 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
  * tiles, at every T: see gemm_rows), the multi-row kernel for Q8_0 with a few rows,
  * else the 256-bit dot kernels. */
 static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    if (a->type == QT_BF16 && mm_avx512_bf16) {
+        mm_avx512_bf16_rows(a, o0, o1, t0, t1);
+        return;
+    }
     if (mm_type_is_float(a->type)) {
         mm_avx2_dotf_rows(a, o0, o1, t0, t1);
         return;
@@ -245,9 +251,10 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q5_K:
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
         return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
+    case QT_BF16: if (mm_avx512_bf16) return mm_avx512_bf16_batch_rows(T); /* activations packed as bf16 */
+        /* fall through */
     case QT_F32:
-    case QT_F16:
-    case QT_BF16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
+    case QT_F16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
     default: return mm_iq_gemm_rows(type, T); /* the i-quants (matmul_iq_gemm_512.c), else 0 */
     }
 }
@@ -262,23 +269,35 @@ static int borrows_avx2(uint32_t type) {
     }
 }
 
-/* (the i-quants' GEMM reads the quantized rows in place: one group, nothing packed) */
+/* BF16 weights through vdpbf16ps: the activations packed (rounded to bf16);
+ * the i-quants' GEMM reads the quantized rows in place: one group, nothing packed */
+static int bf16_dp(uint32_t type) { return type == QT_BF16 && mm_avx512_bf16; }
+
 static int64_t gemm_groups(uint32_t type, int64_t T) {
+    if (bf16_dp(type)) return mm_avx512_bf16_groups(T);
     if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);
-    return mm_type_is_float(type) || mm_iq_gemm_type(type) ? 1 : mm_avx512_gemmq_groups(T);
+    if (mm_iq_gemm_type(type)) return 1;
+    return mm_type_is_float(type) ? mm_avx2_dotf_groups(type, T) : mm_avx512_gemmq_groups(T);
 }
 static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
-    else if (mm_type_is_float(type) || mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
+    if (bf16_dp(type)) mm_avx512_bf16_group(T, g, t0, t1);
+    else if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
+    else if (mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
+    else if (mm_type_is_float(type)) mm_avx2_dotf_group(type, T, g, t0, t1);
     else mm_avx512_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
+    if (bf16_dp(type)) return mm_avx512_bf16_xp_bytes(n_in, T);
     if (borrows_avx2(type)) return mm_avx2_gemmq_xp_bytes(type, n_in, T);
-    return mm_type_is_float(type) || mm_iq_gemm_type(type) ? 0 : mm_avx512_gemmq_xp_bytes(type, n_in, T);
+    if (mm_iq_gemm_type(type)) return 0;
+    return mm_type_is_float(type) ? mm_avx2_dotf_xp_bytes(type, n_in, T) : mm_avx512_gemmq_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
-    else if (!mm_type_is_float(a->type) && !mm_iq_gemm_type(a->type)) mm_avx512_gemmq_pack_x(a, g, xp);
+    if (bf16_dp(a->type)) mm_avx512_bf16_pack_x(a, g, xp);
+    else if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    else if (mm_iq_gemm_type(a->type)) return;
+    else if (mm_type_is_float(a->type)) mm_avx2_dotf_pack_x(a, g, xp);
+    else mm_avx512_gemmq_pack_x(a, g, xp);
 }
 static size_t gemm_scratch(const mm_args *a, int64_t rows) {
     if (borrows_avx2(a->type)) return mm_avx2_gemmq_scratch(a, rows);
@@ -287,7 +306,8 @@ static size_t gemm_scratch(const mm_args *a, int64_t rows) {
     return mm_type_is_float(a->type) ? 0 : mm_avx512_gemmq_scratch(a->type, a->n_in, rows);
 }
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
-    if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
+    if (bf16_dp(a->type)) mm_avx512_bf16_batch(a, o0, o1);
+    else if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else if (mm_iq_gemm_type(a->type)) mm_iq_gemm_avx512(a, o0, o1, scratch);
     else mm_avx512_gemmq(a, o0, o1, scratch);

@@ -220,6 +220,10 @@ extern size_t mm_pf_dist;
  * the AVX2 GEMM's integer sums then take vpdpbusd (matmul_avxvnni_gemm.c), and
  * IQ4_NL, IQ4_XS, MXFP4 its nibble panels, with identical results. */
 extern int mm_avx_vnni;
+/* Whether the CPU has AVX512_BF16 (set with the level, only where the AVX-512 level
+ * is available): the AVX-512 level then multiplies BF16 weights with vdpbf16ps
+ * (matmul_avx512_bf16.c). */
+extern int mm_avx512_bf16;
 
 #if defined(__x86_64__)
 extern const mm_impl mm_impl_avx2;

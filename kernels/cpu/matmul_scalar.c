@@ -63,9 +63,12 @@ static float dot_f16(const uint8_t *w, const float *x, int64_t n) {
     return s;
 }
 
+/* the activations rounded to bf16, as at every level (and in ggml: BF16 weights'
+ * vec_dot_type is BF16), so each product is exact and the SIMD levels differ from
+ * this only by the order of the f32 sums */
 static float dot_bf16(const uint8_t *w, const float *x, int64_t n) {
     float s = 0;
-    for (int64_t i = 0; i < n; i++) s += bf16_to_f32(mm_rd16(w + 2 * i)) * x[i];
+    for (int64_t i = 0; i < n; i++) s += bf16_to_f32(mm_rd16(w + 2 * i)) * bf16_to_f32(f32_to_bf16(x[i]));
     return s;
 }
 

@@ -1,0 +1,198 @@
+/* matmul_avx512_bf16.c — BF16 weights at the AVX-512 level on CPUs with AVX512_BF16
+ * (mm_avx512_bf16): vdpbf16ps products of the weights, read in place, with the
+ * activations rounded to bf16, accumulated in f32.
+ *
+ * Numerics. Every level rounds the activations to bf16 (round to nearest even) for
+ * BF16 weights, as ggml does (its BF16 vec_dot_type): the products w·x are then exact
+ * in f32, and only the order of the f32 sums differs between levels. Here one output
+ * has one zmm accumulator; lane j takes, per 32 elements, the pair (2j, 2j+1) in one
+ * vdpbf16ps, in increasing K; a tail below 32 is a masked step with zeros past n_in;
+ * the 16 lanes are then summed by _mm512_reduce_add_ps. That order depends on n_in
+ * alone, so a row inside a batch equals the row alone bit for bit.
+ *
+ * Two ways in, one arithmetic:
+ *  - few rows (dot_rows: decode, T < BATCH_MIN_T): the f32 activations are rounded as
+ *    they are loaded (vcvtne2ps2bf16), 4 weight rows × up to 4 activation rows;
+ *  - batches (the planner's GEMM path): the activation rows are rounded once into
+ *    a packed buffer (rows of n_in rounded up to 32, zero-padded; packed in groups of
+ *    PACK_ROWS rows on all threads), then 4 × 6 register tiles (24 accumulators)
+ *    pass over blocks of activation rows that fit L2 while a tile's weight rows sit
+ *    in L1 — the shape of matmul_avx2_float.c's row loop, at 32 products per
+ *    instruction instead of 8.
+ * Compiled for AVX-512 + AVX512_BF16 by a target pragma; only called after cpuid
+ * says so (mm_avx512_bf16). */
+#if defined(__x86_64__)
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
+
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_avx512_bf16.h"
+
+#define MM_AI static inline __attribute__((always_inline))
+
+enum {
+    BATCH_MIN_T = 8,       /* from this batch size on, the packed batch path */
+    TILE_W = 4,            /* weight rows per tile */
+    TILE_X_FEW = 4,        /* activation rows per tile, rounded as loaded */
+    TILE_X = 6,            /* activation rows per tile, packed */
+    PACK_ROWS = 16,        /* activation rows per packing group */
+    X_BLOCK_BYTES = 262144, /* packed activations per block of rows (in L2) */
+    PF_DIST = 4096,        /* bytes ahead to prefetch, at least */
+};
+
+static int64_t k_padded(int64_t n) { return (n + 31) & ~(int64_t)31; }
+
+/* ---- the one arithmetic ------------------------------------------------------------ */
+
+/* 32 activations from f32 x[k..], rounded to bf16; lanes at or past `left` are 0 */
+MM_AI __m512bh x_round32(const float *x, int64_t left) {
+    if (left >= 32) return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 16), _mm512_loadu_ps(x));
+    const __m512 lo = _mm512_maskz_loadu_ps(left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1), x);
+    const __m512 hi = left > 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (left - 16)) - 1), x + 16)
+                                : _mm512_setzero_ps();
+    return _mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* 32 weights from p; lanes at or past `left` are 0 */
+MM_AI __m512bh w_load32(const uint8_t *p, int64_t left) {
+    if (left >= 32) return (__m512bh)_mm512_loadu_si512(p);
+    return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << left) - 1), p);
+}
+
+/* One step of 32 elements for an R × C tile; the C activation vectors come from
+ * LOADX(c) (each loaded once, used for every weight row). */
+#define TILE_STEP(R, C, left, LOADX)                                                       \
+    do {                                                                                   \
+        __m512bh wv_[TILE_W];                                                              \
+        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) wv_[r_] = w_load32(w[r_] + 2 * k, left); \
+        _Pragma("GCC unroll 6") for (int c_ = 0; c_ < (C); c_++) {                          \
+            const __m512bh xv_ = LOADX(c_);                                                \
+            _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                       \
+                acc[r_][c_] = _mm512_dpbf16_ps(acc[r_][c_], wv_[r_], xv_);                \
+        }                                                                                  \
+    } while (0)
+
+/* Y for weight rows o..o+R-1 × activation rows t..t+C-1 over the whole of K: from
+ * the packed bf16 rows xp (kpad apart) when `packed`, else from a->X, rounded. */
+MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int packed, int64_t o, int64_t t,
+                const int R, const int C) {
+    const int64_t n = a->n_in, n32 = n & ~(int64_t)31;
+    const uint8_t *w[TILE_W];
+    const float *xf[TILE_X];
+    const uint16_t *xb[TILE_X];
+    __m512 acc[TILE_W][TILE_X];
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+        w[r] = a->W + (size_t)(o + r) * a->w_stride;
+        _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
+    }
+    _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) {
+        xf[c] = a->X + (t + c) * n;
+        xb[c] = packed ? xp + (t + c) * kpad : NULL;
+    }
+    /* each row prefetches the same place a whole number of tiles on (see
+     * matmul_avx2_float.c's kern_direct) */
+    const size_t tile_bytes = a->w_stride * (size_t)R, pf = tile_bytes * ((PF_DIST + tile_bytes - 1) / tile_bytes);
+#define LX(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, 32))
+#define LX_TAIL(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, n - k))
+    int64_t k = 0;
+    for (; k < n32; k += 32) {
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
+        TILE_STEP(R, C, 32, LX);
+    }
+    if (k < n) TILE_STEP(R, C, n - k, LX_TAIL);
+#undef LX
+#undef LX_TAIL
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 6") for (int c = 0; c < C; c++)
+            a->Y[(t + c) * a->n_out + o + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+/* An R-row tile against activation rows t.., `left` of them remaining: as many as
+ * the tile takes (each width its own constant-shaped kernel). */
+MM_AI void kern_few(const mm_args *a, int64_t o, int64_t t, const int R, int64_t left) {
+    switch (left) {
+    case 1: kern(a, NULL, 0, 0, o, t, R, 1); break;
+    case 2: kern(a, NULL, 0, 0, o, t, R, 2); break;
+    case 3: kern(a, NULL, 0, 0, o, t, R, 3); break;
+    default: kern(a, NULL, 0, 0, o, t, R, 4); break;
+    }
+}
+
+MM_AI void kern_packed(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o, int64_t t, const int R,
+                       int64_t left) {
+    switch (left) {
+    case 1: kern(a, xp, kpad, 1, o, t, R, 1); break;
+    case 2: kern(a, xp, kpad, 1, o, t, R, 2); break;
+    case 3: kern(a, xp, kpad, 1, o, t, R, 3); break;
+    case 4: kern(a, xp, kpad, 1, o, t, R, 4); break;
+    case 5: kern(a, xp, kpad, 1, o, t, R, 5); break;
+    default: kern(a, xp, kpad, 1, o, t, R, 6); break;
+    }
+}
+
+/* start the stream: the kernels prefetch from a tile's rows on */
+static void prefetch_lead(const mm_args *a, int64_t o0, int64_t o1) {
+    const size_t lead = a->w_stride * TILE_W > PF_DIST ? a->w_stride * TILE_W : PF_DIST;
+    if (o1 > o0)
+        for (size_t l = 0; l < lead && l < (size_t)(o1 - o0) * a->w_stride; l += 64)
+            _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, _MM_HINT_T1);
+}
+
+/* ---- few rows: rounded as loaded ------------------------------------------------- */
+
+void mm_avx512_bf16_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    prefetch_lead(a, o0, o1);
+    int64_t o = o0;
+    for (; o + TILE_W <= o1; o += TILE_W)
+        for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_few(a, o, t, TILE_W, t1 - t);
+    for (; o < o1; o++)
+        for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_few(a, o, t, 1, t1 - t);
+}
+
+/* ---- batches: packed activations --------------------------------------------------- */
+
+int mm_avx512_bf16_batch_rows(int64_t T) { return T >= BATCH_MIN_T ? TILE_W : 0; }
+
+int64_t mm_avx512_bf16_groups(int64_t T) { return (T + PACK_ROWS - 1) / PACK_ROWS; }
+
+void mm_avx512_bf16_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    *t0 = g * PACK_ROWS;
+    *t1 = *t0 + PACK_ROWS < T ? *t0 + PACK_ROWS : T;
+}
+
+size_t mm_avx512_bf16_xp_bytes(int64_t n_in, int64_t T) { return (size_t)(k_padded(n_in) * T) * 2; }
+
+void mm_avx512_bf16_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
+    const int64_t n = a->n_in, kpad = k_padded(n);
+    int64_t t0, t1;
+    mm_avx512_bf16_group(a->T, g, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const float *x = a->X + t * n;
+        uint16_t *dst = (uint16_t *)(void *)xp + t * kpad;
+        for (int64_t k = 0; k < kpad; k += 32) _mm512_storeu_si512(dst + k, (__m512i)x_round32(x + k, n - k));
+    }
+}
+
+static void batch_block(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o0, int64_t o1, int64_t t0,
+                        int64_t t1) {
+    int64_t o = o0;
+    for (; o + TILE_W <= o1; o += TILE_W)
+        for (int64_t t = t0; t < t1; t += TILE_X) kern_packed(a, xp, kpad, o, t, TILE_W, t1 - t);
+    for (; o < o1; o++)
+        for (int64_t t = t0; t < t1; t += TILE_X) kern_packed(a, xp, kpad, o, t, 1, t1 - t);
+}
+
+void mm_avx512_bf16_batch(const mm_args *a, int64_t o0, int64_t o1) {
+    const int64_t kpad = k_padded(a->n_in);
+    int64_t tb = X_BLOCK_BYTES / (2 * kpad);
+    tb = tb < TILE_X ? TILE_X : tb / TILE_X * TILE_X; /* whole tiles */
+    prefetch_lead(a, o0, o1);
+    const uint16_t *xp = (const uint16_t *)(const void *)a->xp;
+    for (int64_t t = 0; t < a->T; t += tb) batch_block(a, xp, kpad, o0, o1, t, t + tb < a->T ? t + tb : a->T);
+}
+
+#pragma GCC pop_options
+
+#endif
