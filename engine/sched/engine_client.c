@@ -28,15 +28,16 @@ static void enqueue(engine_client *c, ev_node *n) {
     (void)w;
 }
 
-void eng_client_push(engine_client *c, const engine_event *ev) {
+bool eng_client_push(engine_client *c, const engine_event *ev) {
     ev_node *n = llc_fault_event_fails() ? NULL : malloc(sizeof *n);
     if (!n) { /* out of memory: this event is lost, the engine goes on */
         free(ev->text);
         free(ev->embedding);
-        return;
+        return false;
     }
     n->ev = *ev;
     enqueue(c, n);
+    return true;
 }
 
 void eng_client_push_done(request *r, const engine_event *ev) {

@@ -187,8 +187,9 @@ struct engine {
 
 /* engine_client.c */
 /* Appends a copy of ev to c's queue and wakes its fd (the queue owns ev.text and
- * ev.embedding). Out of memory, the event is dropped and what it owned freed. */
-void eng_client_push(engine_client *c, const engine_event *ev);
+ * ev.embedding). Out of memory, the event is dropped and what it owned freed:
+ * false (a sample whose token was dropped ends with an error, eng_emit_token). */
+bool eng_client_push(engine_client *c, const engine_event *ev);
 /* Pushes a sample's EV_DONE through the node its request reserved at submit
  * (eng_request_reserve_done), so the one EV_DONE per sample arrives even when
  * memory runs out and other events are dropped. */

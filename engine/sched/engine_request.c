@@ -411,8 +411,12 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     bool stopped = rc == 1;
     engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = s->index, .token = tok,
                        .text = text, .text_len = text ? len : 0, .lp = *res};
-    if (!r->client->closed) eng_client_push(r->client, &ev);
-    else free(text);
+    if (r->client->closed) {
+        free(text);
+    } else if (!eng_client_push(r->client, &ev)) { /* the token is lost: the answer ends here, failed */
+        eng_seq_error(e, s, "out of memory: the answer's text could not be kept");
+        return true;
+    }
     if (stopped || at_end) {
         eng_seq_finish(e, s, stopped || grammar_done ? FINISH_STOP : FINISH_LENGTH);
         return true;
