@@ -644,6 +644,38 @@ AI void madd_into(__m256i *acc, __m256i w, __m256i x) {
     __asm__("vpmaddwd %2, %3, %1\n\tvpaddd %1, %0, %0" : "+x"(*acc), "=&x"(p) : "x"(w), "x"(x));
 }
 
+/* The float sums of the two-panel kernels (kern_q8_0, kern_nib), on the stack:
+ * acc[t][h] holds row t's outputs of panel h (np panels; the second's outputs at
+ * y + 8, masked by mv). */
+AI void pair_acc_load(float acc[][2][8], const int np, const int rx, const float *y, int64_t ys, __m256i m, __m256i mv,
+                      int accum) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < rx; t++) {
+        _mm256_store_ps(acc[t][0], accum ? _mm256_maskload_ps(y + t * ys, m) : _mm256_setzero_ps());
+        if (np == 2) _mm256_store_ps(acc[t][1], accum ? _mm256_maskload_ps(y + t * ys + 8, mv) : _mm256_setzero_ps());
+    }
+}
+/* acc[t][h] += ia[t][h] · row t's scale xd[t] · the panel's 8 block scales at sh (h 0) or sv (h 1) */
+AI void pair_acc_fold(float acc[][2][8], __m256i ia[][2], const int np, const int rx, const uint8_t *sh,
+                      const uint8_t *sv, const float *xd) {
+    _Pragma("GCC unroll 2")
+    for (int h = 0; h < np; h++) {
+        const __m256 s = _mm256_load_ps((const float *)(const void *)(h ? sv : sh));
+        _Pragma("GCC unroll 8")
+        for (int t = 0; t < rx; t++) {
+            const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(ia[t][h]), _mm256_set1_ps(xd[t]));
+            _mm256_store_ps(acc[t][h], _mm256_fmadd_ps(f, s, _mm256_load_ps(acc[t][h])));
+        }
+    }
+}
+AI void pair_acc_store(float acc[][2][8], const int np, const int rx, float *y, int64_t ys, __m256i m, __m256i mv) {
+    _Pragma("GCC unroll 8")
+    for (int t = 0; t < rx; t++) {
+        _mm256_maskstore_ps(y + t * ys, m, _mm256_load_ps(acc[t][0]));
+        if (np == 2) _mm256_maskstore_ps(y + t * ys + 8, mv, _mm256_load_ps(acc[t][1]));
+    }
+}
+
 /* Q8_0 over one panel (np = 1) or two (np = 2, 16 outputs; pv the second): each
  * activation broadcast then serves two weight vectors, and the broadcasts, not the
  * multiplies, bound the one-panel loop. The float sums live in acc on the stack (with
@@ -653,11 +685,7 @@ AI void kern_q8_0(const uint8_t *pw, const uint8_t *pv, const int np, const uint
                   float *y, int64_t ys, __m256i m, __m256i mv, int accum) {
     const size_t xbs = x_blk_bytes(QT_Q8_0, 1);
     float acc[RXMAX][2][8] __attribute__((aligned(32)));
-    _Pragma("GCC unroll 8")
-    for (int t = 0; t < rx; t++) {
-        _mm256_store_ps(acc[t][0], accum ? _mm256_maskload_ps(y + t * ys, m) : _mm256_setzero_ps());
-        if (np == 2) _mm256_store_ps(acc[t][1], accum ? _mm256_maskload_ps(y + t * ys + 8, mv) : _mm256_setzero_ps());
-    }
+    pair_acc_load(acc, np, rx, y, ys, m, mv, accum);
     for (int64_t b = 0; b < nu; b++, pw += 544, pv += 544, px += xbs) {
         const int32_t *xi = (const int32_t *)(const void *)px;
         const float *xd = (const float *)(const void *)(px + 16 * XP * 4);
@@ -675,21 +703,9 @@ AI void kern_q8_0(const uint8_t *pw, const uint8_t *pv, const int np, const uint
                 if (np == 2) madd_into(&ia[t][1], v, x);
             }
         }
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < np; h++) {
-            const __m256 s = _mm256_load_ps((const float *)(const void *)((h ? pv : pw) + 512));
-            _Pragma("GCC unroll 8")
-            for (int t = 0; t < rx; t++) {
-                const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(ia[t][h]), _mm256_set1_ps(xd[t]));
-                _mm256_store_ps(acc[t][h], _mm256_fmadd_ps(f, s, _mm256_load_ps(acc[t][h])));
-            }
-        }
+        pair_acc_fold(acc, ia, np, rx, pw + 512, pv + 512, xd);
     }
-    _Pragma("GCC unroll 8")
-    for (int t = 0; t < rx; t++) {
-        _mm256_maskstore_ps(y + t * ys, m, _mm256_load_ps(acc[t][0]));
-        if (np == 2) _mm256_maskstore_ps(y + t * ys + 8, mv, _mm256_load_ps(acc[t][1]));
-    }
+    pair_acc_store(acc, np, rx, y, ys, m, mv);
 }
 
 #define Q8_0_RX(R) \
@@ -723,11 +739,7 @@ AI void kern_nib(const uint8_t *pw, const uint8_t *pv, const int np, const uint8
     const size_t xbs = x_blk_bytes(QT_IQ4_NL, 0);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     float acc[RXMAX][2][8] __attribute__((aligned(32)));
-    _Pragma("GCC unroll 8")
-    for (int t = 0; t < rx; t++) {
-        _mm256_store_ps(acc[t][0], accum ? _mm256_maskload_ps(y + t * ys, m) : _mm256_setzero_ps());
-        if (np == 2) _mm256_store_ps(acc[t][1], accum ? _mm256_maskload_ps(y + t * ys + 8, mv) : _mm256_setzero_ps());
-    }
+    pair_acc_load(acc, np, rx, y, ys, m, mv, accum);
     for (int64_t b = 0; b < nu; b++, pw += 160, pv += 160, px += xbs) {
         const int32_t *xi = (const int32_t *)(const void *)px;
         const float *xd = (const float *)(const void *)(px + 8 * XP * 4);
@@ -745,21 +757,9 @@ AI void kern_nib(const uint8_t *pw, const uint8_t *pv, const int np, const uint8
                 nib_step(ia, 1, rx, _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)),
                          xi + (4 + j) * XP);
         }
-        _Pragma("GCC unroll 2")
-        for (int h = 0; h < np; h++) {
-            const __m256 s = _mm256_load_ps((const float *)(const void *)((h ? pv : pw) + 128));
-            _Pragma("GCC unroll 8")
-            for (int t = 0; t < rx; t++) {
-                const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(ia[t][h]), _mm256_set1_ps(xd[t]));
-                _mm256_store_ps(acc[t][h], _mm256_fmadd_ps(f, s, _mm256_load_ps(acc[t][h])));
-            }
-        }
+        pair_acc_fold(acc, ia, np, rx, pw + 128, pv + 128, xd);
     }
-    _Pragma("GCC unroll 8")
-    for (int t = 0; t < rx; t++) {
-        _mm256_maskstore_ps(y + t * ys, m, _mm256_load_ps(acc[t][0]));
-        if (np == 2) _mm256_maskstore_ps(y + t * ys + 8, mv, _mm256_load_ps(acc[t][1]));
-    }
+    pair_acc_store(acc, np, rx, y, ys, m, mv);
 }
 
 #define NIB_RX(R)                                                                 \
