@@ -42,38 +42,36 @@ static cpu_simd_level detect_level(void) {
 size_t mm_pf_dist = 4096;
 int mm_avx512_bf16;
 
-/* AVX-VNNI (vpdpbusd on ymm, VEX): cpuid leaf 7 subleaf 1, eax bit 4, with AVX2
- * (whose state the OS saves); LLC_AVXVNNI=0 keeps the maddubs path (to compare) */
-static int detect_avx_vnni(void) {
+/* Bit `bit` of cpuid leaf 7 subleaf 1's eax, unless $env is "0" (to compare, and to
+ * test the other path on CPUs that have the feature). */
+static int cpuid_7_1_eax_bit(int bit, const char *env) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    const char *env = getenv("LLC_AVXVNNI");
-    if (env && !strcmp(env, "0")) return 0;
+    const char *v = getenv(env);
+    if (v && !strcmp(v, "0")) return 0;
     unsigned a, b, c, d;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
     if (a < 7) return 0;
     __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-    return (a >> 4 & 1) && __builtin_cpu_supports("avx2");
+    return a >> bit & 1;
+#else
+    (void)bit, (void)env;
+    return 0;
+#endif
+}
+
+/* AVX-VNNI (vpdpbusd on ymm, VEX): eax bit 4, with AVX2 (whose state the OS saves);
+ * LLC_AVXVNNI=0 keeps the maddubs path */
+static int detect_avx_vnni(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return cpuid_7_1_eax_bit(4, "LLC_AVXVNNI") && __builtin_cpu_supports("avx2");
 #else
     return 0;
 #endif
 }
 
-/* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16): cpuid leaf 7 subleaf 1, eax bit 5; used by
- * the AVX-512 level only (so LLC_SIMD=avx2 never runs it); LLC_AVX512BF16=0 keeps
- * the f32 row loop there (to compare, and to test that path on such CPUs). */
-static int detect_avx512_bf16(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    const char *env = getenv("LLC_AVX512BF16");
-    if (env && !strcmp(env, "0")) return 0;
-    unsigned a, b, c, d;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
-    if (a < 7) return 0;
-    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(1));
-    return a >> 5 & 1;
-#else
-    return 0;
-#endif
-}
+/* AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16): eax bit 5; used by the AVX-512 level only
+ * (so LLC_SIMD=avx2 never runs it); LLC_AVX512BF16=0 keeps the f32 row loop there */
+static int detect_avx512_bf16(void) { return cpuid_7_1_eax_bit(5, "LLC_AVX512BF16"); }
 
 /* The prefetch distance of the dot kernels (see mm_pf_dist). Measured, TinyLlama
  * Q8_0 decode at AVX2, 2 threads: on the Xeon it was tuned on, 4 KB ahead beat 1-2 KB
