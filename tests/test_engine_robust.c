@@ -123,6 +123,14 @@ static void test_oom_with_one_request(void) {
     engine_destroy(e);
 }
 
+/* After a fault: the engine answers the next request in full (8 greedy tokens, text). */
+static bool serves_next_request(engine *e, const int32_t *prompt) {
+    result res;
+    gen_request one = greedy_req(prompt, 5, 8);
+    run_all(e, &one, 1, 1, &res);
+    return res.done && res.n_tokens == 8 && res.text[0];
+}
+
 /* Memory runs out for the event queue while an answer streams (fault.h's event
  * failures: every node the engine allocates fails): the tokens are lost, so each
  * sample ends there, failed (not streamed on with holes in it), and still gets its
@@ -157,10 +165,7 @@ static void test_done_survives_lost_events(void) {
     CHECKF(dones == 3 && mask == 7, "%d done events (samples %x)", dones, mask);
     CHECKF(others == 0, "%d events got through while every allocation failed", others);
     engine_client_free(c);
-    result res;
-    gen_request one = greedy_req(prompt, 5, 8);
-    run_all(e, &one, 1, 1, &res);
-    CHECK(res.done && res.n_tokens == 8);
+    CHECK(serves_next_request(e, prompt));
     engine_destroy(e);
 }
 
@@ -191,10 +196,7 @@ static void test_lost_text_ends_with_an_error(void) {
     CHECKF(finish == FINISH_ERROR, "finish %d", (int)finish);
     CHECKF(tokens == 0 && errors == 1 && strstr(msg, "out of memory"), "%d tokens, %d errors: %s", tokens, errors, msg);
     engine_client_free(c);
-    result res;
-    gen_request one = greedy_req(prompt, 5, 8);
-    run_all(e, &one, 1, 1, &res);
-    CHECK(res.done && res.n_tokens == 8 && res.text[0]);
+    CHECK(serves_next_request(e, prompt));
     engine_destroy(e);
 }
 
