@@ -296,19 +296,25 @@ for o in objs:
 print("%s|%s|%s|%s|%s" % (r, c, name, args, fin))'
 }
 TOOL='{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}}}}'
-# gpt-oss's function calls: a commentary message to=functions.NAME becomes
-# tool_calls, beside the analysis as reasoning_content (on m4k.gguf: the tools
-# prompt is long)
-if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
-    --chat-template-file "$SHARED/reference/templates/openai-gpt-oss-120b.jinja"; then
-    F='<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Paris"}<|call|>'
+# call_case NAME TEMPLATE FORCED WANT [EXTRA_MEMBERS]: on m4k.gguf (tools prompts are
+# long), the forced answer with the tool offered, plain and streamed, splits (tsplit)
+# into WANT
+call_case() {
+    if ! serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" --chat-template-file "$2"; then
+        bad "$1: serve starts" "$(cat "$TMP/serve.log")"
+        return
+    fi
     for stream in false true; do
-        got=$($H -N http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL], \"stream\": $stream}")" | tsplit)
-        same "gpt-oss harmony (stream $stream): reasoning, a call of get_weather, finish tool_calls" \
-            'Need weather.||get_weather|{"location":"Paris"}|tool_calls' "$got"
+        got=$($H -N http://x/v1/chat/completions -d "$(body "$3" "{\"tools\": [$TOOL], \"stream\": $stream${5:+, $5}}")" | tsplit)
+        same "$1 (stream $stream): reasoning, a call of get_weather, finish tool_calls" "$4" "$got"
     done
     stop_server "$SP"
-fi
+}
+# gpt-oss's function calls: a commentary message to=functions.NAME becomes
+# tool_calls, beside the analysis as reasoning_content
+call_case "gpt-oss harmony" "$SHARED/reference/templates/openai-gpt-oss-120b.jinja" \
+    '<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"location":"Paris"}<|call|>' \
+    'Need weather.||get_weather|{"location":"Paris"}|tool_calls'
 # ServiceNow Apriel: its prompt ends "Here are my reasoning steps:", so the answer
 # starts inside the reasoning, which [BEGIN FINAL RESPONSE] ends; its calls are a
 # JSON array in <tool_calls>; a call forced by tool_choice "required" is no reasoning
@@ -328,16 +334,9 @@ fi
 # reasoning, which <|close|>think<|sep|> ends; the answer's own response wrapper
 # dropped, a call with attributes after its name and each key (the type="string"
 # of a key no schema types keeps "42" a string)
-if serve "$TMP/serve.log" -m "$TMP/m4k.gguf" --socket "$S" --db "" \
-    --chat-template-file "$SHARED/reference/templates/Kimi-K3.jinja"; then
-    F='Need weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="location" type="string"<|sep|>Paris<|close|>argument<|sep|><|open|>argument key="note" type="string"<|sep|>42<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>'
-    for stream in false true; do
-        got=$($H -N http://x/v1/chat/completions -d "$(body "$F" "{\"tools\": [$TOOL], \"stream\": $stream, \"max_tokens\": 1000}")" | tsplit)
-        same "Kimi K3 (stream $stream): reasoning, a call of get_weather, finish tool_calls" \
-            'Need weather.||get_weather|{"location": "Paris", "note": "42"}|tool_calls' "$got"
-    done
-    stop_server "$SP"
-fi
+call_case "Kimi K3" "$SHARED/reference/templates/Kimi-K3.jinja" \
+    'Need weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="location" type="string"<|sep|>Paris<|close|>argument<|sep|><|open|>argument key="note" type="string"<|sep|>42<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>' \
+    'Need weather.||get_weather|{"location": "Paris", "note": "42"}|tool_calls' '"max_tokens": 1000'
 expect_fail "serve --reasoning-format sideways" 2 "--reasoning-format: 'sideways' is not auto or none" \
     $LLMCHAT serve --reasoning-format sideways
 finish
