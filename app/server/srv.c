@@ -549,8 +549,8 @@ int srv_start(engine *e, const llm *l, chat_tmpl t, const srv_config *cfg, srv *
     s->m.tok = l->tok;
     s->m.tmpl = t;
     s->m.tool_format = chat_tmpl_is_jinja(t) ? toolcall_detect(chat_tmpl_source(t)) : TOOLCALL_GENERIC;
-    s->m.reasoning = chat_tmpl_is_jinja(t) && !cfg->no_reasoning ? reasoning_detect(chat_tmpl_source(t))
-                                                                 : REASONING_NONE;
+    s->m.tmpl_reasoning = chat_tmpl_is_jinja(t) ? reasoning_detect(chat_tmpl_source(t)) : REASONING_NONE;
+    s->m.reasoning = cfg->no_reasoning ? REASONING_NONE : s->m.tmpl_reasoning;
     s->m.n_ctx = model_hparams_of(l->m)->n_ctx_train;
     s->m.n_embd = model_hparams_of(l->m)->dim;
     s->m.n_vocab = tok_n_vocab(l->tok);

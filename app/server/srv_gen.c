@@ -654,7 +654,7 @@ static int tools_grammar(srv_gen *g, llc_err *err) {
 static int effort_in_template_words(const srv_model *m, srv_gen *g, llc_err *err) {
     cJSON *effort = cJSON_GetObjectItemCaseSensitive(g->template_vars, "reasoning_effort");
     if (!cJSON_IsString(effort)) return 0;
-    const char *word = reasoning_effort_word(reasoning_detect(chat_tmpl_source(m->tmpl)), effort->valuestring);
+    const char *word = reasoning_effort_word(m->tmpl_reasoning, effort->valuestring);
     if (word == effort->valuestring) return 0;
     return cJSON_ReplaceItemInObjectCaseSensitive(g->template_vars, "reasoning_effort", cJSON_CreateString(word))
                ? 0 : llc_fail(err, LLC_ERR_NOMEM, "out of memory");

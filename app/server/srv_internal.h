@@ -68,6 +68,8 @@ typedef struct srv_model {
     toolcall_format tool_format; /* the Jinja template's tool calls (GENERIC: our prompt) */
     reasoning_format reasoning;  /* the Jinja template's reasoning markup (NONE: none, or
                                     --reasoning-format none) */
+    reasoning_format tmpl_reasoning; /* the template's markup whatever --reasoning-format says
+                                        (its reasoning_effort words: reasoning_effort_word) */
     const gguf *file;   /* the model file (metadata for Ollama's /api/show) */
     bool gpu;           /* the weights are on a GPU backend */
     long long loaded_at; /* unix seconds: when the server started */
