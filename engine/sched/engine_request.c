@@ -404,19 +404,18 @@ bool eng_emit_token(engine *e, seq *s, const sample_result *res) {
     size_t len = 0;
     char *text = NULL;
     int rc = eng_token_text(s->ts, s->ss, tok, at_end, &text, &len);
-    if (rc < 0) { /* the text is lost: end here, saying so, not with a hole in the answer */
+    bool lost = rc < 0; /* the text, or the event carrying it, could not be kept */
+    if (!lost) {
+        engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = s->index, .token = tok,
+                           .text = text, .text_len = len, .lp = *res};
+        if (r->client->closed) free(text);
+        else lost = !eng_client_push(r->client, &ev);
+    }
+    if (lost) { /* end here, saying so, not with a hole in the answer */
         eng_seq_error(e, s, "out of memory: the answer's text could not be kept");
         return true;
     }
-    bool stopped = rc == 1;
-    engine_event ev = {.kind = EV_TOKEN, .request_id = r->id, .seq_index = s->index, .token = tok,
-                       .text = text, .text_len = text ? len : 0, .lp = *res};
-    if (r->client->closed) {
-        free(text);
-    } else if (!eng_client_push(r->client, &ev)) { /* the token is lost: the answer ends here, failed */
-        eng_seq_error(e, s, "out of memory: the answer's text could not be kept");
-        return true;
-    }
+    const bool stopped = rc == 1;
     if (stopped || at_end) {
         eng_seq_finish(e, s, stopped || grammar_done ? FINISH_STOP : FINISH_LENGTH);
         return true;

@@ -56,7 +56,7 @@ static bool emit_front(stopstr *s, size_t n, const char **emit, size_t *emit_len
     sb_add(&s->out, s->pending.p, n);
     if (s->out.oom) return false;
     sb_drop(&s->pending, n);
-    *emit = s->out.p ? s->out.p : "";
+    *emit = s->out.p; /* (allocated by sb_add even for n = 0) */
     *emit_len = n;
     return true;
 }
@@ -67,7 +67,7 @@ int stopstr_push(stopstr *s, const char *piece, size_t len, const char **emit, s
     if (s->stopped) return 1;
     sb_add(&s->pending, piece, len);
     if (s->pending.oom) return LLC_ERR_NOMEM;
-    const char *text = s->pending.p ? s->pending.p : "";
+    const char *text = s->pending.p;
     const size_t have = s->pending.len;
     /* earliest full match */
     size_t best = SIZE_MAX;
