@@ -295,6 +295,20 @@ static const sample SAMPLES[] = {
     /* a call stands once named; what breaks its attributes is text */
     {TOOLCALL_KIMI_K3, "a <|open|>tools<|sep|><|open|>call tool=\"x\" <oops>", "a <oops>", {{"x", "{}"}}},
     {TOOLCALL_KIMI_K3, "a <|open|>tools<|sep|><|open|>cal", "a <|open|>tools<|sep|><|open|>cal", {{0}}},
+    /* the arguments as one JSON object (its template's form for arguments sent as a
+     * string); names and keys with attribute escapes */
+    {TOOLCALL_KIMI_K3,
+     "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>json type=\"object\"<|sep|>"
+     "{\"location\": \"Paris <|x\", \"days\": [3, 4]}<|close|>json<|sep|><|close|>call<|sep|>"
+     "<|open|>call tool=\"a&amp;b&quot;\" index=\"2\"<|sep|>"
+     "<|open|>argument key=\"k&lt;&quot;\" type=\"number\"<|sep|>1<|close|>argument<|sep|><|close|>call<|sep|>"
+     "<|close|>tools<|sep|> ok",
+     "ok",
+     {{"get_weather", "{\"location\":\"Paris <|x\",\"days\":[3,4]}"}, {"a&b\"", "{\"k<\\\"\": 1}"}}},
+    /* a JSON block that is no object: the call ends before it, the block is text */
+    {TOOLCALL_KIMI_K3,
+     "<|open|>tools<|sep|><|open|>call tool=\"x\"<|sep|><|open|>json<|sep|>[1]<|close|>json<|sep|>",
+     "<|open|>json<|sep|>[1]<|close|>json<|sep|>", {{"x", "{}"}}},
 };
 
 static void test_every_split_point(void) {

@@ -14,7 +14,10 @@
  *   KIMI_K3      <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|>
  *                <|open|>argument key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>
  *                ... <|close|>call<|sep|><|close|>tools<|sep|>   (the attributes after a
- *                name or key are skipped up to <|sep|>; type="string" types a value)
+ *                name or key are skipped up to <|sep|>; type="string" types a value), or
+ *                the arguments as one object: <|open|>json type="object"<|sep|>{...}
+ *                <|close|>json<|sep|> (what its template writes for arguments given as a
+ *                JSON string, as OpenAI clients send them)
  *   HUNYUAN      <tool_calls:opensource>\n<tool_call:opensource>NAME<tool_sep:opensource>\n
  *                <arg_key:opensource>KEY</arg_key:opensource>\n<arg_value:opensource>VALUE
  *                </arg_value:opensource>\n ... </tool_call:opensource>\n</tool_calls:opensource>
@@ -37,22 +40,22 @@
 typedef toolcall_xml_markup xml_spec;
 
 static const xml_spec QWEN3_CODER = {"<tool_call>", "</tool_call>", "<function=", ">", "</function>",
-                                     "<parameter=", ">", NULL, "</parameter>", true, NULL, NULL};
+                                     "<parameter=", ">", NULL, "</parameter>", true, NULL, NULL, NULL, NULL};
 static const xml_spec GLM = {"<tool_call>", "</tool_call>", NULL, NULL, NULL,
-                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false, NULL, NULL};
+                             "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", false, NULL, NULL, NULL, NULL};
 static const xml_spec MINIMAX = {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke name=\"", "\">",
-                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false, NULL, NULL};
+                                 "</invoke>", "<parameter name=\"", "\">", NULL, "</parameter>", false, NULL, NULL, NULL, NULL};
 #define K3_SEP "<|sep|>"
 static const xml_spec KIMI_K3 = {"<|open|>tools" K3_SEP, "<|close|>tools" K3_SEP, "<|open|>call tool=\"", "\"",
                                  "<|close|>call" K3_SEP, "<|open|>argument key=\"", "\"", K3_SEP,
-                                 "<|close|>argument" K3_SEP, false, NULL, K3_SEP};
+                                 "<|close|>argument" K3_SEP, false, NULL, K3_SEP, "<|open|>json", "<|close|>json" K3_SEP};
 #define HY ":opensource" /* tencent Hy3: every tag ends with its model's suffix */
 static const xml_spec HUNYUAN = {"<tool_calls" HY ">", "</tool_calls" HY ">", "<tool_call" HY ">", "<tool_sep" HY ">",
                                  "</tool_call" HY ">", "<arg_key" HY ">", "</arg_key" HY ">", "<arg_value" HY ">",
-                                 "</arg_value" HY ">", false, NULL, NULL};
+                                 "</arg_value" HY ">", false, NULL, NULL, NULL, NULL};
 #define M3_NS "]<]minimax[>["
 static const xml_spec MINIMAX_M3 = {M3_NS "<tool_call>", M3_NS "</tool_call>", M3_NS "<invoke name=\"", "\">",
-                                    M3_NS "</invoke>", M3_NS "<", ">", NULL, NULL, false, M3_NS, NULL};
+                                    M3_NS "</invoke>", M3_NS "<", ">", NULL, NULL, false, M3_NS, NULL, NULL, NULL};
 
 enum { NAME_MAX_LEN = 128, NEST_MAX = 32, ATTRS_MAX_LEN = 256 };
 
@@ -65,6 +68,8 @@ typedef enum xstate {
     X_KEY,   /* a key */
     X_VOPEN, /* after a key: value_open */
     X_VALUE, /* a value, up to value_close */
+    X_JATTRS, /* json_open formats: the JSON block's attributes */
+    X_JSON,  /* the JSON block's object, up to json_close */
     X_AFTER, /* whitespace after a block */
 } xstate;
 
@@ -86,6 +91,7 @@ struct xml_reader {
     bool raw;           /* the current value is a string: streamed */
     bool lead_done;     /* trim_nl: the value's leading newline was looked at */
     size_t vstart, vsent, vscan; /* the value's start, sent up to, no close marker before */
+    size_t json_at;     /* where the call's JSON block opened */
     char *key;
     char *vclose, *vopen;   /* ns formats: the key's closing and opening tags */
 };
@@ -223,12 +229,32 @@ bool toolcall_xml_is_string(const cJSON *prop) {
     return str;
 }
 
-static bool begin_call(xml_reader *r, size_t from, size_t to) {
-    char *name = strndup(r->buf.p + from, to - from);
-    if (!name) {
-        r->oom = true;
-        return false;
+/* Kimi K3 writes names and keys as attribute values: its escapes are read back
+ * (every '&' in a name is written &amp;, so no other text reads as one). */
+static void unescape_attr(char *s) {
+    static const struct { const char *ent; char c; } ents[] = {
+        {"&quot;", '"'}, {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&apos;", '\''}};
+    char *w = s;
+    for (const char *p = s; *p;) {
+        size_t k = 0;
+        while (k < sizeof ents / sizeof ents[0] && strncmp(p, ents[k].ent, strlen(ents[k].ent))) k++;
+        if (k < sizeof ents / sizeof ents[0]) *w++ = ents[k].c, p += strlen(ents[k].ent);
+        else *w++ = *p++;
     }
+    *w = 0;
+}
+
+/* The name or key buf[from..to), as written (attribute escapes read back). */
+static char *word_at(xml_reader *r, size_t from, size_t to) {
+    char *w = strndup(r->buf.p + from, to - from);
+    if (!w) r->oom = true;
+    else if (r->sp->attrs_end) unescape_attr(w);
+    return w;
+}
+
+static bool begin_call(xml_reader *r, size_t from, size_t to) {
+    char *name = word_at(r, from, to);
+    if (!name) return false;
     r->n_calls++;
     r->block_calls++;
     if (r->sink.call) r->sink.call(r->sink.ud, r->n_calls - 1, name);
@@ -248,10 +274,7 @@ static void end_call(xml_reader *r) {
 /* A key is read: its value comes next (after value_open, if the format has it). */
 static bool begin_key(xml_reader *r, size_t from, size_t to) {
     free(r->key);
-    if (!(r->key = strndup(r->buf.p + from, to - from))) {
-        r->oom = true;
-        return false;
-    }
+    if (!(r->key = word_at(r, from, to))) return false;
     r->raw = toolcall_xml_is_string(cJSON_GetObjectItemCaseSensitive(r->props, r->key));
     if (r->sp->ns) {
         free(r->vclose);
@@ -529,11 +552,19 @@ static int skip_attrs(xml_reader *r, bool at_end, size_t *end) {
     return k - r->pos > ATTRS_MAX_LEN || at_end ? M_NO : M_MORE;
 }
 
+/* The attributes at r->pos: true with *end at attrs_end; else false with the
+ * step's result in *ret (wait for more, or the call ends there). */
+static bool attrs_read(xml_reader *r, bool at_end, size_t *end, bool *ret) {
+    int m = skip_attrs(r, at_end, end);
+    if (m == M_YES) return true;
+    *ret = m == M_MORE ? false : at_end ? cut_off(r) : malformed(r, r->pos);
+    return false;
+}
+
 static bool step_attrs(xml_reader *r, bool at_end) {
     size_t end;
-    int m = skip_attrs(r, at_end, &end);
-    if (m == M_MORE) return false;
-    if (m == M_NO) return at_end ? cut_off(r) : malformed(r, r->pos);
+    bool ret;
+    if (!attrs_read(r, at_end, &end, &ret)) return ret;
     r->pos = end + strlen(r->sp->attrs_end);
     r->st = X_PAIRS;
     return true;
@@ -544,7 +575,14 @@ static bool step_pairs(xml_reader *r, bool at_end) {
     size_t n = r->buf.len, i = skip_ws(s, r->pos, n);
     if (i >= n) return at_end ? cut_off(r) : false;
     int key = match(s, i, n, r->sp->key_open), call = match(s, i, n, r->sp->call_close);
-    int close = match(s, i, n, r->sp->close);
+    int close = match(s, i, n, r->sp->close), json = r->n_pairs ? M_NO : match(s, i, n, r->sp->json_open);
+    if (json == M_YES) { /* the arguments as one object, in place of pairs */
+        r->json_at = i;
+        r->pos = i + strlen(r->sp->json_open);
+        r->st = X_JATTRS;
+        return true;
+    }
+    if (json == M_MORE && key != M_YES) return at_end ? cut_off(r) : false;
     /* the call's end first: MiniMax-M3's key opening (NS<) is a prefix of it */
     if (call == M_YES || close == M_YES) { /* (a missing </function> is forgiven) */
         end_call(r);
@@ -578,9 +616,8 @@ static bool step_key(xml_reader *r, bool at_end) {
 static bool step_vopen(xml_reader *r, bool at_end) {
     if (r->sp->attrs_end) { /* the key's attributes, then the value (value_open is attrs_end) */
         size_t end;
-        int m = skip_attrs(r, at_end, &end);
-        if (m == M_MORE) return false;
-        if (m == M_NO) return at_end ? cut_off(r) : malformed(r, r->pos);
+        bool ret;
+        if (!attrs_read(r, at_end, &end, &ret)) return ret;
         const cJSON *prop = cJSON_GetObjectItemCaseSensitive(r->props, r->key);
         static const char as_string[] = "type=\"string\"";
         if (!cJSON_GetObjectItemCaseSensitive(prop, "type") &&
@@ -638,6 +675,47 @@ static bool step_value(xml_reader *r, bool at_end) {
     return false;
 }
 
+static bool step_json_attrs(xml_reader *r, bool at_end) {
+    size_t end;
+    bool ret;
+    if (!attrs_read(r, at_end, &end, &ret)) return ret;
+    r->vstart = r->vscan = end + strlen(r->sp->attrs_end);
+    r->st = X_JSON;
+    return true;
+}
+
+/* The JSON block, once closed: an object's members go out as the call's (a block
+ * that is no object ends the call, and the block is text). */
+static bool step_json(xml_reader *r, bool at_end) {
+    const char *s = r->buf.p, *m = r->sp->json_close;
+    size_t n = r->buf.len, ml = strlen(m);
+    const char *hit = n > r->vscan ? memmem(s + r->vscan, n - r->vscan, m, ml) : NULL;
+    if (!hit) {
+        if (at_end) return cut_off(r);
+        r->vscan = n + 1 > ml + r->vstart ? n + 1 - ml : r->vstart;
+        return false;
+    }
+    const size_t end = (size_t)(hit - s);
+    cJSON *v = cJSON_ParseWithLength(s + r->vstart, end - r->vstart);
+    if (!cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        return malformed(r, r->json_at);
+    }
+    char *json = cJSON_PrintUnformatted(v);
+    cJSON_Delete(v);
+    if (!json) {
+        r->oom = true;
+        return false;
+    }
+    const size_t len = strlen(json); /* {members}: the call's own braces are out already */
+    if (len > 2) out_args(r, json + 1, len - 2);
+    r->n_pairs = len > 2; /* (pairs after it are joined with a comma) */
+    free(json);
+    r->pos = end + ml;
+    r->st = X_PAIRS;
+    return true;
+}
+
 static bool step_after(xml_reader *r, bool at_end) {
     size_t i = skip_ws(r->buf.p, r->pos, r->buf.len);
     if (i >= r->buf.len && !at_end) return false;
@@ -656,6 +734,8 @@ static bool step(xml_reader *r, bool at_end) {
     case X_KEY: return step_key(r, at_end);
     case X_VOPEN: return step_vopen(r, at_end);
     case X_VALUE: return step_value(r, at_end);
+    case X_JATTRS: return step_json_attrs(r, at_end);
+    case X_JSON: return step_json(r, at_end);
     case X_AFTER: return step_after(r, at_end);
     }
     return false;

@@ -28,7 +28,11 @@ typedef struct toolcall_xml_markup {
                                   nested tags make an object or array value; or NULL */
     const char *attrs_end;     /* Kimi K3: after a name or key, attributes (name="value" ...)
                                   run up to this marker; a key's type="string" makes its
-                                  value a string where the schema does not say. NULL: none */
+                                  value a string where the schema does not say; the name's and
+                                  key's &quot; &amp; &lt; &gt; &apos; are read back. NULL: none */
+    const char *json_open;     /* Kimi K3: a call's arguments as one JSON object instead of
+                                  pairs, json_open ATTRS attrs_end {...} json_close; or NULL */
+    const char *json_close;
 } toolcall_xml_markup;
 
 /* The markup of f, or NULL when f is not an XML format. */
