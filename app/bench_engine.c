@@ -37,6 +37,8 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         p.draft_min = o->common->draft_min;
         p.draft_p_min = o->common->draft_p_min;
     }
+    p.max_running = o->max_running;
+    p.max_snapshots = o->max_snapshots;
     p.n_blocks = o->kv_blocks > 0 ? o->kv_blocks
                                    : o->concurrency * live_per_request * ((per_seq + 15) / 16 + 1) + 8;
     engine *e;
@@ -165,6 +167,7 @@ int bench_engine_run(llm *L, const bench_engine_opts *o, llc_err *err) {
         cJSON_AddStringToObject(j, "kv_type", model_kv_type_name(p.kv_type));
         cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(L->m, p.kv_type));
         cJSON_AddNumberToObject(j, "kv_blocks", p.n_blocks);
+        cJSON_AddNumberToObject(j, "max_running", p.max_running > 0 ? p.max_running : LLM_MAX_RUNNING);
         cJSON_AddNumberToObject(j, "gen_tokens", (double)generated);
         cJSON_AddNumberToObject(j, "wall_s", wall);
         cJSON_AddNumberToObject(j, "gen_tokens_per_s", gen_tps);

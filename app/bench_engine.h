@@ -8,6 +8,8 @@ typedef struct bench_engine_opts {
     int concurrency, prompt_len, gen_len, shared_prefix, n;
     int beam;        /* beam width, 0 = sample */
     int kv_blocks;   /* 0 = enough for every sequence */
+    int max_running, max_snapshots; /* engine_params' (0: its defaults): a hybrid
+                                       model's states in a --kv-mem budget */
     int step_tokens; /* token budget per step */
     bool json;
     const cli_common *common; /* --draft / --ngram and draft lengths (may be NULL) */

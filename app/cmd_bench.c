@@ -109,18 +109,20 @@ int cmd_bench(int argc, char **argv) {
         bench_engine_opts o = {.concurrency = g_concurrency, .prompt_len = g_prompt,
                                .gen_len = g_gen, .shared_prefix = g_shared_prefix, .n = g_n, .beam = g_beam,
                                .kv_blocks = g_kv_blocks, .json = g_json, .common = &common};
-        if (!o.kv_blocks && common.kv_mem > 0) { /* --kv-mem sizes the block pool */
+        if (!o.kv_blocks && common.kv_mem > 0) { /* --kv-mem: the budget as the server plans it */
             int64_t per_block = (int64_t)model_kv_bytes_per_token(L.m, llm_kv_type(&common)) * 16;
-            int64_t blocks = common.kv_mem / per_block;
-            if (blocks < 1)
+            if (common.kv_mem < per_block)
                 cli_usage_error(&cli_bench, "--kv-mem: %lld bytes hold no 16-token block (%lld needed)",
                                 (long long)common.kv_mem, (long long)per_block);
-            o.kv_blocks = blocks > (1 << 24) ? 1 << 24 : (int)blocks;
-            if (llm_kv_mem_check(&L, (int64_t)o.kv_blocks * per_block, &err)) {
+            llm_kv_plan plan;
+            if (llm_kv_plan_make(&L, &common, 16, &plan, &err)) {
                 fprintf(stderr, "llmchat: %s\n", err.msg);
                 llm_close(&L);
                 return 1;
             }
+            o.kv_blocks = plan.n_blocks;
+            o.max_running = plan.max_running;
+            o.max_snapshots = plan.max_snapshots;
         }
         int rc = bench_engine_run(&L, &o, &err);
         if (rc) fprintf(stderr, "llmchat: %s\n", err.msg);

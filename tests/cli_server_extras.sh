@@ -211,5 +211,9 @@ if serve "$TMP/hy.log" -m "$SHARED/models/arch/qwen35.gguf" --socket "$TMP/hy.so
 else
     bad "serve a hybrid model under --kv-mem 256K" "$(cat "$TMP/hy.log")"
 fi
+# bench plans the same budget as serve does
+got=$($LLMCHAT bench -m "$SHARED/models/arch/qwen35.gguf" -c 4 -p 8 -n 4 --kv-mem 256K --json 2>"$TMP/hyb.err" |
+      jq -r '"\(.max_running) \(.kv_blocks) \(.gen_tokens)"')
+same "bench on a hybrid under --kv-mem 256K: 2 at once, 35 KV blocks, all 16 tokens made" "2 35 16" "$got"
 
 finish
