@@ -155,6 +155,109 @@ T_AVX2 static ALWAYS_INLINE void axpy_avx2(float *o, float p, const uint8_t *row
     for (; i < n; i++) o[i] += p * kv_elem(type, row, e0 + i);
 }
 
+/* dot_avx2's sum before its horizontal step: chunks of 8 alternate between two
+ * accumulators, added at the end (n % 8 == 0) */
+T_AVX2 static ALWAYS_INLINE __m256 dot8_lanes_avx2(const float *x, const uint8_t *row, int e0, int n, uint32_t type) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), ld8_avx2(type, row, e0 + i + 8), acc1);
+    }
+    if (i < n) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
+    return _mm256_add_ps(acc0, acc1);
+}
+
+/* hsum256 of 8 vectors at once: lane j of the result is the sum of a[j], added in
+ * hsum256's order ((v0+v4) + (v2+v6)) + ((v1+v5) + (v3+v7)), so a group of 8 keys
+ * gives each key the bits its own horizontal sum gave (18 shuffles, 7 adds). */
+T_AVX2 static inline __m256 hsum8x8_avx2(const __m256 a[8]) {
+    __m256 x[4], y[2];
+    for (int i = 0; i < 4; i++) /* [a(2i): v_l + v_l+4, l < 4 | a(2i+1): the same] */
+        x[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
+                             _mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x31));
+    for (int i = 0; i < 2; i++) /* per 128 bits, two vectors' (s0 + s2, s1 + s3) */
+        y[i] = _mm256_add_ps(_mm256_shuffle_ps(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(x[2 * i], x[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 z = _mm256_add_ps(_mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* z holds vectors 0 2 4 6 1 3 5 7 */
+    return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* Scores of keys [vlo, vhi) of a tile (indices relative to its start, a multiple of
+ * 8 positions) against q, into sc[vlo..vhi); returns their maximum. 8 keys at a time
+ * through hsum8x8_avx2: each key's score has exactly dot_avx2's bits (one order at
+ * this level, whether a row is alone or in a batch), without a horizontal sum per
+ * key. Keys the row does not see are never read. */
+T_AVX2 static ALWAYS_INLINE float scores_avx2(const float *q, const uint8_t *const *kp, int eoff, int hd, int vlo,
+                                              int vhi, float scale, float cap, float *sc, const uint32_t type) {
+    if (hd % 8) { /* (no model has such heads) one key at a time */
+        float mx = -INFINITY;
+        for (int t = vlo; t < vhi; t++) {
+            float s = dot_avx2(q, kp[t], eoff, hd, type) * scale;
+            if (cap > 0) s = softcap(s, cap);
+            sc[t] = s;
+            if (s > mx) mx = s;
+        }
+        return mx;
+    }
+    const __m256 vscale = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 vmax = ninf;
+    for (int g0 = vlo & ~7; g0 < vhi; g0 += 8) {
+        const int t_lo = g0 > vlo ? g0 : vlo, t_hi = g0 + 8 < vhi ? g0 + 8 : vhi;
+        __m256 acc[8];
+        if (t_lo == g0 && t_hi == g0 + 8) {
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) acc[t] = dot8_lanes_avx2(q, kp[g0 + t], eoff, hd, type);
+        } else {
+            for (int t = 0; t < 8; t++)
+                acc[t] = g0 + t >= t_lo && g0 + t < t_hi ? dot8_lanes_avx2(q, kp[g0 + t], eoff, hd, type)
+                                                         : _mm256_setzero_ps();
+        }
+        __m256 s = _mm256_mul_ps(hsum8x8_avx2(acc), vscale);
+        if (cap > 0) {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, s);
+            for (int t = t_lo - g0; t < t_hi - g0; t++) tmp[t] = softcap(tmp[t], cap);
+            s = _mm256_loadu_ps(tmp);
+        }
+        const __m256i seen = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(t_hi - g0), lane),
+                                              _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(t_lo - g0 - 1)));
+        _mm256_maskstore_ps(sc + g0, seen, s);
+        vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(ninf, s, _mm256_castsi256_ps(seen)));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+/* o = o * corr + Σ p[t] · V[t] over t in [vlo, vhi), in key order: axpy_avx2's
+ * arithmetic, with 64 dimensions at a time kept in registers across the keys
+ * instead of loaded and stored per key. */
+T_AVX2 static ALWAYS_INLINE void pv_avx2(float *o, float corr, const float *p, const uint8_t *const *vp, int eoff,
+                                         int hd, int vlo, int vhi, const uint32_t type) {
+    if (corr != 1.0f)
+        for (int i = 0; i < hd; i++) o[i] *= corr;
+    int d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) {
+        __m256 e[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) e[i] = _mm256_loadu_ps(o + d0 + 8 * i);
+        for (int t = vlo; t < vhi; t++) {
+            const __m256 pt = _mm256_set1_ps(p[t]);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) e[i] = _mm256_fmadd_ps(pt, ld8_avx2(type, vp[t], eoff + d0 + 8 * i), e[i]);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) _mm256_storeu_ps(o + d0 + 8 * i, e[i]);
+    }
+    if (d0 < hd)
+        for (int t = vlo; t < vhi; t++) axpy_avx2(o + d0, p[t], vp[t], eoff + d0, hd - d0, type);
+}
+
 /* ---- AVX-512 ---- */
 
 #define T_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
@@ -353,8 +456,6 @@ static ALWAYS_INLINE void conv_c(float *dst, const uint8_t *row, int e0, int n, 
 DEFINE_SCORES(scores_c, , dot_c)
 DEFINE_PV(pv_c, , axpy_c)
 #if defined(__x86_64__)
-DEFINE_SCORES(scores_avx2, T_AVX2, dot_avx2)
-DEFINE_PV(pv_avx2, T_AVX2, axpy_avx2)
 T_AVX2 static ALWAYS_INLINE void conv_avx2(float *dst, const uint8_t *row, int e0, int n, const uint32_t type) {
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, ld8_avx2(type, row, e0 + i));
