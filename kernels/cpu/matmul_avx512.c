@@ -246,7 +246,7 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q6_K:
     case QT_Q2_K:
     case QT_Q3_K: return T >= 4 ? 16 : 0;
-    case QT_IQ4_NL:
+    case QT_IQ4_NL: return T >= MM_AVX512_NL_GEMM_MIN_T ? 16 : 0;
     case QT_IQ4_XS: return T >= 4 ? 16 : 0;
     case QT_Q5_K:
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
