@@ -319,7 +319,8 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
  * scales packed, 1.06× / 1.01× the file's bytes), so each row's arithmetic is the
  * same at any batch size and the file's pages need not stay resident. */
 static int gemm_rows_prepacked(uint32_t type, int64_t T) {
-    /* 32: chunks of whole panel pairs for the few-row kernel */
+    /* 32: chunks of whole panel pairs for the few-row kernel (IQ4_NL below
+     * MM_AVX512_NL_GEMM_MIN_T rows: its dot kernel's lanes, over the same panels) */
     return mm_type_has_gemmq(type) && T >= 1 ? 32 : gemm_rows(type, T);
 }
 

@@ -2,7 +2,9 @@
  * Q2_K, Q3_K, Q4_K, Q6_K, IQ4_NL, IQ4_XS): a chunk of output rows is repacked, one K-slice at a time, into
  * panels laid out for an outer-product microkernel (or the panels were packed once
  * ahead, gemm_prepack, and then serve every row count from one row on), and every
- * activation row then passes over them.
+ * activation row then passes over them. IQ4_NL's panels packed ahead serve its
+ * 1-3 rows through nl_rows_exact instead, which gives the 256-bit dot kernel's
+ * results bit for bit (so IQ4_NL computes the same packed or not).
  *
  * Panels are 16 rows interleaved so one zmm holds 4 consecutive weights of each of
  * the 16 rows; vpdpbusd against a broadcast of 4 activation bytes gives 16 outputs
