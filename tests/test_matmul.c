@@ -219,7 +219,7 @@ static const cpu_simd_level g_levels[] = {CPU_SIMD_SCALAR, CPU_SIMD_AVX2, CPU_SI
 static int packs_ahead(cpu_simd_level level, uint32_t type) {
     if (level == CPU_SIMD_AVX512)
         return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS ||
-               type == QT_Q2_K || type == QT_Q3_K;
+               type == QT_Q2_K || type == QT_Q3_K || type == QT_IQ4_NL;
     if (level == CPU_SIMD_AVX2) return type == QT_Q8_0;
     return 0;
 }
@@ -273,6 +273,53 @@ static void test_prepacked(void) {
                 }
         }
     }
+}
+
+/* IQ4_NL packed ahead at the AVX-512 level computes what it does unpacked, bit for
+ * bit, at every T: the dot kernel's lanes below MM_AVX512_NL_GEMM_MIN_T rows
+ * (nl_rows_exact), the GEMM from there on. Shapes: an odd number of 32-blocks (the
+ * dot kernel's last block alone), n_in over the GEMM's 2048-element K-slice (a panel's
+ * slices end to end) with a short last slice, n_out not a multiple of the 16-row panel
+ * nor of the pair; 1 and 2 threads. Non-finite activations (a NaN or inf span) too. */
+static void test_iq4_nl_packed_same(void) {
+    if (cpu_matmul_max_level() < CPU_SIMD_AVX512) return;
+    const int64_t shapes[][2] = {{32, 5}, {96, 16}, {224, 37}, {2048, 32}, {2048 + 96, 67}, {3 * 2048 + 32, 19}};
+    const int64_t Ts[] = {1, 2, 3, 4, 5, 13};
+    cpu_matmul_set_level(CPU_SIMD_AVX512);
+    for (size_t si = 0; si < LLC_ARRAY_LEN(shapes); si++)
+        for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+            const int64_t n_in = shapes[si][0], n_out = shapes[si][1], T = Ts[k];
+            problem p;
+            if (problem_make(&p, QT_IQ4_NL, n_in, n_out, T)) {
+                CHECK(0);
+                continue;
+            }
+            if (si == 2 && T > 1) { /* a NaN span in row 0, an inf one in row 1 */
+                p.X[40] = NAN;
+                p.X[n_in + 100] = INFINITY;
+            }
+            const size_t ny = (size_t)(n_out * T);
+            float *yu = malloc(ny * sizeof(float)), *yp = malloc(ny * sizeof(float));
+            cpu_packed_w pk = {0};
+            CHECK(cpu_matmul_prepack(g_pool2, QT_IQ4_NL, problem_w(&p), n_in, n_out, &pk) == 0);
+            CHECK(pk.data != NULL);
+            for (int np = 1; yu && yp && np <= 2; np++) {
+                cpu_pool *pool = np == 1 ? g_pool1 : g_pool2;
+                CHECK(cpu_matmul(pool, QT_IQ4_NL, problem_w(&p), n_in, n_out, p.X, T, yu) == 0);
+                CHECK(cpu_matmul_packed(pool, QT_IQ4_NL, problem_w(&p), &pk, n_in, n_out, p.X, T, yp) == 0);
+                for (size_t i = 0; i < ny; i++)
+                    if (memcmp(&yu[i], &yp[i], 4)) {
+                        CHECKF(0, "IQ4_NL n_in=%lld n_out=%lld T=%lld threads=%d: Y[%zu] packed %.9g vs unpacked %.9g",
+                               (long long)n_in, (long long)n_out, (long long)T, np, i, yp[i], yu[i]);
+                        break;
+                    }
+            }
+            cpu_packed_w_free(&pk);
+            free(yu);
+            free(yp);
+            problem_free(&p);
+        }
+    cpu_matmul_set_level(cpu_matmul_max_level());
 }
 
 /* every type × level × T × shape, against the reference */
@@ -459,7 +506,7 @@ static void test_iq_gemm_exact(void) {
  * (the scalar level, and the types without a GEMM at the AVX2 or AVX-512 level), the
  * i-quants' GEMM (it builds their dot kernel's exact lanes: see test_iq_gemm_exact), or
  * a GEMM over weights packed ahead (AVX-512: Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q6_K, IQ4_XS;
- * AVX2: Q8_0):
+ * AVX2: Q8_0; not IQ4_NL, whose panels keep its unpacked arithmetic at each T):
  * every row count reads the panels, as the CPU backend's calls do. */
 static void test_batch_vs_single(void) {
     const int64_t Ts[] = {3, 13, 61};
@@ -505,7 +552,9 @@ static void test_batch_vs_single(void) {
                                 const int gemm = (g_levels[li] == CPU_SIMD_AVX2 && has_avx2_gemm(type) &&
                                                   T >= avx2_gemm_min_rows(type)) ||
                                                  (g_levels[li] == CPU_SIMD_AVX512 && has_avx512_gemm(type));
-                                const int exact = !gemm || packed;
+                                /* (IQ4_NL's panels give what the unpacked calls do:
+                                 * test_iq4_nl_packed_same) */
+                                const int exact = !gemm || (packed && type != QT_IQ4_NL);
                                 const double tol = exact ? 0 : 1e-5 * amax + 1e-7;
                                 for (int64_t o = 0; o < n_out && !bad; o++) {
                                     const double d = fabs((double)Yb[t * n_out + o] - (double)Y1[o]);
@@ -876,6 +925,7 @@ int main(void) {
     RUN(test_guard_pages);
     RUN(test_nonfinite);
     RUN(test_prepacked);
+    RUN(test_iq4_nl_packed_same);
     RUN(test_multi);
     cpu_pool_free(g_pool1);
     cpu_pool_free(g_pool2);

@@ -246,7 +246,7 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q6_K:
     case QT_Q2_K:
     case QT_Q3_K: return T >= 4 ? 16 : 0;
-    case QT_IQ4_NL:
+    case QT_IQ4_NL: return T >= MM_AVX512_NL_GEMM_MIN_T ? 16 : 0;
     case QT_IQ4_XS: return T >= 4 ? 16 : 0;
     case QT_Q5_K:
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
@@ -319,7 +319,8 @@ static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n
  * scales packed, 1.06× / 1.01× the file's bytes), so each row's arithmetic is the
  * same at any batch size and the file's pages need not stay resident. */
 static int gemm_rows_prepacked(uint32_t type, int64_t T) {
-    /* 32: chunks of whole panel pairs for the few-row kernel */
+    /* 32: chunks of whole panel pairs for the few-row kernel (IQ4_NL below
+     * MM_AVX512_NL_GEMM_MIN_T rows: its dot kernel's lanes, over the same panels) */
     return mm_type_has_gemmq(type) && T >= 1 ? 32 : gemm_rows(type, T);
 }
 

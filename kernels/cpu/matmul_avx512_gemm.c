@@ -2,7 +2,9 @@
  * Q2_K, Q3_K, Q4_K, Q6_K, IQ4_NL, IQ4_XS): a chunk of output rows is repacked, one K-slice at a time, into
  * panels laid out for an outer-product microkernel (or the panels were packed once
  * ahead, gemm_prepack, and then serve every row count from one row on), and every
- * activation row then passes over them.
+ * activation row then passes over them. IQ4_NL's panels packed ahead serve its
+ * 1-3 rows through nl_rows_exact instead, which gives the 256-bit dot kernel's
+ * results bit for bit (so IQ4_NL computes the same packed or not).
  *
  * Panels are 16 rows interleaved so one zmm holds 4 consecutive weights of each of
  * the 16 rows; vpdpbusd against a broadcast of 4 activation bytes gives 16 outputs
@@ -95,8 +97,13 @@ static int64_t i8_sbe(uint32_t t) { return (int64_t)i8_bs(t) * SB_UNITS(i8_kind_
 static size_t i8_xbs(int bs, int rx) { return (size_t)(bs / 4 + 2) * (size_t)rx * 4; }
 
 static int64_t kc_of(int64_t n_in) { return n_in < KC_I8 ? n_in : KC_I8; }
+static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
 
 static size_t panel_bytes(uint32_t type, int64_t kc) { return (size_t)(kc / i8_sbe(type)) * SB_BYTES(i8_kind_of(type)); }
+/* A panel packed ahead: its K-slices end to end, the last one as short as its
+ * elements (n_in a multiple of the super-block), so slice s starts at
+ * s·panel_bytes(kc) and the matrix holds no gaps. */
+static size_t packed_panel_bytes(uint32_t type, int64_t n_in) { return panel_bytes(type, n_in); }
 
 /* bytes set aside for one group's packed activations over all of n_in */
 static size_t xgroup_bytes(uint32_t type, int64_t n_in) {
@@ -564,13 +571,81 @@ KERN_OF(kern_pair_xs32, KIND_XS32)
 KERN_OF(kern_pair_q2k16, KIND_Q2K16)
 KERN_OF(kern_pair_q3k16, KIND_Q3K16)
 
-/* ---- prepacked weights: panel P, K-slice s at ((P * n_slices) + s) * panel_bytes(kc) ---- */
+/* ---- IQ4_NL's few rows over prepacked panels: the dot kernel's lanes -------------------
+ * Below MM_AVX512_NL_GEMM_MIN_T rows, IQ4_NL is what the 256-bit dot kernel
+ * (dot_iq4_nl, matmul_dot256.h) computes, bit for bit, so packing ahead changes no
+ * result: that kernel keeps, per row, 8 int32 lanes per 32-block (lane j: elements
+ * 4j..4j+3, the low nibbles of dword j for j < 4, the high ones of dword j - 4 above),
+ * each converted and fma'd with f16(d)·d_x into accumulator lane j of the even or odd
+ * blocks, then adds the two and sums the 8 lanes as hsum8 does. Here each zmm holds one
+ * such lane of the panel's 16 rows: the 16 accumulators of one panel fill half the
+ * registers, and a panel's 32-block is 8 vpdpbusd (level + 128 against the activation
+ * dword, from -128·Σ of its 4 bytes: exactly Σ level·q) where the dot kernel spends
+ * ~16 instructions per row. A panel's slices lie end to end, so block b is at
+ * SBW_NL·b whatever the K-slice. */
+static inline __m512 nl_lane_acc(const uint8_t *blk, int dw, const __m512i lut, const int32_t *xd, const int32_t *cd,
+                                 __m512 dd, __m512 acc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i g = _mm512_load_si512(blk + 64 * (dw & 3));
+    const __m512i u = _mm512_shuffle_epi8(lut, _mm512_and_si512(dw >= 4 ? _mm512_srli_epi16(g, 4) : g, m4));
+    const __m512i s = _mm512_dpbusd_epi32(_mm512_set1_epi32(cd[dw]), u, _mm512_set1_epi32(xd[dw]));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc);
+}
 
-static int64_t n_slices(int64_t n_in) { return (n_in + kc_of(n_in) - 1) / kc_of(n_in); }
+/* One 32-block b of a panel against one row into the 8 lanes acc[0..7]; cd: the
+ * -128·Σ of each activation dword of the block */
+MM_AI void nl_block(const uint8_t *pw, int64_t b, const mm_xrow *x, const __m512i lut, __m512 acc[8]) {
+    const uint8_t *blk = pw + (size_t)b * SBW_NL;
+    for (int l = 0; l < SBW_NL / 64; l++) _mm_prefetch((const char *)blk + PF_DIST + 64 * l, PF_HINT);
+    const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(x->q + 32 * b));
+    int32_t cd[8] __attribute__((aligned(32)));
+    _mm256_store_si256((__m256i *)(void *)cd,
+                       _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+                                                                                     _mm256_set1_epi8((char)0x80), q)));
+    const int32_t *xd = (const int32_t *)(const void *)(x->q + 32 * b);
+    const __m512 dd = _mm512_mul_ps(_mm512_load_ps(blk + 256), _mm512_set1_ps(x->d[b]));
+    _Pragma("GCC unroll 8")
+    for (int j = 0; j < 8; j++) acc[j] = nl_lane_acc(blk, j, lut, xd, cd, dd, acc[j]);
+}
+
+/* The 16 rows of panel pw (nb blocks) against one row: y[r] for the rows in m */
+static void nl_panel_row(const uint8_t *pw, int64_t nb, const mm_xrow *x, float *y, __mmask16 m) {
+    const __m512i lut = _mm512_broadcast_i32x4(
+        _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)iq4nl_values), _mm_set1_epi8((char)0x80)));
+    __m512 a0[8], a1[8]; /* lanes of the even and of the odd blocks */
+    for (int j = 0; j < 8; j++) a0[j] = a1[j] = _mm512_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        nl_block(pw, b, x, lut, a0);
+        nl_block(pw, b + 1, x, lut, a1);
+    }
+    if (b < nb) nl_block(pw, b, x, lut, a0);
+    /* hsum8(a0 + a1): (l0+l4 + l2+l6) + (l1+l5 + l3+l7) */
+    __m512 e[8];
+    for (int j = 0; j < 8; j++) e[j] = _mm512_add_ps(a0[j], a1[j]);
+    for (int j = 0; j < 4; j++) e[j] = _mm512_add_ps(e[j], e[j + 4]);
+    _mm512_mask_storeu_ps(y, m, _mm512_add_ps(_mm512_add_ps(e[0], e[2]), _mm512_add_ps(e[1], e[3])));
+}
+
+/* Outputs [o0, o1) (o0 a multiple of PR_I8) for all a->T rows, from the quantized rows */
+static void nl_rows_exact(const mm_args *a, int64_t o0, int64_t o1) {
+    const int64_t nb = a->n_in / 32;
+    const size_t pstride = packed_panel_bytes(a->type, a->n_in);
+    for (int64_t p0 = o0; p0 < o1; p0 += PR_I8) {
+        const uint8_t *pw = a->wp + (size_t)(p0 / PR_I8) * pstride;
+        const __mmask16 m = row_mask((int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8));
+        for (int64_t t = 0; t < a->T; t++) {
+            const mm_xrow x = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
+            nl_panel_row(pw, nb, &x, a->Y + t * a->n_out + p0, m);
+        }
+    }
+}
+
+/* ---- prepacked weights: panel P, K-slice s at P·packed_panel_bytes + s·panel_bytes(kc) ---- */
 
 size_t mm_avx512_gemmq_prepack_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
-    if (!mm_type_has_gemmq(type)) return 0; /* (IQ4_NL: packed per call only) */
-    return (size_t)((n_out + PR_I8 - 1) / PR_I8) * (size_t)n_slices(n_in) * panel_bytes(type, kc_of(n_in));
+    if (!mm_type_has_gemmq(type)) return 0;
+    return (size_t)((n_out + PR_I8 - 1) / PR_I8) * packed_panel_bytes(type, n_in);
 }
 
 void mm_avx512_gemmq_prepack(const mm_args *a, int64_t p0, int64_t p1, uint8_t *wp) {
@@ -581,7 +656,7 @@ void mm_avx512_gemmq_prepack(const mm_args *a, int64_t p0, int64_t p1, uint8_t *
         const int nvalid = (int)(a->n_out - r0 < PR_I8 ? a->n_out - r0 : PR_I8);
         for (int64_t s = 0; s < ns; s++) {
             const int64_t k0 = s * kc, kn = a->n_in - k0 < kc ? a->n_in - k0 : kc;
-            pack_i8_panel(a, r0, nvalid, k0, kn, wp + (size_t)(P * ns + s) * pbytes);
+            pack_i8_panel(a, r0, nvalid, k0, kn, wp + (size_t)P * packed_panel_bytes(a->type, a->n_in) + (size_t)s * pbytes);
         }
     }
 }
@@ -595,10 +670,14 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
     const int bs = i8_bs(type);
     const size_t pbytes = panel_bytes(type, kc), gbytes = xgroup_bytes(type, a->n_in);
     uint8_t *wbuf = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    if (a->wp && type == QT_IQ4_NL && a->T < MM_AVX512_NL_GEMM_MIN_T) {
+        nl_rows_exact(a, o0, o1);
+        return;
+    }
 
     for (int64_t k0 = 0; k0 < a->n_in; k0 += kc) {
         const int64_t kn = a->n_in - k0 < kc ? a->n_in - k0 : kc;
-        const int64_t ns = n_slices(a->n_in), slice = k0 / kc;
+        const int64_t slice = k0 / kc;
         if (!a->wp)
             for (int64_t p = 0; p < np; p++) {
                 const int64_t p0 = o0 + p * PR_I8;
@@ -611,14 +690,14 @@ void mm_avx512_gemmq(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
             /* this K-slice of the group */
             const uint8_t *px = a->xp + (size_t)g * gbytes + (size_t)(k0 / bs) * i8_xbs(bs, rx);
             /* the panel after panel p: ns slices on when packed ahead */
-            const size_t pstep = a->wp ? (size_t)ns * pbytes : pbytes;
+            const size_t pstep = a->wp ? packed_panel_bytes(type, a->n_in) : pbytes;
             const i8_kind kind = i8_kind_of(type);
             const int64_t nsb = kn / i8_sbe(type);
             for (int64_t p = 0; p < np; p += 2) {
                 const int64_t p0 = o0 + p * PR_I8;
                 const __mmask16 m = row_mask((int)(o1 - p0 < PR_I8 ? o1 - p0 : PR_I8));
                 float *y = a->Y + t0 * a->n_out + p0;
-                const uint8_t *pw = a->wp ? a->wp + (size_t)((p0 / PR_I8) * ns + slice) * pbytes
+                const uint8_t *pw = a->wp ? a->wp + (size_t)(p0 / PR_I8) * pstep + (size_t)slice * pbytes
                                           : wbuf + p * pbytes;
                 const int two = p + 1 < np;
                 const __mmask16 m1 = two ? row_mask((int)(o1 - p0 - PR_I8)) : 0;

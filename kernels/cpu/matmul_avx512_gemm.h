@@ -7,6 +7,10 @@
 
 #include "kernels/cpu/matmul_internal.h"
 
+/* IQ4_NL's rows from which the GEMM's arithmetic takes over from the dot kernel's
+ * (gemm_rows); below, the panels packed ahead give the dot kernel's results. */
+#define MM_AVX512_NL_GEMM_MIN_T 4
+
 int64_t mm_avx512_gemmq_groups(int64_t T);
 void mm_avx512_gemmq_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1);
 size_t mm_avx512_gemmq_xp_bytes(uint32_t type, int64_t n_in, int64_t T);

@@ -132,11 +132,12 @@ static inline int mm_type_is_float(uint32_t type) { return type == QT_F32 || typ
  * matmul_iq_gemm.c, which decodes the rows per call. */
 static inline int mm_type_has_gemmq(uint32_t type) {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q6_K || type == QT_IQ4_XS ||
-           type == QT_Q2_K || type == QT_Q3_K;
+           type == QT_Q2_K || type == QT_Q3_K || type == QT_IQ4_NL;
 }
-/* (IQ4_NL has the AVX-512 GEMM too, but packed per call only, from 4 rows: fewer rows
- * and decode keep the dot kernels, as its 32-element units make one row over packed
- * panels slower than the dot kernel: bench_matmul -P 1 -T 1, 0.6-0.9x.) */
+/* (IQ4_NL's packed panels serve its few rows through a kernel that gives the dot
+ * kernel's lanes, matmul_avx512_gemm.c's nl_rows_exact: unpacked or packed, IQ4_NL
+ * computes the same at every T. Through the two-panel kernel one row was 0.6-0.9x
+ * the dot kernel's speed: its 32-element units.) */
 
 /* ---- one call ------------------------------------------------------------------- */
 typedef struct mm_args {
