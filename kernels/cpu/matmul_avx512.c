@@ -16,6 +16,7 @@
 #include "kernels/cpu/matmul_avx2_float.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx512_bf16.h"
+#include "kernels/cpu/matmul_avx512_f16.h"
 #include "kernels/cpu/matmul_avx512_gemm.h"
 #include "kernels/cpu/matmul_iq_gemm.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -215,6 +216,10 @@ static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
         mm_avx512_bf16_rows(a, o0, o1, t0, t1);
         return;
     }
+    if (a->type == QT_F16) {
+        mm_avx512_f16_rows(a, o0, o1, t0, t1);
+        return;
+    }
     if (mm_type_is_float(a->type)) {
         mm_avx2_dotf_rows(a, o0, o1, t0, t1);
         return;
@@ -251,10 +256,10 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q5_K:
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
         return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
+    case QT_F16: return mm_avx512_f16_batch_rows(T); /* nothing packed */
     case QT_BF16: if (mm_avx512_bf16) return mm_avx512_bf16_batch_rows(T); /* activations packed as bf16 */
         /* fall through */
-    case QT_F32:
-    case QT_F16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
+    case QT_F32: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; BF16's rounded once */
     default: return mm_iq_gemm_rows(type, T); /* the i-quants (matmul_iq_gemm_512.c), else 0 */
     }
 }
@@ -308,6 +313,7 @@ static size_t gemm_scratch(const mm_args *a, int64_t rows) {
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (bf16_dp(a->type)) mm_avx512_bf16_batch(a, o0, o1);
     else if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
+    else if (a->type == QT_F16) mm_avx512_f16_batch(a, o0, o1);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else if (mm_iq_gemm_type(a->type)) mm_iq_gemm_avx512(a, o0, o1, scratch);
     else mm_avx512_gemmq(a, o0, o1, scratch);
