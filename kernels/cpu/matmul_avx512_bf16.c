@@ -18,7 +18,8 @@
  *    PACK_ROWS rows on all threads), then 4 × 6 register tiles (24 accumulators)
  *    pass over blocks of activation rows that fit L2 while a tile's weight rows sit
  *    in L1 — the shape of matmul_avx2_float.c's row loop, at 32 products per
- *    instruction instead of 8.
+ *    instruction instead of 8; the walk (prefetch, blocks, groups) is
+ *    matmul_avx512_tiles.h's, shared with matmul_avx512_f16.c.
  * Compiled for AVX-512 + AVX512_BF16 by a target pragma; only called after cpuid
  * says so (mm_avx512_bf16). */
 #if defined(__x86_64__)
@@ -29,6 +30,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/matmul_avx512_bf16.h"
+#include "kernels/cpu/matmul_avx512_tiles.h"
 
 #define MM_AI static inline __attribute__((always_inline))
 
@@ -38,8 +40,6 @@ enum {
     TILE_X_FEW = 4,        /* activation rows per tile, rounded as loaded */
     TILE_X = 6,            /* activation rows per tile, packed */
     PACK_ROWS = 16,        /* activation rows per packing group */
-    X_BLOCK_BYTES = 262144, /* packed activations per block of rows (in L2) */
-    PF_DIST = 4096,        /* bytes ahead to prefetch, at least */
 };
 
 static int64_t k_padded(int64_t n) { return (n + 31) & ~(int64_t)31; }
@@ -91,9 +91,7 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
         xf[c] = a->X + (t + c) * n;
         xb[c] = packed ? xp + (t + c) * kpad : NULL;
     }
-    /* each row prefetches the same place a whole number of tiles on (see
-     * matmul_avx2_float.c's kern_direct) */
-    const size_t tile_bytes = a->w_stride * (size_t)R, pf = tile_bytes * ((PF_DIST + tile_bytes - 1) / tile_bytes);
+    const size_t pf = mm512_pf_ahead(a, R);
 #define LX(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, 32))
 #define LX_TAIL(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, n - k))
     int64_t k = 0;
@@ -132,18 +130,10 @@ MM_AI void kern_packed(const mm_args *a, const uint16_t *xp, int64_t kpad, int64
     }
 }
 
-/* start the stream: the kernels prefetch from a tile's rows on */
-static void prefetch_lead(const mm_args *a, int64_t o0, int64_t o1) {
-    const size_t lead = a->w_stride * TILE_W > PF_DIST ? a->w_stride * TILE_W : PF_DIST;
-    if (o1 > o0)
-        for (size_t l = 0; l < lead && l < (size_t)(o1 - o0) * a->w_stride; l += 64)
-            _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, _MM_HINT_T1);
-}
-
 /* ---- few rows: rounded as loaded ------------------------------------------------- */
 
 void mm_avx512_bf16_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    prefetch_lead(a, o0, o1);
+    mm512_prefetch_lead(a, o0, o1, TILE_W);
     int64_t o = o0;
     for (; o + TILE_W <= o1; o += TILE_W)
         for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_few(a, o, t, TILE_W, t1 - t);
@@ -157,10 +147,7 @@ int mm_avx512_bf16_batch_rows(int64_t T) { return T >= BATCH_MIN_T ? TILE_W : 0;
 
 int64_t mm_avx512_bf16_groups(int64_t T) { return (T + PACK_ROWS - 1) / PACK_ROWS; }
 
-void mm_avx512_bf16_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    *t0 = g * PACK_ROWS;
-    *t1 = *t0 + PACK_ROWS < T ? *t0 + PACK_ROWS : T;
-}
+void mm_avx512_bf16_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) { mm512_group(T, g, PACK_ROWS, t0, t1); }
 
 size_t mm_avx512_bf16_xp_bytes(int64_t n_in, int64_t T) { return (size_t)(k_padded(n_in) * T) * 2; }
 
@@ -186,9 +173,8 @@ static void batch_block(const mm_args *a, const uint16_t *xp, int64_t kpad, int6
 
 void mm_avx512_bf16_batch(const mm_args *a, int64_t o0, int64_t o1) {
     const int64_t kpad = k_padded(a->n_in);
-    int64_t tb = X_BLOCK_BYTES / (2 * kpad);
-    tb = tb < TILE_X ? TILE_X : tb / TILE_X * TILE_X; /* whole tiles */
-    prefetch_lead(a, o0, o1);
+    const int64_t tb = mm512_block_rows((size_t)kpad * 2, TILE_X);
+    mm512_prefetch_lead(a, o0, o1, TILE_W);
     const uint16_t *xp = (const uint16_t *)(const void *)a->xp;
     for (int64_t t = 0; t < a->T; t += tb) batch_block(a, xp, kpad, o0, o1, t, t + tb < a->T ? t + tb : a->T);
 }
