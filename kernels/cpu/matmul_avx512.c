@@ -2,8 +2,10 @@
  * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
  * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
  * blocked GEMM of matmul_avx512_gemm.c for quantized T > 1 (at every T over weights
- * packed ahead); float weights borrow the AVX2 row loop (matmul_avx2_float.c) at every
- * T, except BF16 on CPUs with AVX512_BF16 (vdpbf16ps: matmul_avx512_bf16.c).
+ * packed ahead); F16 weights take the 512-bit row loop of matmul_avx512_f16.c
+ * (vcvtph2ps + f32 FMA) at every T, BF16 on CPUs with AVX512_BF16 that of
+ * matmul_avx512_bf16.c (vdpbf16ps), and F32 (and BF16 without it) borrow the AVX2
+ * row loop (matmul_avx2_float.c).
  * Compiled for AVX-512 by a target pragma; only called after cpuid says so.
  * Never uses AMX. */
 #if defined(__x86_64__)
@@ -208,9 +210,10 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     }
 }
 
-/* Row blocks for the pool: float weights borrow the AVX2 row loop (3 × 4 register
- * tiles, at every T: see gemm_rows), the multi-row kernel for Q8_0 with a few rows,
- * else the 256-bit dot kernels. */
+/* Row blocks for the pool: the 512-bit row loops for BF16 (with AVX512_BF16) and
+ * F16, the AVX2 row loop (3 × 4 register tiles) for the other float weights — each
+ * the same loop at every T: see gemm_rows —, the multi-row kernel for Q8_0 with a
+ * few rows, else the 256-bit dot kernels. */
 static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if (a->type == QT_BF16 && mm_avx512_bf16) {
         mm_avx512_bf16_rows(a, o0, o1, t0, t1);
@@ -242,7 +245,9 @@ static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
  * the row loop: F16 T=4 33 → 65, T=8 41 → 95, T=16 79 → 101, T=128 ~105 both; BF16
  * T=128 ~5% less; F32 T=8 30 → 58 but T=128 ~104 → ~82), so that a row computes the
  * same at any batch size: embeddings, samples and batched requests do not depend on
- * what else shares the step. */
+ * what else shares the step. Since then F16 and BF16 (with AVX512_BF16) have 512-bit
+ * row loops of the same kind, one order per n_in at every T; here only their
+ * chunking (whole weight tiles) is chosen. */
 static int gemm_rows(uint32_t type, int64_t T) {
     switch (type) {
     case QT_Q8_0: return T >= 3 ? 16 : 0; /* T = 2: dot_q8_0_rows (51 vs 60 ms per step) */
