@@ -12,10 +12,13 @@
  *
  * Two ways in, one arithmetic:
  *  - few rows (dot_rows: decode, T < BATCH_MIN_T): the f32 activations are rounded as
- *    they are loaded (vcvtne2ps2bf16), 4 weight rows × up to 4 activation rows;
+ *    they are loaded (vcvtne2ps2bf16), 6 weight rows × up to 4 activation rows;
  *  - batches (the planner's GEMM path): the activation rows are rounded once into
  *    a packed buffer (rows of n_in rounded up to 32, zero-padded; packed in groups of
- *    PACK_ROWS rows on all threads), then 4 × 6 register tiles (24 accumulators)
+ *    PACK_ROWS rows on all threads), then 6 × 4 register tiles (24 accumulators;
+ *    6 weight rows × 4 activation rows, the activations held: 4 L2-streamed
+ *    loads per 24 vdpbf16ps rather than 4 × 6's 6 — ~1.5× at T = 128 in
+ *    bench_matmul, 1 thread, one noisy pair of rounds)
  *    pass over blocks of activation rows that fit L2 while a tile's weight rows sit
  *    in L1 — the shape of matmul_avx2_float.c's row loop, at 32 products per
  *    instruction instead of 8; the walk (prefetch, blocks, groups) is
@@ -36,9 +39,9 @@
 
 enum {
     BATCH_MIN_T = 8,       /* from this batch size on, the packed batch path */
-    TILE_W = 4,            /* weight rows per tile */
+    TILE_W = 6,            /* weight rows per tile */
     TILE_X_FEW = 4,        /* activation rows per tile, rounded as loaded */
-    TILE_X = 6,            /* activation rows per tile, packed */
+    TILE_X = 4,            /* activation rows per tile, packed */
     PACK_ROWS = 16,        /* activation rows per packing group */
 };
 
@@ -62,15 +65,16 @@ MM_AI __m512bh w_load32(const uint8_t *p, int64_t left) {
 }
 
 /* One step of 32 elements for an R × C tile; the C activation vectors come from
- * LOADX(c) (each loaded once, used for every weight row). */
+ * LOADX(c), loaded first and held, then each weight vector is loaded once and used
+ * for every activation row (R·C accumulators + C + 1 registers). */
 #define TILE_STEP(R, C, left, LOADX)                                                       \
     do {                                                                                   \
-        __m512bh wv_[TILE_W];                                                              \
-        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) wv_[r_] = w_load32(w[r_] + 2 * k, left); \
-        _Pragma("GCC unroll 6") for (int c_ = 0; c_ < (C); c_++) {                          \
-            const __m512bh xv_ = LOADX(c_);                                                \
-            _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                       \
-                acc[r_][c_] = _mm512_dpbf16_ps(acc[r_][c_], wv_[r_], xv_);                \
+        __m512bh xv_[TILE_X];                                                              \
+        _Pragma("GCC unroll 4") for (int c_ = 0; c_ < (C); c_++) xv_[c_] = LOADX(c_);      \
+        _Pragma("GCC unroll 6") for (int r_ = 0; r_ < (R); r_++) {                          \
+            const __m512bh wv_ = w_load32(w[r_] + 2 * k, left);                            \
+            _Pragma("GCC unroll 4") for (int c_ = 0; c_ < (C); c_++)                       \
+                acc[r_][c_] = _mm512_dpbf16_ps(acc[r_][c_], wv_, xv_[c_]);                \
         }                                                                                  \
     } while (0)
 
@@ -83,7 +87,7 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
     const float *xf[TILE_X];
     const uint16_t *xb[TILE_X];
     __m512 acc[TILE_W][TILE_X];
-    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
         w[r] = a->W + (size_t)(o + r) * a->w_stride;
         _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
     }
@@ -96,13 +100,13 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
 #define LX_TAIL(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, n - k))
     int64_t k = 0;
     for (; k < n32; k += 32) {
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
         TILE_STEP(R, C, 32, LX);
     }
     if (k < n) TILE_STEP(R, C, n - k, LX_TAIL);
 #undef LX
 #undef LX_TAIL
-    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         _Pragma("GCC unroll 6") for (int c = 0; c < C; c++)
             a->Y[(t + c) * a->n_out + o + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
@@ -124,9 +128,7 @@ MM_AI void kern_packed(const mm_args *a, const uint16_t *xp, int64_t kpad, int64
     case 1: kern(a, xp, kpad, 1, o, t, R, 1); break;
     case 2: kern(a, xp, kpad, 1, o, t, R, 2); break;
     case 3: kern(a, xp, kpad, 1, o, t, R, 3); break;
-    case 4: kern(a, xp, kpad, 1, o, t, R, 4); break;
-    case 5: kern(a, xp, kpad, 1, o, t, R, 5); break;
-    default: kern(a, xp, kpad, 1, o, t, R, 6); break;
+    default: kern(a, xp, kpad, 1, o, t, R, 4); break;
     }
 }
 
