@@ -584,15 +584,21 @@ static void test_batch_vs_single(void) {
 /* Float weights (matmul_avx2_float.c): the row loop computes every output in one
  * order at any T — in blocks of 65536 activation floats — so a row inside a batch
  * equals the row alone bit for bit, and 1 and 2 threads agree, at the AVX2 level and
- * at the AVX-512 level (which borrows the loop). On shapes with
+ * at the AVX-512 level (which borrows the loop for F32, and for BF16 without
+ * AVX512_BF16). On shapes with
  * every remainder: n_in not a multiple of 8 (a tail of single products), n_in below
  * 8 (all tail), n_out not a multiple of the 3-row tiles, T not a multiple of the
  * 4-row tiles, over several blocks of activation rows (1100 × 70: 56 + 14; 520 × 131:
- * 124 + 7; 5632 × 31: 8 + 8 + 8 + 7). */
+ * 124 + 7; 5632 × 31: 8 + 8 + 8 + 7). The same holds, and each output is checked
+ * against the reference, for the AVX-512 level's own kernels: F16's 6 × 4 tiles
+ * (matmul_avx512_f16.c: a masked tail of every length 1..15 — 1043 ends in 3, 15 is
+ * all tail —, chunks ending in 1..5 weight rows, T not a multiple of 4) and BF16's
+ * vdpbf16ps 4 × 6 tiles. */
 static void test_float_row_loop_exact(void) {
     const uint32_t types[] = {QT_F32, QT_F16, QT_BF16};
     const struct { int64_t n_in, n_out, T; } shapes[] = {
         {1100, 50, 70}, {520, 31, 131}, {1100, 50, 8}, {300, 29, 5}, {5, 7, 9}, {264, 4, 2}, {5632, 7, 31},
+        {1043, 27, 13}, {15, 16, 6}, {2048, 33, 9},
     };
     const cpu_simd_level levels[] = {CPU_SIMD_AVX2, CPU_SIMD_AVX512};
     for (size_t li = 0; li < LLC_ARRAY_LEN(levels); li++) {

@@ -2,8 +2,10 @@
  * its kernel table: the 256-bit dot kernels of matmul_dot256.h with vpdpbusd byte
  * products, 512-bit row dots for Q4_K, Q5_K and Q6_K (whose unpacking dominates), and the
  * blocked GEMM of matmul_avx512_gemm.c for quantized T > 1 (at every T over weights
- * packed ahead); float weights borrow the AVX2 row loop (matmul_avx2_float.c) at every
- * T, except BF16 on CPUs with AVX512_BF16 (vdpbf16ps: matmul_avx512_bf16.c).
+ * packed ahead); F16 weights take the 512-bit row loop of matmul_avx512_f16.c
+ * (vcvtph2ps + f32 FMA) at every T, BF16 on CPUs with AVX512_BF16 that of
+ * matmul_avx512_bf16.c (vdpbf16ps), and F32 (and BF16 without it) borrow the AVX2
+ * row loop (matmul_avx2_float.c).
  * Compiled for AVX-512 by a target pragma; only called after cpuid says so.
  * Never uses AMX. */
 #if defined(__x86_64__)
@@ -16,6 +18,7 @@
 #include "kernels/cpu/matmul_avx2_float.h"
 #include "kernels/cpu/matmul_avx2_gemm.h"
 #include "kernels/cpu/matmul_avx512_bf16.h"
+#include "kernels/cpu/matmul_avx512_f16.h"
 #include "kernels/cpu/matmul_avx512_gemm.h"
 #include "kernels/cpu/matmul_iq_gemm.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -207,12 +210,17 @@ static void dot_q8_0_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     }
 }
 
-/* Row blocks for the pool: float weights borrow the AVX2 row loop (3 × 4 register
- * tiles, at every T: see gemm_rows), the multi-row kernel for Q8_0 with a few rows,
- * else the 256-bit dot kernels. */
+/* Row blocks for the pool: the 512-bit row loops for BF16 (with AVX512_BF16) and
+ * F16, the AVX2 row loop (3 × 4 register tiles) for the other float weights — each
+ * the same loop at every T: see gemm_rows —, the multi-row kernel for Q8_0 with a
+ * few rows, else the 256-bit dot kernels. */
 static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if (a->type == QT_BF16 && mm_avx512_bf16) {
         mm_avx512_bf16_rows(a, o0, o1, t0, t1);
+        return;
+    }
+    if (a->type == QT_F16) {
+        mm_avx512_f16_rows(a, o0, o1, t0, t1);
         return;
     }
     if (mm_type_is_float(a->type)) {
@@ -237,7 +245,9 @@ static void dot_rows_512(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
  * the row loop: F16 T=4 33 → 65, T=8 41 → 95, T=16 79 → 101, T=128 ~105 both; BF16
  * T=128 ~5% less; F32 T=8 30 → 58 but T=128 ~104 → ~82), so that a row computes the
  * same at any batch size: embeddings, samples and batched requests do not depend on
- * what else shares the step. */
+ * what else shares the step. Since then F16 and BF16 (with AVX512_BF16) have 512-bit
+ * row loops of the same kind, one order per n_in at every T; here only their
+ * chunking (whole weight tiles) is chosen. */
 static int gemm_rows(uint32_t type, int64_t T) {
     switch (type) {
     case QT_Q8_0: return T >= 3 ? 16 : 0; /* T = 2: dot_q8_0_rows (51 vs 60 ms per step) */
@@ -251,10 +261,10 @@ static int gemm_rows(uint32_t type, int64_t T) {
     case QT_Q5_K:
     case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4:
         return mm_avx2_gemmq_rows(type, T); /* borrowed, below */
+    case QT_F16: return mm_avx512_f16_batch_rows(T); /* nothing packed */
     case QT_BF16: if (mm_avx512_bf16) return mm_avx512_bf16_batch_rows(T); /* activations packed as bf16 */
         /* fall through */
-    case QT_F32:
-    case QT_F16: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; nothing packed */
+    case QT_F32: return mm_avx2_dotf_batch_rows(T); /* the planner's chunking; BF16's rounded once */
     default: return mm_iq_gemm_rows(type, T); /* the i-quants (matmul_iq_gemm_512.c), else 0 */
     }
 }
@@ -308,6 +318,7 @@ static size_t gemm_scratch(const mm_args *a, int64_t rows) {
 static void gemm(const mm_args *a, int64_t o0, int64_t o1, int64_t n0, int64_t n1, void *scratch) {
     if (bf16_dp(a->type)) mm_avx512_bf16_batch(a, o0, o1);
     else if (borrows_avx2(a->type)) mm_avx2_gemmq_any(a, o0, o1, scratch);
+    else if (a->type == QT_F16) mm_avx512_f16_batch(a, o0, o1);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_batch(a, o0, o1);
     else if (mm_iq_gemm_type(a->type)) mm_iq_gemm_avx512(a, o0, o1, scratch);
     else mm_avx512_gemmq(a, o0, o1, scratch);

@@ -12,13 +12,17 @@
  *
  * Two ways in, one arithmetic:
  *  - few rows (dot_rows: decode, T < BATCH_MIN_T): the f32 activations are rounded as
- *    they are loaded (vcvtne2ps2bf16), 4 weight rows × up to 4 activation rows;
+ *    they are loaded (vcvtne2ps2bf16), 6 weight rows × up to 4 activation rows;
  *  - batches (the planner's GEMM path): the activation rows are rounded once into
  *    a packed buffer (rows of n_in rounded up to 32, zero-padded; packed in groups of
- *    PACK_ROWS rows on all threads), then 4 × 6 register tiles (24 accumulators)
+ *    PACK_ROWS rows on all threads), then 6 × 4 register tiles (24 accumulators;
+ *    6 weight rows × 4 activation rows, the activations held: 4 L2-streamed
+ *    loads per 24 vdpbf16ps rather than 4 × 6's 6 — ~1.5× at T = 128 in
+ *    bench_matmul, 1 thread, one noisy pair of rounds)
  *    pass over blocks of activation rows that fit L2 while a tile's weight rows sit
  *    in L1 — the shape of matmul_avx2_float.c's row loop, at 32 products per
- *    instruction instead of 8.
+ *    instruction instead of 8; the walk (prefetch, blocks, groups) is
+ *    matmul_avx512_tiles.h's, shared with matmul_avx512_f16.c.
  * Compiled for AVX-512 + AVX512_BF16 by a target pragma; only called after cpuid
  * says so (mm_avx512_bf16). */
 #if defined(__x86_64__)
@@ -29,17 +33,16 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/matmul_avx512_bf16.h"
+#include "kernels/cpu/matmul_avx512_tiles.h"
 
 #define MM_AI static inline __attribute__((always_inline))
 
 enum {
     BATCH_MIN_T = 8,       /* from this batch size on, the packed batch path */
-    TILE_W = 4,            /* weight rows per tile */
+    TILE_W = 6,            /* weight rows per tile */
     TILE_X_FEW = 4,        /* activation rows per tile, rounded as loaded */
-    TILE_X = 6,            /* activation rows per tile, packed */
+    TILE_X = 4,            /* activation rows per tile, packed */
     PACK_ROWS = 16,        /* activation rows per packing group */
-    X_BLOCK_BYTES = 262144, /* packed activations per block of rows (in L2) */
-    PF_DIST = 4096,        /* bytes ahead to prefetch, at least */
 };
 
 static int64_t k_padded(int64_t n) { return (n + 31) & ~(int64_t)31; }
@@ -62,15 +65,16 @@ MM_AI __m512bh w_load32(const uint8_t *p, int64_t left) {
 }
 
 /* One step of 32 elements for an R × C tile; the C activation vectors come from
- * LOADX(c) (each loaded once, used for every weight row). */
+ * LOADX(c), loaded first and held, then each weight vector is loaded once and used
+ * for every activation row (R·C accumulators + C + 1 registers). */
 #define TILE_STEP(R, C, left, LOADX)                                                       \
     do {                                                                                   \
-        __m512bh wv_[TILE_W];                                                              \
-        _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++) wv_[r_] = w_load32(w[r_] + 2 * k, left); \
-        _Pragma("GCC unroll 6") for (int c_ = 0; c_ < (C); c_++) {                          \
-            const __m512bh xv_ = LOADX(c_);                                                \
-            _Pragma("GCC unroll 4") for (int r_ = 0; r_ < (R); r_++)                       \
-                acc[r_][c_] = _mm512_dpbf16_ps(acc[r_][c_], wv_[r_], xv_);                \
+        __m512bh xv_[TILE_X];                                                              \
+        _Pragma("GCC unroll 4") for (int c_ = 0; c_ < (C); c_++) xv_[c_] = LOADX(c_);      \
+        _Pragma("GCC unroll 6") for (int r_ = 0; r_ < (R); r_++) {                          \
+            const __m512bh wv_ = w_load32(w[r_] + 2 * k, left);                            \
+            _Pragma("GCC unroll 4") for (int c_ = 0; c_ < (C); c_++)                       \
+                acc[r_][c_] = _mm512_dpbf16_ps(acc[r_][c_], wv_, xv_[c_]);                \
         }                                                                                  \
     } while (0)
 
@@ -83,7 +87,7 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
     const float *xf[TILE_X];
     const uint16_t *xb[TILE_X];
     __m512 acc[TILE_W][TILE_X];
-    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
         w[r] = a->W + (size_t)(o + r) * a->w_stride;
         _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
     }
@@ -91,20 +95,18 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
         xf[c] = a->X + (t + c) * n;
         xb[c] = packed ? xp + (t + c) * kpad : NULL;
     }
-    /* each row prefetches the same place a whole number of tiles on (see
-     * matmul_avx2_float.c's kern_direct) */
-    const size_t tile_bytes = a->w_stride * (size_t)R, pf = tile_bytes * ((PF_DIST + tile_bytes - 1) / tile_bytes);
+    const size_t pf = mm512_pf_ahead(a, R);
 #define LX(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, 32))
 #define LX_TAIL(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, n - k))
     int64_t k = 0;
     for (; k < n32; k += 32) {
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
+        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
         TILE_STEP(R, C, 32, LX);
     }
     if (k < n) TILE_STEP(R, C, n - k, LX_TAIL);
 #undef LX
 #undef LX_TAIL
-    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         _Pragma("GCC unroll 6") for (int c = 0; c < C; c++)
             a->Y[(t + c) * a->n_out + o + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
@@ -126,24 +128,14 @@ MM_AI void kern_packed(const mm_args *a, const uint16_t *xp, int64_t kpad, int64
     case 1: kern(a, xp, kpad, 1, o, t, R, 1); break;
     case 2: kern(a, xp, kpad, 1, o, t, R, 2); break;
     case 3: kern(a, xp, kpad, 1, o, t, R, 3); break;
-    case 4: kern(a, xp, kpad, 1, o, t, R, 4); break;
-    case 5: kern(a, xp, kpad, 1, o, t, R, 5); break;
-    default: kern(a, xp, kpad, 1, o, t, R, 6); break;
+    default: kern(a, xp, kpad, 1, o, t, R, 4); break;
     }
-}
-
-/* start the stream: the kernels prefetch from a tile's rows on */
-static void prefetch_lead(const mm_args *a, int64_t o0, int64_t o1) {
-    const size_t lead = a->w_stride * TILE_W > PF_DIST ? a->w_stride * TILE_W : PF_DIST;
-    if (o1 > o0)
-        for (size_t l = 0; l < lead && l < (size_t)(o1 - o0) * a->w_stride; l += 64)
-            _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, _MM_HINT_T1);
 }
 
 /* ---- few rows: rounded as loaded ------------------------------------------------- */
 
 void mm_avx512_bf16_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    prefetch_lead(a, o0, o1);
+    mm512_prefetch_lead(a, o0, o1, TILE_W);
     int64_t o = o0;
     for (; o + TILE_W <= o1; o += TILE_W)
         for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_few(a, o, t, TILE_W, t1 - t);
@@ -157,10 +149,7 @@ int mm_avx512_bf16_batch_rows(int64_t T) { return T >= BATCH_MIN_T ? TILE_W : 0;
 
 int64_t mm_avx512_bf16_groups(int64_t T) { return (T + PACK_ROWS - 1) / PACK_ROWS; }
 
-void mm_avx512_bf16_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
-    *t0 = g * PACK_ROWS;
-    *t1 = *t0 + PACK_ROWS < T ? *t0 + PACK_ROWS : T;
-}
+void mm_avx512_bf16_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) { mm512_group(T, g, PACK_ROWS, t0, t1); }
 
 size_t mm_avx512_bf16_xp_bytes(int64_t n_in, int64_t T) { return (size_t)(k_padded(n_in) * T) * 2; }
 
@@ -186,9 +175,8 @@ static void batch_block(const mm_args *a, const uint16_t *xp, int64_t kpad, int6
 
 void mm_avx512_bf16_batch(const mm_args *a, int64_t o0, int64_t o1) {
     const int64_t kpad = k_padded(a->n_in);
-    int64_t tb = X_BLOCK_BYTES / (2 * kpad);
-    tb = tb < TILE_X ? TILE_X : tb / TILE_X * TILE_X; /* whole tiles */
-    prefetch_lead(a, o0, o1);
+    const int64_t tb = mm512_block_rows((size_t)kpad * 2, TILE_X);
+    mm512_prefetch_lead(a, o0, o1, TILE_W);
     const uint16_t *xp = (const uint16_t *)(const void *)a->xp;
     for (int64_t t = 0; t < a->T; t += tb) batch_block(a, xp, kpad, o0, o1, t, t + tb < a->T ? t + tb : a->T);
 }
