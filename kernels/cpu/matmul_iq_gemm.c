@@ -45,6 +45,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/matmul_iq_gemm.h"
+#include "kernels/iq_tables.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -83,24 +84,140 @@ size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
 }
 #endif
 
+/* ---- decoding a superblock (the dot kernels' gathers: matmul_dot256.h) ---------------
+ * Each sub-block (32 elements) becomes its 32 signed levels in one vector and its two
+ * multipliers (per 16 elements); exactly iq_unpack's lv and mul (quant.c). */
+
+/* four ±1 sign patterns from 7-bit indices at bits 0, 7, 14, 21 of a */
+AI __m256i signs7(uint32_t a) {
+    return _mm256_set_epi64x((long long)iq_signs_pm1[(a >> 21) & 127], (long long)iq_signs_pm1[(a >> 14) & 127],
+                             (long long)iq_signs_pm1[(a >> 7) & 127], (long long)iq_signs_pm1[a & 127]);
+}
+AI __m256i grid64(const uint64_t *grid, unsigned i0, unsigned i1, unsigned i2, unsigned i3) {
+    return _mm256_set_epi64x((long long)grid[i3], (long long)grid[i2], (long long)grid[i1], (long long)grid[i0]);
+}
+/* 8 four-byte entries; h: bit j is bit 8 of index j (IQ3_S; 0 for IQ3_XXS) */
+AI __m256i grid32(const uint32_t *grid, const uint8_t *q, unsigned h) {
+    return _mm256_set_epi32((int)grid[q[7] | (h << 1 & 256)], (int)grid[q[6] | (h << 2 & 256)],
+                            (int)grid[q[5] | (h << 3 & 256)], (int)grid[q[4] | (h << 4 & 256)],
+                            (int)grid[q[3] | (h << 5 & 256)], (int)grid[q[2] | (h << 6 & 256)],
+                            (int)grid[q[1] | (h << 7 & 256)], (int)grid[q[0] | (h << 8 & 256)]);
+}
+/* v negated where bit j of the 32 bits at p is set */
+AI __m256i negate_bits(__m256i v, const uint8_t *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), bit), bit);
+    return _mm256_sub_epi8(_mm256_xor_si256(v, m), m);
+}
+/* IQ1 levels 8·g + δ (g the grid's -1, 0, 1; δ = ±1 per group of 8, the bytes of delta) */
+AI __m256i iq1_levels(__m256i g, __m256i delta) {
+    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), delta);
+}
+AI uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Sub-block ib of the superblock at b: its levels; *m0, *m1 its two multipliers. */
+AI __m256i decode_sub(uint32_t type, const uint8_t *b, int ib, int *m0, int *m1) {
+    switch (type) {
+    case QT_IQ2_XXS: {
+        const uint32_t a0 = rd32(b + 2 + 8 * ib), a1 = rd32(b + 6 + 8 * ib);
+        *m0 = *m1 = 2 * (int)(a1 >> 28) + 1;
+        return _mm256_sign_epi8(grid64(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24), signs7(a1));
+    }
+    case QT_IQ2_XS: {
+        uint16_t q[4];
+        memcpy(q, b + 2 + 8 * ib, 8);
+        *m0 = 2 * (b[66 + ib] & 15) + 1, *m1 = 2 * (b[66 + ib] >> 4) + 1;
+        const __m256i s = _mm256_set_epi64x((long long)iq_signs_pm1[q[3] >> 9], (long long)iq_signs_pm1[q[2] >> 9],
+                                            (long long)iq_signs_pm1[q[1] >> 9], (long long)iq_signs_pm1[q[0] >> 9]);
+        return _mm256_sign_epi8(grid64(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), s);
+    }
+    case QT_IQ2_S: {
+        const uint8_t *qs = b + 2 + 4 * ib;
+        const unsigned qh = b[66 + ib];
+        *m0 = 2 * (b[74 + ib] & 15) + 1, *m1 = 2 * (b[74 + ib] >> 4) + 1;
+        const __m256i g = grid64(iq2s_grid, qs[0] | (qh & 3) << 8, qs[1] | (qh >> 2 & 3) << 8,
+                                 qs[2] | (qh >> 4 & 3) << 8, qs[3] | (qh >> 6 & 3) << 8);
+        return negate_bits(g, b + 34 + 4 * ib);
+    }
+    case QT_IQ3_XXS: {
+        const uint32_t a = rd32(b + 66 + 4 * ib);
+        *m0 = *m1 = 2 * (int)(a >> 28) + 1;
+        return _mm256_sign_epi8(grid32(iq3xxs_grid, b + 2 + 8 * ib, 0), signs7(a));
+    }
+    case QT_IQ3_S:
+        *m0 = *m1 = 2 * ((b[106 + ib / 2] >> (4 * (ib & 1))) & 15) + 1;
+        return negate_bits(grid32(iq3s_grid, b + 2 + 8 * ib, b[66 + ib]), b + 74 + 4 * ib);
+    case QT_IQ1_S: {
+        const uint8_t *qs = b + 2 + 4 * ib;
+        const unsigned h = (unsigned)(b[34 + 2 * ib] | b[35 + 2 * ib] << 8);
+        *m0 = *m1 = 2 * (int)(h >> 12 & 7) + 1;
+        const __m256i g = grid64(iq1s_grid, qs[0] | (h & 7) << 8, qs[1] | (h >> 3 & 7) << 8,
+                                 qs[2] | (h >> 6 & 7) << 8, qs[3] | (h >> 9 & 7) << 8);
+        return iq1_levels(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
+    }
+    default: { /* QT_IQ1_M */
+        const uint8_t *qs = b + 4 * ib, *qh = b + 32 + 2 * ib;
+        const unsigned sw = (unsigned)(b[48 + 2 * (ib / 2)] | b[49 + 2 * (ib / 2)] << 8) >> (6 * (ib & 1));
+        *m0 = 2 * (int)(sw & 7) + 1, *m1 = 2 * (int)(sw >> 3 & 7) + 1;
+        const unsigned n0 = qh[0] & 15, n1 = qh[0] >> 4, n2 = qh[1] & 15, n3 = qh[1] >> 4;
+        const __m256i g = grid64(iq1s_grid, qs[0] | (n0 & 7) << 8, qs[1] | (n1 & 7) << 8, qs[2] | (n2 & 7) << 8,
+                                 qs[3] | (n3 & 7) << 8);
+        const long long neg = -1, pos = 0x0101010101010101ll;
+        return iq1_levels(g, _mm256_set_epi64x(n3 & 8 ? neg : pos, n2 & 8 ? neg : pos, n1 & 8 ? neg : pos,
+                                               n0 & 8 ? neg : pos));
+    }
+    }
+}
+
+/* The superblock's d: fp16, at its start or (IQ1_M) in the top nibbles of its scale words */
+AI float decode_d(uint32_t type, const uint8_t *b) {
+    if (type != QT_IQ1_M) return _cvtsh_ss((unsigned short)(b[0] | b[1] << 8));
+    const uint8_t *sc = b + 48;
+    const unsigned w0 = (unsigned)(sc[0] | sc[1] << 8), w1 = (unsigned)(sc[2] | sc[3] << 8);
+    const unsigned w2 = (unsigned)(sc[4] | sc[5] << 8), w3 = (unsigned)(sc[6] | sc[7] << 8);
+    return _cvtsh_ss((unsigned short)((w0 >> 12) | (w1 >> 8 & 0xf0) | (w2 >> 4 & 0xf00) | (w3 & 0xf000)));
+}
+
+/* One superblock of type `type` at src → the unpacked superblock at dst (SB bytes). */
+AI void unpack_superblock(uint32_t type, const uint8_t *src, uint8_t *dst) {
+    const __m256i x0 = _mm256_set1_epi8((char)0x80);
+    __m256i corr = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8")
+    for (int ib = 0; ib < 8; ib++) {
+        int m0, m1;
+        const __m256i w = decode_sub(type, src, ib, &m0, &m1);
+        const __m256i mv = _mm256_setr_m128i(_mm_set1_epi16((short)m0), _mm_set1_epi16((short)m1));
+        _mm256_store_si256((__m256i *)(void *)(dst + SB_LV + 32 * ib), w);
+        _mm256_store_si256((__m256i *)(void *)(dst + SB_M + 32 * ib), mv);
+        corr = acc_pairs(corr, _mm256_maddubs_epi16(x0, w), mv);
+    }
+    _mm256_store_si256((__m256i *)(void *)(dst + SB_CORR), corr);
+    const float d = decode_d(type, src);
+    memcpy(dst + SB_D, &d, sizeof d);
+}
+
+AI void unpack_row_t(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
+    const size_t bb = qtype_get(type)->block_bytes;
+    for (int64_t i = 0; i < nsb; i++, src += bb, dst += SB) unpack_superblock(type, src, dst);
+}
+
 /* One weight row's nsb superblocks → unpacked superblocks at dst (64-byte aligned). */
 static void unpack_row(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
-    const size_t bb = qtype_get(type)->block_bytes;
-    const __m256i x0 = _mm256_set1_epi8((char)0x80);
-    iq_unpacked u;
-    for (int64_t i = 0; i < nsb; i++, src += bb, dst += SB) {
-        iq_unpack(type, src, &u);
-        memcpy(dst + SB_LV, u.lv, QK_K);
-        int16_t *m = (int16_t *)(void *)(dst + SB_M);
-        __m256i corr = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++) {
-            for (int l = 0; l < 8; l++) m[16 * ib + l] = u.mul[2 * ib], m[16 * ib + 8 + l] = u.mul[2 * ib + 1];
-            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(dst + SB_LV + 32 * ib));
-            const __m256i mv = _mm256_load_si256((const __m256i *)(const void *)(m + 16 * ib));
-            corr = acc_pairs(corr, _mm256_maddubs_epi16(x0, w), mv);
-        }
-        _mm256_store_si256((__m256i *)(void *)(dst + SB_CORR), corr);
-        memcpy(dst + SB_D, &u.d, sizeof u.d);
+    switch (type) { /* (a constant type in each: the decoder's switch folds) */
+    case QT_IQ2_XXS: unpack_row_t(QT_IQ2_XXS, src, nsb, dst); break;
+    case QT_IQ2_XS: unpack_row_t(QT_IQ2_XS, src, nsb, dst); break;
+    case QT_IQ2_S: unpack_row_t(QT_IQ2_S, src, nsb, dst); break;
+    case QT_IQ3_XXS: unpack_row_t(QT_IQ3_XXS, src, nsb, dst); break;
+    case QT_IQ3_S: unpack_row_t(QT_IQ3_S, src, nsb, dst); break;
+    case QT_IQ1_S: unpack_row_t(QT_IQ1_S, src, nsb, dst); break;
+    default: unpack_row_t(QT_IQ1_M, src, nsb, dst); break;
     }
 }
 
