@@ -228,6 +228,91 @@ static inline float hsum8(__m256 v) { /* (as matmul_dot256.h's: the same order) 
     return _mm_cvtss_f32(s);
 }
 
+#if defined(MM_IQ_AVX512)
+/* [a's two 256-bit halves added | b's]: two sub-blocks' lanes → the dot kernel's 8
+ * lanes, for two activation rows at once */
+AI __m512i fold_halves(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* Superblock i of a tile: the int sums of every weight row r and activation row c
+ * (a 512-bit vector covers two sub-blocks), then fa[r][p] += lanes · scale, pair p
+ * holding activation rows 2p (low half) and 2p + 1 (high half). */
+AI void tile_superblock(const uint8_t *const wr[IQ_R], const mm_xrow xr[], int64_t i, const int CP, float inv_div,
+                        __m512 fa[IQ_R][IQ_C / 2]) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512i ia[IQ_R][IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) { /* starting at -corr (low half): the x + 128 bias taken off */
+        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
+        const __m512i init = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), corr));
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < 2 * CP; c++) ia[r][c] = init;
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < 4; k++) {
+        __m512i xv[IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < 2 * CP; c++)
+            xv[c] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xr[c].q + QK_K * i + 64 * k)), flip);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++) {
+            const uint8_t *s = wr[r] + (size_t)i * SB;
+            const __m512i w = _mm512_load_si512((const void *)(s + SB_LV + 64 * k));
+            const __m512i m = _mm512_load_si512((const void *)(s + SB_M + 64 * k));
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < 2 * CP; c++) ia[r][c] = _mm512_dpwssd_epi32(ia[r][c], _mm512_maddubs_epi16(xv[c], w), m);
+        }
+    }
+    __m512 xd[IQ_C / 2]; /* d_x of rows 2p | 2p + 1 */
+    _Pragma("GCC unroll 8")
+    for (int p = 0; p < CP; p++)
+        xd[p] = _mm512_insertf32x8(_mm512_set1_ps(xr[2 * p].d[8 * i]), _mm256_set1_ps(xr[2 * p + 1].d[8 * i]), 1);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) {
+        float d;
+        memcpy(&d, wr[r] + (size_t)i * SB + SB_D, sizeof d);
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < CP; p++) { /* scale (d · d_x) · 1/div, as the dot kernel rounds it */
+            const __m512 sc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(d), xd[p]), _mm512_set1_ps(inv_div));
+            const __m512 v = _mm512_cvtepi32_ps(fold_halves(ia[r][2 * p], ia[r][2 * p + 1]));
+            fa[r][p] = _mm512_fmadd_ps(v, sc, fa[r][p]);
+        }
+    }
+}
+
+/* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
+ * for activation rows t0 .. t0 + C - 1 (an odd C computes one row twice). */
+AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
+             float inv_div) {
+    const int64_t nsb = a->n_in / QK_K;
+    const int CP = (C + 1) / 2;
+    mm_xrow xr[IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int c = 0; c < 2 * CP; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + (c < C ? c : C - 1)) * a->xq_stride, a->n_in);
+    __m512 fa[2][IQ_R][IQ_C / 2]; /* even and odd superblocks, as the dot kernel's a0, a1 */
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < CP; p++) fa[0][r][p] = fa[1][r][p] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nsb; i += 2) {
+        tile_superblock(wr, xr, i, CP, inv_div, fa[0]);
+        tile_superblock(wr, xr, i + 1, CP, inv_div, fa[1]);
+    }
+    if (i < nsb) tile_superblock(wr, xr, i, CP, inv_div, fa[0]);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < CP; p++) {
+            const __m512 s = _mm512_add_ps(fa[0][r][p], fa[1][r][p]);
+            if (r >= nr) continue;
+            a->Y[(t0 + 2 * p) * a->n_out + o + r] = hsum8(_mm512_castps512_ps256(s));
+            if (2 * p + 1 < C) a->Y[(t0 + 2 * p + 1) * a->n_out + o + r] = hsum8(_mm512_extractf32x8_ps(s, 1));
+        }
+}
+#else
 /* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
  * for activation rows t0 .. t0 + C - 1. */
 AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
@@ -284,6 +369,8 @@ AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o,
         for (int c = 0; c < C; c++)
             if (r < nr) a->Y[(t0 + c) * a->n_out + o + r] = hsum8(_mm256_add_ps(fa[0][r][c], fa[1][r][c]));
 }
+
+#endif
 
 static void tile_c(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, int C,
                    float inv_div) {
