@@ -313,63 +313,71 @@ AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o,
         }
 }
 #else
+/* Superblock i of a tile: the int sums of every weight row r and activation row c,
+ * then fa[r][c] += lanes · scale. */
+AI void tile_superblock(const uint8_t *const wr[IQ_R], const mm_xrow xr[], int64_t i, const int C, float inv_div,
+                        __m256 fa[IQ_R][IQ_C]) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i ia[IQ_R][IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) { /* starting at -corr: the x + 128 bias taken off */
+        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) ia[r][c] = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+    }
+    _Pragma("GCC unroll 2")
+    for (int ib = 0; ib < 8; ib++) {
+        __m256i xv[IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++)
+            xv[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(xr[c].q + QK_K * i + 32 * ib)),
+                                     flip);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++) {
+            const uint8_t *s = wr[r] + (size_t)i * SB;
+            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
+            const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++) ia[r][c] = acc_pairs(ia[r][c], _mm256_maddubs_epi16(xv[c], w), m);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) {
+        float d;
+        memcpy(&d, wr[r] + (size_t)i * SB + SB_D, sizeof d);
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) {
+            const __m256 sc = _mm256_set1_ps(d * xr[c].d[8 * i] * inv_div);
+            fa[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r][c]), sc, fa[r][c]);
+        }
+    }
+}
+
 /* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
  * for activation rows t0 .. t0 + C - 1. */
 AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
              float inv_div) {
     const int64_t nsb = a->n_in / QK_K;
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
     mm_xrow xr[IQ_C];
     _Pragma("GCC unroll 8")
     for (int c = 0; c < C; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + c) * a->xq_stride, a->n_in);
-    __m256 fa[2][IQ_R][IQ_C];
+    __m256 fa[2][IQ_R][IQ_C]; /* even and odd superblocks, as the dot kernel's a0, a1 */
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
         _Pragma("GCC unroll 8")
         for (int c = 0; c < C; c++) fa[0][r][c] = fa[1][r][c] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nsb; i++) {
-        __m256i ia[IQ_R][IQ_C];
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < IQ_R; r++)
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++) ia[r][c] = _mm256_setzero_si256();
-        _Pragma("GCC unroll 2")
-        for (int ib = 0; ib < 8; ib++) {
-            __m256i xv[IQ_C];
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++)
-                xv[c] = _mm256_xor_si256(
-                    _mm256_loadu_si256((const __m256i *)(const void *)(xr[c].q + QK_K * i + 32 * ib)), flip);
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < IQ_R; r++) {
-                const uint8_t *s = wr[r] + (size_t)i * SB;
-                const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
-                const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
-                _Pragma("GCC unroll 8")
-                for (int c = 0; c < C; c++) ia[r][c] = acc_pairs(ia[r][c], _mm256_maddubs_epi16(xv[c], w), m);
-            }
-        }
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < IQ_R; r++) {
-            const uint8_t *s = wr[r] + (size_t)i * SB;
-            const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(s + SB_CORR));
-            float d;
-            memcpy(&d, s + SB_D, sizeof d);
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++) {
-                const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(ia[r][c], corr));
-                const __m256 sc = _mm256_set1_ps(d * xr[c].d[8 * i] * inv_div);
-                fa[i & 1][r][c] = _mm256_fmadd_ps(v, sc, fa[i & 1][r][c]);
-            }
-        }
+    int64_t i = 0;
+    for (; i + 2 <= nsb; i += 2) {
+        tile_superblock(wr, xr, i, C, inv_div, fa[0]);
+        tile_superblock(wr, xr, i + 1, C, inv_div, fa[1]);
     }
+    if (i < nsb) tile_superblock(wr, xr, i, C, inv_div, fa[0]);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
         _Pragma("GCC unroll 8")
         for (int c = 0; c < C; c++)
             if (r < nr) a->Y[(t0 + c) * a->n_out + o + r] = hsum8(_mm256_add_ps(fa[0][r][c], fa[1][r][c]));
 }
-
 #endif
 
 static void tile_c(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, int C,
