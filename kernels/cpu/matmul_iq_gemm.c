@@ -11,17 +11,25 @@
  * gives the same float result; the float steps are then done in the same order.
  *
  * Rows unpacked (unpack_row, per superblock, SB bytes): int8 lv[256] (the signed
- * levels, decoded with the dot kernels' gathers; IQ1_M by iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the
- * madd partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an
- * xor), so maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no
- * saturation) and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the
- * same sums at x = 0) takes off after the superblock. Per 32 elements and pair of
+ * levels, 32 at a time from the dot kernels' grid gathers and sign patterns: exactly
+ * iq_unpack's lv; decoding was ~40% of a pp128 call while it went through the scalar
+ * iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the madd
+ * partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an xor), so
+ * maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no saturation)
+ * and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the same sums at
+ * x = 0) takes off: the int accumulators start at -corr. Per 32 elements and pair of
  * rows: maddubs, then madd and add (AVX2) or one vpdpwssd (AVX-VNNI, AVX-512 VNNI).
  *
  * A chunk's rows are taken IQ_R at a time (unpacked, then IQ_C activation rows at a
- * time pass over them, their int sums in registers). This file is compiled three
- * times: plain AVX2 here, and by matmul_iq_gemm_vnni.c (MM_IQ_AVXVNNI) and
- * matmul_iq_gemm_512.c (MM_IQ_AVX512), which only change the pair sum and tiles. */
+ * time pass over them, their int sums in registers; superblocks by pairs, so the even
+ * and odd float accumulators are fixed). At AVX-512 the tile is 512 bits wide: a zmm
+ * holds two sub-blocks (lv, m: 64 contiguous bytes each), its halves hold the lanes of
+ * the even and the odd sub-blocks, and they are added at the superblock's end (the
+ * same exact integers); activation rows go by pairs there, one in each half of a zmm,
+ * through the convert, scale and fma, lane for lane the dot kernel's float steps.
+ * This file is compiled three times: plain AVX2 here, and by matmul_iq_gemm_vnni.c
+ * (MM_IQ_AVXVNNI) and matmul_iq_gemm_512.c (MM_IQ_AVX512), which change the pair sum
+ * and the tiles. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
