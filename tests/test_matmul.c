@@ -447,13 +447,16 @@ static void test_large(void) {
 
 /* The i-quants' GEMM (AVX2, AVX-VNNI, AVX-512: T >= 4) builds the dot kernels' exact
  * integer lanes and does their float steps in the same order, so every row of a batch
- * equals the row alone (the dot kernel) bit for bit. Shapes around its tiles: odd
- * superblock counts (the two float accumulators), n_out below and not a multiple of
- * the weight-row tile, every remainder of the activation-row tile, one thread and two;
- * each against the reference too. */
+ * equals the row alone (the dot kernel) bit for bit. Shapes around its tiles: odd and
+ * even superblock counts (the superblock pairs and the two float accumulators), n_out
+ * below and not a multiple of the weight-row tile, every remainder of the
+ * activation-row tile (odd ones: the AVX-512 tile's row pairs) and several full tiles,
+ * one thread and two; each against the reference too. Any wrong decoded level or
+ * multiplier (the vector decoder against iq_unpack's) shows as a batched row that
+ * differs from the dot kernel's. */
 static void test_iq_gemm_exact(void) {
     static const uint32_t types[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
-    const int64_t n_ins[] = {256, 768}, n_outs[] = {1, 7, 37}, Ts[] = {4, 5, 6, 7, 9};
+    const int64_t n_ins[] = {256, 512, 768}, n_outs[] = {1, 7, 37}, Ts[] = {4, 5, 6, 7, 9, 19};
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
         for (size_t ii = 0; ii < LLC_ARRAY_LEN(n_ins); ii++)
             for (size_t oi = 0; oi < LLC_ARRAY_LEN(n_outs); oi++)

@@ -11,17 +11,25 @@
  * gives the same float result; the float steps are then done in the same order.
  *
  * Rows unpacked (unpack_row, per superblock, SB bytes): int8 lv[256] (the signed
- * levels, decoded with the dot kernels' gathers; IQ1_M by iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the
- * madd partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an
- * xor), so maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no
- * saturation) and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the
- * same sums at x = 0) takes off after the superblock. Per 32 elements and pair of
+ * levels, 32 at a time from the dot kernels' grid gathers and sign patterns: exactly
+ * iq_unpack's lv; decoding was ~40% of a pp128 call while it went through the scalar
+ * iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the madd
+ * partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an xor), so
+ * maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no saturation)
+ * and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the same sums at
+ * x = 0) takes off: the int accumulators start at -corr. Per 32 elements and pair of
  * rows: maddubs, then madd and add (AVX2) or one vpdpwssd (AVX-VNNI, AVX-512 VNNI).
  *
  * A chunk's rows are taken IQ_R at a time (unpacked, then IQ_C activation rows at a
- * time pass over them, their int sums in registers). This file is compiled three
- * times: plain AVX2 here, and by matmul_iq_gemm_vnni.c (MM_IQ_AVXVNNI) and
- * matmul_iq_gemm_512.c (MM_IQ_AVX512), which only change the pair sum and tiles. */
+ * time pass over them, their int sums in registers; superblocks by pairs, so the even
+ * and odd float accumulators are fixed). At AVX-512 the tile is 512 bits wide: a zmm
+ * holds two sub-blocks (lv, m: 64 contiguous bytes each), its halves hold the lanes of
+ * the even and the odd sub-blocks, and they are added at the superblock's end (the
+ * same exact integers); activation rows go by pairs there, one in each half of a zmm,
+ * through the convert, scale and fma, lane for lane the dot kernel's float steps.
+ * This file is compiled three times: plain AVX2 here, and by matmul_iq_gemm_vnni.c
+ * (MM_IQ_AVXVNNI) and matmul_iq_gemm_512.c (MM_IQ_AVX512), which change the pair sum
+ * and the tiles. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -45,6 +53,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/matmul_iq_gemm.h"
+#include "kernels/iq_tables.h"
 
 #define AI static inline __attribute__((always_inline))
 
@@ -83,24 +92,140 @@ size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
 }
 #endif
 
+/* ---- decoding a superblock (the dot kernels' gathers: matmul_dot256.h) ---------------
+ * Each sub-block (32 elements) becomes its 32 signed levels in one vector and its two
+ * multipliers (per 16 elements); exactly iq_unpack's lv and mul (quant.c). */
+
+/* four ±1 sign patterns from 7-bit indices at bits 0, 7, 14, 21 of a */
+AI __m256i signs7(uint32_t a) {
+    return _mm256_set_epi64x((long long)iq_signs_pm1[(a >> 21) & 127], (long long)iq_signs_pm1[(a >> 14) & 127],
+                             (long long)iq_signs_pm1[(a >> 7) & 127], (long long)iq_signs_pm1[a & 127]);
+}
+AI __m256i grid64(const uint64_t *grid, unsigned i0, unsigned i1, unsigned i2, unsigned i3) {
+    return _mm256_set_epi64x((long long)grid[i3], (long long)grid[i2], (long long)grid[i1], (long long)grid[i0]);
+}
+/* 8 four-byte entries; h: bit j is bit 8 of index j (IQ3_S; 0 for IQ3_XXS) */
+AI __m256i grid32(const uint32_t *grid, const uint8_t *q, unsigned h) {
+    return _mm256_set_epi32((int)grid[q[7] | (h << 1 & 256)], (int)grid[q[6] | (h << 2 & 256)],
+                            (int)grid[q[5] | (h << 3 & 256)], (int)grid[q[4] | (h << 4 & 256)],
+                            (int)grid[q[3] | (h << 5 & 256)], (int)grid[q[2] | (h << 6 & 256)],
+                            (int)grid[q[1] | (h << 7 & 256)], (int)grid[q[0] | (h << 8 & 256)]);
+}
+/* v negated where bit j of the 32 bits at p is set */
+AI __m256i negate_bits(__m256i v, const uint8_t *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), bit), bit);
+    return _mm256_sub_epi8(_mm256_xor_si256(v, m), m);
+}
+/* IQ1 levels 8·g + δ (g the grid's -1, 0, 1; δ = ±1 per group of 8, the bytes of delta) */
+AI __m256i iq1_levels(__m256i g, __m256i delta) {
+    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), delta);
+}
+AI uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Sub-block ib of the superblock at b: its levels; *m0, *m1 its two multipliers. */
+AI __m256i decode_sub(uint32_t type, const uint8_t *b, int ib, int *m0, int *m1) {
+    switch (type) {
+    case QT_IQ2_XXS: {
+        const uint32_t a0 = rd32(b + 2 + 8 * ib), a1 = rd32(b + 6 + 8 * ib);
+        *m0 = *m1 = 2 * (int)(a1 >> 28) + 1;
+        return _mm256_sign_epi8(grid64(iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24), signs7(a1));
+    }
+    case QT_IQ2_XS: {
+        uint16_t q[4];
+        memcpy(q, b + 2 + 8 * ib, 8);
+        *m0 = 2 * (b[66 + ib] & 15) + 1, *m1 = 2 * (b[66 + ib] >> 4) + 1;
+        const __m256i s = _mm256_set_epi64x((long long)iq_signs_pm1[q[3] >> 9], (long long)iq_signs_pm1[q[2] >> 9],
+                                            (long long)iq_signs_pm1[q[1] >> 9], (long long)iq_signs_pm1[q[0] >> 9]);
+        return _mm256_sign_epi8(grid64(iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511), s);
+    }
+    case QT_IQ2_S: {
+        const uint8_t *qs = b + 2 + 4 * ib;
+        const unsigned qh = b[66 + ib];
+        *m0 = 2 * (b[74 + ib] & 15) + 1, *m1 = 2 * (b[74 + ib] >> 4) + 1;
+        const __m256i g = grid64(iq2s_grid, qs[0] | (qh & 3) << 8, qs[1] | (qh >> 2 & 3) << 8,
+                                 qs[2] | (qh >> 4 & 3) << 8, qs[3] | (qh >> 6 & 3) << 8);
+        return negate_bits(g, b + 34 + 4 * ib);
+    }
+    case QT_IQ3_XXS: {
+        const uint32_t a = rd32(b + 66 + 4 * ib);
+        *m0 = *m1 = 2 * (int)(a >> 28) + 1;
+        return _mm256_sign_epi8(grid32(iq3xxs_grid, b + 2 + 8 * ib, 0), signs7(a));
+    }
+    case QT_IQ3_S:
+        *m0 = *m1 = 2 * ((b[106 + ib / 2] >> (4 * (ib & 1))) & 15) + 1;
+        return negate_bits(grid32(iq3s_grid, b + 2 + 8 * ib, b[66 + ib]), b + 74 + 4 * ib);
+    case QT_IQ1_S: {
+        const uint8_t *qs = b + 2 + 4 * ib;
+        const unsigned h = (unsigned)(b[34 + 2 * ib] | b[35 + 2 * ib] << 8);
+        *m0 = *m1 = 2 * (int)(h >> 12 & 7) + 1;
+        const __m256i g = grid64(iq1s_grid, qs[0] | (h & 7) << 8, qs[1] | (h >> 3 & 7) << 8,
+                                 qs[2] | (h >> 6 & 7) << 8, qs[3] | (h >> 9 & 7) << 8);
+        return iq1_levels(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
+    }
+    default: { /* QT_IQ1_M */
+        const uint8_t *qs = b + 4 * ib, *qh = b + 32 + 2 * ib;
+        const unsigned sw = (unsigned)(b[48 + 2 * (ib / 2)] | b[49 + 2 * (ib / 2)] << 8) >> (6 * (ib & 1));
+        *m0 = 2 * (int)(sw & 7) + 1, *m1 = 2 * (int)(sw >> 3 & 7) + 1;
+        const unsigned n0 = qh[0] & 15, n1 = qh[0] >> 4, n2 = qh[1] & 15, n3 = qh[1] >> 4;
+        const __m256i g = grid64(iq1s_grid, qs[0] | (n0 & 7) << 8, qs[1] | (n1 & 7) << 8, qs[2] | (n2 & 7) << 8,
+                                 qs[3] | (n3 & 7) << 8);
+        const long long neg = -1, pos = 0x0101010101010101ll;
+        return iq1_levels(g, _mm256_set_epi64x(n3 & 8 ? neg : pos, n2 & 8 ? neg : pos, n1 & 8 ? neg : pos,
+                                               n0 & 8 ? neg : pos));
+    }
+    }
+}
+
+/* The superblock's d: fp16, at its start or (IQ1_M) in the top nibbles of its scale words */
+AI float decode_d(uint32_t type, const uint8_t *b) {
+    if (type != QT_IQ1_M) return _cvtsh_ss((unsigned short)(b[0] | b[1] << 8));
+    const uint8_t *sc = b + 48;
+    const unsigned w0 = (unsigned)(sc[0] | sc[1] << 8), w1 = (unsigned)(sc[2] | sc[3] << 8);
+    const unsigned w2 = (unsigned)(sc[4] | sc[5] << 8), w3 = (unsigned)(sc[6] | sc[7] << 8);
+    return _cvtsh_ss((unsigned short)((w0 >> 12) | (w1 >> 8 & 0xf0) | (w2 >> 4 & 0xf00) | (w3 & 0xf000)));
+}
+
+/* One superblock of type `type` at src → the unpacked superblock at dst (SB bytes). */
+AI void unpack_superblock(uint32_t type, const uint8_t *src, uint8_t *dst) {
+    const __m256i x0 = _mm256_set1_epi8((char)0x80);
+    __m256i corr = _mm256_setzero_si256();
+    _Pragma("GCC unroll 8")
+    for (int ib = 0; ib < 8; ib++) {
+        int m0, m1;
+        const __m256i w = decode_sub(type, src, ib, &m0, &m1);
+        const __m256i mv = _mm256_setr_m128i(_mm_set1_epi16((short)m0), _mm_set1_epi16((short)m1));
+        _mm256_store_si256((__m256i *)(void *)(dst + SB_LV + 32 * ib), w);
+        _mm256_store_si256((__m256i *)(void *)(dst + SB_M + 32 * ib), mv);
+        corr = acc_pairs(corr, _mm256_maddubs_epi16(x0, w), mv);
+    }
+    _mm256_store_si256((__m256i *)(void *)(dst + SB_CORR), corr);
+    const float d = decode_d(type, src);
+    memcpy(dst + SB_D, &d, sizeof d);
+}
+
+AI void unpack_row_t(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
+    const size_t bb = qtype_get(type)->block_bytes;
+    for (int64_t i = 0; i < nsb; i++, src += bb, dst += SB) unpack_superblock(type, src, dst);
+}
+
 /* One weight row's nsb superblocks → unpacked superblocks at dst (64-byte aligned). */
 static void unpack_row(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
-    const size_t bb = qtype_get(type)->block_bytes;
-    const __m256i x0 = _mm256_set1_epi8((char)0x80);
-    iq_unpacked u;
-    for (int64_t i = 0; i < nsb; i++, src += bb, dst += SB) {
-        iq_unpack(type, src, &u);
-        memcpy(dst + SB_LV, u.lv, QK_K);
-        int16_t *m = (int16_t *)(void *)(dst + SB_M);
-        __m256i corr = _mm256_setzero_si256();
-        for (int ib = 0; ib < 8; ib++) {
-            for (int l = 0; l < 8; l++) m[16 * ib + l] = u.mul[2 * ib], m[16 * ib + 8 + l] = u.mul[2 * ib + 1];
-            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(dst + SB_LV + 32 * ib));
-            const __m256i mv = _mm256_load_si256((const __m256i *)(const void *)(m + 16 * ib));
-            corr = acc_pairs(corr, _mm256_maddubs_epi16(x0, w), mv);
-        }
-        _mm256_store_si256((__m256i *)(void *)(dst + SB_CORR), corr);
-        memcpy(dst + SB_D, &u.d, sizeof u.d);
+    switch (type) { /* (a constant type in each: the decoder's switch folds) */
+    case QT_IQ2_XXS: unpack_row_t(QT_IQ2_XXS, src, nsb, dst); break;
+    case QT_IQ2_XS: unpack_row_t(QT_IQ2_XS, src, nsb, dst); break;
+    case QT_IQ2_S: unpack_row_t(QT_IQ2_S, src, nsb, dst); break;
+    case QT_IQ3_XXS: unpack_row_t(QT_IQ3_XXS, src, nsb, dst); break;
+    case QT_IQ3_S: unpack_row_t(QT_IQ3_S, src, nsb, dst); break;
+    case QT_IQ1_S: unpack_row_t(QT_IQ1_S, src, nsb, dst); break;
+    default: unpack_row_t(QT_IQ1_M, src, nsb, dst); break;
     }
 }
 
@@ -111,62 +236,157 @@ static inline float hsum8(__m256 v) { /* (as matmul_dot256.h's: the same order) 
     return _mm_cvtss_f32(s);
 }
 
+#if defined(MM_IQ_AVX512)
+/* [a's two 256-bit halves added | b's]: two sub-blocks' lanes → the dot kernel's 8
+ * lanes, for two activation rows at once */
+AI __m512i fold_halves(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* Superblock i of a tile: the int sums of every weight row r and activation row c
+ * (a 512-bit vector covers two sub-blocks), then fa[r][p] += lanes · scale, pair p
+ * holding activation rows 2p (low half) and 2p + 1 (high half). */
+AI void tile_superblock(const uint8_t *const wr[IQ_R], const mm_xrow xr[], int64_t i, const int CP, float inv_div,
+                        __m512 fa[IQ_R][IQ_C / 2]) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512i ia[IQ_R][IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) { /* starting at -corr (low half): the x + 128 bias taken off */
+        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
+        const __m512i init = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), corr));
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < 2 * CP; c++) ia[r][c] = init;
+    }
+    _Pragma("GCC unroll 4")
+    for (int k = 0; k < 4; k++) {
+        __m512i xv[IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < 2 * CP; c++)
+            xv[c] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xr[c].q + QK_K * i + 64 * k)), flip);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++) {
+            const uint8_t *s = wr[r] + (size_t)i * SB;
+            const __m512i w = _mm512_load_si512((const void *)(s + SB_LV + 64 * k));
+            const __m512i m = _mm512_load_si512((const void *)(s + SB_M + 64 * k));
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < 2 * CP; c++) ia[r][c] = _mm512_dpwssd_epi32(ia[r][c], _mm512_maddubs_epi16(xv[c], w), m);
+        }
+    }
+    __m512 xd[IQ_C / 2]; /* d_x of rows 2p | 2p + 1 */
+    _Pragma("GCC unroll 8")
+    for (int p = 0; p < CP; p++)
+        xd[p] = _mm512_insertf32x8(_mm512_set1_ps(xr[2 * p].d[8 * i]), _mm256_set1_ps(xr[2 * p + 1].d[8 * i]), 1);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) {
+        float d;
+        memcpy(&d, wr[r] + (size_t)i * SB + SB_D, sizeof d);
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < CP; p++) { /* scale (d · d_x) · 1/div, as the dot kernel rounds it */
+            const __m512 sc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(d), xd[p]), _mm512_set1_ps(inv_div));
+            const __m512 v = _mm512_cvtepi32_ps(fold_halves(ia[r][2 * p], ia[r][2 * p + 1]));
+            fa[r][p] = _mm512_fmadd_ps(v, sc, fa[r][p]);
+        }
+    }
+}
+
+/* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
+ * for activation rows t0 .. t0 + C - 1 (an odd C computes one row twice). */
+AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
+             float inv_div) {
+    const int64_t nsb = a->n_in / QK_K;
+    const int CP = (C + 1) / 2;
+    mm_xrow xr[IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int c = 0; c < 2 * CP; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + (c < C ? c : C - 1)) * a->xq_stride, a->n_in);
+    __m512 fa[2][IQ_R][IQ_C / 2]; /* even and odd superblocks, as the dot kernel's a0, a1 */
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < CP; p++) fa[0][r][p] = fa[1][r][p] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nsb; i += 2) {
+        tile_superblock(wr, xr, i, CP, inv_div, fa[0]);
+        tile_superblock(wr, xr, i + 1, CP, inv_div, fa[1]);
+    }
+    if (i < nsb) tile_superblock(wr, xr, i, CP, inv_div, fa[0]);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int p = 0; p < CP; p++) {
+            const __m512 s = _mm512_add_ps(fa[0][r][p], fa[1][r][p]);
+            if (r >= nr) continue;
+            a->Y[(t0 + 2 * p) * a->n_out + o + r] = hsum8(_mm512_castps512_ps256(s));
+            if (2 * p + 1 < C) a->Y[(t0 + 2 * p + 1) * a->n_out + o + r] = hsum8(_mm512_extractf32x8_ps(s, 1));
+        }
+}
+#else
+/* Superblock i of a tile: the int sums of every weight row r and activation row c,
+ * then fa[r][c] += lanes · scale. */
+AI void tile_superblock(const uint8_t *const wr[IQ_R], const mm_xrow xr[], int64_t i, const int C, float inv_div,
+                        __m256 fa[IQ_R][IQ_C]) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i ia[IQ_R][IQ_C];
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) { /* starting at -corr: the x + 128 bias taken off */
+        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) ia[r][c] = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+    }
+    _Pragma("GCC unroll 2")
+    for (int ib = 0; ib < 8; ib++) {
+        __m256i xv[IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++)
+            xv[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(xr[c].q + QK_K * i + 32 * ib)),
+                                     flip);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++) {
+            const uint8_t *s = wr[r] + (size_t)i * SB;
+            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
+            const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++) ia[r][c] = acc_pairs(ia[r][c], _mm256_maddubs_epi16(xv[c], w), m);
+        }
+    }
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) {
+        float d;
+        memcpy(&d, wr[r] + (size_t)i * SB + SB_D, sizeof d);
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) {
+            const __m256 sc = _mm256_set1_ps(d * xr[c].d[8 * i] * inv_div);
+            fa[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r][c]), sc, fa[r][c]);
+        }
+    }
+}
+
 /* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
  * for activation rows t0 .. t0 + C - 1. */
 AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
              float inv_div) {
     const int64_t nsb = a->n_in / QK_K;
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
     mm_xrow xr[IQ_C];
     _Pragma("GCC unroll 8")
     for (int c = 0; c < C; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + c) * a->xq_stride, a->n_in);
-    __m256 fa[2][IQ_R][IQ_C];
+    __m256 fa[2][IQ_R][IQ_C]; /* even and odd superblocks, as the dot kernel's a0, a1 */
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
         _Pragma("GCC unroll 8")
         for (int c = 0; c < C; c++) fa[0][r][c] = fa[1][r][c] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nsb; i++) {
-        __m256i ia[IQ_R][IQ_C];
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < IQ_R; r++)
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++) ia[r][c] = _mm256_setzero_si256();
-        _Pragma("GCC unroll 2")
-        for (int ib = 0; ib < 8; ib++) {
-            __m256i xv[IQ_C];
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++)
-                xv[c] = _mm256_xor_si256(
-                    _mm256_loadu_si256((const __m256i *)(const void *)(xr[c].q + QK_K * i + 32 * ib)), flip);
-            _Pragma("GCC unroll 8")
-            for (int r = 0; r < IQ_R; r++) {
-                const uint8_t *s = wr[r] + (size_t)i * SB;
-                const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
-                const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
-                _Pragma("GCC unroll 8")
-                for (int c = 0; c < C; c++) ia[r][c] = acc_pairs(ia[r][c], _mm256_maddubs_epi16(xv[c], w), m);
-            }
-        }
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < IQ_R; r++) {
-            const uint8_t *s = wr[r] + (size_t)i * SB;
-            const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(s + SB_CORR));
-            float d;
-            memcpy(&d, s + SB_D, sizeof d);
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++) {
-                const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(ia[r][c], corr));
-                const __m256 sc = _mm256_set1_ps(d * xr[c].d[8 * i] * inv_div);
-                fa[i & 1][r][c] = _mm256_fmadd_ps(v, sc, fa[i & 1][r][c]);
-            }
-        }
+    int64_t i = 0;
+    for (; i + 2 <= nsb; i += 2) {
+        tile_superblock(wr, xr, i, C, inv_div, fa[0]);
+        tile_superblock(wr, xr, i + 1, C, inv_div, fa[1]);
     }
+    if (i < nsb) tile_superblock(wr, xr, i, C, inv_div, fa[0]);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
         _Pragma("GCC unroll 8")
         for (int c = 0; c < C; c++)
             if (r < nr) a->Y[(t0 + c) * a->n_out + o + r] = hsum8(_mm256_add_ps(fa[0][r][c], fa[1][r][c]));
 }
+#endif
 
 static void tile_c(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, int C,
                    float inv_div) {

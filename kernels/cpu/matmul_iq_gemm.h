@@ -18,8 +18,8 @@ int mm_iq_gemm_rows(uint32_t type, int64_t T);
 /* Per-thread scratch for a chunk of `rows` output rows: the rows unpacked. */
 size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows);
 /* Y for outputs [o0, o1) and all T rows. One per instruction set: AVX2 (maddubs and
- * madd), AVX-VNNI (vpdpwssd, ymm) and AVX-512 VNNI (vpdpwssd on ymm, more registers:
- * larger tiles); all give the same results. */
+ * madd), AVX-VNNI (vpdpwssd, ymm) and AVX-512 VNNI (maddubs and vpdpwssd on zmm, two
+ * sub-blocks per vector; more registers: larger tiles); all give the same results. */
 void mm_iq_gemm_avx2(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
 void mm_iq_gemm_avxvnni(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
 void mm_iq_gemm_avx512(const mm_args *a, int64_t o0, int64_t o1, void *scratch);
