@@ -121,16 +121,24 @@ T_AVX2 static ALWAYS_INLINE __m256 ld8_avx2(uint32_t type, const uint8_t *row, i
     }
 }
 
-T_AVX2 static ALWAYS_INLINE float dot_avx2(const float *x, const uint8_t *row, int e0, int n, uint32_t type) {
+/* q · row[e0 .. e0+n) in lanes, before the horizontal sum: chunks of 8 alternate
+ * between two accumulators, added at the end (n % 8 == 0) */
+T_AVX2 static ALWAYS_INLINE __m256 dot8_lanes_avx2(const float *x, const uint8_t *row, int e0, int n, uint32_t type) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), ld8_avx2(type, row, e0 + i + 8), acc1);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
-    float s = hsum256(_mm256_add_ps(acc0, acc1));
-    for (; i < n; i++) s += x[i] * kv_elem(type, row, e0 + i);
+    if (i < n) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
+    return _mm256_add_ps(acc0, acc1);
+}
+
+/* q · row[e0 .. e0+n): the lanes, their horizontal sum, then the last n % 8 one by one */
+T_AVX2 static ALWAYS_INLINE float dot_avx2(const float *x, const uint8_t *row, int e0, int n, uint32_t type) {
+    const int n8 = n & ~7;
+    float s = hsum256(dot8_lanes_avx2(x, row, e0, n8, type));
+    for (int i = n8; i < n; i++) s += x[i] * kv_elem(type, row, e0 + i);
     return s;
 }
 
@@ -153,19 +161,6 @@ T_AVX2 static ALWAYS_INLINE void axpy_avx2(float *o, float p, const uint8_t *row
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(o + i, _mm256_fmadd_ps(vp, ld8_avx2(type, row, e0 + i), _mm256_loadu_ps(o + i)));
     for (; i < n; i++) o[i] += p * kv_elem(type, row, e0 + i);
-}
-
-/* dot_avx2's sum before its horizontal step: chunks of 8 alternate between two
- * accumulators, added at the end (n % 8 == 0) */
-T_AVX2 static ALWAYS_INLINE __m256 dot8_lanes_avx2(const float *x, const uint8_t *row, int e0, int n, uint32_t type) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), ld8_avx2(type, row, e0 + i + 8), acc1);
-    }
-    if (i < n) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), ld8_avx2(type, row, e0 + i), acc0);
-    return _mm256_add_ps(acc0, acc1);
 }
 
 /* hsum256 of 8 vectors at once: lane j of the result is the sum of a[j], added in
