@@ -637,6 +637,17 @@ static bool step_vopen(xml_reader *r, bool at_end) {
     return malformed(r, i);
 }
 
+/* The closing marker m of the value or block that starts at vstart, searched from
+ * vscan (no marker begins before it); when it is not there yet, vscan moves to
+ * where a marker cut off by the buffer's end could still begin. */
+static const char *find_close(xml_reader *r, const char *m) {
+    const char *s = r->buf.p;
+    const size_t n = r->buf.len, ml = strlen(m);
+    const char *hit = n > r->vscan ? memmem(s + r->vscan, n - r->vscan, m, ml) : NULL;
+    if (!hit) r->vscan = n + 1 > ml + r->vstart ? n + 1 - ml : r->vstart;
+    return hit;
+}
+
 static bool step_value(xml_reader *r, bool at_end) {
     const char *s = r->buf.p, *m = r->sp->value_close ? r->sp->value_close : r->vclose;
     size_t n = r->buf.len, ml = strlen(m);
@@ -655,7 +666,7 @@ static bool step_value(xml_reader *r, bool at_end) {
         r->vsent = r->vscan = r->vstart;
         r->lead_done = true;
     }
-    const char *hit = n > r->vscan ? memmem(s + r->vscan, n - r->vscan, m, ml) : NULL;
+    const char *hit = find_close(r, m);
     if (hit || at_end) {
         size_t end = hit ? (size_t)(hit - s) : n - partial_suffix(s, r->vstart, n, m);
         end_value(r, end);
@@ -664,7 +675,6 @@ static bool step_value(xml_reader *r, bool at_end) {
         r->st = X_PAIRS;
         return true;
     }
-    r->vscan = n + 1 > ml + r->vstart ? n + 1 - ml : r->vstart;
     if (r->raw) { /* stream what cannot be the closing markup (or the newline before it) */
         size_t hold = partial_suffix(s, r->vsent, n, m);
         if (r->sp->trim_nl && hold == 0 && n > r->vsent && s[n - 1] == '\n') hold = 1;
@@ -688,13 +698,8 @@ static bool step_json_attrs(xml_reader *r, bool at_end) {
  * that is no object ends the call, and the block is text). */
 static bool step_json(xml_reader *r, bool at_end) {
     const char *s = r->buf.p, *m = r->sp->json_close;
-    size_t n = r->buf.len, ml = strlen(m);
-    const char *hit = n > r->vscan ? memmem(s + r->vscan, n - r->vscan, m, ml) : NULL;
-    if (!hit) {
-        if (at_end) return cut_off(r);
-        r->vscan = n + 1 > ml + r->vstart ? n + 1 - ml : r->vstart;
-        return false;
-    }
+    const char *hit = find_close(r, m);
+    if (!hit) return at_end ? cut_off(r) : false;
     const size_t end = (size_t)(hit - s);
     cJSON *v = cJSON_ParseWithLength(s + r->vstart, end - r->vstart);
     if (!cJSON_IsObject(v)) {
@@ -711,7 +716,7 @@ static bool step_json(xml_reader *r, bool at_end) {
     if (len > 2) out_args(r, json + 1, len - 2);
     r->n_pairs = len > 2; /* (pairs after it are joined with a comma) */
     free(json);
-    r->pos = end + ml;
+    r->pos = end + strlen(m);
     r->st = X_PAIRS;
     return true;
 }
