@@ -64,6 +64,19 @@ MM_AI __m512bh w_load32(const uint8_t *p, int64_t left) {
     return (__m512bh)_mm512_maskz_loadu_epi16((__mmask32)((1ull << left) - 1), p);
 }
 
+/* The packed activations are panels of TILE_X rows: for each step of 32 elements,
+ * the panel's rows' 64 bytes one after the other, so a tile reads one contiguous
+ * stream (TILE_X rows apart, the rows would be TILE_X streams, 4 KiB apart at
+ * n_in = 2048, all in one L1 set with the weight rows; measured in a synthetic
+ * 6 × 4 loop at n_in = 2048, 96 weight rows × 128 activation rows: ~77% → ~92% of
+ * the vdpbf16ps peak). Rows t.. of a panel start at xp + t·kpad (t a multiple of
+ * TILE_X); a last panel of fewer rows leaves the others' places unwritten, unread. */
+MM_AI size_t panel_at(int64_t k, int c) { return (size_t)k * TILE_X + (size_t)c * 32; }
+
+MM_AI __m512bh panel_load(const uint16_t *panel, int64_t k, int c) {
+    return (__m512bh)_mm512_loadu_si512(panel + panel_at(k, c));
+}
+
 /* One step of 32 elements for an R × C tile; the C activation vectors come from
  * LOADX(c), loaded first and held, then each weight vector is loaded once and used
  * for every activation row (R·C accumulators + C + 1 registers). */
@@ -85,19 +98,16 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
     const int64_t n = a->n_in, n32 = n & ~(int64_t)31;
     const uint8_t *w[TILE_W];
     const float *xf[TILE_X];
-    const uint16_t *xb[TILE_X];
     __m512 acc[TILE_W][TILE_X];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
         w[r] = a->W + (size_t)(o + r) * a->w_stride;
         _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
     }
-    _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) {
-        xf[c] = a->X + (t + c) * n;
-        xb[c] = packed ? xp + (t + c) * kpad : NULL;
-    }
+    _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) xf[c] = a->X + (t + c) * n;
+    const uint16_t *panel = packed ? xp + t * kpad : NULL; /* t is a whole number of panels in */
     const size_t pf = mm512_pf_ahead(a, R);
-#define LX(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, 32))
-#define LX_TAIL(c) (packed ? (__m512bh)_mm512_loadu_si512(xb[c] + k) : x_round32(xf[c] + k, n - k))
+#define LX(c) (packed ? panel_load(panel, k, c) : x_round32(xf[c] + k, 32))
+#define LX_TAIL(c) (packed ? panel_load(panel, k, c) : x_round32(xf[c] + k, n - k))
     int64_t k = 0;
     for (; k < n32; k += 32) {
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
@@ -151,7 +161,9 @@ int64_t mm_avx512_bf16_groups(int64_t T) { return (T + PACK_ROWS - 1) / PACK_ROW
 
 void mm_avx512_bf16_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) { mm512_group(T, g, PACK_ROWS, t0, t1); }
 
-size_t mm_avx512_bf16_xp_bytes(int64_t n_in, int64_t T) { return (size_t)(k_padded(n_in) * T) * 2; }
+size_t mm_avx512_bf16_xp_bytes(int64_t n_in, int64_t T) {
+    return (size_t)(k_padded(n_in) * ((T + TILE_X - 1) / TILE_X * TILE_X)) * 2;
+}
 
 void mm_avx512_bf16_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     const int64_t n = a->n_in, kpad = k_padded(n);
@@ -159,8 +171,9 @@ void mm_avx512_bf16_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     mm_avx512_bf16_group(a->T, g, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
         const float *x = a->X + t * n;
-        uint16_t *dst = (uint16_t *)(void *)xp + t * kpad;
-        for (int64_t k = 0; k < kpad; k += 32) _mm512_storeu_si512(dst + k, (__m512i)x_round32(x + k, n - k));
+        uint16_t *panel = (uint16_t *)(void *)xp + (t - t % TILE_X) * kpad;
+        for (int64_t k = 0; k < kpad; k += 32)
+            _mm512_storeu_si512(panel + panel_at(k, (int)(t % TILE_X)), (__m512i)x_round32(x + k, n - k));
     }
 }
 
