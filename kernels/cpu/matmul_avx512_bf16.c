@@ -43,6 +43,9 @@ enum {
     TILE_X_FEW = 4,        /* activation rows per tile, rounded as loaded */
     TILE_X = 4,            /* activation rows per tile, packed */
     PACK_ROWS = 16,        /* activation rows per packing group */
+    K_SPAN_MAX = 2048,     /* elements of K per span, at most */
+    SPAN_X_TILES = 32,     /* x tiles per block, at most, when K takes several spans */
+    X_BLOCK_BYTES = 1 << 19, /* packed activation rows per block (in L2: half of it) */
 };
 
 static int64_t k_padded(int64_t n) { return (n + 31) & ~(int64_t)31; }
@@ -91,54 +94,59 @@ MM_AI __m512bh panel_load(const uint16_t *panel, int64_t k, int c) {
         }                                                                                  \
     } while (0)
 
-/* Y for weight rows o..o+R-1 × activation rows t..t+C-1 over the whole of K: from
- * the packed bf16 rows xp (kpad apart) when `packed`, else from a->X, rounded. */
+/* A stretch of K for a tile: elements k0..k1-1 (k0 a multiple of 32; k1 too, or
+ * n_in). A tile over several spans carries its R·C accumulators from one to the next
+ * in `part` (as they are, not summed: the same arithmetic as one span over all K). */
+typedef struct k_span {
+    int64_t k0, k1;
+    __m512 *part; /* TILE_W × TILE_X accumulators between spans; unused if first && last */
+    int first, last;
+} k_span;
+
+/* Y for weight rows o..o+R-1 × activation rows t..t+C-1 over the span s of K: from
+ * the packed bf16 panels xp (kpad apart) when `packed`, else from a->X, rounded. */
 MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int packed, int64_t o, int64_t t,
-                const int R, const int C) {
-    const int64_t n = a->n_in, n32 = n & ~(int64_t)31;
+                const int R, const int C, const k_span *s) {
+    const int64_t n = a->n_in;
     const uint8_t *w[TILE_W];
     const float *xf[TILE_X];
     __m512 acc[TILE_W][TILE_X];
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
         w[r] = a->W + (size_t)(o + r) * a->w_stride;
-        _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 6") for (int c = 0; c < C; c++)
+            acc[r][c] = s->first ? _mm512_setzero_ps() : s->part[r * TILE_X + c];
     }
     _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) xf[c] = a->X + (t + c) * n;
     const uint16_t *panel = packed ? xp + t * kpad : NULL; /* t is a whole number of panels in */
     const size_t pf = mm512_pf_ahead(a, R);
 #define LX(c) (packed ? panel_load(panel, k, c) : x_round32(xf[c] + k, 32))
 #define LX_TAIL(c) (packed ? panel_load(panel, k, c) : x_round32(xf[c] + k, n - k))
-    int64_t k = 0;
-    for (; k < n32; k += 32) {
+    int64_t k = s->k0;
+    for (; k + 32 <= s->k1; k += 32) {
         _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) _mm_prefetch((const char *)w[r] + 2 * k + pf, _MM_HINT_T1);
         TILE_STEP(R, C, 32, LX);
     }
-    if (k < n) TILE_STEP(R, C, n - k, LX_TAIL);
+    if (k < s->k1) TILE_STEP(R, C, s->k1 - k, LX_TAIL);
 #undef LX
 #undef LX_TAIL
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
-        _Pragma("GCC unroll 6") for (int c = 0; c < C; c++)
-            a->Y[(t + c) * a->n_out + o + r] = _mm512_reduce_add_ps(acc[r][c]);
+        _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) {
+            if (s->last) a->Y[(t + c) * a->n_out + o + r] = _mm512_reduce_add_ps(acc[r][c]);
+            else s->part[r * TILE_X + c] = acc[r][c];
+        }
 }
 
 /* An R-row tile against activation rows t.., `left` of them remaining: as many as
- * the tile takes (each width its own constant-shaped kernel). */
-MM_AI void kern_few(const mm_args *a, int64_t o, int64_t t, const int R, int64_t left) {
+ * the tile takes (each width its own constant-shaped kernel); from a->X rounded as
+ * loaded (xp NULL) or from the packed panels. */
+MM_AI void kern_upto4(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o, int64_t t, const int R,
+                      int64_t left, const k_span *s) {
+    const int packed = xp != NULL;
     switch (left) {
-    case 1: kern(a, NULL, 0, 0, o, t, R, 1); break;
-    case 2: kern(a, NULL, 0, 0, o, t, R, 2); break;
-    case 3: kern(a, NULL, 0, 0, o, t, R, 3); break;
-    default: kern(a, NULL, 0, 0, o, t, R, 4); break;
-    }
-}
-
-MM_AI void kern_packed(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o, int64_t t, const int R,
-                       int64_t left) {
-    switch (left) {
-    case 1: kern(a, xp, kpad, 1, o, t, R, 1); break;
-    case 2: kern(a, xp, kpad, 1, o, t, R, 2); break;
-    case 3: kern(a, xp, kpad, 1, o, t, R, 3); break;
-    default: kern(a, xp, kpad, 1, o, t, R, 4); break;
+    case 1: kern(a, xp, kpad, packed, o, t, R, 1, s); break;
+    case 2: kern(a, xp, kpad, packed, o, t, R, 2, s); break;
+    case 3: kern(a, xp, kpad, packed, o, t, R, 3, s); break;
+    default: kern(a, xp, kpad, packed, o, t, R, 4, s); break;
     }
 }
 
@@ -146,11 +154,12 @@ MM_AI void kern_packed(const mm_args *a, const uint16_t *xp, int64_t kpad, int64
 
 void mm_avx512_bf16_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     mm512_prefetch_lead(a, o0, o1, TILE_W);
+    const k_span all = {.k0 = 0, .k1 = a->n_in, .first = 1, .last = 1};
     int64_t o = o0;
     for (; o + TILE_W <= o1; o += TILE_W)
-        for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_few(a, o, t, TILE_W, t1 - t);
+        for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_upto4(a, NULL, 0, o, t, TILE_W, t1 - t, &all);
     for (; o < o1; o++)
-        for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_few(a, o, t, 1, t1 - t);
+        for (int64_t t = t0; t < t1; t += TILE_X_FEW) kern_upto4(a, NULL, 0, o, t, 1, t1 - t, &all);
 }
 
 /* ---- batches: packed activations --------------------------------------------------- */
@@ -177,18 +186,42 @@ void mm_avx512_bf16_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     }
 }
 
+/* Elements of K per span: the whole row up to K_SPAN_MAX, else equal spans (whole
+ * steps) that keep a tile's weight rows in L1 (6 × 1024 × 2 bytes = 12 KiB). */
+static int64_t span_elems(int64_t n) {
+    const int64_t spans = (n + K_SPAN_MAX - 1) / K_SPAN_MAX;
+    return (((n + spans - 1) / spans) + 31) & ~(int64_t)31;
+}
+
+/* One span for the tiles of activation rows t0..: each x tile its own accumulators. */
+static inline k_span span_of(int64_t k0, int64_t kc, int64_t n, __m512 *part) {
+    return (k_span){.k0 = k0, .k1 = k0 + kc < n ? k0 + kc : n, .part = part, .first = k0 == 0, .last = k0 + kc >= n};
+}
+
+/* R weight rows from o against activation rows t0..t1-1 (at most SPAN_X_TILES tiles
+ * of them when K takes more than one span), span by span. */
+MM_AI void batch_rows(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o, int64_t t0, int64_t t1,
+                      const int R, __m512 *part) {
+    const int64_t n = a->n_in, kc = span_elems(n);
+    for (int64_t k0 = 0; k0 < n; k0 += kc)
+        for (int64_t t = t0; t < t1; t += TILE_X) {
+            const k_span s = span_of(k0, kc, n, part + (t - t0) / TILE_X * (TILE_W * TILE_X));
+            kern_upto4(a, xp, kpad, o, t, R, t1 - t, &s);
+        }
+}
+
 static void batch_block(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o0, int64_t o1, int64_t t0,
                         int64_t t1) {
+    __m512 part[SPAN_X_TILES * TILE_W * TILE_X];
     int64_t o = o0;
-    for (; o + TILE_W <= o1; o += TILE_W)
-        for (int64_t t = t0; t < t1; t += TILE_X) kern_packed(a, xp, kpad, o, t, TILE_W, t1 - t);
-    for (; o < o1; o++)
-        for (int64_t t = t0; t < t1; t += TILE_X) kern_packed(a, xp, kpad, o, t, 1, t1 - t);
+    for (; o + TILE_W <= o1; o += TILE_W) batch_rows(a, xp, kpad, o, t0, t1, TILE_W, part);
+    for (; o < o1; o++) batch_rows(a, xp, kpad, o, t0, t1, 1, part);
 }
 
 void mm_avx512_bf16_batch(const mm_args *a, int64_t o0, int64_t o1) {
     const int64_t kpad = k_padded(a->n_in);
-    const int64_t tb = mm512_block_rows((size_t)kpad * 2, TILE_X);
+    int64_t tb = mm512_block_rows((size_t)kpad * 2, TILE_X, X_BLOCK_BYTES);
+    if (span_elems(a->n_in) < a->n_in && tb > SPAN_X_TILES * TILE_X) tb = SPAN_X_TILES * TILE_X;
     mm512_prefetch_lead(a, o0, o1, TILE_W);
     const uint16_t *xp = (const uint16_t *)(const void *)a->xp;
     for (int64_t t = 0; t < a->T; t += tb) batch_block(a, xp, kpad, o0, o1, t, t + tb < a->T ? t + tb : a->T);
