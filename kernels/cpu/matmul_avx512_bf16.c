@@ -94,6 +94,65 @@ MM_AI __m512bh panel_load(const uint16_t *panel, int64_t k, int c) {
         }                                                                                  \
     } while (0)
 
+/* ---- the lanes' sums, several accumulators at once --------------------------------
+ * _mm512_reduce_add_ps(v) adds v's halves (lanes i and i+8), then the quarters of
+ * that (i, i+4), then i and i+2, then 0 and 1. The steps below make exactly those
+ * additions for many accumulators at once, each step pairing two vectors' halves by
+ * a shuffle, so every sum is the same float as _mm512_reduce_add_ps's, for fewer
+ * shuffles and adds (16 sums: 15 adds + 30 shuffles instead of 64 + 64). */
+
+/* [a's i + (i+8) | b's i + (i+8)], i < 8 */
+MM_AI __m512 halves_add(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+}
+
+/* from two vectors of [p | q] (8 each): 128-bit lanes p's i + (i+4), q's, r's, s's */
+MM_AI __m512 quarters_add(__m512 pq, __m512 rs) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(pq, rs, 0x88), _mm512_shuffle_f32x4(pq, rs, 0xdd));
+}
+
+/* per 128-bit lane of 4: [a's 0+2, a's 1+3, b's 0+2, b's 1+3] */
+MM_AI __m512 pairs_add(__m512 a, __m512 b) {
+    return _mm512_add_ps((__m512)_mm512_unpacklo_pd((__m512d)a, (__m512d)b),
+                         (__m512)_mm512_unpackhi_pd((__m512d)a, (__m512d)b));
+}
+
+/* per 128-bit lane: [a's 0+1, a's 2+3, b's 0+1, b's 2+3] */
+MM_AI __m512 last_add(__m512 a, __m512 b) {
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xdd));
+}
+
+/* The sums of v[0..15]: the sum of v[4j + l] in lane l's place j (lane l: 128 bits) */
+MM_AI __m512 sums16(const __m512 *v) {
+    const __m512 u0 = quarters_add(halves_add(v[0], v[1]), halves_add(v[2], v[3]));
+    const __m512 u1 = quarters_add(halves_add(v[4], v[5]), halves_add(v[6], v[7]));
+    const __m512 u2 = quarters_add(halves_add(v[8], v[9]), halves_add(v[10], v[11]));
+    const __m512 u3 = quarters_add(halves_add(v[12], v[13]), halves_add(v[14], v[15]));
+    return last_add(pairs_add(u0, u1), pairs_add(u2, u3));
+}
+
+/* The sums of v[0..7]: those of v[l] and v[4 + l] in lane l's places 0 and 1 */
+MM_AI __m512 sums8(const __m512 *v) {
+    const __m512 u0 = quarters_add(halves_add(v[0], v[1]), halves_add(v[2], v[3]));
+    const __m512 u1 = quarters_add(halves_add(v[4], v[5]), halves_add(v[6], v[7]));
+    const __m512 p = pairs_add(u0, u1);
+    return last_add(p, p);
+}
+
+/* A whole 6 × 4 tile's sums into y (weight row r, activation row c at y[c·ld + r]):
+ * rows 0-3 of activation row c are lane c of sums16, rows 4-5 of sums8. */
+MM_AI void store_sums_6x4(__m512 acc[TILE_W][TILE_X], float *y, int64_t ld) {
+    const __m512 s03 = sums16(&acc[0][0]), s45 = sums8(&acc[4][0]);
+    _mm_storeu_ps(y, _mm512_castps512_ps128(s03));
+    _mm_storeu_ps(y + ld, _mm512_extractf32x4_ps(s03, 1));
+    _mm_storeu_ps(y + 2 * ld, _mm512_extractf32x4_ps(s03, 2));
+    _mm_storeu_ps(y + 3 * ld, _mm512_extractf32x4_ps(s03, 3));
+    _mm_storel_pi((__m64 *)(void *)(y + 4), _mm512_castps512_ps128(s45));
+    _mm_storel_pi((__m64 *)(void *)(y + ld + 4), _mm512_extractf32x4_ps(s45, 1));
+    _mm_storel_pi((__m64 *)(void *)(y + 2 * ld + 4), _mm512_extractf32x4_ps(s45, 2));
+    _mm_storel_pi((__m64 *)(void *)(y + 3 * ld + 4), _mm512_extractf32x4_ps(s45, 3));
+}
+
 /* A stretch of K for a tile: elements k0..k1-1 (k0 a multiple of 32; k1 too, or
  * n_in). A tile over several spans carries its R·C accumulators from one to the next
  * in `part` (as they are, not summed: the same arithmetic as one span over all K). */
@@ -129,6 +188,10 @@ MM_AI void kern(const mm_args *a, const uint16_t *xp, int64_t kpad, const int pa
     if (k < s->k1) TILE_STEP(R, C, s->k1 - k, LX_TAIL);
 #undef LX
 #undef LX_TAIL
+    if (s->last && R == TILE_W && C == TILE_X) {
+        store_sums_6x4(acc, a->Y + t * a->n_out + o, a->n_out);
+        return;
+    }
     _Pragma("GCC unroll 6") for (int r = 0; r < R; r++)
         _Pragma("GCC unroll 6") for (int c = 0; c < C; c++) {
             if (s->last) a->Y[(t + c) * a->n_out + o + r] = _mm512_reduce_add_ps(acc[r][c]);
