@@ -14,15 +14,18 @@
  *  - few rows (dot_rows: decode, T < BATCH_MIN_T): the f32 activations are rounded as
  *    they are loaded (vcvtne2ps2bf16), 6 weight rows × up to 4 activation rows;
  *  - batches (the planner's GEMM path): the activation rows are rounded once into
- *    a packed buffer (rows of n_in rounded up to 32, zero-padded; packed in groups of
- *    PACK_ROWS rows on all threads), then 6 × 4 register tiles (24 accumulators;
- *    6 weight rows × 4 activation rows, the activations held: 4 L2-streamed
- *    loads per 24 vdpbf16ps rather than 4 × 6's 6 — ~1.5× at T = 128 in
- *    bench_matmul, 1 thread, one noisy pair of rounds)
- *    pass over blocks of activation rows that fit L2 while a tile's weight rows sit
- *    in L1 — the shape of matmul_avx2_float.c's row loop, at 32 products per
- *    instruction instead of 8; the walk (prefetch, blocks, groups) is
- *    matmul_avx512_tiles.h's, shared with matmul_avx512_f16.c.
+ *    a packed buffer of 4-row panels (rows of n_in rounded up to 32, zero-padded,
+ *    each step's 64 bytes of the 4 rows side by side; packed in groups of PACK_ROWS
+ *    rows on all threads), then 6 × 4 register tiles (24 accumulators; 6 weight rows
+ *    × 4 activation rows, the activations held: 4 loads per 24 vdpbf16ps) pass over
+ *    blocks of activation rows (X_BLOCK_BYTES, in L2) while a tile's weight rows sit
+ *    in L1; K longer than K_SPAN_MAX goes in equal spans, each x tile's accumulators
+ *    carried unsummed from span to span, so the weight rows of a span stay in L1
+ *    (n_in 5632: 3 spans of 1888). A full tile's 24 sums are made by shuffles across
+ *    accumulators that repeat _mm512_reduce_add_ps's additions exactly (sums16).
+ *    The prefetch walk is matmul_avx512_tiles.h's, shared with matmul_avx512_f16.c.
+ *    Where the time went and what each step bought: docs/PERFORMANCE.md, "BF16
+ *    prompts at AVX-512: panels, spans, summed across" (2026-11-29).
  * Compiled for AVX-512 + AVX512_BF16 by a target pragma; only called after cpuid
  * says so (mm_avx512_bf16). */
 #if defined(__x86_64__)
@@ -43,9 +46,10 @@ enum {
     TILE_X_FEW = 4,        /* activation rows per tile, rounded as loaded */
     TILE_X = 4,            /* activation rows per tile, packed */
     PACK_ROWS = 16,        /* activation rows per packing group */
-    K_SPAN_MAX = 2048,     /* elements of K per span, at most */
+    K_SPAN_MAX = 2048,     /* elements of K per span, at most (measured: 1024 was slower) */
     SPAN_X_TILES = 32,     /* x tiles per block, at most, when K takes several spans */
-    X_BLOCK_BYTES = 1 << 19, /* packed activation rows per block (in L2: half of it) */
+    X_BLOCK_BYTES = 1 << 19, /* packed activation rows per block: half a 1 MiB L2
+                              * (256 KiB before: 64 rows at n_in 2048, ~8% slower) */
 };
 
 static int64_t k_padded(int64_t n) { return (n + 31) & ~(int64_t)31; }
@@ -250,7 +254,7 @@ void mm_avx512_bf16_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
 }
 
 /* Elements of K per span: the whole row up to K_SPAN_MAX, else equal spans (whole
- * steps) that keep a tile's weight rows in L1 (6 × 1024 × 2 bytes = 12 KiB). */
+ * steps) that keep a tile's weight rows in L1 (n_in 5632: 3 × 1888, 22 KiB). */
 static int64_t span_elems(int64_t n) {
     const int64_t spans = (n + K_SPAN_MAX - 1) / K_SPAN_MAX;
     return (((n + spans - 1) / spans) + 31) & ~(int64_t)31;
@@ -275,7 +279,7 @@ MM_AI void batch_rows(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_
 
 static void batch_block(const mm_args *a, const uint16_t *xp, int64_t kpad, int64_t o0, int64_t o1, int64_t t0,
                         int64_t t1) {
-    __m512 part[SPAN_X_TILES * TILE_W * TILE_X];
+    __m512 part[SPAN_X_TILES * TILE_W * TILE_X]; /* 48 KiB of the stack */
     int64_t o = o0;
     for (; o + TILE_W <= o1; o += TILE_W) batch_rows(a, xp, kpad, o, t0, t1, TILE_W, part);
     for (; o < o1; o++) batch_rows(a, xp, kpad, o, t0, t1, 1, part);
