@@ -128,7 +128,7 @@ static void rows_block(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int
 }
 
 void mm_avx512_f16_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    const int64_t tb = mm512_block_rows((size_t)a->n_in * sizeof(float), TILE_X);
+    const int64_t tb = mm512_block_rows((size_t)a->n_in * sizeof(float), TILE_X, MM512_X_BLOCK_BYTES);
     mm512_prefetch_lead(a, o0, o1, TILE_W);
     for (int64_t t = t0; t < t1; t += tb) rows_block(a, o0, o1, t, t + tb < t1 ? t + tb : t1);
 }

@@ -34,9 +34,10 @@ static inline void mm512_prefetch_lead(const mm_args *a, int64_t o0, int64_t o1,
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, _MM_HINT_T1);
 }
 
-/* Activation rows per L2 block, `row_bytes` each: whole tiles of tile_x rows. */
-static inline int64_t mm512_block_rows(size_t row_bytes, int tile_x) {
-    const int64_t tb = (int64_t)(MM512_X_BLOCK_BYTES / row_bytes);
+/* Activation rows per L2 block of `block_bytes` (MM512_X_BLOCK_BYTES unless the
+ * kernel measured better), `row_bytes` each: whole tiles of tile_x rows. */
+static inline int64_t mm512_block_rows(size_t row_bytes, int tile_x, size_t block_bytes) {
+    const int64_t tb = (int64_t)(block_bytes / row_bytes);
     return tb < tile_x ? tile_x : tb / tile_x * tile_x;
 }
 
