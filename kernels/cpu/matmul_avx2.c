@@ -45,28 +45,34 @@ static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, 
     else if (mm_avx_vnni && vnni_dot_type(a->type)) mm_avxvnni_dot_rows(a, o0, o1, t0, t1);
     else dot_rows_quant_256(a, o0, o1, t0, t1);
 }
-/* (the i-quants' GEMM reads the quantized rows in place: one group, nothing packed) */
+/* (the i-quants' GEMM: with AVX-VNNI it packs the quantized rows, groups of 8; plain,
+ * it reads them in place: one group, nothing packed) */
+static int iq_packs_x(uint32_t type) { return mm_iq_gemm_type(type) && mm_avx_vnni; }
 static int gemm_rows_avx2(uint32_t type, int64_t T) {
     if (mm_iq_gemm_type(type)) return mm_iq_gemm_rows(type, T);
     return mm_type_is_float(type) ? mm_avx2_dotf_batch_rows(T) : mm_type_is_quant(type) ? mm_avx2_gemmq_rows(type, T) : 0;
 }
 static int64_t gemm_groups_avx2(uint32_t type, int64_t T) {
     return mm_type_is_float(type)  ? mm_avx2_dotf_groups(type, T)
+           : iq_packs_x(type)      ? mm_iq_gemm_groups(T)
            : mm_iq_gemm_type(type) ? 1
            : mm_type_is_quant(type) ? mm_avx2_gemmq_groups(T) : 0;
 }
 static void gemm_group_avx2(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
     if (mm_type_is_float(type)) mm_avx2_dotf_group(type, T, g, t0, t1);
+    else if (iq_packs_x(type)) mm_iq_gemm_group(T, g, t0, t1);
     else if (mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
     else if (mm_type_is_quant(type)) mm_avx2_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes_avx2(uint32_t type, int64_t n_in, int64_t T) {
+    if (iq_packs_x(type)) return mm_iq_gemm_xp_bytes(n_in, T);
     if (mm_iq_gemm_type(type)) return 0; /* (read in place) */
     return mm_type_is_quant(type) ? mm_avx2_gemmq_xp_bytes(type, n_in, T) : mm_avx2_dotf_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x_avx2(const mm_args *a, int64_t g, uint8_t *xp) {
-    if (mm_iq_gemm_type(a->type)) return;
-    if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
+    if (iq_packs_x(a->type)) mm_iq_gemm_pack_x_256(a, g, xp);
+    else if (mm_iq_gemm_type(a->type)) return;
+    else if (mm_type_is_quant(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
     else mm_avx2_dotf_pack_x(a, g, xp);
 }
 static size_t gemm_scratch_avx2(const mm_args *a, int64_t rows) {

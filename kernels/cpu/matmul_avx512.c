@@ -280,32 +280,32 @@ static int borrows_avx2(uint32_t type) {
 }
 
 /* BF16 weights through vdpbf16ps: the activations packed (rounded to bf16);
- * the i-quants' GEMM reads the quantized rows in place: one group, nothing packed */
+ * the i-quants' GEMM packs the quantized rows (x + 128, sub-block pairs interleaved) */
 static int bf16_dp(uint32_t type) { return type == QT_BF16 && mm_avx512_bf16; }
 
 static int64_t gemm_groups(uint32_t type, int64_t T) {
     if (bf16_dp(type)) return mm_avx512_bf16_groups(T);
     if (borrows_avx2(type)) return mm_avx2_gemmq_groups(T);
-    if (mm_iq_gemm_type(type)) return 1;
+    if (mm_iq_gemm_type(type)) return mm_iq_gemm_groups(T);
     return mm_type_is_float(type) ? mm_avx2_dotf_groups(type, T) : mm_avx512_gemmq_groups(T);
 }
 static void gemm_group(uint32_t type, int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
     if (bf16_dp(type)) mm_avx512_bf16_group(T, g, t0, t1);
     else if (borrows_avx2(type)) mm_avx2_gemmq_group(T, g, t0, t1);
-    else if (mm_iq_gemm_type(type)) *t0 = 0, *t1 = T;
+    else if (mm_iq_gemm_type(type)) mm_iq_gemm_group(T, g, t0, t1);
     else if (mm_type_is_float(type)) mm_avx2_dotf_group(type, T, g, t0, t1);
     else mm_avx512_gemmq_group(T, g, t0, t1);
 }
 static size_t gemm_xp_bytes(uint32_t type, int64_t n_in, int64_t T) {
     if (bf16_dp(type)) return mm_avx512_bf16_xp_bytes(n_in, T);
     if (borrows_avx2(type)) return mm_avx2_gemmq_xp_bytes(type, n_in, T);
-    if (mm_iq_gemm_type(type)) return 0;
+    if (mm_iq_gemm_type(type)) return mm_iq_gemm_xp_bytes(n_in, T);
     return mm_type_is_float(type) ? mm_avx2_dotf_xp_bytes(type, n_in, T) : mm_avx512_gemmq_xp_bytes(type, n_in, T);
 }
 static void gemm_pack_x(const mm_args *a, int64_t g, uint8_t *xp) {
     if (bf16_dp(a->type)) mm_avx512_bf16_pack_x(a, g, xp);
     else if (borrows_avx2(a->type)) mm_avx2_gemmq_pack_x(a, g, xp);
-    else if (mm_iq_gemm_type(a->type)) return;
+    else if (mm_iq_gemm_type(a->type)) mm_iq_gemm_pack_x_512(a, g, xp);
     else if (mm_type_is_float(a->type)) mm_avx2_dotf_pack_x(a, g, xp);
     else mm_avx512_gemmq_pack_x(a, g, xp);
 }

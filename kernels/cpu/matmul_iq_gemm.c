@@ -10,42 +10,63 @@
  * hsum8(a0 + a1). The lanes are exact integers, so any exact way to the same lanes
  * gives the same float result; the float steps are then done in the same order.
  *
- * Rows unpacked (unpack_row, per superblock, SB bytes): int8 lv[256] (the signed
- * levels, 32 at a time from the dot kernels' grid gathers and sign patterns: exactly
- * iq_unpack's lv; decoding was ~40% of a pp128 call while it went through the scalar
- * iq_unpack), int16 m[8][16] (per sub-block, 8 × mul of each half: the madd
- * partner), int32 corr[8], float d. The activations enter as u8, x + 128 (an xor), so
- * maddubs(x + 128, lv) has pairs |(x+128)·lv| <= 2·255·62 = 31620 (no saturation)
- * and madd with m gives the lanes plus 128·Σ mul·lv, which corr (the same sums at
- * x = 0) takes off: the int accumulators start at -corr. Per 32 elements and pair of
- * rows: maddubs, then madd and add (AVX2) or one vpdpwssd (AVX-VNNI, AVX-512 VNNI).
+ * The levels of a sub-block (32 signed bytes lv) come from the dot kernels' grid
+ * gathers and sign patterns (decode_sub: exactly iq_unpack's lv and mul). The
+ * activations enter as u8, x + 128 (an xor). Two ways to the lanes:
+ *
+ * Plain AVX2 (no VNNI): rows unpacked to int8 lv[256], int16 m[8][16] (8 × mul of each
+ * half: the madd partner), int32 corr[8]. maddubs(x + 128, lv) has pairs
+ * |(x+128)·lv| <= 2·255·62 = 31620 (no saturation) and madd with m gives the lanes
+ * plus 128·Σ mul·lv, which corr takes off: the int accumulators start at -corr. Two
+ * multiply instructions per 32 products. The activations are read in place (xq).
+ *
+ * AVX-VNNI and AVX-512 VNNI ("pairs"): sub-blocks by pairs (a, b), their 4-byte groups
+ * interleaved, A = a0 b0 a1 b1 | a4 b4 a5 b5 and B = a2 b2 a3 b3 | a6 b6 a7 b7
+ * (unpacklo/hi_epi32), weights at unpack time and activations once per call
+ * (pack_x, flipped to x + 128 there too). One vpdpbusd gives 8 four-element sums
+ * Σ (x+128)·lv, starting from -128·Σ lv (stored per row: the bias off), so each is
+ * Σ x·lv exactly, |.| <= 4·128·62 = 31744: it fits int16, and packs_epi32(A, B)
+ * (no saturation) lays them out a0 b0 a1 b1 a2 b2 a3 b3 | a4 b4 ... b7, which one
+ * vpdpwssd with (mul_a, mul_b) pairs turns into the 8 lanes of both sub-blocks:
+ * three multiply instructions per 64 products instead of four (the multiply ports
+ * bound this loop), the pack on a shuffle port.
  *
  * A chunk's rows are taken IQ_R at a time (unpacked, then IQ_C activation rows at a
  * time pass over them, their int sums in registers; superblocks by pairs, so the even
- * and odd float accumulators are fixed). At AVX-512 the tile is 512 bits wide: a zmm
- * holds two sub-blocks (lv, m: 64 contiguous bytes each), its halves hold the lanes of
- * the even and the odd sub-blocks, and they are added at the superblock's end (the
- * same exact integers); activation rows go by pairs there, one in each half of a zmm,
- * through the convert, scale and fma, lane for lane the dot kernel's float steps.
+ * and odd float accumulators are fixed). At AVX-512 the vectors are 512 bits: a zmm
+ * holds two sub-block pairs, its halves the lanes of pairs (0,1), (4,5) and (2,3),
+ * (6,7), added at the superblock's end (the same exact integers); activation rows go
+ * by pairs there, one in each half of a zmm, through the convert, scale and fma, lane
+ * for lane the dot kernel's float steps.
  * This file is compiled three times: plain AVX2 here, and by matmul_iq_gemm_vnni.c
- * (MM_IQ_AVXVNNI) and matmul_iq_gemm_512.c (MM_IQ_AVX512), which change the pair sum
- * and the tiles. */
+ * (MM_IQ_AVXVNNI) and matmul_iq_gemm_512.c (MM_IQ_AVX512), which take the pairs and
+ * change the vector width and tiles. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
 #if defined(MM_IQ_AVX512)
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 #define IQ_GEMM mm_iq_gemm_avx512
-#define IQ_R 4 /* weight rows per tile (32 vector registers) */
-#define IQ_C 4 /* activation rows per tile */
+#define IQ_PACK_X mm_iq_gemm_pack_x_512
+#define IQ_PAIRS 1
+#define IQ_VW 64 /* vector bytes */
+#define IQ_R 4   /* weight rows per tile (32 vector registers) */
+#define IQ_C 4   /* activation rows per tile */
+#define IQ_X_IN_REGS 1 /* a tile's activations all in registers */
 #elif defined(MM_IQ_AVXVNNI)
 #pragma GCC target("avx2,fma,f16c,avxvnni")
 #define IQ_GEMM mm_iq_gemm_avxvnni
-#define IQ_R 2
-#define IQ_C 4
+#define IQ_PACK_X mm_iq_gemm_pack_x_256
+#define IQ_PAIRS 1
+#define IQ_VW 32
+#define IQ_R 1 /* (16 registers: a row's fields in registers, 4 activation rows over them; */
+#define IQ_C 4 /*  measured against 2 × 4, 2 × 2, 3 × 2, 1 × 6 and 1 × 8) */
+#define IQ_X_IN_REGS 0
 #else
 #pragma GCC target("avx2,fma,f16c")
 #define IQ_GEMM mm_iq_gemm_avx2
+#define IQ_PAIRS 0
+#define IQ_VW 32
 #define IQ_R 2
 #define IQ_C 4
 #endif
@@ -57,38 +78,32 @@
 
 #define AI static inline __attribute__((always_inline))
 
-enum {
-    SB_LV = 0,     /* int8 lv[256] */
-    SB_M = 256,    /* int16 m[8][16] */
-    SB_CORR = 512, /* int32 corr[8] */
-    SB_D = 544,    /* float d */
-    SB = 576,      /* bytes of one unpacked superblock */
-};
-
-/* acc + Σ of int16 pairs p·m into int32 lanes (exact: no saturation either way) */
-AI __m256i acc_pairs(__m256i acc, __m256i p, __m256i m) {
-#if defined(MM_IQ_AVX512)
-    return _mm256_dpwssd_epi32(acc, p, m);
-#elif defined(MM_IQ_AVXVNNI)
-    return _mm256_dpwssd_avx_epi32(acc, p, m);
-#else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, m));
-#endif
-}
-
-static size_t row_bytes(int64_t n_in) { return (size_t)(n_in / QK_K) * SB; }
-
 /* 1/div of the dot kernel's scale */
 static float inv_div_of(uint32_t type) { return type == QT_IQ3_S ? 1.0f : type == QT_IQ3_XXS ? 0.25f : 0.125f; }
 
-#if !defined(MM_IQ_AVX512) && !defined(MM_IQ_AVXVNNI) /* (once, in the plain build) */
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Packed activation rows (the pairs' layout): per superblock its 256 bytes x + 128,
+ * interleaved as the weights, then the superblocks' d_x (floats); 64-byte aligned. */
+static size_t xp_row_bytes(int64_t n_in) { return round64((size_t)n_in + 4 * (size_t)(n_in / QK_K)); }
+
+#if !IQ_PAIRS /* (once, in the plain build) */
 /* From 4 rows: decoding a row costs about one dot-kernel row, and each further
  * activation row then runs several times faster than the dot kernel's. */
 int mm_iq_gemm_rows(uint32_t type, int64_t T) { return mm_iq_gemm_type(type) && T >= 4 ? 4 : 0; }
 
+/* The packed activations: groups of 8 rows (each packed where it was quantized). */
+int64_t mm_iq_gemm_groups(int64_t T) { return (T + 7) / 8; }
+void mm_iq_gemm_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
+    *t0 = 8 * g;
+    *t1 = 8 * g + 8 < T ? 8 * g + 8 : T;
+}
+size_t mm_iq_gemm_xp_bytes(int64_t n_in, int64_t T) { return (size_t)T * xp_row_bytes(n_in) + 64; }
+
 size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
-    (void)rows;
-    return 4 * row_bytes(a->n_in) + 64; /* (IQ_R <= 4 rows at a time) */
+    (void)rows; /* (IQ_R <= 4 rows at a time, 640 bytes or fewer per superblock) */
+    const int64_t nsb = a->n_in / QK_K;
+    return 4 * ((size_t)nsb * 640 + round64(4 * (size_t)nsb)) + 64;
 }
 #endif
 
@@ -193,6 +208,18 @@ AI float decode_d(uint32_t type, const uint8_t *b) {
     return _cvtsh_ss((unsigned short)((w0 >> 12) | (w1 >> 8 & 0xf0) | (w2 >> 4 & 0xf00) | (w3 & 0xf000)));
 }
 
+AI uint8_t *align64(const uint8_t *p) { return (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+#if !IQ_PAIRS
+/* ---- plain AVX2: lv, m, corr per superblock; maddubs, madd ------------------------- */
+enum {
+    SB_LV = 0,     /* int8 lv[256] */
+    SB_M = 256,    /* int16 m[8][16] */
+    SB_CORR = 512, /* int32 corr[8] */
+    SB = 576,      /* bytes of one unpacked superblock (d: the row's d array) */
+};
+#define XD_STEP 8 /* xq rows: a d per 32 elements */
+
 /* One superblock of type `type` at src → the unpacked superblock at dst (SB bytes). */
 AI void unpack_superblock(uint32_t type, const uint8_t *src, uint8_t *dst) {
     const __m256i x0 = _mm256_set1_epi8((char)0x80);
@@ -204,19 +231,184 @@ AI void unpack_superblock(uint32_t type, const uint8_t *src, uint8_t *dst) {
         const __m256i mv = _mm256_setr_m128i(_mm_set1_epi16((short)m0), _mm_set1_epi16((short)m1));
         _mm256_store_si256((__m256i *)(void *)(dst + SB_LV + 32 * ib), w);
         _mm256_store_si256((__m256i *)(void *)(dst + SB_M + 32 * ib), mv);
-        corr = acc_pairs(corr, _mm256_maddubs_epi16(x0, w), mv);
+        corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_maddubs_epi16(x0, w), mv));
     }
     _mm256_store_si256((__m256i *)(void *)(dst + SB_CORR), corr);
-    const float d = decode_d(type, src);
-    memcpy(dst + SB_D, &d, sizeof d);
 }
+
+/* The int lanes of superblock i for every weight row r and activation row c. */
+AI void tile_sums(const uint8_t *const wr[IQ_R], const uint8_t *const xq[IQ_C], int64_t i, const int C,
+                  __m256i ia[IQ_R][IQ_C]) {
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++) { /* starting at -corr: the x + 128 bias taken off */
+        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) ia[r][c] = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+    }
+    _Pragma("GCC unroll 2")
+    for (int ib = 0; ib < 8; ib++) {
+        __m256i xv[IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++)
+            xv[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(xq[c] + QK_K * i + 32 * ib)),
+                                     flip);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++) {
+            const uint8_t *s = wr[r] + (size_t)i * SB;
+            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
+            const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++)
+                ia[r][c] = _mm256_add_epi32(ia[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[c], w), m));
+        }
+    }
+}
+#else
+/* ---- the pairs (AVX-VNNI, AVX-512 VNNI): vpdpbusd, packs, vpdpwssd ------------------
+ * An unpacked superblock: STEPS steps of five IQ_VW-byte fields (each a sub-block pair
+ * per 32 bytes: HPV pairs per vector), the fields the levels A and B (interleaved, as
+ * the activations), their biases -128·Σ lv (int32 per 4-element group, A's and B's)
+ * and the (mul_a, mul_b) int16 pairs, 8 of each half. */
+enum { F_WA, F_WB, F_BA, F_BB, F_M, N_FIELDS };
+#define HPV (IQ_VW / 32)
+#define STEPS (4 / HPV)
+#define SB (STEPS * N_FIELDS * IQ_VW) /* 640 bytes either way */
+#define XD_STEP 1                     /* packed rows: a d per superblock */
+
+/* where pair g's 32 bytes of field f lie in a superblock of (n_fields × IQ_VW)-byte steps */
+AI size_t pair_at(int g, int f, int n_fields) {
+    return (size_t)(g / HPV) * (size_t)(n_fields * IQ_VW) + (size_t)(f * IQ_VW) + (size_t)(g % HPV) * 32;
+}
+
+/* Sub-blocks a and b → their interleaved 4-byte groups: A = a0 b0 a1 b1 | a4 b4 a5 b5, B = the rest */
+AI void interleave(__m256i a, __m256i b, __m256i *A, __m256i *B) {
+    *A = _mm256_unpacklo_epi32(a, b);
+    *B = _mm256_unpackhi_epi32(a, b);
+}
+
+/* -128 · the 4-element sums of w: the bias of x + 128 taken off ahead */
+AI __m256i neg_bias(__m256i w) {
+    const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), w), _mm256_set1_epi16(1));
+    return _mm256_sub_epi32(_mm256_setzero_si256(), sums);
+}
+
+AI void store32(uint8_t *p, __m256i v) { _mm256_store_si256((__m256i *)(void *)p, v); }
+
+/* One superblock of type `type` at src → the unpacked superblock at dst (SB bytes). */
+AI void unpack_superblock(uint32_t type, const uint8_t *src, uint8_t *dst) {
+    _Pragma("GCC unroll 4")
+    for (int g = 0; g < 4; g++) {
+        int ma0, ma1, mb0, mb1;
+        const __m256i a = decode_sub(type, src, 2 * g, &ma0, &ma1);
+        const __m256i b = decode_sub(type, src, 2 * g + 1, &mb0, &mb1);
+        __m256i wa, wb;
+        interleave(a, b, &wa, &wb);
+        store32(dst + pair_at(g, F_WA, N_FIELDS), wa);
+        store32(dst + pair_at(g, F_WB, N_FIELDS), wb);
+        store32(dst + pair_at(g, F_BA, N_FIELDS), neg_bias(wa));
+        store32(dst + pair_at(g, F_BB, N_FIELDS), neg_bias(wb));
+        store32(dst + pair_at(g, F_M, N_FIELDS), _mm256_setr_m128i(_mm_set1_epi32(ma0 | mb0 << 16),
+                                                                   _mm_set1_epi32(ma1 | mb1 << 16)));
+    }
+}
+
+/* Activation rows of group g (quantized, a->xq) → packed rows (xp_row_bytes apart):
+ * x + 128 interleaved by sub-block pairs as the weights, then the d_x of each superblock. */
+void IQ_PACK_X(const mm_args *a, int64_t g, uint8_t *xp) {
+    const int64_t nsb = a->n_in / QK_K;
+    const size_t xb = xp_row_bytes(a->n_in);
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    int64_t t0, t1;
+    mm_iq_gemm_group(a->T, g, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const mm_xrow xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
+        uint8_t *dst = align64(xp) + (size_t)t * xb;
+        float *dx = (float *)(void *)(dst + a->n_in);
+        for (int64_t i = 0; i < nsb; i++) {
+            const int8_t *q = xr.q + QK_K * i;
+            for (int p = 0; p < 4; p++) {
+                __m256i A, B;
+                interleave(_mm256_loadu_si256((const __m256i *)(const void *)(q + 64 * p)),
+                           _mm256_loadu_si256((const __m256i *)(const void *)(q + 64 * p + 32)), &A, &B);
+                store32(dst + QK_K * i + pair_at(p, 0, 2), _mm256_xor_si256(A, flip));
+                store32(dst + QK_K * i + pair_at(p, 1, 2), _mm256_xor_si256(B, flip));
+            }
+            dx[i] = xr.d[8 * i];
+        }
+    }
+}
+
+#if defined(MM_IQ_AVX512)
+typedef __m512i vi;
+AI vi v_load(const uint8_t *p) { return _mm512_load_si512((const void *)p); }
+AI vi v_zero(void) { return _mm512_setzero_si512(); }
+AI vi v_dpbusd(vi acc, vi u, vi s) { return _mm512_dpbusd_epi32(acc, u, s); }
+AI vi v_dpwssd(vi acc, vi p, vi m) { return _mm512_dpwssd_epi32(acc, p, m); }
+AI vi v_packs(vi a, vi b) { return _mm512_packs_epi32(a, b); }
+#else
+typedef __m256i vi;
+AI vi v_load(const uint8_t *p) { return _mm256_load_si256((const __m256i *)(const void *)p); }
+AI vi v_zero(void) { return _mm256_setzero_si256(); }
+AI vi v_dpbusd(vi acc, vi u, vi s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+AI vi v_dpwssd(vi acc, vi p, vi m) { return _mm256_dpwssd_avx_epi32(acc, p, m); }
+AI vi v_packs(vi a, vi b) { return _mm256_packs_epi32(a, b); }
+#endif
+
+/* acc + the lanes of the sub-block pairs of one step: activations xa, xb (x + 128), weights at w */
+AI vi pair_step(vi acc, vi xa, vi xb, const uint8_t *w) {
+    const vi ta = v_dpbusd(v_load(w + F_BA * IQ_VW), xa, v_load(w + F_WA * IQ_VW));
+    const vi tb = v_dpbusd(v_load(w + F_BB * IQ_VW), xb, v_load(w + F_WB * IQ_VW));
+    return v_dpwssd(acc, v_packs(ta, tb), v_load(w + F_M * IQ_VW));
+}
+
+/* The int lanes of superblock i for every weight row r and activation row c (at
+ * AVX-512 two halves to add). IQ_X_IN_REGS (32 registers): every row's activations
+ * in registers, each weight row's fields loaded once; else an activation row at a
+ * time over the weight rows. */
+AI void tile_sums(const uint8_t *const wr[IQ_R], const uint8_t *const xq[IQ_C], int64_t i, const int C,
+                  vi ia[IQ_R][IQ_C]) {
+    _Pragma("GCC unroll 8")
+    for (int r = 0; r < IQ_R; r++)
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) ia[r][c] = v_zero();
+    _Pragma("GCC unroll 4")
+    for (int s = 0; s < STEPS; s++) {
+        const size_t xo = (size_t)QK_K * i + (size_t)(2 * IQ_VW * s);
+        const size_t wo = (size_t)i * SB + (size_t)(N_FIELDS * IQ_VW * s);
+#if IQ_X_IN_REGS
+        vi xa[IQ_C], xb[IQ_C];
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) xa[c] = v_load(xq[c] + xo), xb[c] = v_load(xq[c] + xo + IQ_VW);
+        _Pragma("GCC unroll 8")
+        for (int r = 0; r < IQ_R; r++)
+            _Pragma("GCC unroll 8")
+            for (int c = 0; c < C; c++) ia[r][c] = pair_step(ia[r][c], xa[c], xb[c], wr[r] + wo);
+#else
+        _Pragma("GCC unroll 8")
+        for (int c = 0; c < C; c++) {
+            const vi xa = v_load(xq[c] + xo), xb = v_load(xq[c] + xo + IQ_VW);
+            _Pragma("GCC unroll 8")
+            for (int r = 0; r < IQ_R; r++) ia[r][c] = pair_step(ia[r][c], xa, xb, wr[r] + wo);
+        }
+#endif
+    }
+}
+#endif
+
+static size_t row_bytes(int64_t n_in) { return (size_t)(n_in / QK_K) * SB + round64(4 * (size_t)(n_in / QK_K)); }
 
 AI void unpack_row_t(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
     const size_t bb = qtype_get(type)->block_bytes;
-    for (int64_t i = 0; i < nsb; i++, src += bb, dst += SB) unpack_superblock(type, src, dst);
+    float *d = (float *)(void *)(dst + (size_t)nsb * SB);
+    for (int64_t i = 0; i < nsb; i++, src += bb) {
+        unpack_superblock(type, src, dst + (size_t)i * SB);
+        d[i] = decode_d(type, src);
+    }
 }
 
-/* One weight row's nsb superblocks → unpacked superblocks at dst (64-byte aligned). */
+/* One weight row's nsb superblocks → unpacked superblocks at dst (64-byte aligned),
+ * then their d (floats). */
 static void unpack_row(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
     switch (type) { /* (a constant type in each: the decoder's switch folds) */
     case QT_IQ2_XXS: unpack_row_t(QT_IQ2_XXS, src, nsb, dst); break;
@@ -236,69 +428,50 @@ static inline float hsum8(__m256 v) { /* (as matmul_dot256.h's: the same order) 
     return _mm_cvtss_f32(s);
 }
 
+/* A tile's operands: its weight rows unpacked (wd: their d), its activation rows
+ * (xq: the bytes, xd: d_x, XD_STEP floats per superblock). */
+typedef struct tile_in {
+    const uint8_t *wr[IQ_R];
+    const float *wd[IQ_R];
+    const uint8_t *xq[IQ_C];
+    const float *xd[IQ_C];
+} tile_in;
+
 #if defined(MM_IQ_AVX512)
-/* [a's two 256-bit halves added | b's]: two sub-blocks' lanes → the dot kernel's 8
+/* [a's two 256-bit halves added | b's]: the halves' lanes → the dot kernel's 8
  * lanes, for two activation rows at once */
 AI __m512i fold_halves(__m512i a, __m512i b) {
     return _mm512_add_epi32(_mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
                             _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-/* Superblock i of a tile: the int sums of every weight row r and activation row c
- * (a 512-bit vector covers two sub-blocks), then fa[r][p] += lanes · scale, pair p
- * holding activation rows 2p (low half) and 2p + 1 (high half). */
-AI void tile_superblock(const uint8_t *const wr[IQ_R], const mm_xrow xr[], int64_t i, const int CP, float inv_div,
-                        __m512 fa[IQ_R][IQ_C / 2]) {
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
+/* Superblock i of a tile: fa[r][p] += lanes · scale, pair p holding activation rows
+ * 2p (low half) and 2p + 1 (high half). */
+AI void tile_superblock(const tile_in *in, int64_t i, const int CP, float inv_div, __m512 fa[IQ_R][IQ_C / 2]) {
     __m512i ia[IQ_R][IQ_C];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < IQ_R; r++) { /* starting at -corr (low half): the x + 128 bias taken off */
-        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
-        const __m512i init = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), corr));
-        _Pragma("GCC unroll 8")
-        for (int c = 0; c < 2 * CP; c++) ia[r][c] = init;
-    }
-    _Pragma("GCC unroll 4")
-    for (int k = 0; k < 4; k++) {
-        __m512i xv[IQ_C];
-        _Pragma("GCC unroll 8")
-        for (int c = 0; c < 2 * CP; c++)
-            xv[c] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xr[c].q + QK_K * i + 64 * k)), flip);
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < IQ_R; r++) {
-            const uint8_t *s = wr[r] + (size_t)i * SB;
-            const __m512i w = _mm512_load_si512((const void *)(s + SB_LV + 64 * k));
-            const __m512i m = _mm512_load_si512((const void *)(s + SB_M + 64 * k));
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < 2 * CP; c++) ia[r][c] = _mm512_dpwssd_epi32(ia[r][c], _mm512_maddubs_epi16(xv[c], w), m);
-        }
-    }
+    tile_sums(in->wr, in->xq, i, 2 * CP, ia);
     __m512 xd[IQ_C / 2]; /* d_x of rows 2p | 2p + 1 */
     _Pragma("GCC unroll 8")
     for (int p = 0; p < CP; p++)
-        xd[p] = _mm512_insertf32x8(_mm512_set1_ps(xr[2 * p].d[8 * i]), _mm256_set1_ps(xr[2 * p + 1].d[8 * i]), 1);
+        xd[p] = _mm512_insertf32x8(_mm512_set1_ps(in->xd[2 * p][XD_STEP * i]),
+                                   _mm256_set1_ps(in->xd[2 * p + 1][XD_STEP * i]), 1);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++) {
-        float d;
-        memcpy(&d, wr[r] + (size_t)i * SB + SB_D, sizeof d);
+        const __m512 d = _mm512_set1_ps(in->wd[r][i]);
         _Pragma("GCC unroll 8")
         for (int p = 0; p < CP; p++) { /* scale (d · d_x) · 1/div, as the dot kernel rounds it */
-            const __m512 sc = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(d), xd[p]), _mm512_set1_ps(inv_div));
+            const __m512 sc = _mm512_mul_ps(_mm512_mul_ps(d, xd[p]), _mm512_set1_ps(inv_div));
             const __m512 v = _mm512_cvtepi32_ps(fold_halves(ia[r][2 * p], ia[r][2 * p + 1]));
             fa[r][p] = _mm512_fmadd_ps(v, sc, fa[r][p]);
         }
     }
 }
 
-/* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
- * for activation rows t0 .. t0 + C - 1 (an odd C computes one row twice). */
-AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
-             float inv_div) {
+/* Outputs o .. o + nr - 1 for activation rows t0 .. t0 + C - 1 (an odd C computes
+ * one row twice; weight rows past nr repeat the last). */
+AI void tile(const mm_args *a, const tile_in *in, int nr, int64_t o, int64_t t0, const int C, float inv_div) {
     const int64_t nsb = a->n_in / QK_K;
     const int CP = (C + 1) / 2;
-    mm_xrow xr[IQ_C];
-    _Pragma("GCC unroll 8")
-    for (int c = 0; c < 2 * CP; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + (c < C ? c : C - 1)) * a->xq_stride, a->n_in);
     __m512 fa[2][IQ_R][IQ_C / 2]; /* even and odd superblocks, as the dot kernel's a0, a1 */
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
@@ -306,10 +479,10 @@ AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o,
         for (int p = 0; p < CP; p++) fa[0][r][p] = fa[1][r][p] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nsb; i += 2) {
-        tile_superblock(wr, xr, i, CP, inv_div, fa[0]);
-        tile_superblock(wr, xr, i + 1, CP, inv_div, fa[1]);
+        tile_superblock(in, i, CP, inv_div, fa[0]);
+        tile_superblock(in, i + 1, CP, inv_div, fa[1]);
     }
-    if (i < nsb) tile_superblock(wr, xr, i, CP, inv_div, fa[0]);
+    if (i < nsb) tile_superblock(in, i, CP, inv_div, fa[0]);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
         _Pragma("GCC unroll 8")
@@ -320,55 +493,27 @@ AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o,
             if (2 * p + 1 < C) a->Y[(t0 + 2 * p + 1) * a->n_out + o + r] = hsum8(_mm512_extractf32x8_ps(s, 1));
         }
 }
+#define IQ_C_ROWS(C) (2 * (((C) + 1) / 2)) /* activation rows a tile reads */
 #else
-/* Superblock i of a tile: the int sums of every weight row r and activation row c,
- * then fa[r][c] += lanes · scale. */
-AI void tile_superblock(const uint8_t *const wr[IQ_R], const mm_xrow xr[], int64_t i, const int C, float inv_div,
-                        __m256 fa[IQ_R][IQ_C]) {
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
+/* Superblock i of a tile: fa[r][c] += lanes · scale. */
+AI void tile_superblock(const tile_in *in, int64_t i, const int C, float inv_div, __m256 fa[IQ_R][IQ_C]) {
     __m256i ia[IQ_R][IQ_C];
-    _Pragma("GCC unroll 8")
-    for (int r = 0; r < IQ_R; r++) { /* starting at -corr: the x + 128 bias taken off */
-        const __m256i corr = _mm256_load_si256((const __m256i *)(const void *)(wr[r] + (size_t)i * SB + SB_CORR));
-        _Pragma("GCC unroll 8")
-        for (int c = 0; c < C; c++) ia[r][c] = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
-    }
-    _Pragma("GCC unroll 2")
-    for (int ib = 0; ib < 8; ib++) {
-        __m256i xv[IQ_C];
-        _Pragma("GCC unroll 8")
-        for (int c = 0; c < C; c++)
-            xv[c] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(xr[c].q + QK_K * i + 32 * ib)),
-                                     flip);
-        _Pragma("GCC unroll 8")
-        for (int r = 0; r < IQ_R; r++) {
-            const uint8_t *s = wr[r] + (size_t)i * SB;
-            const __m256i w = _mm256_load_si256((const __m256i *)(const void *)(s + SB_LV + 32 * ib));
-            const __m256i m = _mm256_load_si256((const __m256i *)(const void *)(s + SB_M + 32 * ib));
-            _Pragma("GCC unroll 8")
-            for (int c = 0; c < C; c++) ia[r][c] = acc_pairs(ia[r][c], _mm256_maddubs_epi16(xv[c], w), m);
-        }
-    }
+    tile_sums(in->wr, in->xq, i, C, ia);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++) {
-        float d;
-        memcpy(&d, wr[r] + (size_t)i * SB + SB_D, sizeof d);
+        const float d = in->wd[r][i];
         _Pragma("GCC unroll 8")
         for (int c = 0; c < C; c++) {
-            const __m256 sc = _mm256_set1_ps(d * xr[c].d[8 * i] * inv_div);
+            const __m256 sc = _mm256_set1_ps(d * in->xd[c][XD_STEP * i] * inv_div);
             fa[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[r][c]), sc, fa[r][c]);
         }
     }
 }
 
-/* Outputs o .. o + nr - 1 (unpacked at wr[0..IQ_R-1]; rows past nr repeat the last)
- * for activation rows t0 .. t0 + C - 1. */
-AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, const int C,
-             float inv_div) {
+/* Outputs o .. o + nr - 1 for activation rows t0 .. t0 + C - 1 (weight rows past nr
+ * repeat the last). */
+AI void tile(const mm_args *a, const tile_in *in, int nr, int64_t o, int64_t t0, const int C, float inv_div) {
     const int64_t nsb = a->n_in / QK_K;
-    mm_xrow xr[IQ_C];
-    _Pragma("GCC unroll 8")
-    for (int c = 0; c < C; c++) xr[c] = mm_xrow_at(a->xq + (size_t)(t0 + c) * a->xq_stride, a->n_in);
     __m256 fa[2][IQ_R][IQ_C]; /* even and odd superblocks, as the dot kernel's a0, a1 */
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
@@ -376,25 +521,42 @@ AI void tile(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o,
         for (int c = 0; c < C; c++) fa[0][r][c] = fa[1][r][c] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nsb; i += 2) {
-        tile_superblock(wr, xr, i, C, inv_div, fa[0]);
-        tile_superblock(wr, xr, i + 1, C, inv_div, fa[1]);
+        tile_superblock(in, i, C, inv_div, fa[0]);
+        tile_superblock(in, i + 1, C, inv_div, fa[1]);
     }
-    if (i < nsb) tile_superblock(wr, xr, i, C, inv_div, fa[0]);
+    if (i < nsb) tile_superblock(in, i, C, inv_div, fa[0]);
     _Pragma("GCC unroll 8")
     for (int r = 0; r < IQ_R; r++)
         _Pragma("GCC unroll 8")
         for (int c = 0; c < C; c++)
             if (r < nr) a->Y[(t0 + c) * a->n_out + o + r] = hsum8(_mm256_add_ps(fa[0][r][c], fa[1][r][c]));
 }
+#define IQ_C_ROWS(C) (C)
 #endif
 
-static void tile_c(const mm_args *a, const uint8_t *const wr[IQ_R], int nr, int64_t o, int64_t t0, int C,
-                   float inv_div) {
+/* The activation rows t0 .. t0 + C - 1 into in (rows past T - 1 repeat the last):
+ * packed (the pairs) or read in place. */
+static void tile_rows(const mm_args *a, int64_t t0, int C, tile_in *in) {
+    for (int c = 0; c < IQ_C_ROWS(C); c++) {
+        const int64_t t = t0 + (c < C ? c : C - 1);
+#if IQ_PAIRS
+        in->xq[c] = align64(a->xp) + (size_t)t * xp_row_bytes(a->n_in);
+        in->xd[c] = (const float *)(const void *)(in->xq[c] + a->n_in);
+#else
+        const mm_xrow xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
+        in->xq[c] = (const uint8_t *)xr.q;
+        in->xd[c] = xr.d;
+#endif
+    }
+}
+
+static void tile_c(const mm_args *a, tile_in *in, int nr, int64_t o, int64_t t0, int C, float inv_div) {
+    tile_rows(a, t0, C, in);
     switch (C) {
-    case 1: tile(a, wr, nr, o, t0, 1, inv_div); break;
-    case 2: tile(a, wr, nr, o, t0, 2, inv_div); break;
-    case 3: tile(a, wr, nr, o, t0, 3, inv_div); break;
-    default: tile(a, wr, nr, o, t0, IQ_C, inv_div); break;
+    case 1: tile(a, in, nr, o, t0, 1, inv_div); break;
+    case 2: tile(a, in, nr, o, t0, 2, inv_div); break;
+    case 3: tile(a, in, nr, o, t0, 3, inv_div); break;
+    default: tile(a, in, nr, o, t0, IQ_C, inv_div); break;
     }
 }
 
@@ -402,16 +564,17 @@ void IQ_GEMM(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
     const int64_t nsb = a->n_in / QK_K;
     const size_t rb = row_bytes(a->n_in);
     const float inv_div = inv_div_of(a->type);
-    uint8_t *buf = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    uint8_t *buf = align64(scratch);
     for (int64_t o = o0; o < o1; o += IQ_R) {
         const int nr = (int)(o1 - o < IQ_R ? o1 - o : IQ_R);
-        const uint8_t *wr[IQ_R];
+        tile_in in;
         for (int r = 0; r < IQ_R; r++) {
             if (r < nr) unpack_row(a->type, a->W + (size_t)(o + r) * a->w_stride, nsb, buf + (size_t)r * rb);
-            wr[r] = buf + (size_t)(r < nr ? r : nr - 1) * rb;
+            in.wr[r] = buf + (size_t)(r < nr ? r : nr - 1) * rb;
+            in.wd[r] = (const float *)(const void *)(in.wr[r] + (size_t)nsb * SB);
         }
         for (int64_t t = 0; t < a->T; t += IQ_C)
-            tile_c(a, wr, nr, o, t, (int)(a->T - t < IQ_C ? a->T - t : IQ_C), inv_div);
+            tile_c(a, &in, nr, o, t, (int)(a->T - t < IQ_C ? a->T - t : IQ_C), inv_div);
     }
 }
 
