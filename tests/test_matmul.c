@@ -679,7 +679,7 @@ static void test_avx_vnni_same(void) {
         return;
     }
     const uint32_t types[] = {QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K, QT_Q3_K};
-    const int64_t Ts[] = {9, 40};
+    const int64_t Ts[] = {1, 3, 9, 40}; /* (1, 3: the dot kernels; Q2_K and Q3_K take vpdpbusd there) */
     cpu_matmul_set_level(CPU_SIMD_AVX2);
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
         for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
