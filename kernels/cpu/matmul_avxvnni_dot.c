@@ -17,6 +17,7 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_avx_epi32(acc, u, s);
 }
 
+#define MM_DOT256_U8_FULL /* vpdpbusd never saturates: IQ4_NL four rows at a time, level + 128 */
 #include "kernels/cpu/matmul_dot256.h"
 
 void mm_avxvnni_dot_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);
