@@ -679,7 +679,7 @@ static void test_avx_vnni_same(void) {
         return;
     }
     const uint32_t types[] = {QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K, QT_Q3_K};
-    const int64_t Ts[] = {9, 40};
+    const int64_t Ts[] = {1, 3, 9, 40}; /* (1, 3: the dot kernels; IQ4_NL, Q2_K, Q3_K take vpdpbusd there) */
     cpu_matmul_set_level(CPU_SIMD_AVX2);
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
         for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
@@ -700,6 +700,44 @@ static void test_avx_vnni_same(void) {
             free(yn);
             problem_free(&p);
         }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+}
+
+/* IQ4_NL at the AVX2 level below its GEMM's rows: weight rows four at a time
+ * (iq4_nl_rows_pairs) give each row's bits as the one-row kernel does. n_out = 7 on one
+ * thread: rows 0-3 go through the four-row kernel, rows 4-6 (copies of rows 0-2)
+ * alone, so Y[4 + i] must equal Y[i]; with and without AVX-VNNI (level + 128 less
+ * 128·Σq, or the sign trick). Shapes: one block, an odd count (the last block alone),
+ * more than one slice of activations (5632: 88 pairs). */
+static void test_iq4_nl_rows4_same(void) {
+    if (cpu_matmul_max_level() < CPU_SIMD_AVX2) return;
+    const int64_t n_ins[] = {32, 96, 2080, 5632}, Ts[] = {1, 2, 5};
+    const int vnni = mm_avx_vnni;
+    cpu_matmul_set_level(CPU_SIMD_AVX2);
+    for (int v = vnni; v >= 0; v--) {
+        mm_avx_vnni = v;
+        for (size_t ii = 0; ii < LLC_ARRAY_LEN(n_ins); ii++)
+            for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
+                const int64_t n_in = n_ins[ii], n_out = 7, T = Ts[k];
+                const size_t rb = qtype_row_bytes(QT_IQ4_NL, n_in);
+                problem p;
+                const int made = problem_make(&p, QT_IQ4_NL, n_in, n_out, T) == 0;
+                float *y = malloc((size_t)(n_out * T) * sizeof(float));
+                CHECK(made && y);
+                if (made && y) {
+                    memcpy(p.W + 1 + 4 * rb, p.W + 1, 3 * rb);
+                    CHECK(cpu_matmul(g_pool1, QT_IQ4_NL, problem_w(&p), n_in, n_out, p.X, T, y) == 0);
+                    for (int64_t t = 0; t < T; t++)
+                        for (int i = 0; i < 3; i++)
+                            CHECKF(memcmp(&y[t * n_out + i], &y[t * n_out + 4 + i], 4) == 0,
+                                   "IQ4_NL vnni=%d n_in=%lld T=%lld row %d: four at a time %.9g, alone %.9g", v,
+                                   (long long)n_in, (long long)T, i, y[t * n_out + i], y[t * n_out + 4 + i]);
+                }
+                problem_free(&p);
+                free(y);
+            }
+    }
+    mm_avx_vnni = vnni;
     cpu_matmul_set_level(cpu_matmul_max_level());
 }
 
@@ -930,6 +968,7 @@ int main(void) {
     RUN(test_iq_gemm_exact);
     RUN(test_threads_bitwise);
     RUN(test_avx_vnni_same);
+    RUN(test_iq4_nl_rows4_same);
     RUN(test_float_row_loop_exact);
     RUN(test_guard_pages);
     RUN(test_nonfinite);

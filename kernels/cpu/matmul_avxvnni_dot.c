@@ -2,7 +2,8 @@
  * second time with AVX-VNNI: each u8 × s8 sum of 8 × 4 products is one vpdpbusd (ymm,
  * VEX) instead of maddubs and a madd. Same activations and exact integer sums, so
  * the same results; matmul_avx2.c calls mm_avxvnni_dot_rows for the types it lists
- * (vnni_dot_type) where cpuid reports AVX-VNNI (mm_avx_vnni). */
+ * (vnni_dot_type) where cpuid reports AVX-VNNI (mm_avx_vnni). IQ4_NL's rows go four
+ * at a time here (MM_DOT256_U8_FULL), the same bits as its one-row kernel. */
 #if defined(__x86_64__)
 
 #pragma GCC push_options
@@ -17,6 +18,7 @@ static inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_avx_epi32(acc, u, s);
 }
 
+#define MM_DOT256_U8_FULL /* vpdpbusd never saturates: IQ4_NL four rows at a time, level + 128 */
 #include "kernels/cpu/matmul_dot256.h"
 
 void mm_avxvnni_dot_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1);

@@ -395,6 +395,144 @@ static float dot_iq4_nl(const uint8_t *w, const mm_xrow *x, int64_t n) {
     return hsum8(_mm256_add_ps(a0, a1));
 }
 
+#if defined(MM_DOT256_Q6_K_ROWS) && defined(MM_DOT256_U8_FULL) /* (AVX2 + AVX-VNNI: dot_rows_quant_256) */
+/* IQ4_NL for decode, four weight rows (`stride` bytes apart) against one activation
+ * row, giving each row dot_iq4_nl's bits: its blocks go by pairs b, b + 1 — a ymm of
+ * a row holds the pair's 16 + 16 nibble bytes (low nibbles: elements 0-15 of b, then
+ * of b + 1; high: 16-31), the activations laid out the same way — so a row's two
+ * integer vectors hold dot_iq4_nl's exact lanes 0-3 and 4-7 of b | b + 1, and its
+ * two accumulators lanes 0-3 and 4-7 of a0 | a1: every lane gets the same fma of the
+ * same numbers, and a0, a1 are put back together for the same hsum8. The activation
+ * pair is loaded once for the four rows, their eight scales converted and multiplied
+ * by the activation scales in one go. dot_u8s8 is vpdpbusd here (MM_DOT256_U8_FULL,
+ * matmul_avxvnni_dot.c: no saturation), so a lane sum is (level + 128)·q less 128·Σq;
+ * with maddubs' sign trick four rows measured 0.9× of one, so that level keeps
+ * dot_iq4_nl. */
+typedef struct iq4_nl_xpair {
+    __m256i lo, hi;         /* activation bytes 0-15 of b | of b + 1, and 16-31 */
+    __m256i c_lo, c_hi; /* 128·Σq per lane of lo and hi */
+} iq4_nl_xpair;
+typedef struct iq4_nl_acc {
+    __m256 lo4, hi4; /* lanes 0-3 of dot_iq4_nl's a0 | of its a1, and lanes 4-7 */
+} iq4_nl_acc;
+
+static inline iq4_nl_xpair iq4_nl_x_of(__m256i lo, __m256i hi) {
+    const __m256i k128 = _mm256_set1_epi8((char)0x80);
+    return (iq4_nl_xpair){lo, hi, dot_u8s8(k128, lo), dot_u8s8(k128, hi)};
+}
+/* blocks b, b + 1 of the activations (only b where !two: zeros beside it) */
+static inline iq4_nl_xpair iq4_nl_x_at(const int8_t *q, int two) {
+    if (!two)
+        return iq4_nl_x_of(_mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)q)),
+                           _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(q + 16))));
+    return iq4_nl_x_of(_mm256_loadu2_m128i((const __m128i *)(q + 32), (const __m128i *)q),
+                       _mm256_loadu2_m128i((const __m128i *)(q + 48), (const __m128i *)(q + 16)));
+}
+/* the nibble bytes of a row's blocks b, b + 1 (only b where !two) */
+static inline __m256i iq4_nl_nib_at(const uint8_t *wb, int two) {
+    if (!two) return _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(wb + 2)));
+    return _mm256_loadu2_m128i((const __m128i *)(wb + 2 + sizeof(block_iq4_nl)), (const __m128i *)(wb + 2));
+}
+/* the table the nibbles index: level + 128 (the top bit flipped) */
+static inline __m256i iq4_nl_rows_table(void) { return _mm256_xor_si256(iq4_levels(), _mm256_set1_epi8((char)0x80)); }
+static inline __m256i iq4_nl_lanes(__m256i v, __m256i q, __m256i c128q) {
+    return _mm256_sub_epi32(dot_u8s8(v, q), c128q);
+}
+/* one row's pair: nib its nibble bytes, s its scales (b ×4 | b + 1 ×4) */
+static inline __attribute__((always_inline)) iq4_nl_acc iq4_nl_row_pair(__m256i nib, const iq4_nl_xpair *x,
+                                                                        __m256i lv, __m256 s, iq4_nl_acc acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i lo = _mm256_shuffle_epi8(lv, _mm256_and_si256(nib, m4));
+    const __m256i hi = _mm256_shuffle_epi8(lv, _mm256_and_si256(_mm256_srli_epi16(nib, 4), m4));
+    acc.lo4 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq4_nl_lanes(lo, x->lo, x->c_lo)), s, acc.lo4);
+    acc.hi4 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq4_nl_lanes(hi, x->hi, x->c_hi)), s, acc.hi4);
+    return acc;
+}
+/* the last block alone: into the low halves (dot_iq4_nl's a0), the high ones kept */
+static inline __attribute__((always_inline)) iq4_nl_acc iq4_nl_row_last(__m256i nib, const iq4_nl_xpair *x,
+                                                                        __m256i lv, __m256 s, iq4_nl_acc acc) {
+    const iq4_nl_acc t = iq4_nl_row_pair(nib, x, lv, s, acc);
+    return (iq4_nl_acc){_mm256_blend_ps(t.lo4, acc.lo4, 0xf0), _mm256_blend_ps(t.hi4, acc.hi4, 0xf0)};
+}
+static inline float iq4_nl_acc_sum(iq4_nl_acc acc) {
+    const __m256 a0 = _mm256_permute2f128_ps(acc.lo4, acc.hi4, 0x20);
+    const __m256 a1 = _mm256_permute2f128_ps(acc.lo4, acc.hi4, 0x31);
+    return hsum8(_mm256_add_ps(a0, a1));
+}
+/* f16(w)·d_x of the four rows at blocks b, b + 1 (b only where !two):
+ * [r0 r1 r2 r3 of b | of b + 1] */
+static inline __attribute__((always_inline)) __m256 iq4_nl_scales4(const uint8_t *wb, size_t stride, int two, const int R, const float *dx) {
+    const uint8_t *w1 = wb + sizeof(block_iq4_nl);
+    __m128i h = _mm_cvtsi32_si128(mm_rd16(wb));
+    h = _mm_insert_epi16(h, mm_rd16(wb + stride), 1);
+    if (R > 2) h = _mm_insert_epi16(h, mm_rd16(wb + 2 * stride), 2);
+    if (R > 2) h = _mm_insert_epi16(h, mm_rd16(wb + 3 * stride), 3);
+    if (two) {
+        h = _mm_insert_epi16(h, mm_rd16(w1), 4);
+        h = _mm_insert_epi16(h, mm_rd16(w1 + stride), 5);
+        if (R > 2) h = _mm_insert_epi16(h, mm_rd16(w1 + 2 * stride), 6);
+        if (R > 2) h = _mm_insert_epi16(h, mm_rd16(w1 + 3 * stride), 7);
+    }
+    const __m256 d = _mm256_cvtph_ps(h);
+    return _mm256_mul_ps(d, _mm256_set_m128(_mm_set1_ps(dx[two]), _mm_set1_ps(dx[0])));
+}
+/* row r's scales out of iq4_nl_scales4's */
+#define IQ4_NL_S0(S) _mm256_permute_ps(S, 0x00)
+#define IQ4_NL_S1(S) _mm256_permute_ps(S, 0x55)
+#define IQ4_NL_S2(S) _mm256_permute_ps(S, 0xaa)
+#define IQ4_NL_S3(S) _mm256_permute_ps(S, 0xff)
+
+enum { IQ4_NL_SLICE_PAIRS = 32 }; /* activation pairs laid out at a time (4 KB) */
+
+/* the activations of pairs p0 .. p0 + np - 1 laid out for iq4_nl_row_pair, once per
+ * slice for all the rows (read from memory there: the 8 accumulators, the table and
+ * the scales fill the registers) */
+static void iq4_nl_x_slice(const mm_xrow *x, int64_t p0, int64_t np, iq4_nl_xpair *xs) {
+    for (int64_t i = 0; i < np; i++) xs[i] = iq4_nl_x_at(x->q + 64 * (p0 + i), 1);
+}
+/* R (2 or 4) rows over np block pairs from wb (row 0's first block of the slice).
+ * The same columns of the rows 8 below are prefetched: the four rows are four
+ * interleaved streams, which the hardware prefetcher of the Zen VM this was measured
+ * on does not follow (from memory the kernel ran at 0.6× the one-row kernel without
+ * it, 1.1–1.3× with it) */
+static inline __attribute__((always_inline)) void iq4_nl_rows_pairs(const uint8_t *wb, size_t stride,
+                                                                    const iq4_nl_xpair *xs, const float *dx,
+                                                                    int64_t np, const int R, iq4_nl_acc acc[4]) {
+    const size_t ahead = 8 * stride;
+    const __m256i lv = iq4_nl_rows_table();
+    iq4_nl_acc a0 = acc[0], a1 = acc[1], a2 = acc[R > 2 ? 2 : 0], a3 = acc[R > 2 ? 3 : 0]; /* (named: in registers) */
+    for (int64_t i = 0; i < np; i++, wb += 2 * sizeof(block_iq4_nl), dx += 2) {
+        const __m256 S = iq4_nl_scales4(wb, stride, 1, R, dx);
+        _mm_prefetch((const char *)wb + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)wb + stride + ahead, _MM_HINT_T0);
+        if (R > 2) _mm_prefetch((const char *)wb + 2 * stride + ahead, _MM_HINT_T0);
+        if (R > 2) _mm_prefetch((const char *)wb + 3 * stride + ahead, _MM_HINT_T0);
+        a0 = iq4_nl_row_pair(iq4_nl_nib_at(wb, 1), xs + i, lv, IQ4_NL_S0(S), a0);
+        a1 = iq4_nl_row_pair(iq4_nl_nib_at(wb + stride, 1), xs + i, lv, IQ4_NL_S1(S), a1);
+        if (R > 2) {
+            a2 = iq4_nl_row_pair(iq4_nl_nib_at(wb + 2 * stride, 1), xs + i, lv, IQ4_NL_S2(S), a2);
+            a3 = iq4_nl_row_pair(iq4_nl_nib_at(wb + 3 * stride, 1), xs + i, lv, IQ4_NL_S3(S), a3);
+        }
+    }
+    acc[0] = a0, acc[1] = a1;
+    if (R > 2) acc[2] = a2, acc[3] = a3;
+}
+/* four rows' last block b (wb: row 0's) alone, when their count is odd */
+static void iq4_nl_rows4_last(const uint8_t *wb, size_t stride, const mm_xrow *x, int64_t b, iq4_nl_acc acc[4]) {
+    const __m256i lv = iq4_nl_rows_table();
+    const iq4_nl_xpair xp = iq4_nl_x_at(x->q + 32 * b, 0);
+    const __m256 S = iq4_nl_scales4(wb, stride, 0, 4, x->d + b);
+    acc[0] = iq4_nl_row_last(iq4_nl_nib_at(wb, 0), &xp, lv, IQ4_NL_S0(S), acc[0]);
+    acc[1] = iq4_nl_row_last(iq4_nl_nib_at(wb + stride, 0), &xp, lv, IQ4_NL_S1(S), acc[1]);
+    acc[2] = iq4_nl_row_last(iq4_nl_nib_at(wb + 2 * stride, 0), &xp, lv, IQ4_NL_S2(S), acc[2]);
+    acc[3] = iq4_nl_row_last(iq4_nl_nib_at(wb + 3 * stride, 0), &xp, lv, IQ4_NL_S3(S), acc[3]);
+}
+#undef IQ4_NL_S0
+#undef IQ4_NL_S1
+#undef IQ4_NL_S2
+#undef IQ4_NL_S3
+#endif
+
 static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
     const __m256i lv = iq4_levels();
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -775,20 +913,64 @@ static float dot_pair_256(const mm_args *a, const uint8_t *w, const float *x, co
     }
 }
 
-static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
-    /* the kernels prefetch MM_PF_DIST ahead; start the stream of this chunk */
+/* the kernels prefetch MM_PF_DIST ahead; start the stream of a chunk at row o0 */
+static void prefetch_chunk_start(const mm_args *a, int64_t o0, int64_t o1) {
     if (o1 > o0)
         for (size_t l = 0; l < MM_PF_DIST; l += 64)
             _mm_prefetch((const char *)a->W + (size_t)o0 * a->w_stride + l, MM_PF_HINT);
+}
+
+static void dot_rows_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    prefetch_chunk_start(a, o0, o1);
     mm_dot_rows_blocked(a, o0, o1, t0, t1, dot_pair_256);
 }
 
 #ifdef MM_DOT256_Q6_K_ROWS
+#ifdef MM_DOT256_U8_FULL
+/* IQ4_NL: weight rows four at a time (iq4_nl_rows_pairs, over slices of the
+ * activations laid out once for all of them), the last (o1 - o0) mod 4 of a block of 16
+ * rows alone; the same bits as dot_iq4_nl row by row */
+static void dot_rows_iq4_nl_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
+    prefetch_chunk_start(a, o0, o1);
+    const size_t stride = a->w_stride, pair = 2 * sizeof(block_iq4_nl);
+    const int64_t nb = a->n_in / QK4_NL, npairs = nb / 2;
+    iq4_nl_xpair xs[IQ4_NL_SLICE_PAIRS];
+    for (int64_t ob = o0; ob < o1; ob += 16) {
+        const int64_t oe = ob + 16 < o1 ? ob + 16 : o1, ng = (oe - ob) / 4;
+        for (int64_t t = t0; t < t1; t++) {
+            const mm_xrow xr = mm_xrow_at(a->xq + (size_t)t * a->xq_stride, a->n_in);
+            float *y = a->Y + t * a->n_out;
+            const __m256 z = _mm256_setzero_ps();
+            iq4_nl_acc acc[16];
+            for (int k = 0; k < 16; k++) acc[k] = (iq4_nl_acc){z, z};
+            for (int64_t p0 = 0; p0 < npairs; p0 += IQ4_NL_SLICE_PAIRS) {
+                const int64_t np = npairs - p0 < IQ4_NL_SLICE_PAIRS ? npairs - p0 : IQ4_NL_SLICE_PAIRS;
+                iq4_nl_x_slice(&xr, p0, np, xs);
+                for (int64_t g = 0; g < ng; g++)
+                    iq4_nl_rows_pairs(a->W + (size_t)(ob + 4 * g) * stride + (size_t)p0 * pair, stride, xs,
+                                      xr.d + 2 * p0, np, 4, acc + 4 * g);
+            }
+            for (int64_t g = 0; g < ng; g++) {
+                if (nb % 2)
+                    iq4_nl_rows4_last(a->W + (size_t)(ob + 4 * g) * stride + (size_t)npairs * pair, stride, &xr,
+                                      nb - 1, acc + 4 * g);
+                for (int r = 0; r < 4; r++) y[ob + 4 * g + r] = iq4_nl_acc_sum(acc[4 * g + r]);
+            }
+            for (int64_t o = ob + 4 * ng; o < oe; o++) y[o] = dot_iq4_nl(a->W + (size_t)o * stride, &xr, a->n_in);
+        }
+    }
+}
+
+#endif
+
 /* The AVX2 level's quantized rows: Q4_K, Q5_K and Q6_K with T > 1 in activation
- * pairs, the rest (and one row) one pair at a time. */
+ * pairs, IQ4_NL four weight rows at a time, the rest (and one row) one pair at a time. */
 static void dot_rows_quant_256(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if ((a->type == QT_Q4_K || a->type == QT_Q5_K || a->type == QT_Q6_K) && t1 - t0 > 1)
         dot_rows_paired_256(a, o0, o1, t0, t1);
+#ifdef MM_DOT256_U8_FULL /* (AVX-VNNI: four rows at a time) */
+    else if (a->type == QT_IQ4_NL) dot_rows_iq4_nl_256(a, o0, o1, t0, t1);
+#endif
     else dot_rows_256(a, o0, o1, t0, t1);
 }
 #endif
