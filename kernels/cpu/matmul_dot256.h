@@ -461,17 +461,17 @@ static inline float iq4_nl_acc_sum(iq4_nl_acc acc) {
 }
 /* f16(w)·d_x of the four rows at blocks b, b + 1 (b only where !two):
  * [r0 r1 r2 r3 of b | of b + 1] */
-static inline __attribute__((always_inline)) __m256 iq4_nl_scales4(const uint8_t *wb, size_t stride, int two, const int R, const float *dx) {
+static inline __attribute__((always_inline)) __m256 iq4_nl_scales4(const uint8_t *wb, size_t stride, int two, const float *dx) {
     const uint8_t *w1 = wb + sizeof(block_iq4_nl);
     __m128i h = _mm_cvtsi32_si128(mm_rd16(wb));
     h = _mm_insert_epi16(h, mm_rd16(wb + stride), 1);
-    if (R > 2) h = _mm_insert_epi16(h, mm_rd16(wb + 2 * stride), 2);
-    if (R > 2) h = _mm_insert_epi16(h, mm_rd16(wb + 3 * stride), 3);
+    h = _mm_insert_epi16(h, mm_rd16(wb + 2 * stride), 2);
+    h = _mm_insert_epi16(h, mm_rd16(wb + 3 * stride), 3);
     if (two) {
         h = _mm_insert_epi16(h, mm_rd16(w1), 4);
         h = _mm_insert_epi16(h, mm_rd16(w1 + stride), 5);
-        if (R > 2) h = _mm_insert_epi16(h, mm_rd16(w1 + 2 * stride), 6);
-        if (R > 2) h = _mm_insert_epi16(h, mm_rd16(w1 + 3 * stride), 7);
+        h = _mm_insert_epi16(h, mm_rd16(w1 + 2 * stride), 6);
+        h = _mm_insert_epi16(h, mm_rd16(w1 + 3 * stride), 7);
     }
     const __m256 d = _mm256_cvtph_ps(h);
     return _mm256_mul_ps(d, _mm256_set_m128(_mm_set1_ps(dx[two]), _mm_set1_ps(dx[0])));
@@ -490,38 +490,35 @@ enum { IQ4_NL_SLICE_PAIRS = 32 }; /* activation pairs laid out at a time (4 KB) 
 static void iq4_nl_x_slice(const mm_xrow *x, int64_t p0, int64_t np, iq4_nl_xpair *xs) {
     for (int64_t i = 0; i < np; i++) xs[i] = iq4_nl_x_at(x->q + 64 * (p0 + i), 1);
 }
-/* R (2 or 4) rows over np block pairs from wb (row 0's first block of the slice).
+/* Four rows over np block pairs from wb (row 0's first block of the slice).
  * The same columns of the rows 8 below are prefetched: the four rows are four
  * interleaved streams, which the hardware prefetcher of the Zen VM this was measured
  * on does not follow (from memory the kernel ran at 0.6× the one-row kernel without
  * it, 1.1–1.3× with it) */
 static inline __attribute__((always_inline)) void iq4_nl_rows_pairs(const uint8_t *wb, size_t stride,
                                                                     const iq4_nl_xpair *xs, const float *dx,
-                                                                    int64_t np, const int R, iq4_nl_acc acc[4]) {
+                                                                    int64_t np, iq4_nl_acc acc[4]) {
     const size_t ahead = 8 * stride;
     const __m256i lv = iq4_nl_rows_table();
-    iq4_nl_acc a0 = acc[0], a1 = acc[1], a2 = acc[R > 2 ? 2 : 0], a3 = acc[R > 2 ? 3 : 0]; /* (named: in registers) */
+    iq4_nl_acc a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3]; /* (named: in registers) */
     for (int64_t i = 0; i < np; i++, wb += 2 * sizeof(block_iq4_nl), dx += 2) {
-        const __m256 S = iq4_nl_scales4(wb, stride, 1, R, dx);
+        const __m256 S = iq4_nl_scales4(wb, stride, 1, dx);
         _mm_prefetch((const char *)wb + ahead, _MM_HINT_T0);
         _mm_prefetch((const char *)wb + stride + ahead, _MM_HINT_T0);
-        if (R > 2) _mm_prefetch((const char *)wb + 2 * stride + ahead, _MM_HINT_T0);
-        if (R > 2) _mm_prefetch((const char *)wb + 3 * stride + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)wb + 2 * stride + ahead, _MM_HINT_T0);
+        _mm_prefetch((const char *)wb + 3 * stride + ahead, _MM_HINT_T0);
         a0 = iq4_nl_row_pair(iq4_nl_nib_at(wb, 1), xs + i, lv, IQ4_NL_S0(S), a0);
         a1 = iq4_nl_row_pair(iq4_nl_nib_at(wb + stride, 1), xs + i, lv, IQ4_NL_S1(S), a1);
-        if (R > 2) {
-            a2 = iq4_nl_row_pair(iq4_nl_nib_at(wb + 2 * stride, 1), xs + i, lv, IQ4_NL_S2(S), a2);
-            a3 = iq4_nl_row_pair(iq4_nl_nib_at(wb + 3 * stride, 1), xs + i, lv, IQ4_NL_S3(S), a3);
-        }
+        a2 = iq4_nl_row_pair(iq4_nl_nib_at(wb + 2 * stride, 1), xs + i, lv, IQ4_NL_S2(S), a2);
+        a3 = iq4_nl_row_pair(iq4_nl_nib_at(wb + 3 * stride, 1), xs + i, lv, IQ4_NL_S3(S), a3);
     }
-    acc[0] = a0, acc[1] = a1;
-    if (R > 2) acc[2] = a2, acc[3] = a3;
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 /* four rows' last block b (wb: row 0's) alone, when their count is odd */
 static void iq4_nl_rows4_last(const uint8_t *wb, size_t stride, const mm_xrow *x, int64_t b, iq4_nl_acc acc[4]) {
     const __m256i lv = iq4_nl_rows_table();
     const iq4_nl_xpair xp = iq4_nl_x_at(x->q + 32 * b, 0);
-    const __m256 S = iq4_nl_scales4(wb, stride, 0, 4, x->d + b);
+    const __m256 S = iq4_nl_scales4(wb, stride, 0, x->d + b);
     acc[0] = iq4_nl_row_last(iq4_nl_nib_at(wb, 0), &xp, lv, IQ4_NL_S0(S), acc[0]);
     acc[1] = iq4_nl_row_last(iq4_nl_nib_at(wb + stride, 0), &xp, lv, IQ4_NL_S1(S), acc[1]);
     acc[2] = iq4_nl_row_last(iq4_nl_nib_at(wb + 2 * stride, 0), &xp, lv, IQ4_NL_S2(S), acc[2]);
@@ -948,7 +945,7 @@ static void dot_rows_iq4_nl_256(const mm_args *a, int64_t o0, int64_t o1, int64_
                 iq4_nl_x_slice(&xr, p0, np, xs);
                 for (int64_t g = 0; g < ng; g++)
                     iq4_nl_rows_pairs(a->W + (size_t)(ob + 4 * g) * stride + (size_t)p0 * pair, stride, xs,
-                                      xr.d + 2 * p0, np, 4, acc + 4 * g);
+                                      xr.d + 2 * p0, np, acc + 4 * g);
             }
             for (int64_t g = 0; g < ng; g++) {
                 if (nb % 2)
