@@ -456,7 +456,8 @@ static void test_large(void) {
  * differs from the dot kernel's. */
 static void test_iq_gemm_exact(void) {
     static const uint32_t types[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
-    const int64_t n_ins[] = {256, 512, 768}, n_outs[] = {1, 7, 37}, Ts[] = {4, 5, 6, 7, 9, 19};
+    /* (n_out 133: one thread's chunks of 36 rows cross the 32-row sub-chunks; T 19: the T blocks) */
+    const int64_t n_ins[] = {256, 512, 768}, n_outs[] = {1, 7, 37, 133}, Ts[] = {4, 5, 6, 7, 9, 19};
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
         for (size_t ii = 0; ii < LLC_ARRAY_LEN(n_ins); ii++)
             for (size_t oi = 0; oi < LLC_ARRAY_LEN(n_outs); oi++)

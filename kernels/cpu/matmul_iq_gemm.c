@@ -31,9 +31,13 @@
  * three multiply instructions per 64 products instead of four (the multiply ports
  * bound this loop), the pack on a shuffle port.
  *
- * A chunk's rows are taken IQ_R at a time (unpacked, then IQ_C activation rows at a
- * time pass over them, their int sums in registers; superblocks by pairs, so the even
- * and odd float accumulators are fixed). At AVX-512 the vectors are 512 bits: a zmm
+ * A chunk's rows are unpacked IQ_SUB_ROWS at a time; the activations then pass over
+ * them IQ_T_BLOCK rows at a time (a block small enough to stay in L1 while every
+ * unpacked row runs over it), the rows IQ_R at a time and the block's rows IQ_C at a
+ * time, their int sums in registers; superblocks by pairs, so the even and odd float
+ * accumulators are fixed. (Each weight row passing over all T activation rows, as
+ * before, streamed the whole packed activations from L2/L3 per row: one byte per
+ * product, and two threads ran each other ~1.4× slower.) At AVX-512 the vectors are 512 bits: a zmm
  * holds two sub-block pairs, its halves the lanes of pairs (0,1), (4,5) and (2,3),
  * (6,7), added at the superblock's end (the same exact integers); activation rows go
  * by pairs there, one in each half of a zmm, through the convert, scale and fma, lane
@@ -53,6 +57,7 @@
 #define IQ_R 4   /* weight rows per tile (32 vector registers) */
 #define IQ_C 4   /* activation rows per tile */
 #define IQ_X_IN_REGS 1 /* a tile's activations all in registers */
+#define IQ_T_BLOCK 16  /* activation rows per pass over the unpacked rows */
 #elif defined(MM_IQ_AVXVNNI)
 #pragma GCC target("avx2,fma,f16c,avxvnni")
 #define IQ_GEMM mm_iq_gemm_avxvnni
@@ -62,6 +67,7 @@
 #define IQ_R 1 /* (16 registers: a row's fields in registers, 4 activation rows over them; */
 #define IQ_C 4 /*  measured against 2 × 4, 2 × 2, 3 × 2, 1 × 6 and 1 × 8) */
 #define IQ_X_IN_REGS 0
+#define IQ_T_BLOCK 8
 #else
 #pragma GCC target("avx2,fma,f16c")
 #define IQ_GEMM mm_iq_gemm_avx2
@@ -69,7 +75,10 @@
 #define IQ_VW 32
 #define IQ_R 2
 #define IQ_C 4
+#define IQ_T_BLOCK 8
 #endif
+#define IQ_SUB_ROWS 32 /* weight rows unpacked at a time (~160 KB at n_in 2048) */
+#define SB_MAX 640     /* bytes of an unpacked superblock in any build (SB below) */
 
 #include <immintrin.h>
 
@@ -101,9 +110,9 @@ void mm_iq_gemm_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
 size_t mm_iq_gemm_xp_bytes(int64_t n_in, int64_t T) { return (size_t)T * xp_row_bytes(n_in) + 64; }
 
 size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
-    (void)rows; /* (IQ_R <= 4 rows at a time, 640 bytes or fewer per superblock) */
+    (void)rows; /* (IQ_SUB_ROWS rows at a time) */
     const int64_t nsb = a->n_in / QK_K;
-    return 4 * ((size_t)nsb * 640 + round64(4 * (size_t)nsb)) + 64;
+    return IQ_SUB_ROWS * ((size_t)nsb * SB_MAX + round64(4 * (size_t)nsb)) + 64;
 }
 #endif
 
@@ -396,6 +405,7 @@ AI void tile_sums(const uint8_t *const wr[IQ_R], const uint8_t *const xq[IQ_C], 
 }
 #endif
 
+_Static_assert(SB <= SB_MAX, "mm_iq_gemm_scratch sizes rows with SB_MAX");
 static size_t row_bytes(int64_t n_in) { return (size_t)(n_in / QK_K) * SB + round64(4 * (size_t)(n_in / QK_K)); }
 
 AI void unpack_row_t(uint32_t type, const uint8_t *src, int64_t nsb, uint8_t *dst) {
@@ -560,21 +570,33 @@ static void tile_c(const mm_args *a, tile_in *in, int nr, int64_t o, int64_t t0,
     }
 }
 
+/* Activation rows t0 .. t1 - 1 over the unpacked rows o0 .. o1 - 1 (at buf, rb apart). */
+static void pass_block(const mm_args *a, const uint8_t *buf, size_t rb, int64_t o0, int64_t o1, int64_t t0,
+                       int64_t t1, float inv_div) {
+    const int64_t nsb = a->n_in / QK_K;
+    for (int64_t o = o0; o < o1; o += IQ_R) {
+        const int nr = (int)(o1 - o < IQ_R ? o1 - o : IQ_R);
+        tile_in in;
+        for (int r = 0; r < IQ_R; r++) {
+            in.wr[r] = buf + (size_t)(o - o0 + (r < nr ? r : nr - 1)) * rb;
+            in.wd[r] = (const float *)(const void *)(in.wr[r] + (size_t)nsb * SB);
+        }
+        for (int64_t t = t0; t < t1; t += IQ_C)
+            tile_c(a, &in, nr, o, t, (int)(t1 - t < IQ_C ? t1 - t : IQ_C), inv_div);
+    }
+}
+
 void IQ_GEMM(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
     const int64_t nsb = a->n_in / QK_K;
     const size_t rb = row_bytes(a->n_in);
     const float inv_div = inv_div_of(a->type);
     uint8_t *buf = align64(scratch);
-    for (int64_t o = o0; o < o1; o += IQ_R) {
-        const int nr = (int)(o1 - o < IQ_R ? o1 - o : IQ_R);
-        tile_in in;
-        for (int r = 0; r < IQ_R; r++) {
-            if (r < nr) unpack_row(a->type, a->W + (size_t)(o + r) * a->w_stride, nsb, buf + (size_t)r * rb);
-            in.wr[r] = buf + (size_t)(r < nr ? r : nr - 1) * rb;
-            in.wd[r] = (const float *)(const void *)(in.wr[r] + (size_t)nsb * SB);
-        }
-        for (int64_t t = 0; t < a->T; t += IQ_C)
-            tile_c(a, &in, nr, o, t, (int)(a->T - t < IQ_C ? a->T - t : IQ_C), inv_div);
+    for (int64_t s0 = o0; s0 < o1; s0 += IQ_SUB_ROWS) {
+        const int64_t s1 = s0 + IQ_SUB_ROWS < o1 ? s0 + IQ_SUB_ROWS : o1;
+        for (int64_t o = s0; o < s1; o++)
+            unpack_row(a->type, a->W + (size_t)o * a->w_stride, nsb, buf + (size_t)(o - s0) * rb);
+        for (int64_t t = 0; t < a->T; t += IQ_T_BLOCK)
+            pass_block(a, buf, rb, s0, s1, t, t + IQ_T_BLOCK < a->T ? t + IQ_T_BLOCK : a->T, inv_div);
     }
 }
 
