@@ -36,9 +36,10 @@
  * unpacked row runs over it), the rows IQ_R at a time and the block's rows IQ_C at a
  * time, their int sums in registers; superblocks by pairs, so the even and odd float
  * accumulators are fixed. (Each weight row passing over all T activation rows, as
- * before, streamed the whole packed activations from L2/L3 per row: one byte per
- * product, and two threads ran each other ~1.4× slower.) At AVX-512 the vectors are 512 bits: a zmm
- * holds two sub-block pairs, its halves the lanes of pairs (0,1), (4,5) and (2,3),
+ * before, streamed the whole packed activations from L2/L3 per row, a byte per
+ * product, and two threads slowed each other ~1.4×: docs/PERFORMANCE.md, "activations
+ * in L1-sized blocks".) At AVX-512 the vectors are 512 bits: a zmm holds two
+ * sub-block pairs, its halves the lanes of pairs (0,1), (4,5) and (2,3),
  * (6,7), added at the superblock's end (the same exact integers); activation rows go
  * by pairs there, one in each half of a zmm, through the convert, scale and fma, lane
  * for lane the dot kernel's float steps.
