@@ -454,50 +454,54 @@ static void test_large(void) {
  * one thread and two; each against the reference too. Any wrong decoded level or
  * multiplier (the vector decoder against iq_unpack's) shows as a batched row that
  * differs from the dot kernel's. */
+/* One shape of test_iq_gemm_exact, at every level, one thread and two. */
+static void iq_gemm_exact_case(uint32_t type, int64_t n_in, int64_t n_out, int64_t T) {
+    problem p;
+    float *Yb = malloc(sizeof(float) * (size_t)(n_out * T));
+    float *Y1 = malloc(sizeof(float) * (size_t)n_out);
+    if (!Yb || !Y1 || problem_make(&p, type, n_in, n_out, T)) {
+        CHECK(0);
+        free(Yb), free(Y1);
+        return;
+    }
+    for (size_t li = 1; li < LLC_ARRAY_LEN(g_levels); li++) {
+        if (g_levels[li] > cpu_matmul_max_level()) continue;
+        cpu_matmul_set_level(g_levels[li]);
+        problem_check(&p, g_pool2, "iq gemm");
+        for (int np = 1; np <= 2; np++) {
+            cpu_pool *pool = np == 1 ? g_pool1 : g_pool2;
+            CHECK(cpu_matmul(pool, type, problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
+            int bad = 0;
+            for (int64_t t = 0; t < T && !bad; t++) {
+                CHECK(cpu_matmul(pool, type, problem_w(&p), n_in, n_out, p.X + t * n_in, 1, Y1) == 0);
+                for (int64_t o = 0; o < n_out && !bad; o++)
+                    if (memcmp(&Yb[t * n_out + o], &Y1[o], 4)) {
+                        bad = 1;
+                        CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld threads=%d: row %lld o=%lld "
+                               "batched %.9g vs single %.9g", cpu_simd_name(), qtype_name(type), (long long)n_in,
+                               (long long)n_out, (long long)T, np, (long long)t, (long long)o, Yb[t * n_out + o],
+                               Y1[o]);
+                    }
+            }
+        }
+    }
+    cpu_matmul_set_level(cpu_matmul_max_level());
+    problem_free(&p);
+    free(Yb);
+    free(Y1);
+}
+
 static void test_iq_gemm_exact(void) {
     static const uint32_t types[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
     /* (n_out 133: one thread's chunks of 36 rows cross the 32-row sub-chunks; T 19: the T blocks) */
     const int64_t n_ins[] = {256, 512, 768}, n_outs[] = {1, 7, 37, 133}, Ts[] = {4, 5, 6, 7, 9, 19};
-    for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
+    for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++) {
         for (size_t ii = 0; ii < LLC_ARRAY_LEN(n_ins); ii++)
             for (size_t oi = 0; oi < LLC_ARRAY_LEN(n_outs); oi++)
-                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {
-                    const uint32_t type = types[ti];
-                    const int64_t n_in = n_ins[ii], n_out = n_outs[oi], T = Ts[k];
-                    problem p;
-                    float *Yb = malloc(sizeof(float) * (size_t)(n_out * T));
-                    float *Y1 = malloc(sizeof(float) * (size_t)n_out);
-                    if (!Yb || !Y1 || problem_make(&p, type, n_in, n_out, T)) {
-                        CHECK(0);
-                        free(Yb), free(Y1);
-                        continue;
-                    }
-                    for (size_t li = 1; li < LLC_ARRAY_LEN(g_levels); li++) {
-                        if (g_levels[li] > cpu_matmul_max_level()) continue;
-                        cpu_matmul_set_level(g_levels[li]);
-                        problem_check(&p, g_pool2, "iq gemm");
-                        for (int np = 1; np <= 2; np++) {
-                            cpu_pool *pool = np == 1 ? g_pool1 : g_pool2;
-                            CHECK(cpu_matmul(pool, type, problem_w(&p), n_in, n_out, p.X, T, Yb) == 0);
-                            int bad = 0;
-                            for (int64_t t = 0; t < T && !bad; t++) {
-                                CHECK(cpu_matmul(pool, type, problem_w(&p), n_in, n_out, p.X + t * n_in, 1, Y1) == 0);
-                                for (int64_t o = 0; o < n_out && !bad; o++)
-                                    if (memcmp(&Yb[t * n_out + o], &Y1[o], 4)) {
-                                        bad = 1;
-                                        CHECKF(0, "%s %s n_in=%lld n_out=%lld T=%lld threads=%d: row %lld o=%lld "
-                                               "batched %.9g vs single %.9g", cpu_simd_name(), qtype_name(type),
-                                               (long long)n_in, (long long)n_out, (long long)T, np, (long long)t,
-                                               (long long)o, Yb[t * n_out + o], Y1[o]);
-                                    }
-                            }
-                        }
-                    }
-                    cpu_matmul_set_level(cpu_matmul_max_level());
-                    problem_free(&p);
-                    free(Yb);
-                    free(Y1);
-                }
+                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) iq_gemm_exact_case(types[ti], n_ins[ii], n_outs[oi], Ts[k]);
+        /* long rows (n_in 8192: 32 superblocks, ~20 KB unpacked): fewer rows per sub-chunk */
+        iq_gemm_exact_case(types[ti], 8192, 133, 9);
+    }
 }
 
 /* A row computed inside a batch (T > 1: the GEMM path where a level has one) and the

@@ -31,10 +31,10 @@
  * three multiply instructions per 64 products instead of four (the multiply ports
  * bound this loop), the pack on a shuffle port.
  *
- * A chunk's rows are unpacked IQ_SUB_ROWS at a time; the activations then pass over
- * them IQ_T_BLOCK rows at a time (a block small enough to stay in L1 while every
- * unpacked row runs over it), the rows IQ_R at a time and the block's rows IQ_C at a
- * time, their int sums in registers; superblocks by pairs, so the even and odd float
+ * A chunk's rows are unpacked IQ_SUB_ROWS at a time (fewer for long rows: sub_rows);
+ * the activations then pass over them IQ_T_BLOCK rows at a time (a block small enough
+ * to stay in L1 while every unpacked row runs over it), the rows IQ_R at a time and
+ * the block's rows IQ_C at a time, their int sums in registers; superblocks by pairs, so the even and odd float
  * accumulators are fixed. (Each weight row passing over all T activation rows, as
  * before, streamed the whole packed activations from L2/L3 per row, a byte per
  * product, and two threads slowed each other ~1.4×: docs/PERFORMANCE.md, "activations
@@ -78,7 +78,8 @@
 #define IQ_C 4
 #define IQ_T_BLOCK 8
 #endif
-#define IQ_SUB_ROWS 32 /* weight rows unpacked at a time (~160 KB at n_in 2048) */
+#define IQ_SUB_ROWS 32 /* weight rows unpacked at a time, at most (~160 KB at n_in 2048) */
+#define IQ_SUB_BYTES (512 * 1024) /* ... and their bytes, at most: half a 1 MiB L2 */
 #define SB_MAX 640     /* bytes of an unpacked superblock in any build (SB below) */
 
 #include <immintrin.h>
@@ -111,9 +112,10 @@ void mm_iq_gemm_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
 size_t mm_iq_gemm_xp_bytes(int64_t n_in, int64_t T) { return (size_t)T * xp_row_bytes(n_in) + 64; }
 
 size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
-    (void)rows; /* (IQ_SUB_ROWS rows at a time) */
+    (void)rows; /* (sub_rows rows at a time: at most IQ_SUB_ROWS, IQ_SUB_BYTES or 4) */
     const int64_t nsb = a->n_in / QK_K;
-    return IQ_SUB_ROWS * ((size_t)nsb * SB_MAX + round64(4 * (size_t)nsb)) + 64;
+    const size_t rb = (size_t)nsb * SB_MAX + round64(4 * (size_t)nsb), cap = IQ_SUB_BYTES > 4 * rb ? IQ_SUB_BYTES : 4 * rb;
+    return (IQ_SUB_ROWS * rb < cap ? IQ_SUB_ROWS * rb : cap) + 64;
 }
 #endif
 
@@ -571,6 +573,14 @@ static void tile_c(const mm_args *a, tile_in *in, int nr, int64_t o, int64_t t0,
     }
 }
 
+/* Weight rows unpacked at a time: IQ_SUB_ROWS, fewer where they would pass IQ_SUB_BYTES
+ * (measured at n_in 14336, down of an 8B model: 32 rows, 1.15 MB, 1.17-1.21× slower
+ * than 12; n_in 2048 and 5632 keep 32) */
+static int64_t sub_rows(size_t rb) {
+    const int64_t n = (int64_t)(IQ_SUB_BYTES / rb) / IQ_R * IQ_R;
+    return n < IQ_R ? IQ_R : n > IQ_SUB_ROWS ? IQ_SUB_ROWS : n;
+}
+
 /* Activation rows t0 .. t1 - 1 over the unpacked rows o0 .. o1 - 1 (at buf, rb apart). */
 static void pass_block(const mm_args *a, const uint8_t *buf, size_t rb, int64_t o0, int64_t o1, int64_t t0,
                        int64_t t1, float inv_div) {
@@ -591,9 +601,10 @@ void IQ_GEMM(const mm_args *a, int64_t o0, int64_t o1, void *scratch) {
     const int64_t nsb = a->n_in / QK_K;
     const size_t rb = row_bytes(a->n_in);
     const float inv_div = inv_div_of(a->type);
+    const int64_t sub = sub_rows(rb);
     uint8_t *buf = align64(scratch);
-    for (int64_t s0 = o0; s0 < o1; s0 += IQ_SUB_ROWS) {
-        const int64_t s1 = s0 + IQ_SUB_ROWS < o1 ? s0 + IQ_SUB_ROWS : o1;
+    for (int64_t s0 = o0; s0 < o1; s0 += sub) {
+        const int64_t s1 = s0 + sub < o1 ? s0 + sub : o1;
         for (int64_t o = s0; o < s1; o++)
             unpack_row(a->type, a->W + (size_t)o * a->w_stride, nsb, buf + (size_t)(o - s0) * rb);
         for (int64_t t = 0; t < a->T; t += IQ_T_BLOCK)
