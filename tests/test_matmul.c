@@ -445,15 +445,6 @@ static void test_large(void) {
     }
 }
 
-/* The i-quants' GEMM (AVX2, AVX-VNNI, AVX-512: T >= 4) builds the dot kernels' exact
- * integer lanes and does their float steps in the same order, so every row of a batch
- * equals the row alone (the dot kernel) bit for bit. Shapes around its tiles: odd and
- * even superblock counts (the superblock pairs and the two float accumulators), n_out
- * below and not a multiple of the weight-row tile, every remainder of the
- * activation-row tile (odd ones: the AVX-512 tile's row pairs) and several full tiles,
- * one thread and two; each against the reference too. Any wrong decoded level or
- * multiplier (the vector decoder against iq_unpack's) shows as a batched row that
- * differs from the dot kernel's. */
 /* One shape of test_iq_gemm_exact, at every level, one thread and two. */
 static void iq_gemm_exact_case(uint32_t type, int64_t n_in, int64_t n_out, int64_t T) {
     problem p;
@@ -491,6 +482,15 @@ static void iq_gemm_exact_case(uint32_t type, int64_t n_in, int64_t n_out, int64
     free(Y1);
 }
 
+/* The i-quants' GEMM (AVX2, AVX-VNNI, AVX-512: T >= 4) builds the dot kernels' exact
+ * integer lanes and does their float steps in the same order, so every row of a batch
+ * equals the row alone (the dot kernel) bit for bit. Shapes around its tiles: odd and
+ * even superblock counts (the superblock pairs and the two float accumulators), n_out
+ * below and not a multiple of the weight-row tile, every remainder of the
+ * activation-row tile (odd ones: the AVX-512 tile's row pairs) and several full tiles,
+ * one thread and two; each against the reference too. Any wrong decoded level or
+ * multiplier (the vector decoder against iq_unpack's) shows as a batched row that
+ * differs from the dot kernel's. */
 static void test_iq_gemm_exact(void) {
     static const uint32_t types[] = {QT_IQ2_XXS, QT_IQ2_XS, QT_IQ2_S, QT_IQ3_XXS, QT_IQ3_S, QT_IQ1_S, QT_IQ1_M};
     /* (n_out 133: one thread's chunks of 36 rows cross the 32-row sub-chunks; T 19: the T blocks) */
@@ -498,7 +498,8 @@ static void test_iq_gemm_exact(void) {
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++) {
         for (size_t ii = 0; ii < LLC_ARRAY_LEN(n_ins); ii++)
             for (size_t oi = 0; oi < LLC_ARRAY_LEN(n_outs); oi++)
-                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) iq_gemm_exact_case(types[ti], n_ins[ii], n_outs[oi], Ts[k]);
+                for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++)
+                    iq_gemm_exact_case(types[ti], n_ins[ii], n_outs[oi], Ts[k]);
         /* long rows (n_in 8192: 32 superblocks, ~20 KB unpacked): fewer rows per sub-chunk */
         iq_gemm_exact_case(types[ti], 8192, 133, 9);
     }

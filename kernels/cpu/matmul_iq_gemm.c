@@ -34,13 +34,13 @@
  * A chunk's rows are unpacked IQ_SUB_ROWS at a time (fewer for long rows: sub_rows);
  * the activations then pass over them IQ_T_BLOCK rows at a time (a block small enough
  * to stay in L1 while every unpacked row runs over it), the rows IQ_R at a time and
- * the block's rows IQ_C at a time, their int sums in registers; superblocks by pairs, so the even and odd float
- * accumulators are fixed. (Each weight row passing over all T activation rows, as
- * before, streamed the whole packed activations from L2/L3 per row, a byte per
- * product, and two threads slowed each other ~1.4×: docs/PERFORMANCE.md, "activations
- * in L1-sized blocks".) At AVX-512 the vectors are 512 bits: a zmm holds two
- * sub-block pairs, its halves the lanes of pairs (0,1), (4,5) and (2,3),
- * (6,7), added at the superblock's end (the same exact integers); activation rows go
+ * the block's rows IQ_C at a time, their int sums in registers; superblocks by pairs,
+ * so the even and odd float accumulators are fixed. (Each weight row passing over all
+ * T activation rows, as before, streamed the whole packed activations from L2/L3 per
+ * row, a byte per product, and two threads slowed each other ~1.4×:
+ * docs/PERFORMANCE.md, "activations in L1-sized blocks".) At AVX-512 the vectors are
+ * 512 bits: a zmm holds two sub-block pairs, its halves the lanes of pairs (0,1),
+ * (4,5) and (2,3), (6,7), added at the superblock's end (the same exact integers); activation rows go
  * by pairs there, one in each half of a zmm, through the convert, scale and fma, lane
  * for lane the dot kernel's float steps.
  * This file is compiled three times: plain AVX2 here, and by matmul_iq_gemm_vnni.c
@@ -112,9 +112,11 @@ void mm_iq_gemm_group(int64_t T, int64_t g, int64_t *t0, int64_t *t1) {
 size_t mm_iq_gemm_xp_bytes(int64_t n_in, int64_t T) { return (size_t)T * xp_row_bytes(n_in) + 64; }
 
 size_t mm_iq_gemm_scratch(const mm_args *a, int64_t rows) {
-    (void)rows; /* (sub_rows rows at a time: at most IQ_SUB_ROWS, IQ_SUB_BYTES or 4) */
+    (void)rows; /* (sub_rows rows at a time, in any build: at most IQ_SUB_ROWS rows, and
+                 * at most IQ_SUB_BYTES unless IQ_R rows (4 or fewer) are more) */
     const int64_t nsb = a->n_in / QK_K;
-    const size_t rb = (size_t)nsb * SB_MAX + round64(4 * (size_t)nsb), cap = IQ_SUB_BYTES > 4 * rb ? IQ_SUB_BYTES : 4 * rb;
+    const size_t rb = (size_t)nsb * SB_MAX + round64(4 * (size_t)nsb);
+    const size_t cap = IQ_SUB_BYTES > 4 * rb ? IQ_SUB_BYTES : 4 * rb;
     return (IQ_SUB_ROWS * rb < cap ? IQ_SUB_ROWS * rb : cap) + 64;
 }
 #endif
