@@ -678,14 +678,18 @@ static void test_threads_bitwise(void) {
  * their nibbles and add level + 128 from -128·Σq) gives the same bits as without it
  * (maddubs; the level types widened to int16): the integer block sums are exact and
  * the float operations around them the same. T = 9 and 40 (the GEMM, one group and
- * several), n_in above one K-slice. Skipped where the CPU has no AVX-VNNI. */
+ * several), n_in above one K-slice; T = 1 and 3 the dot kernels, where the types of
+ * matmul_avx2.c's vnni_dot_type take vpdpbusd too. Skipped where the CPU has no
+ * AVX-VNNI. */
 static void test_avx_vnni_same(void) {
     if (cpu_matmul_max_level() < CPU_SIMD_AVX2 || !mm_avx_vnni) {
         printf("     (no AVX-VNNI: skipped)\n");
         return;
     }
-    const uint32_t types[] = {QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q6_K, QT_Q3_K};
-    const int64_t Ts[] = {1, 3, 9, 40}; /* (1, 3: the dot kernels; IQ4_NL, Q2_K, Q3_K take vpdpbusd there) */
+    const uint32_t types[] = {QT_IQ4_NL, QT_IQ4_XS, QT_MXFP4, QT_Q8_0, QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1,
+                              QT_Q4_K,   QT_Q6_K,   QT_Q3_K,  QT_Q2_K};
+    /* (1, 3: the dot kernels; vnni_dot_type's types take vpdpbusd there) */
+    const int64_t Ts[] = {1, 3, 9, 40};
     cpu_matmul_set_level(CPU_SIMD_AVX2);
     for (size_t ti = 0; ti < LLC_ARRAY_LEN(types); ti++)
         for (size_t k = 0; k < LLC_ARRAY_LEN(Ts); k++) {

@@ -38,7 +38,13 @@ void mm_avxvnni_dot_rows(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, i
 
 /* Types whose dot kernels take AVX-VNNI's vpdpbusd where the CPU has it
  * (matmul_avxvnni_dot.c): the same exact integer sums, so the same results. */
-static int vnni_dot_type(uint32_t type) { return type == QT_Q2_K || type == QT_Q3_K || type == QT_IQ4_NL; }
+static int vnni_dot_type(uint32_t type) {
+    switch (type) {
+    case QT_Q2_K: case QT_Q3_K: case QT_IQ4_NL:
+    case QT_Q8_0: case QT_Q4_0: case QT_Q4_1: case QT_Q5_0: case QT_Q5_1: case QT_MXFP4: return 1;
+    default: return 0;
+    }
+}
 
 static void dot_rows_avx2(const mm_args *a, int64_t o0, int64_t o1, int64_t t0, int64_t t1) {
     if (mm_type_is_float(a->type)) mm_avx2_dotf_rows(a, o0, o1, t0, t1);
