@@ -410,7 +410,7 @@ static float dot_iq4_nl(const uint8_t *w, const mm_xrow *x, int64_t n) {
  * dot_iq4_nl. */
 typedef struct iq4_nl_xpair {
     __m256i lo, hi;         /* activation bytes 0-15 of b | of b + 1, and 16-31 */
-    __m256i c_lo, c_hi; /* 128·Σq per lane of lo and hi */
+    __m256i c_lo, c_hi; /* -128·Σq per lane of lo and hi (where the sums start) */
 } iq4_nl_xpair;
 typedef struct iq4_nl_acc {
     __m256 lo4, hi4; /* lanes 0-3 of dot_iq4_nl's a0 | of its a1, and lanes 4-7 */
@@ -418,7 +418,8 @@ typedef struct iq4_nl_acc {
 
 static inline iq4_nl_xpair iq4_nl_x_of(__m256i lo, __m256i hi) {
     const __m256i k128 = _mm256_set1_epi8((char)0x80);
-    return (iq4_nl_xpair){lo, hi, dot_u8s8(k128, lo), dot_u8s8(k128, hi)};
+    const __m256i z = _mm256_setzero_si256();
+    return (iq4_nl_xpair){lo, hi, _mm256_sub_epi32(z, dot_u8s8(k128, lo)), _mm256_sub_epi32(z, dot_u8s8(k128, hi))};
 }
 /* blocks b, b + 1 of the activations (only b where !two: zeros beside it) */
 static inline iq4_nl_xpair iq4_nl_x_at(const int8_t *q, int two) {
@@ -435,8 +436,8 @@ static inline __m256i iq4_nl_nib_at(const uint8_t *wb, int two) {
 }
 /* the table the nibbles index: level + 128 (the top bit flipped) */
 static inline __m256i iq4_nl_rows_table(void) { return _mm256_xor_si256(iq4_levels(), _mm256_set1_epi8((char)0x80)); }
-static inline __m256i iq4_nl_lanes(__m256i v, __m256i q, __m256i c128q) {
-    return _mm256_sub_epi32(dot_u8s8(v, q), c128q);
+static inline __m256i iq4_nl_lanes(__m256i v, __m256i q, __m256i neg_c128q) {
+    return dot_u8s8_acc(neg_c128q, v, q); /* (one vpdpbusd: the sums start at -128·Σq) */
 }
 /* one row's pair: nib its nibble bytes, s its scales (b ×4 | b + 1 ×4) */
 static inline __attribute__((always_inline)) iq4_nl_acc iq4_nl_row_pair(__m256i nib, const iq4_nl_xpair *x,
