@@ -1,6 +1,7 @@
 /* matmul_avx2.c — the AVX2 matmul level (AVX2 + FMA + F16C) and its kernel table:
  *  - quantized weights: the 256-bit dot-product kernels of matmul_dot256.h with
- *    maddubs/madd byte products (no VNNI), for one row and few rows and for the
+ *    maddubs/madd byte products (with AVX-VNNI, the types of vnni_dot_type through
+ *    matmul_avxvnni_dot.c's vpdpbusd build), for one row and few rows and for the
  *    types without a GEMM at every T (the rows of a chunk stay in cache while the
  *    activation rows pass), and the blocked GEMM of matmul_avx2_gemm.c for Q8_0,
  *    Q4_0, Q4_K, Q5_K and Q6_K at larger T; Q8_0's panels may be packed ahead, and
