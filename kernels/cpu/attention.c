@@ -134,6 +134,18 @@ T_AVX2 static ALWAYS_INLINE __m256 dot8_lanes_avx2(const float *x, const uint8_t
     return _mm256_add_ps(acc0, acc1);
 }
 
+/* dot8_lanes_avx2 at n = 64 with q already in registers (the same fmas in the same
+ * order, so the same bits): a group of 8 keys then loads each q element once */
+T_AVX2 static ALWAYS_INLINE __m256 dot64_lanes_avx2(const __m256 qv[8], const uint8_t *row, int e0, uint32_t type) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) {
+        acc0 = _mm256_fmadd_ps(qv[i], ld8_avx2(type, row, e0 + 8 * i), acc0);
+        acc1 = _mm256_fmadd_ps(qv[i + 1], ld8_avx2(type, row, e0 + 8 * i + 8), acc1);
+    }
+    return _mm256_add_ps(acc0, acc1);
+}
+
 /* q · row[e0 .. e0+n): the lanes, their horizontal sum, then the last n % 8 one by one */
 T_AVX2 static ALWAYS_INLINE float dot_avx2(const float *x, const uint8_t *row, int e0, int n, uint32_t type) {
     const int n8 = n & ~7;
@@ -203,7 +215,13 @@ T_AVX2 static ALWAYS_INLINE float scores_avx2(const float *q, const uint8_t *con
     for (int g0 = vlo & ~7; g0 < vhi; g0 += 8) {
         const int t_lo = g0 > vlo ? g0 : vlo, t_hi = g0 + 8 < vhi ? g0 + 8 : vhi;
         __m256 acc[8];
-        if (t_lo == g0 && t_hi == g0 + 8) {
+        if (t_lo == g0 && t_hi == g0 + 8 && hd == 64) {
+            __m256 qv[8];
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++) qv[i] = _mm256_loadu_ps(q + 8 * i);
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) acc[t] = dot64_lanes_avx2(qv, kp[g0 + t], eoff, type);
+        } else if (t_lo == g0 && t_hi == g0 + 8) {
 #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) acc[t] = dot8_lanes_avx2(q, kp[g0 + t], eoff, hd, type);
         } else {
