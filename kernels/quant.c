@@ -402,18 +402,13 @@ static void dequant_iq4_nl(const uint8_t *b, float *y, int64_t nb) {
     }
 }
 
-/* IQ4_XS's six-bit scale of sub-block j (stored + 32). */
-static inline int iq4xs_scale(const uint8_t *b, int j) {
-    return ((b[IQ4_XS_SL + j / 2] >> (4 * (j & 1))) & 0xf) | ((rd16(b + IQ4_XS_SH) >> (2 * j)) & 3) << 4;
-}
-
 /* IQ4_XS: 8 sub-blocks of 32, each laid out as an IQ4_NL block without its own d;
  * value = d*(scale - 32)*iq4nl_values[u]. */
 static void dequant_iq4_xs(const uint8_t *b, float *y, int64_t nb) {
     for (int64_t i = 0; i < nb; i++, b += sizeof(block_iq4_xs)) {
         const float d = rdf16(b + IQ4_XS_D);
         for (int j = 0; j < 8; j++, y += 32) {
-            const float dl = d * (float)(iq4xs_scale(b, j) - 32);
+            const float dl = d * (float)(iq4_xs_scale6(b, j) - 32);
             const uint8_t *qs = b + IQ4_XS_QS + 16 * j;
             for (int l = 0; l < 16; l++) {
                 y[l] = dl * (float)iq4nl_values[qs[l] & 0xf];

@@ -107,6 +107,12 @@ typedef struct {                     /* 136 bytes: 8 sub-blocks of 32, d*(ls - 3
     uint8_t scales_l[QK_K / 64];     /* low 4 bits, two per byte */
     uint8_t qs[QK_K / 2];            /* as IQ4_NL, 16 bytes per sub-block */
 } block_iq4_xs;
+/* IQ4_XS's six-bit scale of sub-block j of block b, as stored (+ 32: the scale is
+ * this - 32): low four bits in scales_l, high two in scales_h */
+static inline int iq4_xs_scale6(const uint8_t *b, int j) {
+    const unsigned sh = b[offsetof(block_iq4_xs, scales_h)] | (unsigned)b[offsetof(block_iq4_xs, scales_h) + 1] << 8;
+    return ((b[offsetof(block_iq4_xs, scales_l) + j / 2] >> (4 * (j & 1))) & 0xf) | ((sh >> (2 * j)) & 3) << 4;
+}
 
 #define QK_MXFP4 32
 typedef struct {                     /* 17 bytes: 2^(e-128) * mxfp4_values[u] */

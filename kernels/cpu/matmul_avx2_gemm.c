@@ -289,7 +289,7 @@ AI const uint8_t *nib_block(uint32_t type, const uint8_t *row, int64_t b, float 
     default: { /* IQ4_XS */
         const uint8_t *w = row + (size_t)(b / 8) * sizeof(block_iq4_xs);
         const int j = (int)(b % 8);
-        const int ls = (((w[4 + j / 2] >> (4 * (j & 1))) & 0xf) | ((mm_rd16(w + 2) >> (2 * j)) & 3) << 4) - 32;
+        const int ls = iq4_xs_scale6(w, j) - 32;
         *scale = h2f(w) * (float)ls;
         return w + 8 + 16 * j;
     }

@@ -540,11 +540,10 @@ static void iq4_nl_rows4_last(const uint8_t *wb, size_t stride, const mm_xrow *x
  * instead of per block, and no per-block float scale: 1.27× at T = 1 (AVX2, weights
  * in the cache: 47 → 60 GFLOP/s, bench_matmul -m 12). */
 static inline __m256i iq4_xs_superblock(const uint8_t *w, const int8_t *qx, __m256i lv) {
-    const unsigned sh = mm_rd16(w + 2);
     __m256i s = _mm256_setzero_si256();
     _Pragma("GCC unroll 8")
     for (int j = 0; j < 8; j++) {
-        const int ls = (((w[4 + j / 2] >> (4 * (j & 1))) & 0xf) | ((sh >> (2 * j)) & 3) << 4) - 32;
+        const int ls = iq4_xs_scale6(w, j) - 32;
         const __m256i v = _mm256_shuffle_epi8(lv, nibbles32(w + 8 + 16 * j));
         const __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(qx + 32 * j));
         const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q, v));

@@ -271,8 +271,6 @@ static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
     float s = 0;
     for (int64_t i = 0; i < n / QK_K; i++, w += sizeof(block_iq4_xs)) {
         const float d = fp16_to_f32(mm_rd16(w + offsetof(block_iq4_xs, d)));
-        const uint16_t sh = mm_rd16(w + offsetof(block_iq4_xs, scales_h));
-        const uint8_t *sl = w + offsetof(block_iq4_xs, scales_l);
         for (int j = 0; j < 8; j++) {
             const int64_t b = i * 8 + j;
             const uint8_t *qw = w + offsetof(block_iq4_xs, qs) + 16 * j;
@@ -280,7 +278,7 @@ static float dot_iq4_xs(const uint8_t *w, const mm_xrow *x, int64_t n) {
             int32_t acc = 0;
             for (int l = 0; l < 16; l++)
                 acc += iq4nl_values[qw[l] & 0xf] * qx[l] + iq4nl_values[qw[l] >> 4] * qx[l + 16];
-            const int ls = (((sl[j / 2] >> (4 * (j & 1))) & 0xf) | ((sh >> (2 * j)) & 3) << 4) - 32;
+            const int ls = iq4_xs_scale6(w, j) - 32;
             s += d * (float)ls * x->d[b] * (float)acc;
         }
     }
