@@ -197,10 +197,14 @@ template <int KT> __device__ __forceinline__ void kv_load8(const uint8_t *row, i
 
 /* shared memory floats: q [HB][D] | per warp: m [HB], l [HB], acc [HB][D] */
 static constexpr int attg_smem(int HB, int D, int W) { return (HB * D + W * (2 * HB + HB * D)) * (int)sizeof(float); }
-/* warps per block: 16, 8 or 4, the most whose shared memory fits in 48 KB */
-static constexpr int attg_warps(int HB, int D) {
-    return attg_smem(HB, D, 16) <= 48 * 1024 ? 16 : attg_smem(HB, D, 8) <= 48 * 1024 ? 8 : 4;
-}
+/* Warps per block. A block serves one row and KV head, so a step of many rows
+ * has blocks enough; with 16 warps (the most that fit) a decode step of 256
+ * sequences of ~190 keys took 227 us per layer on an H200 (2026-11-29): most
+ * of a block's warps had no tile, and its 512 threads held a whole
+ * multiprocessor's registers. 4 warps: each block's shared memory (q, and per
+ * warp m, l, acc) stays under 48 KB at 8 heads of 256. */
+#define ATT_WARPS 4
+static_assert((8 * 256 + ATT_WARPS * (2 * 8 + 8 * 256)) * 4 <= 48 * 1024, "attention shared memory");
 
 /* Split keys (SPLIT, the few rows of a decode step): blockIdx.z also names a
  * chunk of `chunk` keys; the block takes that chunk only, with W_SPLIT warps, and
@@ -212,9 +216,9 @@ struct attn_split {
     float *part_md;       /* [T][n_heads][n_chunks][2]: max, sum of weights */
     float *part_num;      /* [T][n_heads][n_chunks][D] */
 };
-#define W_SPLIT 4
+#define W_SPLIT ATT_WARPS
 
-template <int KT, int HB, int DPL, int DFIX, int W = attg_warps(HB, DFIX ? DFIX : 256), bool SPLIT = false>
+template <int KT, int HB, int DPL, int DFIX, int W = ATT_WARPS, bool SPLIT = false>
 __global__ void __launch_bounds__(32 * W)
     k_attention_group(const float *q, const uint8_t *kc, const uint8_t *vc, size_t row_bytes, float *out,
                       const int *pos, const int *row_seq, const int *kv_len, const int *table, int max_blocks,
@@ -293,7 +297,10 @@ __global__ void __launch_bounds__(32 * W)
             for (int i = 0; i < DPL; i++) acc[h][i] *= corr;
             m[h] = new_m;
         }
-        constexpr int JB = DPL <= 2 ? 8 : DPL == 4 ? 4 : 2; /* keys whose values load together */
+        /* keys whose values load together: a split block (decode) has few warps
+         * and is bound by the loads' round trips, so it takes twice or four
+         * times as many at once (the same sums in the same order) */
+        constexpr int JB = SPLIT ? (DPL <= 4 ? 16 : 8) : DPL <= 2 ? 8 : DPL == 4 ? 4 : 2;
         for (int j0 = 0; j0 < n_tile; j0 += JB) {
             float vv[JB][DPL];
 #pragma unroll
@@ -450,16 +457,15 @@ static void launch_group(cuda_ctx *c, const float *q, const uint8_t *k8, const u
         return;
     }
     dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB));
-#define ATTG(DPL, DFIX, DW)                                                                                        \
-    k_attention_group<KT, HB, DPL, DFIX><<<grid, 32 * attg_warps(HB, DW), attg_smem(HB, D, attg_warps(HB, DW)),   \
-                                          c->stream>>>(q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, \
-                                                       c->max_blocks, a->n_heads, a->n_kv_heads, D, a->block_size,   \
-                                                       a->scale, a->window, a->softcap, a->sinks, sp)
-    if (D == 64) ATTG(2, 64, 64);
-    else if (D == 128) ATTG(4, 128, 128);
-    else if (D == 256) ATTG(8, 256, 256);
-    else if (D <= 32) ATTG(1, 0, 256);
-    else ATTG(8, 0, 256);
+#define ATTG(DPL, DFIX)                                                                                            \
+    k_attention_group<KT, HB, DPL, DFIX><<<grid, 32 * ATT_WARPS, attg_smem(HB, D, ATT_WARPS), c->stream>>>(         \
+        q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, a->n_kv_heads, D,     \
+        a->block_size, a->scale, a->window, a->softcap, a->sinks, sp)
+    if (D == 64) ATTG(2, 64);
+    else if (D == 128) ATTG(4, 128);
+    else if (D == 256) ATTG(8, 256);
+    else if (D <= 32) ATTG(1, 0);
+    else ATTG(8, 0);
 #undef ATTG
 }
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels/cuda/cuda_internal.h"
 
@@ -63,7 +64,23 @@ struct cuda_profile {
     double ms[PK_COUNT], weight_bytes[PK_COUNT];
     long calls[PK_COUNT];
     long steps;
+    /* host clock: each step from begin to its last copy to the host (the
+     * forward as the engine waits for it), and the copies to the host alone */
+    double t_begin, t_last_copy, forward_ms, copy_ms, copy_bytes;
+    long copies;
 };
+
+static double host_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+/* a step begins: the last one's forward into the total */
+static void prof_step(cuda_profile *p) {
+    if (p->t_last_copy > p->t_begin && p->t_begin > 0) p->forward_ms += p->t_last_copy - p->t_begin;
+    p->t_begin = host_ms();
+    p->steps++;
+}
 
 static int matmul_kind(uint32_t type, int rows) {
     const int bucket = rows <= 1 ? 0 : rows <= 8 ? 1 : rows <= 64 ? 2 : 3;
@@ -106,7 +123,11 @@ static void prof_print(cuda_ctx *c) {
     cuda_profile *p = c->prof;
     double total = 0;
     for (int k = 0; k < PK_COUNT; k++) total += p->ms[k];
+    prof_step(p); /* (the last step's forward) */
+    p->steps--;
     fprintf(stderr, "CUDA profile (LLC_CUDA_PROFILE=1): GPU time per op, %ld steps, %.1f ms in all\n", p->steps, total);
+    fprintf(stderr, "  host clock: forwards %.1f ms (begin to last copy out), of it %ld copies to the host %.1f ms "
+            "(%.1f MB)\n", p->forward_ms, p->copies, p->copy_ms, p->copy_bytes / 1e6);
     fprintf(stderr, "  %-26s %9s %11s %9s %6s %9s\n", "op", "calls", "total ms", "avg us", "share", "GB/s");
     static const char *const buckets[] = {"x1", "x2-8", "x9-64", "x65+"};
     for (int k = 0; k < PK_COUNT; k++) {
@@ -341,9 +362,19 @@ static int cu_to_host(void *p, void *dst, const void *src, size_t bytes) {
         cuda_fail(c, "CUDA: a copy to the host inside a recorded step");
         return cu_status(p);
     }
+    if (c->prof) { /* (the forward's kernels first, so the copy's time is its own) */
+        CK(c, cudaStreamSynchronize(c->stream));
+        const double t0 = host_ms();
+        CK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+        CK(c, cudaStreamSynchronize(c->stream));
+        cuda_profile *pr = c->prof;
+        pr->t_last_copy = host_ms();
+        pr->copy_ms += pr->t_last_copy - t0, pr->copy_bytes += (double)bytes, pr->copies++;
+        prof_collect(c);
+        return cu_status(p);
+    }
     CK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     CK(c, cudaStreamSynchronize(c->stream));
-    prof_collect(c);
     return cu_status(p);
 }
 
@@ -438,7 +469,7 @@ static int cu_begin(void *p, const bk_batch *b, llc_err *err) {
     c->seq_start = d + 4 * T, c->kv_len = d + 4 * T + S + 1, c->table = d + 4 * T + 2 * S + 1;
     c->out_rows = d + 4 * T + 2 * S + 1 + tab;
     c->T = b->n_tokens, c->n_seqs = b->n_seqs, c->max_blocks = b->max_blocks, c->n_out = b->n_out;
-    if (c->prof) c->prof->steps++;
+    if (c->prof) prof_step(c->prof);
     if (c->failed) return llc_fail(err, LLC_ERR_IO, "%s", c->err);
     return 0;
 }
@@ -699,6 +730,7 @@ extern "C" int backend_cuda_create(int device, backend **out, llc_err *err) {
     c->no_multi = env_is("LLC_CUDA_MULTI", "0");
     c->f16_off = env_is("LLC_CUDA_F16_CACHE", "0");
     c->float_act = env_is("LLC_CUDA_INT8", "0");
+    c->gemv_rows = env_is("LLC_CUDA_GEMV_ROWS", "1") ? 1 : 0;
     if (!env_is("LLC_CUDA_GRAPHS", "0") && !c->prof) c->graphs = (cuda_graphs *)calloc(1, sizeof *c->graphs);
     b->name = "cuda";
     b->ops = &g_cuda_ops;

@@ -75,6 +75,7 @@ struct cuda_ctx {
     bool attn_no_split; /* LLC_CUDA_ATTN=nosplit: decode rows' keys not split across blocks (for comparison) */
     bool no_multi;     /* LLC_CUDA_MULTI=0: one launch (and one activation quantization) per matrix */
     bool float_act;    /* LLC_CUDA_INT8=0: Q8_0/Q4_0 GEMVs in F32 activations too (for comparison) */
+    int gemv_rows;     /* LLC_CUDA_GEMV_ROWS=1: one output row per warp in the int8 GEMVs (for comparison) */
     /* F16 copies of quantized weights for the tensor-core path (matmul.cu), kept
      * while the GPU has room: keyed by the weight's device address */
     struct f16_copy *f16;

@@ -27,6 +27,19 @@
  * get the CPU's arithmetic. */
 #define GEMV_MAX_ROWS 8
 #define GEMV_INT8_MAX_ROWS 32
+/* Output rows per warp in the int8 GEMVs of 2 and more tokens: the
+ * activations' loads (T times the weights' bytes through L1, a lane's 64 bytes
+ * spread 64 bytes apart) are shared by this many rows, whose weights' loads are
+ * in flight together. On an H200 (2026-11-29) this took an 8B-shape Q4_K_M step
+ * of 16 sequences from 23.8 to 18.5 ms, while one token alone ran faster with
+ * one row per warp (311 vs 291 tokens/s: more warps in flight), so a single
+ * token keeps that. LLC_CUDA_GEMV_ROWS=1 takes one row everywhere (for comparison). */
+#define GEMV_ROWS 4
+
+/* blocks of GEMV_WARPS warps for n_out rows at r rows per warp */
+static inline unsigned gemv_blocks(int64_t n_out, int r) {
+    return (unsigned)((n_out + (int64_t)GEMV_WARPS * r - 1) / ((int64_t)GEMV_WARPS * r));
+}
 
 /* A warp's sums for one output row o and tokens t0 .. t0+TMAX-1: the lanes'
  * partial sums reduced in a fixed tree (the same at every batch size), stored. */
@@ -105,55 +118,77 @@ __global__ void k_quantize_q8(const float *x, int64_t n_blocks, int8_t *xq, floa
     if (lane == 0) xd[b] = nan ? NAN : finite ? act_scale_f16(db) : db;
 }
 
-template <uint32_t TYPE, int TMAX>
+/* The 32 weights of block b of a Q8_0 / Q4_0 row as signed bytes (Q4_0: nibbles
+ * 0..15, the 8 subtracted from the sums) and the block's scale. */
+template <uint32_t TYPE>
+__device__ __forceinline__ void i8_block(const uint8_t *__restrict__ row, int64_t n_in, int64_t b, int (&wq)[8],
+                                         float &dw) {
+    if (TYPE == QT_Q8_0) {
+        const uint4 a = ld16(row + 32 * b), c = ld16(row + 32 * b + 16);
+        wq[0] = (int)a.x, wq[1] = (int)a.y, wq[2] = (int)a.z, wq[3] = (int)a.w;
+        wq[4] = (int)c.x, wq[5] = (int)c.y, wq[6] = (int)c.z, wq[7] = (int)c.w;
+        dw = f16_at(row + n_in + 2 * b);
+    } else {
+        const uint4 q = ld16(row + 16 * b);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            wq[k] = (int)(word_of(q, k) & 0x0F0F0F0Fu);
+            wq[k + 4] = (int)((word_of(q, k) >> 4) & 0x0F0F0F0Fu);
+        }
+        dw = f16_at(row + n_in / 2 + 2 * b);
+    }
+}
+
+/* R rows per warp (rows o0 .. o0+R-1, n_rows of them real): each block of x is
+ * loaded once for the R rows, and the R rows' weights are in flight together.
+ * Every row's sums are made as with one row per warp: the same lanes, blocks
+ * and order. */
+template <uint32_t TYPE, int TMAX, int R>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
     k_gemv_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out, const int8_t *__restrict__ xq,
               const float *__restrict__ xd, int T, float *__restrict__ y) {
-    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    const int64_t o0 = ((int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32) * R;
     const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX;
-    if (o >= n_out) return;
-    const uint8_t *row = W + (size_t)o * stride;
+    if (o0 >= n_out) return;
+    const int n_rows = n_out - o0 < R ? (int)(n_out - o0) : R;
     const int64_t nb = n_in / 32;
-    float acc[TMAX];
+    float acc[R][TMAX];
 #pragma unroll
-    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int j = 0; j < R; j++)
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) acc[j][t] = 0;
     for (int64_t b = lane; b < nb; b += 32) {
-        int wq[8]; /* the block's 32 weights as signed bytes (Q4_0: nibbles 0..15, 8 subtracted below) */
-        float dw;
-        if (TYPE == QT_Q8_0) {
-            const uint4 a = ld16(row + 32 * b), c = ld16(row + 32 * b + 16);
-            wq[0] = (int)a.x, wq[1] = (int)a.y, wq[2] = (int)a.z, wq[3] = (int)a.w;
-            wq[4] = (int)c.x, wq[5] = (int)c.y, wq[6] = (int)c.z, wq[7] = (int)c.w;
-            dw = f16_at(row + n_in + 2 * b);
-        } else {
-            const uint4 q = ld16(row + 16 * b);
+        int wq[R][8];
+        float dw[R];
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                wq[k] = (int)(word_of(q, k) & 0x0F0F0F0Fu);
-                wq[k + 4] = (int)((word_of(q, k) >> 4) & 0x0F0F0F0Fu);
-            }
-            dw = f16_at(row + n_in / 2 + 2 * b);
-        }
+        for (int j = 0; j < R; j++)
+            if (j < n_rows) i8_block<TYPE>(W + (size_t)(o0 + j) * stride, n_in, b, wq[j], dw[j]);
 #pragma unroll
         for (int t = 0; t < TMAX; t++) {
             if (t0 + t >= T) break;
             const int8_t *xr = xq + (size_t)(t0 + t) * n_in + 32 * b;
             const uint4 xa = ld16((const uint8_t *)xr), xc = ld16((const uint8_t *)xr + 16);
             const int xw[8] = {(int)xa.x, (int)xa.y, (int)xa.z, (int)xa.w, (int)xc.x, (int)xc.y, (int)xc.z, (int)xc.w};
-            int isum = 0;
-#pragma unroll
-            for (int k = 0; k < 8; k++) isum = __dp4a(wq[k], xw[k], isum);
-            if (TYPE == QT_Q4_0) {
-                int xs = 0;
+            int xs = 0;
+            if (TYPE == QT_Q4_0)
 #pragma unroll
                 for (int k = 0; k < 8; k++) xs = __dp4a(0x01010101, xw[k], xs);
-                isum -= 8 * xs;
-            }
             const float dx = __ldg(xd + (size_t)(t0 + t) * nb + b);
-            acc[t] = __fadd_rn(acc[t], __fmul_rn(__fmul_rn(dw, dx), (float)isum)); /* (no fused multiply-add: the CPU's roundings) */
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                if (j >= n_rows) break;
+                int isum = 0;
+#pragma unroll
+                for (int k = 0; k < 8; k++) isum = __dp4a(wq[j][k], xw[k], isum);
+                if (TYPE == QT_Q4_0) isum -= 8 * xs;
+                /* (no fused multiply-add: the CPU's roundings) */
+                acc[j][t] = __fadd_rn(acc[j][t], __fmul_rn(__fmul_rn(dw[j], dx), (float)isum));
+            }
         }
     }
-    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        if (j < n_rows) store_row_sums<TMAX>(acc[j], lane, t0, T, y, n_out, o0 + j);
 }
 
 /* Quantizes x into scratch and runs the int8 GEMV; false when the scratch cannot grow. */
@@ -165,11 +200,15 @@ static bool gemv_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows, f
     int8_t *xq = (int8_t *)s;
     float *xd = (float *)(s + (((size_t)rows * w->n_in + 15) & ~(size_t)15));
     k_quantize_q8<<<(unsigned)((n_blocks * 32 + 255) / 256), 256, 0, c->stream>>>(x, n_blocks, xq, xd);
-    const dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
     const size_t stride = cuda_row_bytes(w->type, w->n_in);
     const uint8_t *W = (const uint8_t *)w->data;
-    if (rows == 1) k_gemv_i8<TYPE, 1><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, rows, y);
-    else k_gemv_i8<TYPE, 8><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, rows, y);
+#define I8GEMV(TM, R)                                                                                            \
+    k_gemv_i8<TYPE, TM, R><<<dim3(gemv_blocks(w->n_out, R), (unsigned)((rows + 7) / 8)), 32 * GEMV_WARPS, 0, \
+                             c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, rows, y)
+    if (rows == 1) I8GEMV(1, 1);
+    else if (c->gemv_rows == 1) I8GEMV(8, 1);
+    else I8GEMV(8, GEMV_ROWS);
+#undef I8GEMV
     LAUNCHED(c);
     return true;
 }
@@ -216,31 +255,41 @@ __global__ void k_quantize_q8k(const float *x, int64_t n_spans, int8_t *xq, floa
     if (lane % 2 == 0) ai16[sp * 16 + lane / 2] = -32 * s16;
 }
 
+/* The K-quant rows below take R output rows per warp (rows row0, row0 + stride,
+ * ..., n_rows of them real): a chunk's activations are loaded once for the R
+ * rows, and the R rows' weights are in flight together. Each row's sums are
+ * made exactly as with one row per warp: the same lanes, chunks, terms and order. */
+
 /* Q4_K: chunk c = 4b + r is quant run r of block b (32 bytes): its low nibbles are
  * 32-block 2r, its high nibbles 32-block 2r+1 */
-template <int TMAX>
-__device__ __forceinline__ void q4k_row_i8(const uint8_t *__restrict__ row, int64_t n_in, const int8_t *__restrict__ xq,
-                                           const float *__restrict__ xd, const float *__restrict__ af, int T, int t0,
-                                           int lane, float (&acc)[TMAX]) {
+template <int TMAX, int R>
+__device__ __forceinline__ void q4k_rows_i8(const uint8_t *__restrict__ row0, size_t stride, int n_rows, int64_t n_in,
+                                            const int8_t *__restrict__ xq, const float *__restrict__ xd,
+                                            const float *__restrict__ af, int T, int t0, int lane,
+                                            float (&acc)[R][TMAX]) {
     xq += (size_t)t0 * n_in;
     const int64_t n_chunks = n_in / 64, nb32 = n_in / 32;
 #pragma unroll
-    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int j = 0; j < R; j++)
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) acc[j][t] = 0;
     for (int64_t c = lane; c < n_chunks; c += 32) {
         const int64_t b = c >> 2;
         const int r = (int)(c & 3);
-        const uint8_t *blk = row + 144 * b;
-        const uint4 hdr = ld16(blk), qa = ld16(blk + 16 + 32 * r), qb = ld16(blk + 32 + 32 * r);
-        const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
-        float s0, m0, s1, m1;
-        k_scale_min(2 * r, hdr, &s0, &m0);
-        k_scale_min(2 * r + 1, hdr, &s1, &m1);
-        int lo[8], hi[8];
+        uint4 qa[R], qb[R];
+        float ds0[R], dm0[R], ds1[R], dm1[R]; /* d·scale and dmin·min of the chunk's two 32-blocks */
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            const uint32_t w = k < 4 ? word_of(qa, k) : word_of(qb, k - 4);
-            lo[k] = (int)(w & 0x0F0F0F0Fu);
-            hi[k] = (int)((w >> 4) & 0x0F0F0F0Fu);
+        for (int j = 0; j < R; j++) {
+            if (j >= n_rows) break;
+            const uint8_t *blk = row0 + (size_t)j * stride + 144 * b;
+            const uint4 hdr = ld16(blk);
+            qa[j] = ld16(blk + 16 + 32 * r), qb[j] = ld16(blk + 32 + 32 * r);
+            const float d = hdr_f16(hdr, 0), dmin = hdr_f16(hdr, 1);
+            float s0, m0, s1, m1;
+            k_scale_min(2 * r, hdr, &s0, &m0);
+            k_scale_min(2 * r + 1, hdr, &s1, &m1);
+            ds0[j] = __fmul_rn(d, s0), dm0[j] = __fmul_rn(dmin, m0);
+            ds1[j] = __fmul_rn(d, s1), dm1[j] = __fmul_rn(dmin, m1);
         }
         const int64_t sb = 8 * b + 2 * r; /* 32-block of the low nibbles */
 #pragma unroll
@@ -248,61 +297,56 @@ __device__ __forceinline__ void q4k_row_i8(const uint8_t *__restrict__ row, int6
             if (t0 + t >= T) break;
             const uint8_t *xr = (const uint8_t *)(xq + (size_t)t * n_in + 32 * sb);
             const uint4 x0 = ld16(xr), x1 = ld16(xr + 16), x2 = ld16(xr + 32), x3 = ld16(xr + 48);
-            int a0 = 0, a1 = 0;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                a0 = __dp4a(lo[k], (int)word_of(x0, k), a0);
-                a0 = __dp4a(lo[k + 4], (int)word_of(x1, k), a0);
-                a1 = __dp4a(hi[k], (int)word_of(x2, k), a1);
-                a1 = __dp4a(hi[k + 4], (int)word_of(x3, k), a1);
-            }
             const float *xdt = xd + (size_t)(t0 + t) * nb32, *aft = af + (size_t)(t0 + t) * nb32;
-            const float term0 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s0), __ldg(xdt + sb)), (float)a0),
-                                          __fmul_rn(__fmul_rn(dmin, m0), __ldg(aft + sb)));
-            const float term1 = __fsub_rn(__fmul_rn(__fmul_rn(__fmul_rn(d, s1), __ldg(xdt + sb + 1)), (float)a1),
-                                          __fmul_rn(__fmul_rn(dmin, m1), __ldg(aft + sb + 1)));
-            acc[t] = __fadd_rn(__fadd_rn(acc[t], term0), term1);
+            const float dx0 = __ldg(xdt + sb), dx1 = __ldg(xdt + sb + 1), af0 = __ldg(aft + sb), af1 = __ldg(aft + sb + 1);
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                if (j >= n_rows) break;
+                int a0 = 0, a1 = 0;
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const uint32_t wa = word_of(qa[j], k), wb = word_of(qb[j], k);
+                    a0 = __dp4a((int)(wa & 0x0F0F0F0Fu), (int)word_of(x0, k), a0);
+                    a0 = __dp4a((int)(wb & 0x0F0F0F0Fu), (int)word_of(x1, k), a0);
+                    a1 = __dp4a((int)((wa >> 4) & 0x0F0F0F0Fu), (int)word_of(x2, k), a1);
+                    a1 = __dp4a((int)((wb >> 4) & 0x0F0F0F0Fu), (int)word_of(x3, k), a1);
+                }
+                const float term0 = __fsub_rn(__fmul_rn(__fmul_rn(ds0[j], dx0), (float)a0), __fmul_rn(dm0[j], af0));
+                const float term1 = __fsub_rn(__fmul_rn(__fmul_rn(ds1[j], dx1), (float)a1), __fmul_rn(dm1[j], af1));
+                acc[j][t] = __fadd_rn(__fadd_rn(acc[j][t], term0), term1);
+            }
         }
     }
 }
 
-template <int TMAX>
-__global__ void __launch_bounds__(32 * GEMV_WARPS)
-    k_gemv_q4k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
-                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ af, int T,
-                  float *__restrict__ y) {
-    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
-    if (o >= n_out) return;
-    float acc[TMAX];
-    q4k_row_i8<TMAX>(W + (size_t)o * stride, n_in, xq, xd, af, T, t0, lane, acc);
-    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
-}
-
 /* Q6_K (planes): chunk c = 8b + 4h + u as in layouts.cuh; its two runs of 16 are
  * the 16-groups glo and glo + 4 */
-template <int TMAX>
-__device__ __forceinline__ void q6k_row_i8(const uint8_t *__restrict__ row, int64_t n_in, const int8_t *__restrict__ xq,
-                                           const float *__restrict__ xd, const int *__restrict__ ai16, int T, int t0,
-                                           int lane, float (&acc)[TMAX]) {
+template <int TMAX, int R>
+__device__ __forceinline__ void q6k_rows_i8(const uint8_t *__restrict__ row0, size_t stride, int n_rows, int64_t n_in,
+                                            const int8_t *__restrict__ xq, const float *__restrict__ xd,
+                                            const int *__restrict__ ai16, int T, int t0, int lane,
+                                            float (&acc)[R][TMAX]) {
     xq += (size_t)t0 * n_in;
-    const uint8_t *QH = row + n_in / 2, *SC = QH + n_in / 4, *D = SC + n_in / 16;
+    const int64_t qh_at = n_in / 2, sc_at = qh_at + n_in / 4, d_at = sc_at + n_in / 16;
     const int64_t n_chunks = n_in / 32, nb32 = n_in / 32, ng = n_in / 16;
 #pragma unroll
-    for (int t = 0; t < TMAX; t++) acc[t] = 0;
+    for (int j = 0; j < R; j++)
+#pragma unroll
+        for (int t = 0; t < TMAX; t++) acc[j][t] = 0;
     for (int64_t c = lane; c < n_chunks; c += 32) {
         const int64_t b = c >> 3;
         const int h = (int)(c >> 2) & 1, u = (int)c & 3, qa = u >> 1, g = u & 1;
-        const uint4 ql = ld16(row + 128 * b + 64 * h + 16 * u), qh = ld16(QH + 64 * b + 32 * h + 16 * g);
-        const float d = f16_at(D + 2 * b);
-        const int8_t *sc = (const int8_t *)(SC + 16 * b + 8 * h + g);
-        const float sclo = (float)(int8_t)ld8((const uint8_t *)sc + 2 * qa), schi = (float)(int8_t)ld8((const uint8_t *)sc + 2 * qa + 4);
-        int lo[4], hi[4];
+        uint4 ql[R], qh[R];
+        float dlo[R], dhi[R]; /* d·scale of the two 16-groups */
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const uint32_t w = word_of(ql, k), hw = word_of(qh, k);
-            lo[k] = (int)((w & 0x0F0F0F0Fu) | (((hw >> (2 * qa)) & 0x03030303u) << 4));
-            hi[k] = (int)(((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * qa + 4)) & 0x03030303u) << 4));
+        for (int j = 0; j < R; j++) {
+            if (j >= n_rows) break;
+            const uint8_t *row = row0 + (size_t)j * stride;
+            ql[j] = ld16(row + 128 * b + 64 * h + 16 * u), qh[j] = ld16(row + qh_at + 64 * b + 32 * h + 16 * g);
+            const float d = f16_at(row + d_at + 2 * b);
+            const uint8_t *sc = row + sc_at + 16 * b + 8 * h + g;
+            dlo[j] = __fmul_rn(d, (float)(int8_t)ld8(sc + 2 * qa));
+            dhi[j] = __fmul_rn(d, (float)(int8_t)ld8(sc + 2 * qa + 4));
         }
         const int64_t elo = 256 * b + 128 * h + 32 * qa + 16 * g, glo = elo / 16;
 #pragma unroll
@@ -310,36 +354,49 @@ __device__ __forceinline__ void q6k_row_i8(const uint8_t *__restrict__ row, int6
             if (t0 + t >= T) break;
             const uint8_t *xr = (const uint8_t *)(xq + (size_t)t * n_in);
             const uint4 x0 = ld16(xr + elo), x1 = ld16(xr + elo + 64);
-            int a0 = __ldg(ai16 + (size_t)(t0 + t) * ng + glo), a1 = __ldg(ai16 + (size_t)(t0 + t) * ng + glo + 4);
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                a0 = __dp4a(lo[k], (int)word_of(x0, k), a0);
-                a1 = __dp4a(hi[k], (int)word_of(x1, k), a1);
-            }
+            const int b0 = __ldg(ai16 + (size_t)(t0 + t) * ng + glo), b1 = __ldg(ai16 + (size_t)(t0 + t) * ng + glo + 4);
             const float dx = __ldg(xd + (size_t)(t0 + t) * nb32 + elo / 32);
-            const float term0 = __fmul_rn(__fmul_rn(__fmul_rn(d, sclo), dx), (float)a0);
-            const float term1 = __fmul_rn(__fmul_rn(__fmul_rn(d, schi), dx), (float)a1);
-            acc[t] = __fadd_rn(__fadd_rn(acc[t], term0), term1);
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                if (j >= n_rows) break;
+                int a0 = b0, a1 = b1;
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    const uint32_t w = word_of(ql[j], k), hw = word_of(qh[j], k);
+                    const int lo = (int)((w & 0x0F0F0F0Fu) | (((hw >> (2 * qa)) & 0x03030303u) << 4));
+                    const int hi = (int)(((w >> 4) & 0x0F0F0F0Fu) | (((hw >> (2 * qa + 4)) & 0x03030303u) << 4));
+                    a0 = __dp4a(lo, (int)word_of(x0, k), a0);
+                    a1 = __dp4a(hi, (int)word_of(x1, k), a1);
+                }
+                const float term0 = __fmul_rn(__fmul_rn(dlo[j], dx), (float)a0);
+                const float term1 = __fmul_rn(__fmul_rn(dhi[j], dx), (float)a1);
+                acc[j][t] = __fadd_rn(__fadd_rn(acc[j][t], term0), term1);
+            }
         }
     }
 }
 
-template <int TMAX>
+/* One K-quant matrix (Q6K: Q6_K, else Q4_K), R rows per warp. */
+template <bool Q6K, int TMAX, int R>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
-    k_gemv_q6k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
-                  const int8_t *__restrict__ xq, const float *__restrict__ xd, const int *__restrict__ ai16, int T,
-                  float *__restrict__ y) {
-    const int64_t o = (int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32;
+    k_gemv_k_i8(const uint8_t *__restrict__ W, size_t stride, int64_t n_in, int64_t n_out,
+                const int8_t *__restrict__ xq, const float *__restrict__ xd, const float *__restrict__ af,
+                const int *__restrict__ ai16, int T, float *__restrict__ y) {
+    const int64_t o0 = ((int64_t)blockIdx.x * GEMV_WARPS + threadIdx.x / 32) * R;
     const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX; /* this block's tokens */
-    if (o >= n_out) return;
-    float acc[TMAX];
-    q6k_row_i8<TMAX>(W + (size_t)o * stride, n_in, xq, xd, ai16, T, t0, lane, acc);
-    store_row_sums<TMAX>(acc, lane, t0, T, y, n_out, o);
+    if (o0 >= n_out) return;
+    const int n_rows = n_out - o0 < R ? (int)(n_out - o0) : R;
+    float acc[R][TMAX];
+    if (Q6K) q6k_rows_i8<TMAX, R>(W + (size_t)o0 * stride, stride, n_rows, n_in, xq, xd, ai16, T, t0, lane, acc);
+    else q4k_rows_i8<TMAX, R>(W + (size_t)o0 * stride, stride, n_rows, n_in, xq, xd, af, T, t0, lane, acc);
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        if (j < n_rows) store_row_sums<TMAX>(acc[j], lane, t0, T, y, n_out, o0 + j);
 }
 
 /* Several K-quant matrices of one input in one launch (Q, K and V; gate and up):
  * blocks 0 .. end[0]-1 take matrix 0, end[0] .. end[1]-1 matrix 1, and so on;
- * each row's sums made exactly as the one-matrix kernels make them. */
+ * each row's sums made exactly as the one-matrix kernel makes them. */
 struct kgemv_multi {
     const uint8_t *W[BK_MATMUL_MULTI_MAX];
     float *y[BK_MATMUL_MULTI_MAX];
@@ -350,21 +407,25 @@ struct kgemv_multi {
     int n;
 };
 
-template <int TMAX>
+template <int TMAX, int R>
 __global__ void __launch_bounds__(32 * GEMV_WARPS)
     k_gemv_k_multi(const kgemv_multi mm, int64_t n_in, const int8_t *__restrict__ xq, const float *__restrict__ xd,
                    const float *__restrict__ af, const int *__restrict__ ai16, int T) {
     int i = 0;
     while (i + 1 < mm.n && blockIdx.x >= mm.end[i]) i++;
     const unsigned first = i ? mm.end[i - 1] : 0;
-    const int64_t o = (int64_t)(blockIdx.x - first) * GEMV_WARPS + threadIdx.x / 32;
+    const int64_t o0 = ((int64_t)(blockIdx.x - first) * GEMV_WARPS + threadIdx.x / 32) * R;
     const int lane = threadIdx.x % 32, t0 = blockIdx.y * TMAX;
-    if (o >= mm.n_out[i]) return;
-    const uint8_t *row = mm.W[i] + (size_t)o * mm.stride[i];
-    float acc[TMAX];
-    if (mm.q6k[i]) q6k_row_i8<TMAX>(row, n_in, xq, xd, ai16, T, t0, lane, acc);
-    else q4k_row_i8<TMAX>(row, n_in, xq, xd, af, T, t0, lane, acc);
-    store_row_sums<TMAX>(acc, lane, t0, T, mm.y[i], mm.n_out[i], o);
+    const int64_t n_out = mm.n_out[i];
+    if (o0 >= n_out) return;
+    const int n_rows = n_out - o0 < R ? (int)(n_out - o0) : R;
+    const uint8_t *row0 = mm.W[i] + (size_t)o0 * mm.stride[i];
+    float acc[R][TMAX];
+    if (mm.q6k[i]) q6k_rows_i8<TMAX, R>(row0, mm.stride[i], n_rows, n_in, xq, xd, ai16, T, t0, lane, acc);
+    else q4k_rows_i8<TMAX, R>(row0, mm.stride[i], n_rows, n_in, xq, xd, af, T, t0, lane, acc);
+#pragma unroll
+    for (int j = 0; j < R; j++)
+        if (j < n_rows) store_row_sums<TMAX>(acc[j], lane, t0, T, mm.y[i], n_out, o0 + j);
 }
 
 /* x (rows of n_in) quantized Q8_K-style into scratch, for the K-quant GEMVs. */
@@ -391,20 +452,18 @@ static bool quantize_q8k(cuda_ctx *c, const float *x, int64_t n_in, int rows, q8
 static bool gemv_k_i8(cuda_ctx *c, const bk_weight *w, const float *x, int rows, float *y) {
     q8k_act a;
     if (!quantize_q8k(c, x, w->n_in, rows, &a)) return false;
-    int8_t *xq = a.xq;
-    float *xd = a.xd, *af = a.af;
-    int *ai = a.ai;
-    const dim3 grid((unsigned)((w->n_out + GEMV_WARPS - 1) / GEMV_WARPS), (unsigned)((rows + 7) / 8));
     const size_t stride = cuda_row_bytes(w->type, w->n_in);
     const uint8_t *W = (const uint8_t *)w->data;
-#define KGEMV(TM)                                                                                                    \
-    (w->type == QT_Q4_K                                                                                              \
-         ? k_gemv_q4k_i8<TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, af, rows, y) \
-         : k_gemv_q6k_i8<TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(W, stride, w->n_in, w->n_out, xq, xd, ai, rows, y))
-    if (rows == 1) KGEMV(1);
-    else if (rows == 2) KGEMV(2);
-    else if (rows <= 4) KGEMV(4);
-    else KGEMV(8);
+    const bool q6k = w->type == QT_Q6_K;
+#define KGEMV(Q6, TM, R)                                                                                         \
+    k_gemv_k_i8<Q6, TM, R><<<dim3(gemv_blocks(w->n_out, R), (unsigned)((rows + 7) / 8)), 32 * GEMV_WARPS, 0,   \
+                             c->stream>>>(W, stride, w->n_in, w->n_out, a.xq, a.xd, a.af, a.ai, rows, y)
+#define KGEMV_R(Q6, TM) (c->gemv_rows == 1 ? KGEMV(Q6, TM, 1) : KGEMV(Q6, TM, GEMV_ROWS))
+#define KGEMV_T(Q6) (rows == 1 ? KGEMV(Q6, 1, 1) : rows == 2 ? KGEMV_R(Q6, 2) : rows <= 4 ? KGEMV_R(Q6, 4) : KGEMV_R(Q6, 8))
+    if (q6k) KGEMV_T(true);
+    else KGEMV_T(false);
+#undef KGEMV_T
+#undef KGEMV_R
 #undef KGEMV
     LAUNCHED(c);
     return true;
@@ -607,22 +666,25 @@ void cuda_matmul_multi(cuda_ctx *c, const bk_weight *const *w, int n, const floa
     if (!quantize_q8k(c, x, w[0]->n_in, rows, &a)) return;
     kgemv_multi mm = {};
     unsigned blocks = 0;
+    const int R = c->gemv_rows == 1 || rows == 1 ? 1 : GEMV_ROWS;
     for (int i = 0; i < n; i++) {
         mm.W[i] = (const uint8_t *)w[i]->data;
         mm.y[i] = y[i];
         mm.stride[i] = cuda_row_bytes(w[i]->type, w[i]->n_in);
         mm.n_out[i] = w[i]->n_out;
         mm.q6k[i] = w[i]->type == QT_Q6_K;
-        blocks += (unsigned)((w[i]->n_out + GEMV_WARPS - 1) / GEMV_WARPS);
+        blocks += gemv_blocks(w[i]->n_out, R);
         mm.end[i] = blocks;
     }
     mm.n = n;
     const dim3 grid(blocks, (unsigned)((rows + 7) / 8));
-#define KMULTI(TM) k_gemv_k_multi<TM><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(mm, w[0]->n_in, a.xq, a.xd, a.af, a.ai, rows)
-    if (rows == 1) KMULTI(1);
-    else if (rows == 2) KMULTI(2);
-    else if (rows <= 4) KMULTI(4);
-    else KMULTI(8);
+#define KMULTI(TM, R) k_gemv_k_multi<TM, R><<<grid, 32 * GEMV_WARPS, 0, c->stream>>>(mm, w[0]->n_in, a.xq, a.xd, a.af, a.ai, rows)
+#define KMULTI_R(TM) (R == 1 ? KMULTI(TM, 1) : KMULTI(TM, GEMV_ROWS))
+    if (rows == 1) KMULTI(1, 1);
+    else if (rows == 2) KMULTI_R(2);
+    else if (rows <= 4) KMULTI_R(4);
+    else KMULTI_R(8);
+#undef KMULTI_R
 #undef KMULTI
     LAUNCHED(c);
 }
