@@ -198,6 +198,13 @@ typedef struct backend_ops {
      *                       run the ops again, as usual. */
     int (*graph_begin)(void *ctx, uint64_t key);
     int (*graph_end)(void *ctx);
+    /* Optional (NULL: the engine copies whole rows of logits to the host). For
+     * each of the rows rows of x (n wide, backend memory), ids and vals [r * k ..
+     * r * k + k) (host memory) = topk_row's k best entries of the row
+     * (kernels/topk.h: the sampler's order, NaN and -inf left out, -1 / -inf
+     * past the last), k <= TOPK_MAX. A decode step of many sequences then moves
+     * k entries per row instead of the vocabulary, and the sampler reads them. */
+    int (*top_k)(void *ctx, const float *x, int rows, int n, int k, int32_t *ids, float *vals);
 
     /* ---- recurrent layers (hybrid models: lfm2, qwen35, granitehybrid) ----
      * Optional: a backend without them (NULL) cannot run those models, and

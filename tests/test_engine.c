@@ -240,6 +240,51 @@ static void test_slots_and_latency_histograms(void) {
     engine_destroy(e);
 }
 
+/* Sampling from each row's best entries (the backend's top_k, when every row of
+ * a step reads only those) gives the tokens that whole rows give: default
+ * chains (temperature 0.8, top-k 40, top-p, min-p) and greedy rows, batched,
+ * with seeds; and such steps were taken. */
+static void test_top_lists_equal_whole_rows(void) {
+    static int32_t prompts[24][64];
+    int lens[24];
+    make_prompts(prompts, lens, 24, false);
+    gen_request reqs[24];
+    for (int i = 0; i < 24; i++) {
+        reqs[i] = greedy_req(prompts[i], lens[i], 20);
+        if (i % 4) reqs[i].sampling = sampler_params_default(), reqs[i].sampling.seed = 500 + (uint64_t)i;
+        if (i % 4 == 3) reqs[i].sampling.top_k = 64, reqs[i].sampling.temperature = 1.3f;
+    }
+    static result whole[24], top[24];
+    setenv("LLC_TOP_K", "0", 1);
+    engine *e = make_engine(256, 128);
+    unsetenv("LLC_TOP_K");
+    if (!e) return;
+    run_all(e, reqs, 24, 1, whole);
+    engine_metrics m;
+    wait_idle(e, &m);
+    CHECKF(m.steps_top == 0, "%lld steps took top lists with LLC_TOP_K=0", (long long)m.steps_top);
+    engine_destroy(e);
+    e = make_engine(256, 128);
+    if (!e) return;
+    run_all(e, reqs, 24, 1, top);
+    wait_idle(e, &m);
+    CHECKF(m.steps_top > 0 && m.steps_top == m.steps, "%lld of %lld steps took top lists", (long long)m.steps_top,
+           (long long)m.steps);
+    same_tokens(whole, top, 24, "top lists");
+    int sampled_differ = 0; /* (the chains did sample: not every row greedy-alike) */
+    for (int i = 1; i < 24; i++)
+        if (i % 4 && memcmp(top[i].tokens, top[0].tokens, sizeof top[0].tokens)) sampled_differ++;
+    CHECK(sampled_differ > 0);
+    /* a penalty that reads the whole row: those steps copy whole rows */
+    gen_request pen = reqs[1];
+    pen.sampling.repeat_penalty = 1.3f;
+    engine_metrics before = m;
+    run_all(e, &pen, 1, 1, top);
+    wait_idle(e, &m);
+    CHECKF(m.steps > before.steps && m.steps_top == before.steps_top, "a penalty's steps took top lists");
+    engine_destroy(e);
+}
+
 int main(void) {
     if (setup()) {
         printf("0 passed, 1 failed\n");
@@ -251,6 +296,7 @@ int main(void) {
     RUN(test_preemption);
     RUN(test_preemption_64_through_8);
     RUN(test_parallel_samples_equal_seeds);
+    RUN(test_top_lists_equal_whole_rows);
     RUN(test_stop_string);
     RUN(test_cancel_and_bad_requests);
     RUN(test_slots_and_latency_histograms);

@@ -1,7 +1,9 @@
 /* test_sampler.c — the sampler: greedy, seeding and streams, the distribution
  * (chi-square against softmax at fixed seeds, so results are deterministic),
- * top-k / top-p / min-p sets, penalties, logprobs, probs helpers, validation. */
+ * top-k / top-p / min-p sets, penalties, logprobs, probs helpers, validation;
+ * topk_row's order and sampling from a top list == sampling from the row. */
 #include "engine/sched/sampler.h"
+#include "kernels/topk.h"
 #include "tests/test.h"
 
 #include <float.h>
@@ -843,6 +845,107 @@ static void test_large_vocab(void) {
     free(pr);
 }
 
+/* A row with what makes top lists hard: runs of equal values (ties across the
+ * k-th place), NaN, +-inf, -0.0 beside +0.0. */
+static void tricky_row(float *l, int n, int kind) {
+    for (int i = 0; i < n; i++) {
+        double u = trand();
+        switch (kind % 4) {
+        case 0: l[i] = (float)((trand() * 2.0 - 1.0) * 4.0); break;
+        case 1: l[i] = (float)(int)(u * 6.0); break;               /* few distinct values: ties */
+        case 2: l[i] = u < 0.3 ? NAN : u < 0.5 ? -INFINITY : (float)(u * 3.0); break;
+        default: l[i] = u < 0.02 ? INFINITY : u < 0.5 ? -0.0f : u < 0.9 ? 0.0f : (float)u; break;
+        }
+    }
+}
+
+/* topk_row against a plain selection: the k best by (value, lower id), NaN
+ * and -inf out, +inf as FLT_MAX, in order. */
+static void test_topk_row(void) {
+    enum { N = 700 };
+    float l[N], vals[TOPK_MAX];
+    int32_t ids[TOPK_MAX];
+    char taken[N];
+    for (int round = 0; round < 64; round++) {
+        tricky_row(l, N, round);
+        const int n = round % 5 == 4 ? 40 : N, k = 1 + (round * 7) % TOPK_MAX;
+        int got = topk_row(l, n, k, ids, vals);
+        memset(taken, 0, sizeof taken);
+        int want = 0;
+        for (int j = 0; j < k; j++) { /* the best not yet taken, by brute force */
+            int best = -1;
+            for (int i = 0; i < n; i++) {
+                if (taken[i] || isnan(l[i]) || l[i] == -INFINITY) continue;
+                float v = l[i] == INFINITY ? FLT_MAX : l[i];
+                float bv = best < 0 ? 0 : l[best] == INFINITY ? FLT_MAX : l[best];
+                if (best < 0 || v > bv) best = i;
+            }
+            if (best < 0) {
+                CHECKF(ids[j] == -1 && vals[j] == -INFINITY, "round %d: entry %d past the end", round, j);
+                continue;
+            }
+            taken[best] = 1;
+            want++;
+            const float bv = l[best] == INFINITY ? FLT_MAX : l[best];
+            CHECKF(ids[j] == best && vals[j] == bv, "round %d k %d: entry %d is %d (%g), want %d (%g)", round, k,
+                   j, ids[j], (double)vals[j], best, (double)bv);
+        }
+        CHECKF(got == want, "round %d: %d found, want %d", round, got, want);
+    }
+}
+
+/* sampler_sample_top on topk_row's list draws what sampler_sample draws on the
+ * whole row, call after call (the same RNG steps), for greedy and top-k chains,
+ * with top-p and min-p on; and sampler_top_need says when it cannot. */
+static void test_sample_from_top_list(void) {
+    enum { N = 3000 };
+    static float l[N];
+    float vals[TOPK_MAX];
+    int32_t ids[TOPK_MAX];
+    static const struct { float t; int k; float p, mp; } chains[] = {
+        {0.0f, 40, 0.95f, 0.05f}, {0.8f, 40, 0.95f, 0.05f}, {1.0f, 64, 1.0f, 0.0f},
+        {1.5f, 5, 0.5f, 0.0f},   {0.7f, 1, 1.0f, 0.0f},     {2.0f, 50, 0.9f, 0.2f},
+    };
+    for (size_t ci = 0; ci < sizeof chains / sizeof chains[0]; ci++) {
+        sampler_params p = sampler_params_default();
+        p.temperature = chains[ci].t, p.top_k = chains[ci].k, p.top_p = chains[ci].p, p.min_p = chains[ci].mp;
+        p.seed = 1234 + ci;
+        sampler *a = mk(&p), *b = mk(&p);
+        CHECK(sampler_top_need(a) == (p.temperature <= 0 ? 1 : p.top_k));
+        int differ = 0;
+        for (int round = 0; round < 200; round++) {
+            tricky_row(l, N, round);
+            const int n = round % 7 == 3 ? 30 : N; /* (fewer valid entries than k, at times) */
+            topk_row(l, n, TOPK_MAX, ids, vals);
+            sample_result ra, rb;
+            int ta = sampler_sample(a, l, n, &ra), tb = sampler_sample_top(b, ids, vals, TOPK_MAX, n, &rb);
+            differ += ta != tb;
+            if (ta != tb && differ < 4) fprintf(stderr, "  chain %zu round %d: row %d, top list %d\n", ci, round, ta, tb);
+        }
+        CHECKF(differ == 0, "chain %zu: %d of 200 draws differ", ci, differ);
+        sampler_free(a), sampler_free(b);
+    }
+    /* what needs the whole row */
+    sampler_params p = sampler_params_default();
+    p.top_k = 0;
+    sampler *s = mk(&p);
+    CHECK(sampler_top_need(s) == 0);
+    p = sampler_params_default();
+    p.n_logprobs = 2;
+    CHECK(sampler_set_params(s, &p, NULL) == 0 && sampler_top_need(s) == 0);
+    p = sampler_params_default();
+    p.repeat_penalty = 1.3f;
+    CHECK(sampler_set_params(s, &p, NULL) == 0 && sampler_top_need(s) == 40); /* (nothing in its window yet) */
+    CHECK(sampler_accept(s, 7) == 0 && sampler_top_need(s) == 0);
+    /* a list shorter than the chain reads is refused, not half used */
+    p = sampler_params_default();
+    CHECK(sampler_set_params(s, &p, NULL) == 0);
+    tricky_row(l, N, 0);
+    topk_row(l, N, 8, ids, vals);
+    CHECK(sampler_sample_top(s, ids, vals, 8, N, NULL) == LLC_ERR_RANGE);
+    sampler_free(s);
+}
+
 int main(void) {
     RUN(test_params);
     RUN(test_greedy);
@@ -858,5 +961,7 @@ int main(void) {
     RUN(test_logprobs);
     RUN(test_probs_helpers);
     RUN(test_large_vocab);
+    RUN(test_topk_row);
+    RUN(test_sample_from_top_list);
     return t_summary();
 }

@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "kernels/quant.h"
+#include "kernels/topk.h"
 
 struct model_kv {
     const model *m;
@@ -698,8 +699,8 @@ static int forward_ops(model *m, model_kv *kv, const bk_batch *batch, float *hid
     return 0;
 }
 
-int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
-                         llc_err *err) {
+/* One step's ops, up to the logits in backend memory (m->logits, n_out rows). */
+static int forward_step(model *m, model_kv *kv, const bk_batch *batch, float *hidden, llc_err *err) {
     if (kv->m != m) return llc_fail(err, LLC_ERR_RANGE, "KV cache belongs to another model");
     if (batch->n_hidden > 0 && !hidden) return llc_fail(err, LLC_ERR_RANGE, "no buffer for the hidden states");
     int rc = check_batch(m, kv, batch, err);
@@ -723,9 +724,17 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
             int grc = op->graph_end(c);
             if (!rc && grc) rc = llc_fail(err, grc, "backend op graph_end failed");
         }
-        if (rc) return rc;
     }
-    if (batch->n_out == 0) return 0;
+    return rc;
+}
+
+int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
+                         llc_err *err) {
+    int rc = forward_step(m, kv, batch, hidden, err);
+    if (rc || batch->n_out == 0) return rc;
+    const backend_ops *op = m->be->ops;
+    void *c = m->be->ctx;
+    const model_hparams *hp = &m->hp;
     const size_t n_logits = (size_t)batch->n_out * hp->n_vocab;
     OP(op->to_host(c, logits, m->logits, n_logits * sizeof(float)));
     if (hp->logit_scale > 0) /* granite: logits / logit_scale */
@@ -733,5 +742,23 @@ int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *l
     if (hp->final_softcap > 0) /* on the host: the logits are here anyway */
         for (size_t i = 0; i < n_logits; i++)
             logits[i] = hp->final_softcap * tanhf(logits[i] / hp->final_softcap);
+    return 0;
+}
+
+bool model_can_forward_top(const model *m) {
+    /* (granite's scale and gemma's softcap are applied on the host, after the
+     * copy: a rounding there can make two entries equal that were not, so the
+     * order of the backend's list would not be the final one) */
+    return m->be->ops->top_k && !(m->hp.logit_scale > 0) && !(m->hp.final_softcap > 0);
+}
+
+int model_forward_top(model *m, model_kv *kv, const bk_batch *batch, int k, int32_t *ids, float *vals,
+                      float *hidden, llc_err *err) {
+    if (!model_can_forward_top(m) || k < 1 || k > TOPK_MAX)
+        return llc_fail(err, LLC_ERR_UNSUPPORTED, "this model and backend give whole rows of logits only");
+    int rc = forward_step(m, kv, batch, hidden, err);
+    if (rc || batch->n_out == 0) return rc;
+    const backend_ops *op = m->be->ops;
+    OP(op->top_k(m->be->ctx, m->logits, batch->n_out, m->hp.n_vocab, k, ids, vals));
     return 0;
 }

@@ -138,5 +138,16 @@ int model_forward(model *m, model_kv *kv, const bk_batch *batch, float *logits, 
  * both lists; hidden may be NULL when n_hidden is 0. */
 int model_forward_hidden(model *m, model_kv *kv, const bk_batch *batch, float *logits, float *hidden,
                          llc_err *err);
+/* The same step, but of each output row only its k best logits (k <= TOPK_MAX,
+ * kernels/topk.h): ids and vals (host memory) receive n_out rows of k, in the
+ * order of batch->out_rows, as topk_row gives them from the row
+ * model_forward_hidden would give. A step of many sequences then moves and
+ * reads k entries per sequence, not the vocabulary. LLC_ERR_UNSUPPORTED where
+ * model_can_forward_top says no. */
+int model_forward_top(model *m, model_kv *kv, const bk_batch *batch, int k, int32_t *ids, float *vals,
+                      float *hidden, llc_err *err);
+/* Whether model_forward_top serves this model on its backend (the backend has
+ * top_k and the model's logits need no transform on the host). */
+bool model_can_forward_top(const model *m);
 
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine/sched/engine_internal.h"
+#include "kernels/topk.h"
 #include "kernels/fault.h"
 
 void engine_get_metrics(engine *e, engine_metrics *out) {
@@ -43,6 +44,26 @@ int engine_get_slots(engine *e, engine_slot **out) {
     return n;
 }
 
+/* How many best entries of each output row this step's sampling reads, when
+ * every row of the step reads only those (greedy, top-k up to TOPK_MAX, no
+ * penalty with tokens in its window, no log-probabilities, no grammar, beam,
+ * draft or embedding); 0: the step needs whole rows of logits. */
+static int top_entries_needed(const engine *e) {
+    if (e->no_top || !model_can_forward_top(e->m)) return 0;
+    int k = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        const seq *s = e->running[i];
+        if (!s->rows || s->state != SEQ_RUNNING) continue;
+        if (s->req->embed) return 0; /* (its hidden rows: kept simple) */
+        if (s->out_row < 0) continue;
+        if (s->req->bs || s->n_draft || s->gst) return 0;
+        const int need = sampler_top_need(s->smp);
+        if (need < 1 || need > TOPK_MAX) return 0;
+        if (need > k) k = need;
+    }
+    return k;
+}
+
 static int run_step(engine *e, llc_err *err) {
     eng_spec_propose(e);
     int rows = eng_plan_step(e);
@@ -58,7 +79,17 @@ static int run_step(engine *e, llc_err *err) {
     int n_copies = kv_pool_take_copies(e->pool, &src, &dst);
     int rc = model_kv_copy_blocks(e->kv_store, src, dst, n_copies, err);
     const bk_batch *b = batch_view(e->batch);
-    if (!rc && b->n_out > e->cap_logits) {
+    const int k_top = top_entries_needed(e);
+    if (k_top > 0) {
+        if (!rc && b->n_out > e->cap_top) {
+            int32_t *ids = realloc(e->top_ids, (size_t)b->n_out * TOPK_MAX * sizeof *ids);
+            if (ids) e->top_ids = ids;
+            float *vals = ids ? realloc(e->top_vals, (size_t)b->n_out * TOPK_MAX * sizeof *vals) : NULL;
+            if (!ids || !vals) return llc_fail(err, LLC_ERR_NOMEM, "out of memory for the best logits");
+            e->top_vals = vals;
+            e->cap_top = b->n_out;
+        }
+    } else if (!rc && b->n_out > e->cap_logits) {
         float *l = realloc(e->logits, (size_t)b->n_out * e->n_vocab * sizeof *l);
         if (!l) return llc_fail(err, LLC_ERR_NOMEM, "out of memory for logits");
         e->logits = l;
@@ -70,9 +101,11 @@ static int run_step(engine *e, llc_err *err) {
         e->hidden = h;
         e->cap_hidden = b->n_hidden;
     }
-    if (!rc) rc = model_forward_hidden(e->m, e->kv_store, b, e->logits, e->hidden, err);
+    if (!rc && k_top > 0) rc = model_forward_top(e->m, e->kv_store, b, k_top, e->top_ids, e->top_vals, e->hidden, err);
+    else if (!rc) rc = model_forward_hidden(e->m, e->kv_store, b, e->logits, e->hidden, err);
     if (rc) return rc;
     e->stats.steps++;
+    e->stats.steps_top += k_top > 0;
     e->stats.computed_tokens += rows;
     /* commit and sample; iterate over a snapshot since finishing edits the list */
     int n = e->n_running;
@@ -91,7 +124,7 @@ static int run_step(engine *e, llc_err *err) {
             continue;
         }
         if (s->out_row < 0) continue;
-        const float *lg = e->logits + (size_t)s->out_row * e->n_vocab;
+        const float *lg = k_top ? NULL : e->logits + (size_t)s->out_row * e->n_vocab;
         request *r = s->req;
         if (r->bs) {
             if (eng_beam_take_logits(e, s, lg)) eng_request_error(e, r, "out of memory in beam search");
@@ -110,7 +143,9 @@ static int run_step(engine *e, llc_err *err) {
         for (int k = 0; k < count; k++) {
             seq *t = first_of_request ? r->seqs[k] : s;
             sample_result res;
-            int tok = eng_sample(e, t, lg, &res);
+            int tok = k_top ? sampler_sample_top(t->smp, e->top_ids + (size_t)s->out_row * k_top,
+                                                 e->top_vals + (size_t)s->out_row * k_top, k_top, e->n_vocab, &res)
+                            : eng_sample(e, t, lg, &res);
             if (tok < 0) {
                 eng_seq_error(e, t, t->gst ? "the grammar allows no token here" : "sampling failed");
                 continue;
@@ -316,6 +351,8 @@ int engine_create(model *m, const tokenizer *tok, const engine_params *p, engine
                                                                : e->p.max_snapshots;
     const model_hparams *hp = model_hparams_of(m);
     e->n_vocab = hp->n_vocab;
+    const char *top_env = getenv("LLC_TOP_K");
+    e->no_top = top_env && !strcmp(top_env, "0");
     e->n_ctx = hp->n_ctx_train;
     e->max_blocks_per_seq = (e->n_ctx + e->p.block_size - 1) / e->p.block_size + 1;
     e->recurrent = hp->n_recurrent > 0;
@@ -383,6 +420,8 @@ void engine_destroy(engine *e) {
     free(e->slots);
     free(e->slots_work);
     free(e->logits);
+    free(e->top_ids);
+    free(e->top_vals);
     free(e->hidden);
     eng_spec_free(e);
     eng_grammar_free(e);

@@ -130,6 +130,7 @@ typedef struct engine_metrics {
     int kv_used, kv_cached, kv_free, kv_total;
     int64_t prompt_tokens, cached_tokens, computed_tokens, generated_tokens;
     int64_t steps, preemptions;
+    int64_t steps_top; /* steps whose rows came back as their best entries alone (model_forward_top) */
     int peak_kv_used;
     /* over the last 256 finished samples (0 until one finishes) */
     double ttft_ms_p50, ttft_ms_p90, ttft_ms_p99;

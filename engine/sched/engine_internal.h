@@ -127,6 +127,12 @@ struct engine {
     batch *batch;
     float *logits;
     int cap_logits;
+    /* a step whose every sampled row reads only its best entries gets those
+     * alone from the backend (model_forward_top): [cap_top][TOPK_MAX] each */
+    int32_t *top_ids;
+    float *top_vals;
+    int cap_top;
+    bool no_top; /* LLC_TOP_K=0: whole rows of logits always (for comparison) */
     /* speculative decoding: the draft model's own KV, batch and logits */
     model *draft;
     model_kv *dkv_store;

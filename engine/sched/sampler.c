@@ -755,6 +755,13 @@ static void exp_row(float *x, int n, float mx, float temp) {
 
 /* Runs the chain. On success s->cand[0..*nc) holds the kept candidates with
  * weights w (> 0 for at least one) summing to *total; greedy leaves one. */
+static int finish_chain(sampler *s, cand *c, int nc, float mx, int *nc_out, double *total_out);
+
+static int cand_order(const void *a, const void *b) { /* best first */
+    const cand *x = a, *y = b;
+    return cand_better(x, y) ? -1 : cand_better(y, x) ? 1 : 0;
+}
+
 static int run_chain(sampler *s, const float *logits, int n_vocab, int *nc_out, double *total_out) {
     if (!logits || n_vocab < 1) return LLC_ERR_RANGE;
     const sampler_params *p = &s->p;
@@ -772,6 +779,17 @@ static int run_chain(sampler *s, const float *logits, int n_vocab, int *nc_out, 
     float mx;
     int nc = gather(s, logits, n_vocab, np, k, c, &mx);
     clear_penalties(s, np);
+    /* the heap's k best in the canonical order, best first: the same array
+     * whether they came from the whole row or from a backend's top list */
+    if (k > 1) qsort(c, (size_t)nc, sizeof *c, cand_order);
+    return finish_chain(s, c, nc, mx, nc_out, total_out);
+}
+
+/* The chain from the candidates on: greedy, top-k, temperature, softmax, top-p,
+ * min-p. c[0..nc) are the gathered candidates, mx the largest logit among them. */
+static int finish_chain(sampler *s, cand *c, int nc, float mx, int *nc_out, double *total_out) {
+    const sampler_params *p = &s->p;
+    const bool greedy = p->temperature <= 0.0f;
     if (nc == 0) return LLC_ERR_RANGE;
     if (greedy) {
         c[0].w = 1.0f;
@@ -865,6 +883,40 @@ int sampler_sample(sampler *s, const float *logits, int n_vocab, sample_result *
             float l = sanitize_logit(logits[tok]);
             out->logprob = l == -INFINITY ? -INFINITY : (float)((double)l - lse);
         }
+    }
+    return tok;
+}
+
+int sampler_top_need(const sampler *s) {
+    const sampler_params *p = &s->p;
+    const int32_t *wa, *wg;
+    int na, ng;
+    penalty_windows(s, &wa, &na, &wg, &ng);
+    if (p->n_logprobs > 0 || na > 0 || ng > 0) return 0; /* these read the whole row */
+    if (p->temperature <= 0.0f) return 1;
+    return p->top_k > 0 && p->top_k <= HEAP_TOP_K_MAX ? p->top_k : 0;
+}
+
+int sampler_sample_top(sampler *s, const int32_t *ids, const float *vals, int n_top, int n_vocab, sample_result *out) {
+    LLC_ASSERT(s);
+    const int need = sampler_top_need(s);
+    if (need < 1 || !ids || !vals || n_vocab < 1) return LLC_ERR_RANGE;
+    int nc = 0;
+    while (nc < n_top && nc < need && ids[nc] >= 0) nc++; /* (-1: the row had no more) */
+    if (nc < need && nc == n_top && n_top < n_vocab) return LLC_ERR_RANGE; /* too short a list */
+    int rc = ensure_scratch(s, n_vocab, need, 0);
+    if (rc) return rc;
+    cand *c = s->cand;
+    for (int i = 0; i < nc; i++) c[i] = (cand){.id = ids[i], .logit = vals[i], .w = 0.0f};
+    double total;
+    int kept;
+    rc = finish_chain(s, c, nc, nc ? c[0].logit : -INFINITY, &kept, &total);
+    if (rc) return rc;
+    int32_t tok = s->p.temperature <= 0.0f ? c[0].id : draw(s, c, kept, total);
+    if (out) {
+        out->token = tok;
+        out->logprob = 0.0f;
+        out->n_top = 0;
     }
     return tok;
 }

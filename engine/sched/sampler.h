@@ -25,8 +25,10 @@
  *   7. min-p (min_p > 0): drop tokens with p < min_p * p_max.
  *   8. draw one token from what is left (renormalised) with exactly one uniform
  *      draw from the sequence's RNG.
- * Cost is O(n_vocab) per call and nothing is sorted: top-k (and greedy) keep a
- * heap of the k best in one pass over the row (quickselect when k > 1024), top-p
+ * Cost is O(n_vocab) per call and the row is not sorted: top-k (and greedy) keep a
+ * heap of the k best in one pass over the row, then sort those k best first (so
+ * the same candidates in the same order come from a backend's top list:
+ * sampler_sample_top; quickselect when k > 1024), top-p
  * is a histogram of the weights plus a quickselect on probability mass inside the
  * bucket where the cut falls, min-p a filter against the best. Penalties touch only
  * the tokens in their windows. Scratch per sampler: k candidates with top-k or
@@ -128,6 +130,16 @@ void sampler_reset(sampler *s);
  * Negative on error: LLC_ERR_RANGE if n_vocab < 1 or no token has a finite logit,
  * LLC_ERR_NOMEM. Does not write logits and does not record the token. */
 int sampler_sample(sampler *s, const float *logits, int n_vocab, sample_result *out);
+/* How many of the row's best entries (topk.h's order) the next sampler_sample
+ * reads: 1 when greedy, top_k with top-k on; 0 when it needs the whole row
+ * (top-k off, a penalty with tokens in its window, log-probabilities). */
+int sampler_top_need(const sampler *s);
+/* sampler_sample from the row's best entries alone (ids[0..n_top), vals, as
+ * topk_row gives them; an id of -1 ends the list early): the same token, the
+ * same draw, as sampler_sample on the whole row, when sampler_top_need(s) is
+ * 1..n_top. LLC_ERR_RANGE when it is not (or no entry can be chosen). */
+int sampler_sample_top(sampler *s, const int32_t *ids, const float *vals, int n_top, int n_vocab,
+                       sample_result *out);
 
 /* The final distribution the chain would sample from (after penalties, top-k,
  * temperature, top-p and min-p): probs_out[0..n_vocab) sums to 1 and is 0 outside

@@ -10,6 +10,7 @@
 #include "kernels/quant.h"
 #include "kernels/backend.h"
 #include "kernels/fault.h"
+#include "kernels/topk.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/hugemem.h"
@@ -175,6 +176,27 @@ static void *cpu_alloc(void *ctx, size_t bytes) {
 }
 static void cpu_free(void *ctx, void *p) { free(p); }
 static int cpu_to_host(void *ctx, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); return 0; }
+
+/* top_k: each thread a share of the rows, read where they are (no copy) */
+typedef struct {
+    const float *x;
+    int rows, n, k;
+    int32_t *ids;
+    float *vals;
+} topk_job;
+static void topk_work(void *arg, int ith, int nth) {
+    const topk_job *j = arg;
+    for (int r = ith; r < j->rows; r += nth)
+        topk_row(j->x + (size_t)r * j->n, j->n, j->k, j->ids + (size_t)r * j->k, j->vals + (size_t)r * j->k);
+}
+static int cpu_top_k(void *ctx_, const float *x, int rows, int n, int k, int32_t *ids, float *vals) {
+    cpu_ctx *ctx = ctx_;
+    if (k < 1 || k > TOPK_MAX || n < 1) return LLC_ERR_RANGE;
+    topk_job j = {x, rows, n, k, ids, vals};
+    if (rows == 1) topk_work(&j, 0, 1);
+    else cpu_pool_run(ctx->pool, topk_work, &j);
+    return 0;
+}
 static int cpu_memset0(void *ctx, void *p, size_t bytes) { memset(p, 0, bytes); return 0; }
 
 static int cpu_begin(void *ctx_, const bk_batch *b, llc_err *err) {
@@ -478,6 +500,7 @@ static const backend_ops g_cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .to_host = cpu_to_host,
+    .top_k = cpu_top_k,
     .memset0 = cpu_memset0,
     .begin = cpu_begin,
     .embed = cpu_embed,

@@ -27,6 +27,7 @@
 extern "C" {
 #include "kernels/cuda/backend_cuda.h"
 #include "kernels/fault.h"
+#include "kernels/topk.h"
 }
 
 void cuda_fail(cuda_ctx *c, const char *fmt, ...) {
@@ -47,11 +48,12 @@ static int cu_status(void *p) { return C(p)->failed ? LLC_ERR_IO : 0; }
 
 enum {
     PK_EMBED, PK_RMSNORM, PK_ADD_BIAS, PK_ROPE, PK_KV_STORE, PK_ATTENTION, PK_SILU_MUL, PK_ADD,
-    PK_COPY_BLOCKS, PK_GATHER_OUT, PK_SCALE, PK_GELU_MUL, PK_GATHER_ROWS, PK_SCATTER_ADD, PK_SWIGLU_OAI, PK_MATMUL,
+    PK_COPY_BLOCKS, PK_GATHER_OUT, PK_SCALE, PK_GELU_MUL, PK_GATHER_ROWS, PK_SCATTER_ADD, PK_SWIGLU_OAI, PK_TOP_K,
+    PK_MATMUL,
 };
 static const char *const g_pk_names[] = {"embed", "rmsnorm", "add_bias", "rope", "kv_store", "attention", "silu_mul",
                                          "add", "copy_blocks", "gather_out_rows", "scale", "gelu_mul", "gather_rows",
-                                         "scatter_add_rows", "swiglu_oai"};
+                                         "scatter_add_rows", "swiglu_oai", "top_k"};
 #define PK_ROW_BUCKETS 4 /* matmul rows: 1, 2-8, 9-64, 65+ */
 #define PK_COUNT (PK_MATMUL + QT_COUNT * PK_ROW_BUCKETS)
 #define PROF_PENDING 4096
@@ -271,6 +273,7 @@ static void cu_destroy(void *p) {
     if (c->batch_copied) cudaEventDestroy(c->batch_copied);
     cuda_f16_copies_free(c);
     cudaFree(c->scratch), cudaFree(c->d_freq), cudaFree(c->d_scale), cudaFree(c->blas_workspace);
+    cudaFree(c->topk_buf);
     for (int i = 0; i < c->n_weights; i++) cudaFree(c->weights[i]);
     free(c->weights);
     if (c->blas) cublasDestroy(c->blas);
@@ -375,6 +378,38 @@ static int cu_to_host(void *p, void *dst, const void *src, size_t bytes) {
     }
     CK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     CK(c, cudaStreamSynchronize(c->stream));
+    return cu_status(p);
+}
+
+static int cu_top_k(void *p, const float *x, int rows, int n, int k, int32_t *ids, float *vals) {
+    cuda_ctx *c = C(p);
+    if (k < 1 || k > TOPK_MAX || n < 1 || rows < 0) return LLC_ERR_RANGE;
+    if (c->graphs && c->graphs->recording) {
+        cuda_fail(c, "CUDA: top_k inside a recorded step");
+        return cu_status(p);
+    }
+    const size_t half = (size_t)rows * k * sizeof(int32_t), need = 2 * half;
+    if (need > c->cap_topk) {
+        cudaFree(c->topk_buf);
+        c->topk_buf = NULL, c->cap_topk = 0;
+        CK(c, cudaMalloc(&c->topk_buf, need));
+        if (c->failed) return cu_status(p);
+        c->cap_topk = need;
+    }
+    int32_t *d_ids = (int32_t *)c->topk_buf;
+    float *d_vals = (float *)((uint8_t *)c->topk_buf + half);
+    PROFILED(c, PK_TOP_K, 0, cuda_top_k(c, x, rows, n, k, d_ids, d_vals));
+    if (c->prof) CK(c, cudaStreamSynchronize(c->stream)); /* (the copies' time their own) */
+    const double t0 = c->prof ? host_ms() : 0;
+    CK(c, cudaMemcpyAsync(ids, d_ids, half, cudaMemcpyDeviceToHost, c->stream));
+    CK(c, cudaMemcpyAsync(vals, d_vals, half, cudaMemcpyDeviceToHost, c->stream));
+    CK(c, cudaStreamSynchronize(c->stream));
+    if (c->prof) {
+        cuda_profile *pr = c->prof;
+        pr->t_last_copy = host_ms();
+        pr->copy_ms += pr->t_last_copy - t0, pr->copy_bytes += (double)need, pr->copies++;
+        prof_collect(c);
+    }
     return cu_status(p);
 }
 
@@ -612,6 +647,7 @@ static backend_ops cuda_ops(void) {
     o.alloc = cu_alloc;
     o.free = cu_free;
     o.to_host = cu_to_host;
+    o.top_k = cu_top_k;
     o.memset0 = cu_memset0;
     o.begin = cu_begin;
     o.embed = cu_embed;

@@ -63,6 +63,9 @@ struct cuda_ctx {
     /* scratch: converted activations and dequantized weights */
     void *scratch;
     size_t cap_scratch;
+    void *topk_buf;   /* top_k's ids and values before they go to the host (not scratch:
+                         no recorded step reads it, so growing it stales none) */
+    size_t cap_topk;
     float *d_freq; /* rope frequency factors, uploaded on first use */
     const float *h_freq;
     int n_freq;
@@ -146,6 +149,8 @@ void cuda_copy_blocks(cuda_ctx *c, void *cache, const int *d_src, const int *d_d
 /* out[k] = x[rows[k]] (rows: device ints), rows dim wide */
 void cuda_gather_rows(cuda_ctx *c, const float *x, int dim, const int *rows, int n, float *out);
 void cuda_scatter_add_rows(cuda_ctx *c, float *x, int dim, const int *rows, const float *w, int n, const float *y);
+/* topk.cu: ids/vals [r * k ..] = the k best of row r of x (rows of n), as topk_row */
+void cuda_top_k(cuda_ctx *c, const float *x, int rows, int n, int k, int32_t *d_ids, float *d_vals);
 /* GB/s of reading `bytes` of device memory (best of reps), or 0 */
 double cuda_read_bandwidth(cuda_ctx *c, size_t bytes, int reps);
 

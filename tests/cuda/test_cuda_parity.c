@@ -9,6 +9,7 @@
 #include "kernels/quant.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/backend_cuda.h"
+#include "kernels/topk.h"
 #include "tests/test.h"
 
 static backend *g_cpu, *g_gpu;
@@ -634,6 +635,52 @@ static void test_recorded_steps(void) {
     check_recorded_steps("quant/stories260K-w256-Q8_0.gguf");
 }
 
+/* top_k: the GPU's k best of each row == topk_row's (kernels/topk.h), entry for
+ * entry, on rows made to be hard (ties across the k-th place, NaN, +-inf, -0.0
+ * beside +0.0, fewer entries than k) at vocabulary sizes up to 256k. */
+static void test_top_k(void) {
+    static const int widths[] = {37, 1000, 32000, 151936, 262144};
+    enum { ROWS = 6, K = TOPK_MAX };
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        const int n = widths[wi];
+        float *x = malloc((size_t)ROWS * n * sizeof *x);
+        for (int r = 0; r < ROWS; r++)
+            for (int i = 0; i < n; i++) {
+                const float u = (frand() + 1) / 2;
+                float *v = &x[(size_t)r * n + i];
+                switch (r) {
+                case 0: *v = frand() * 8; break;
+                case 1: *v = (float)(int)(u * 5); break; /* five values: huge ties */
+                case 2: *v = u < 0.999f ? NAN : frand(); break; /* few entries that can be chosen */
+                case 3: *v = u < 0.001f ? INFINITY : u < 0.4f ? -0.0f : u < 0.8f ? 0.0f : -INFINITY; break;
+                case 4: *v = 3.0f; break; /* all equal: the lowest ids */
+                default: *v = frand() * 30 - (i % 7 == 0 ? 0 : 10); break;
+                }
+            }
+        float *dx = gpu_floats(x, (size_t)ROWS * n);
+        int32_t ids[ROWS * K], want_ids[K];
+        float vals[ROWS * K], want_vals[K];
+        for (int k = 1; k <= K; k += K - 1) {
+            CHECK(g_gpu->ops->top_k(g_gpu->ctx, dx, ROWS, n, k, ids, vals) == 0);
+            for (int r = 0; r < ROWS; r++) {
+                topk_row(x + (size_t)r * n, n, k, want_ids, want_vals);
+                int bad = 0;
+                for (int j = 0; j < k; j++) {
+                    const int32_t gi = ids[r * k + j];
+                    const float gv = vals[r * k + j];
+                    const bool same = gi == want_ids[j] && (gv == want_vals[j] || (isinf(gv) && isinf(want_vals[j])));
+                    if (!same && bad++ < 3)
+                        fprintf(stderr, "  n %d k %d row %d entry %d: GPU %d (%g), want %d (%g)\n", n, k, r, j, gi,
+                                (double)gv, want_ids[j], (double)want_vals[j]);
+                }
+                CHECKF(bad == 0, "n %d k %d row %d: %d entries differ", n, k, r, bad);
+            }
+        }
+        g_gpu->ops->free(g_gpu->ctx, dx);
+        free(x);
+    }
+}
+
 int main(void) {
     llc_err err;
     if (!backend_cuda_available() || backend_cuda_create(0, &g_gpu, &err)) {
@@ -650,6 +697,7 @@ int main(void) {
     RUN(test_model_logits);
     RUN(test_model_logits_kv_types);
     RUN(test_recorded_steps);
+    RUN(test_top_k);
     backend_free(g_gpu);
     backend_free(g_cpu);
     return t_summary();
