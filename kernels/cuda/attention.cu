@@ -207,7 +207,7 @@ static constexpr int attg_smem(int HB, int D, int W) { return (HB * D + W * (2 *
 static_assert((8 * 256 + ATT_WARPS * (2 * 8 + 8 * 256)) * 4 <= 48 * 1024, "attention shared memory");
 
 /* Split keys (SPLIT, the few rows of a decode step): blockIdx.z also names a
- * chunk of `chunk` keys; the block takes that chunk only, with W_SPLIT warps, and
+ * chunk of `chunk` keys; the block takes that chunk only, with ATT_WARPS warps, and
  * writes its unnormalised partial (max, sum of weights, weighted values) to
  * part_md / part_num for k_attention_merge. Enough blocks then share one row's
  * keys to keep the GPU busy when a step has one row and a few KV heads. */
@@ -216,7 +216,6 @@ struct attn_split {
     float *part_md;       /* [T][n_heads][n_chunks][2]: max, sum of weights */
     float *part_num;      /* [T][n_heads][n_chunks][D] */
 };
-#define W_SPLIT ATT_WARPS
 
 template <int KT, int HB, int DPL, int DFIX, int W = ATT_WARPS, bool SPLIT = false>
 __global__ void __launch_bounds__(32 * W)
@@ -421,7 +420,7 @@ void cuda_kv_store(cuda_ctx *c, void *kc, void *vc, const float *k, const float 
 static attn_split plan_split(cuda_ctx *c, const bk_attn *a) {
     attn_split sp = {0, 0, NULL, NULL};
     if (c->T > ATT_SPLIT_MAX_ROWS || c->attn_no_split) return sp;
-    const int base = 32 * W_SPLIT, cap = c->max_blocks * a->block_size;
+    const int base = 32 * ATT_WARPS, cap = c->max_blocks * a->block_size;
     const int per = (cap + base * ATT_SPLIT_MAX_CHUNKS - 1) / (base * ATT_SPLIT_MAX_CHUNKS);
     sp.chunk = base * (per > 0 ? per : 1);
     sp.n_chunks = (cap + sp.chunk - 1) / sp.chunk;
@@ -439,33 +438,30 @@ static void launch_group(cuda_ctx *c, const float *q, const uint8_t *k8, const u
     const int G = a->n_heads / a->n_kv_heads, D = a->head_dim;
     const attn_split sp = plan_split(c, a);
     if (c->failed) return;
-    if (sp.chunk) {
-        dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB * sp.n_chunks));
-#define ATTS(DPL, DFIX)                                                                                              \
-    k_attention_group<KT, HB, DPL, DFIX, W_SPLIT, true><<<grid, 32 * W_SPLIT, attg_smem(HB, D, W_SPLIT), c->stream>>>( \
-        q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, a->n_kv_heads, D,   \
-        a->block_size, a->scale, a->window, a->softcap, a->sinks, sp)
-        if (D == 64) ATTS(2, 64);
-        else if (D == 128) ATTS(4, 128);
-        else if (D == 256) ATTS(8, 256);
-        else if (D <= 32) ATTS(1, 0);
-        else ATTS(8, 0);
-#undef ATTS
-        LAUNCHED(c);
-        k_attention_merge<<<dim3((unsigned)c->T, (unsigned)a->n_heads), D < 128 ? 64 : 128, 0, c->stream>>>(
-            out, c->pos, c->row_seq, c->kv_len, a->n_heads, D, a->window, a->sinks, sp);
-        return;
-    }
-    dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB));
-#define ATTG(DPL, DFIX)                                                                                            \
-    k_attention_group<KT, HB, DPL, DFIX><<<grid, 32 * ATT_WARPS, attg_smem(HB, D, ATT_WARPS), c->stream>>>(         \
+    /* split: blockIdx.z also names the chunk of keys, and the merge follows */
+    const dim3 grid((unsigned)c->T, (unsigned)a->n_kv_heads, (unsigned)(G / HB * (sp.chunk ? sp.n_chunks : 1)));
+#define ATTG(DPL, DFIX, SPLIT)                                                                                      \
+    k_attention_group<KT, HB, DPL, DFIX, ATT_WARPS, SPLIT><<<grid, 32 * ATT_WARPS, attg_smem(HB, D, ATT_WARPS),      \
+                                                             c->stream>>>(                                          \
         q, k8, v8, rb, out, c->pos, c->row_seq, c->kv_len, c->table, c->max_blocks, a->n_heads, a->n_kv_heads, D,     \
         a->block_size, a->scale, a->window, a->softcap, a->sinks, sp)
-    if (D == 64) ATTG(2, 64);
-    else if (D == 128) ATTG(4, 128);
-    else if (D == 256) ATTG(8, 256);
-    else if (D <= 32) ATTG(1, 0);
-    else ATTG(8, 0);
+#define ATTG_BY_HEAD_SIZE(SPLIT)                 \
+    do {                                         \
+        if (D == 64) ATTG(2, 64, SPLIT);         \
+        else if (D == 128) ATTG(4, 128, SPLIT);  \
+        else if (D == 256) ATTG(8, 256, SPLIT);  \
+        else if (D <= 32) ATTG(1, 0, SPLIT);     \
+        else ATTG(8, 0, SPLIT);                  \
+    } while (0)
+    if (!sp.chunk) {
+        ATTG_BY_HEAD_SIZE(false);
+        return;
+    }
+    ATTG_BY_HEAD_SIZE(true);
+    LAUNCHED(c);
+    k_attention_merge<<<dim3((unsigned)c->T, (unsigned)a->n_heads), D < 128 ? 64 : 128, 0, c->stream>>>(
+        out, c->pos, c->row_seq, c->kv_len, a->n_heads, D, a->window, a->sinks, sp);
+#undef ATTG_BY_HEAD_SIZE
 #undef ATTG
 }
 
