@@ -10,6 +10,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "kernels/topk.h"
+
 /* ---- RNG: splitmix64 for seeding, xoshiro256** for draws ---- */
 
 static uint64_t splitmix64_next(uint64_t *x) {
@@ -361,61 +363,15 @@ static inline float sanitize_logit(float l) {
     return l;
 }
 
-/* Heap on parallel arrays, root = worst kept entry. */
-static inline bool lp_worse(const int32_t *ids, const float *v, int i, int j) {
-    return v[i] < v[j] || (v[i] == v[j] && ids[i] > ids[j]);
-}
-
-static void lp_swap(int32_t *ids, float *v, int i, int j) {
-    int32_t ti = ids[i];
-    ids[i] = ids[j];
-    ids[j] = ti;
-    float tv = v[i];
-    v[i] = v[j];
-    v[j] = tv;
-}
-
-static void lp_sift_down(int32_t *ids, float *v, int n, int i) {
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && lp_worse(ids, v, l, m)) m = l;
-        if (r < n && lp_worse(ids, v, r, m)) m = r;
-        if (m == i) return;
-        lp_swap(ids, v, i, m);
-        i = m;
-    }
-}
-
 /* Writes the n best (id, raw logit) into ids/vals, best first; returns how many
  * and the log-sum-exp of all finite logits in *lse (-inf when none). */
 static int topn_lse(const float *logits, int n_vocab, int n, int32_t *ids, float *vals,
                     double *lse) {
-    int cnt = 0;
-    float mx = -INFINITY;
-    for (int i = 0; i < n_vocab; i++) {
-        float l = sanitize_logit(logits[i]);
-        if (l == -INFINITY) continue;
+    const int cnt = n > 0 ? topk_row(logits, n_vocab, n, ids, vals) : 0;
+    float mx = cnt > 0 ? vals[0] : -INFINITY; /* (the best first) */
+    for (int i = 0; cnt == 0 && i < n_vocab; i++) {
+        const float l = sanitize_logit(logits[i]);
         if (l > mx) mx = l;
-        if (n == 0) continue;
-        if (cnt < n) {
-            int j = cnt++;
-            ids[j] = i;
-            vals[j] = l;
-            while (j > 0) { /* sift up */
-                int parent = (j - 1) / 2;
-                if (!lp_worse(ids, vals, j, parent)) break;
-                lp_swap(ids, vals, j, parent);
-                j = parent;
-            }
-        } else if (l > vals[0]) { /* ties keep the lower id already there */
-            ids[0] = i;
-            vals[0] = l;
-            lp_sift_down(ids, vals, cnt, 0);
-        }
-    }
-    for (int end = cnt - 1; end > 0; end--) { /* heap sort: worst to the back */
-        lp_swap(ids, vals, 0, end);
-        lp_sift_down(ids, vals, end, 0);
     }
     if (mx == -INFINITY) {
         *lse = -INFINITY;
@@ -753,8 +709,6 @@ static void exp_row(float *x, int n, float mx, float temp) {
 /* Top-k by a heap up to this size; above it, quickselect over all candidates. */
 #define HEAP_TOP_K_MAX 1024
 
-/* Runs the chain. On success s->cand[0..*nc) holds the kept candidates with
- * weights w (> 0 for at least one) summing to *total; greedy leaves one. */
 static int finish_chain(sampler *s, cand *c, int nc, float mx, int *nc_out, double *total_out);
 
 static int cand_order(const void *a, const void *b) { /* best first */
@@ -762,6 +716,8 @@ static int cand_order(const void *a, const void *b) { /* best first */
     return cand_better(x, y) ? -1 : cand_better(y, x) ? 1 : 0;
 }
 
+/* Runs the chain. On success s->cand[0..*nc) holds the kept candidates with
+ * weights w (> 0 for at least one) summing to *total; greedy leaves one. */
 static int run_chain(sampler *s, const float *logits, int n_vocab, int *nc_out, double *total_out) {
     if (!logits || n_vocab < 1) return LLC_ERR_RANGE;
     const sampler_params *p = &s->p;

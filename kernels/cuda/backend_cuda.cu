@@ -121,6 +121,23 @@ static void prof_collect(cuda_ctx *c) {
     p->n_pending = 0;
 }
 
+/* Around a step's copies to the host. begin: with the profile on, the step's
+ * kernels are waited for first, so the copies' time is their own; the host
+ * clock. end (after the copies synchronized): their time and bytes into the
+ * profile, the step's op times collected. */
+static double prof_copies_begin(cuda_ctx *c) {
+    if (!c->prof) return 0;
+    CK(c, cudaStreamSynchronize(c->stream));
+    return host_ms();
+}
+static void prof_copies_end(cuda_ctx *c, double t0, size_t bytes) {
+    cuda_profile *p = c->prof;
+    if (!p) return;
+    p->t_last_copy = host_ms();
+    p->copy_ms += p->t_last_copy - t0, p->copy_bytes += (double)bytes, p->copies++;
+    prof_collect(c);
+}
+
 static void prof_print(cuda_ctx *c) {
     cuda_profile *p = c->prof;
     double total = 0;
@@ -365,19 +382,10 @@ static int cu_to_host(void *p, void *dst, const void *src, size_t bytes) {
         cuda_fail(c, "CUDA: a copy to the host inside a recorded step");
         return cu_status(p);
     }
-    if (c->prof) { /* (the forward's kernels first, so the copy's time is its own) */
-        CK(c, cudaStreamSynchronize(c->stream));
-        const double t0 = host_ms();
-        CK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
-        CK(c, cudaStreamSynchronize(c->stream));
-        cuda_profile *pr = c->prof;
-        pr->t_last_copy = host_ms();
-        pr->copy_ms += pr->t_last_copy - t0, pr->copy_bytes += (double)bytes, pr->copies++;
-        prof_collect(c);
-        return cu_status(p);
-    }
+    const double t0 = prof_copies_begin(c);
     CK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
     CK(c, cudaStreamSynchronize(c->stream));
+    prof_copies_end(c, t0, bytes);
     return cu_status(p);
 }
 
@@ -399,17 +407,11 @@ static int cu_top_k(void *p, const float *x, int rows, int n, int k, int32_t *id
     int32_t *d_ids = (int32_t *)c->topk_buf;
     float *d_vals = (float *)((uint8_t *)c->topk_buf + half);
     PROFILED(c, PK_TOP_K, 0, cuda_top_k(c, x, rows, n, k, d_ids, d_vals));
-    if (c->prof) CK(c, cudaStreamSynchronize(c->stream)); /* (the copies' time their own) */
-    const double t0 = c->prof ? host_ms() : 0;
+    const double t0 = prof_copies_begin(c);
     CK(c, cudaMemcpyAsync(ids, d_ids, half, cudaMemcpyDeviceToHost, c->stream));
     CK(c, cudaMemcpyAsync(vals, d_vals, half, cudaMemcpyDeviceToHost, c->stream));
     CK(c, cudaStreamSynchronize(c->stream));
-    if (c->prof) {
-        cuda_profile *pr = c->prof;
-        pr->t_last_copy = host_ms();
-        pr->copy_ms += pr->t_last_copy - t0, pr->copy_bytes += (double)need, pr->copies++;
-        prof_collect(c);
-    }
+    prof_copies_end(c, t0, need);
     return cu_status(p);
 }
 
